@@ -1,0 +1,33 @@
+// Buffers.cpp
+#include "nn/Buffers.h"
+
+namespace nn {
+
+using tensor::Tensor;
+
+Tensor& ensure(Tensor& buf, const tensor::Shape& shape, const Tensor& like) {
+  if (!buf.defined() || buf.dtype() != like.dtype() || buf.device() != like.device()) {
+    buf = tensor::empty(shape, like.dtype(), like.device());
+  } else if (buf.sizes() != shape || !buf.is_contiguous()) {
+    buf.resize_(shape);
+  }
+  return buf;
+}
+
+void check_float(const std::string& where, const Tensor& t, const char* what) {
+  if (!t.defined()) throw tensor::Error(where + what + " is undefined");
+  if (t.dtype() != tensor::DType::Float32 && t.dtype() != tensor::DType::Float64) {
+    throw tensor::Error(where + "expected float32 or float64 " + what + ", got " + t.description());
+  }
+}
+
+void check_matches(const std::string& where, const Tensor& t, const Tensor& param, const char* what,
+                   const char* param_name) {
+  if (t.dtype() != param.dtype() || t.device() != param.device()) {
+    throw tensor::Error(where + "expected " + what + " of " + param_name + "'s dtype and device (" +
+                        tensor::name(param.dtype()) + " on " + param.device().str() + "), got " +
+                        t.description() + " (convert the module with .to(dtype) or the input with .to(...))");
+  }
+}
+
+}  // namespace nn

@@ -1,0 +1,22 @@
+// Buffers.h: small helpers every module uses for its output/gradient buffers and for the
+// argument checks whose messages follow our error style
+// ("<type_name>::<method>: expected <contract>, got <actual>").
+#pragma once
+
+#include <string>
+
+#include "tensor/Tensor.h"
+
+namespace nn {
+
+// Makes `buf` a contiguous tensor of `shape` with `like`'s dtype and device, reusing its
+// storage when it can (no allocation in steady state). Returns buf.
+tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like);
+
+// Throws "<where>expected float32 or float64 <what>, got <description>".
+void check_float(const std::string& where, const tensor::Tensor& t, const char* what = "input");
+// Throws unless `t` has `param`'s dtype and device (a module's input vs its weight).
+void check_matches(const std::string& where, const tensor::Tensor& t, const tensor::Tensor& param,
+                   const char* what = "input", const char* param_name = "weight");
+
+}  // namespace nn

@@ -1,0 +1,20 @@
+// Container.cpp
+#include "nn/Container.h"
+
+namespace nn {
+
+Container& Container::add(ModulePtr module) {
+  if (!module) throw Error(where("add") + "expected a module, got nullptr");
+  modules.push_back(std::move(module));
+  return *this;
+}
+
+ModulePtr Container::get(size_t index) const {
+  if (index >= modules.size()) {
+    throw Error(where("get") + "index " + std::to_string(index) + " out of range for " +
+                std::to_string(modules.size()) + " modules");
+  }
+  return modules[index];
+}
+
+}  // namespace nn

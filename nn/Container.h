@@ -1,0 +1,38 @@
+// Container.h: the base of modules made of modules (Sequential, Concat, Residual).
+// Children are shared pointers in `modules`, the slots convert() replaces in place.
+// A child's error is rethrown prefixed with its position, as Torch does:
+// "In 3 module of nn.Sequential: nn.Linear::updateOutput: ...".
+#pragma once
+
+#include <utility>
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class Container : public Module {
+ public:
+  Container& add(ModulePtr module);
+  ModulePtr get(size_t index) const;  // 0-based; throws when out of range
+  size_t size() const { return modules.size(); }
+  std::vector<ModulePtr>* children() override { return &modules; }
+  // Children bridge devices themselves, so a container runs on whatever its input is on.
+  bool computesOn(Device) const override { return true; }
+
+  std::vector<ModulePtr> modules;
+
+ protected:
+  Container() = default;
+  Container(Container&&) = default;
+
+  template <class F>
+  decltype(auto) rethrowErrors(size_t index, F&& f) const {
+    try {
+      return f();
+    } catch (const Error& e) {
+      throw Error("In " + std::to_string(index + 1) + " module of " + type_name() + ": " + e.what());
+    }
+  }
+};
+
+}  // namespace nn

@@ -1,0 +1,17 @@
+// Identity.h: output = input, gradInput = gradOutput (shared, not copied). Used as the
+// default shortcut of Residual. Twin: cudnn::Identity.
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class Identity : public Module {
+ public:
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  bool computesOn(Device) const override { return true; }  // nothing to compute
+  std::string type_name() const override { return "nn.Identity"; }
+};
+
+}  // namespace nn

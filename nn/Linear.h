@@ -1,0 +1,30 @@
+// Linear.h: y = x W^T + b for x of [nInput] or [batch x nInput]; W is [nOutput x nInput].
+// Initialised as Torch does: U(-1/sqrt(nInput), 1/sqrt(nInput)) for weight and bias.
+// Twin: cudnn::Linear (cuBLAS).
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t inputSize, int64_t outputSize, bool bias = true);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(inputSize)
+  std::string type_name() const override { return "nn.Linear"; }
+  std::string str() const override;
+
+  int64_t inputSize, outputSize;
+  Tensor weight, bias, gradWeight, gradBias;
+
+ protected:
+  void visitState(StateVisitor& v) override;
+  // [batch x inputSize] view of a 1-d or 2-d input; throws naming the shapes otherwise.
+  Tensor batched(const Tensor& input, const char* method) const;
+};
+
+}  // namespace nn

@@ -1,0 +1,237 @@
+// Module.cpp: device bridging, and everything derived from visitState().
+#include "nn/Module.h"
+
+#include <set>
+#include <sstream>
+
+namespace nn {
+
+// Note [Device bridging]
+// A network converted with an exclusion predicate mixes cudnn modules (CUDA tensors) with
+// nn modules (CPU compute). forward()/backward() move such an nn module's input and
+// gradOutput to the CPU and its results back to the input's device, so the network runs
+// with transfers only at the boundaries. A cudnn module handed CPU tensors is not bridged:
+// it throws, because silently copying every layer's input would hide a slow network.
+
+const Tensor& Module::forward(const Tensor& input) {
+  if (!input.defined()) throw Error(where("forward") + "input is undefined");
+  if (input.is_cuda() && !computesOn(input.device())) {
+    bridgedInput_ = input.to(Device::cpu());
+    bridgedOutput_ = updateOutput(bridgedInput_).to(input.device());
+    return bridgedOutput_;
+  }
+  return updateOutput(input);
+}
+
+const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, double scale) {
+  if (!input.defined() || !gradOutput.defined()) {
+    throw Error(where("backward") + "input or gradOutput is undefined");
+  }
+  if (input.is_cuda() && !computesOn(input.device())) {
+    if (!bridgedInput_.defined() || bridgedInput_.sizes() != input.sizes()) {
+      bridgedInput_ = input.to(Device::cpu());
+    }
+    bridgedGradOutput_ = gradOutput.to(Device::cpu());
+    backwardImpl(bridgedInput_, bridgedGradOutput_, scale);
+    bridgedGradInput_ = gradInput.to(input.device());
+    return bridgedGradInput_;
+  }
+  backwardImpl(input, gradOutput, scale);
+  return gradInput;
+}
+
+void Module::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  updateGradInput(input, gradOutput);
+  accGradParameters(input, gradOutput, scale);
+}
+
+void Module::accGradParameters(const Tensor&, const Tensor&, double) {}
+
+void Module::visitState(StateVisitor&) {}
+
+void Module::visitTree(StateVisitor& visitor, const std::string& prefix) {
+  struct Prefixed : StateVisitor {
+    StateVisitor& inner;
+    const std::string& prefix;
+    Prefixed(StateVisitor& v, const std::string& p) : inner(v), prefix(p) {}
+    void parameter(const std::string& n, Tensor& v, Tensor& g) override { inner.parameter(prefix + n, v, g); }
+    void buffer(const std::string& n, Tensor& v) override { inner.buffer(prefix + n, v); }
+  } prefixed(visitor, prefix);
+  visitState(prefixed);
+  if (auto* kids = children()) {
+    for (size_t i = 0; i < kids->size(); ++i) {
+      if ((*kids)[i]) (*kids)[i]->visitTree(visitor, prefix + std::to_string(i) + ".");
+    }
+  }
+}
+
+namespace {
+// Collects the tree's tensors; `want` picks parameters, gradients or buffers.
+struct Collector : StateVisitor {
+  enum Want { Params, Grads, Buffers, All } want;
+  std::vector<std::pair<std::string, Tensor>> out;
+  explicit Collector(Want w) : want(w) {}
+  void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+    if (want == Params || want == All) out.emplace_back(n, v);
+    if (want == Grads) out.emplace_back(n, g);
+  }
+  void buffer(const std::string& n, Tensor& v) override {
+    if ((want == Buffers || want == All) && v.defined()) out.emplace_back(n, v);
+  }
+};
+
+std::vector<Tensor> values_of(const std::vector<std::pair<std::string, Tensor>>& named) {
+  std::vector<Tensor> out;
+  out.reserve(named.size());
+  for (const auto& [_, t] : named) out.push_back(t);
+  return out;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Module::namedParameters() {
+  Collector c(Collector::Params);
+  visitTree(c, "");
+  return c.out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::namedGradParameters() {
+  Collector c(Collector::Grads);
+  visitTree(c, "");
+  return c.out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::namedBuffers() {
+  Collector c(Collector::Buffers);
+  visitTree(c, "");
+  return c.out;
+}
+
+std::vector<Tensor> Module::parameters() { return values_of(namedParameters()); }
+std::vector<Tensor> Module::gradParameters() { return values_of(namedGradParameters()); }
+
+std::map<std::string, Tensor> Module::stateDict() {
+  Collector c(Collector::All);
+  visitTree(c, "");
+  return {c.out.begin(), c.out.end()};
+}
+
+void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool strict) {
+  struct Targets : StateVisitor {
+    std::map<std::string, Tensor*> slots;
+    void parameter(const std::string& n, Tensor& v, Tensor&) override { slots[n] = &v; }
+    void buffer(const std::string& n, Tensor& v) override {
+      if (v.defined()) slots[n] = &v;
+    }
+  } targets;
+  visitTree(targets, "");
+  std::vector<std::string> problems;
+  for (const auto& [name, slot] : targets.slots) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      if (strict) problems.push_back("missing '" + name + "' " + tensor::shape_str(slot->sizes()));
+      continue;
+    }
+    if (it->second.sizes() != slot->sizes()) {
+      problems.push_back("'" + name + "' has shape " + tensor::shape_str(it->second.sizes()) +
+                         ", expected " + tensor::shape_str(slot->sizes()));
+    }
+  }
+  if (strict) {
+    for (const auto& [name, t] : state) {
+      if (!targets.slots.count(name)) problems.push_back("unexpected '" + name + "' " + tensor::shape_str(t.sizes()));
+    }
+  }
+  if (!problems.empty()) {
+    std::ostringstream msg;
+    msg << where("loadStateDict") << problems.size() << " mismatch" << (problems.size() > 1 ? "es" : "") << ":";
+    for (const auto& p : problems) msg << "\n  " << p;
+    throw Error(msg.str());
+  }
+  for (const auto& [name, slot] : targets.slots) {
+    auto it = state.find(name);
+    if (it != state.end()) slot->copy_(it->second);
+  }
+}
+
+void Module::zeroGradParameters() {
+  for (auto& [_, g] : namedGradParameters()) {
+    if (g.defined()) g.zero_();
+  }
+}
+
+void Module::train() {
+  training_ = true;
+  if (auto* kids = children()) {
+    for (auto& k : *kids) k->train();
+  }
+}
+
+void Module::evaluate() {
+  training_ = false;
+  if (auto* kids = children()) {
+    for (auto& k : *kids) k->evaluate();
+  }
+}
+
+Module& Module::to(Device device) {
+  if (auto* kids = children()) {
+    for (auto& k : *kids) k->to(device);
+  }
+  if (!computesOn(device)) return *this;
+  struct Mover : StateVisitor {
+    Device d;
+    explicit Mover(Device dev) : d(dev) {}
+    void parameter(const std::string&, Tensor& v, Tensor& g) override {
+      if (v.defined()) v = v.to(d);
+      if (g.defined()) g = g.to(d);
+    }
+    void buffer(const std::string&, Tensor& v) override {
+      if (v.defined()) v = v.to(d);
+    }
+  } mover(device);
+  visitState(mover);
+  if (output.defined() && output.device() != device) output = Tensor();
+  if (gradInput.defined() && gradInput.device() != device) gradInput = Tensor();
+  device_ = device;
+  return *this;
+}
+
+Module& Module::to(DType dtype) {
+  if (auto* kids = children()) {
+    for (auto& k : *kids) k->to(dtype);
+  }
+  struct Caster : StateVisitor {
+    DType t;
+    explicit Caster(DType dt) : t(dt) {}
+    void cast(Tensor& v) const {
+      if (v.defined() && tensor::is_floating(v.dtype())) v = v.to(t);
+    }
+    void parameter(const std::string&, Tensor& v, Tensor& g) override {
+      cast(v);
+      cast(g);
+    }
+    void buffer(const std::string&, Tensor& v) override { cast(v); }
+  } caster(dtype);
+  visitState(caster);
+  output = Tensor();
+  gradInput = Tensor();
+  return *this;
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  if (auto* kids = children()) {
+    for (auto& k : *kids) k->apply(fn);
+  }
+}
+
+std::string indent_lines(const std::string& text, const std::string& pad) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
+}  // namespace nn

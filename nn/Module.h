@@ -1,0 +1,120 @@
+// Module.h: the base of every layer, with Torch's interface: forward = updateOutput,
+// backward = updateGradInput + accGradParameters (accumulating, times `scale`).
+// A module names its own state once in visitState(); parameters(), zeroGradParameters(),
+// to(), stateDict() and loadStateDict() are derived from it here, for nn modules and their
+// cudnn twins alike. Modules are moved, never copied: a twin is built by moving its nn
+// module into it (see DESIGN.md, "conversion moves state, never re-derives it").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/Tensor.h"
+
+namespace nn {
+
+using tensor::Device;
+using tensor::DType;
+using tensor::Error;
+using tensor::Shape;
+using tensor::Tensor;
+
+// Which module family computes: the CPU reference (nn) or cuDNN (cudnn).
+enum class Backend { nn, cudnn };
+inline constexpr Backend backend = Backend::nn;
+
+class Module;
+using ModulePtr = std::shared_ptr<Module>;
+
+// What a module holds: parameters with their gradients, and buffers (running statistics).
+struct StateVisitor {
+  virtual ~StateVisitor() = default;
+  virtual void parameter(const std::string& name, Tensor& value, Tensor& grad) = 0;
+  virtual void buffer(const std::string& name, Tensor& value) = 0;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // ---- computation (Torch) ----
+  // forward/backward also bridge devices: an nn module handed CUDA tensors computes on the
+  // CPU and hands back tensors on the input's device (Note [Device bridging] in Module.cpp).
+  const Tensor& forward(const Tensor& input);
+  const Tensor& backward(const Tensor& input, const Tensor& gradOutput, double scale = 1.0);
+  virtual const Tensor& updateOutput(const Tensor& input) = 0;
+  virtual const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) = 0;
+  virtual void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0);
+  virtual void zeroGradParameters();
+
+  // ---- state ----
+  std::vector<Tensor> parameters();
+  std::vector<Tensor> gradParameters();
+  std::vector<std::pair<std::string, Tensor>> namedParameters();      // "0.weight", ...
+  std::vector<std::pair<std::string, Tensor>> namedGradParameters();  // same names
+  std::vector<std::pair<std::string, Tensor>> namedBuffers();
+  // Parameters and buffers by path; what model files hold.
+  std::map<std::string, Tensor> stateDict();
+  // Copies values into this module's tensors (converting dtype and device). With strict,
+  // missing keys, unexpected keys and shape mismatches are all listed in one Error.
+  void loadStateDict(const std::map<std::string, Tensor>& state, bool strict = true);
+
+  // ---- mode and placement ----
+  virtual void train();
+  virtual void evaluate();
+  bool isTraining() const { return training_; }
+  // Moves state to `device` where this module computes there (nn modules compute on the
+  // CPU and keep their state there; cudnn twins compute on CUDA devices). Containers recurse.
+  virtual Module& to(Device device);
+  // Converts floating parameters, gradients and buffers (and later outputs) to `dtype`.
+  virtual Module& to(DType dtype);
+  virtual bool computesOn(Device device) const { return device.is_cpu(); }
+  Device device() const { return device_; }
+
+  // ---- identity and printing ----
+  virtual std::string type_name() const = 0;  // "nn.ReLU", "cudnn.ReLU"
+  virtual std::string str() const { return type_name(); }
+  virtual Backend backendKind() const { return Backend::nn; }
+
+  // ---- tree ----
+  // A container's children (the slots convert() replaces), nullptr for a leaf.
+  virtual std::vector<ModulePtr>* children() { return nullptr; }
+  // Calls fn on this module, then on every descendant, depth first.
+  void apply(const std::function<void(Module&)>& fn);
+
+  Tensor output;
+  Tensor gradInput;
+
+ protected:
+  Module() = default;
+  Module(Module&&) = default;  // for twins: cudnn::X(nn::X&& m) : nn::X(std::move(m)) {}
+  Module& operator=(Module&&) = delete;
+
+  // backward() minus the device bridging; containers override it to call their children's
+  // backward() once instead of updateGradInput and accGradParameters separately.
+  virtual void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale);
+  // Names this module's own parameters and buffers (not its children's).
+  virtual void visitState(StateVisitor& visitor);
+  // Every tensor of the subtree, with its path.
+  void visitTree(StateVisitor& visitor, const std::string& prefix);
+
+  // "<type_name>::<method>: " for error messages
+  std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
+
+  bool training_ = true;
+  Device device_ = Device::cpu();
+
+ private:
+  Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;
+};
+
+// Torch's printing helpers: containers indent their children's lines.
+std::string indent_lines(const std::string& text, const std::string& pad);
+
+}  // namespace nn

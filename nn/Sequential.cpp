@@ -1,0 +1,73 @@
+// Sequential.cpp
+#include "nn/Sequential.h"
+
+namespace nn {
+
+Sequential::Sequential(std::initializer_list<ModulePtr> children) {
+  for (const auto& c : children) add(c);
+}
+
+const Tensor& Sequential::updateOutput(const Tensor& input) {
+  inputs_.resize(modules.size());
+  Tensor current = input;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    inputs_[i] = current;
+    current = rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(current); });
+  }
+  output = current;
+  return output;
+}
+
+template <class Step>
+void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
+  if (inputs_.size() != modules.size()) {
+    throw Error(where("backward") + "expected a forward() first with the current " +
+                std::to_string(modules.size()) + " modules");
+  }
+  gradOutputs_.resize(modules.size());
+  Tensor grad = gradOutput;
+  for (size_t i = modules.size(); i-- > 0;) {
+    const Tensor& in = i == 0 ? input : inputs_[i];
+    gradOutputs_[i] = grad;
+    grad = rethrowErrors(i, [&]() { return step(*modules[i], in, grad); });
+  }
+  gradInput = grad;
+}
+
+const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  backwardPass(input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) {
+    return m.updateGradInput(in, g);
+  });
+  return gradInput;
+}
+
+void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  // Torch's contract: updateGradInput ran first, leaving each child's gradOutput here.
+  if (modules.empty()) return;
+  if (gradOutputs_.size() != modules.size()) {
+    throw Error(where("accGradParameters") + "expected updateGradInput() first");
+  }
+  gradOutputs_.back() = gradOutput;
+  for (size_t i = modules.size(); i-- > 0;) {
+    const Tensor& in = i == 0 ? input : inputs_[i];
+    rethrowErrors(i, [&]() { modules[i]->accGradParameters(in, gradOutputs_[i], scale); });
+  }
+}
+
+void Sequential::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& in, const Tensor& g) {
+    return m.backward(in, g, scale);
+  });
+}
+
+std::string Sequential::str() const {
+  std::string s = type_name() + " {\n  [input";
+  for (size_t i = 0; i < modules.size(); ++i) s += " -> (" + std::to_string(i + 1) + ")";
+  s += " -> output]";
+  for (size_t i = 0; i < modules.size(); ++i) {
+    s += "\n  (" + std::to_string(i + 1) + "): " + indent_lines(modules[i]->str(), "  ");
+  }
+  return s + "\n}";
+}
+
+}  // namespace nn

@@ -1,0 +1,37 @@
+// Sequential.h: feeds each child's output to the next; backward runs in reverse.
+// Prints as Torch does:
+//   nn.Sequential {
+//     [input -> (1) -> (2) -> output]
+//     (1): nn.SpatialConvolution(3 -> 96, 11x11, 3,3)
+//     (2): nn.ReLU
+//   }
+#pragma once
+
+#include "nn/Container.h"
+
+namespace nn {
+
+class Sequential : public Container {
+ public:
+  Sequential() = default;
+  Sequential(std::initializer_list<ModulePtr> children);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  std::string type_name() const override { return "nn.Sequential"; }
+  std::string str() const override;
+
+ protected:
+  void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
+
+ private:
+  // The input each child saw in the last forward (a child's result may be a bridged copy,
+  // not its `output` field, so these are kept here).
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> gradOutputs_;  // the gradient each child received in the last backward
+  template <class Step>
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
+};
+
+}  // namespace nn

@@ -1,0 +1,17 @@
+// Blas.h: the CPU matrix products every nn kernel is built on (im2col convolution, Linear,
+// LSTM), BLAS-style over raw row-major arrays. Implemented with Eigen in one source file so
+// the heavy template code is compiled once. float and double.
+#pragma once
+
+#include <cstdint>
+
+namespace tensor::blas {
+
+// C[M x N] = alpha * op(A) * op(B) + beta * C, all row-major with leading dimensions in
+// elements; op(A) is M x K (A stored K x M when transA), op(B) is K x N. beta == 0 ignores
+// C's old contents (NaN included).
+template <class T>
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+          int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+
+}  // namespace tensor::blas

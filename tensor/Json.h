@@ -1,0 +1,75 @@
+// Json.h: a small JSON value with a strict parser and a writer: enough for safetensors
+// headers and model description files. The parser is meant for untrusted input: it bounds
+// nesting depth, rejects trailing bytes, bad escapes and control characters, and reports
+// the byte offset of the first error.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tensor {
+
+class Json {
+ public:
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+  using Array = std::vector<Json>;
+  using Object = std::vector<std::pair<std::string, Json>>;  // keeps the file's key order
+
+  Json() = default;
+  Json(std::nullptr_t) {}
+  Json(bool b) : kind_(Kind::Bool), bool_(b) {}
+  Json(double d) : kind_(Kind::Number), number_(d) {}
+  Json(int v) : Json(static_cast<int64_t>(v)) {}
+  Json(int64_t v) : kind_(Kind::Number), number_(static_cast<double>(v)), integer_(v), is_integer_(true) {}
+  Json(uint64_t v) : Json(static_cast<int64_t>(v)) {}
+  Json(const char* s) : kind_(Kind::String), string_(s) {}
+  Json(std::string s) : kind_(Kind::String), string_(std::move(s)) {}
+  Json(Array a) : kind_(Kind::Array), array_(std::make_shared<Array>(std::move(a))) {}
+  Json(Object o) : kind_(Kind::Object), object_(std::make_shared<Object>(std::move(o))) {}
+
+  Kind kind() const { return kind_; }
+  bool is_null() const { return kind_ == Kind::Null; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_number() const { return kind_ == Kind::Number; }
+  bool is_integer() const { return kind_ == Kind::Number && is_integer_; }
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_array() const { return kind_ == Kind::Array; }
+  bool is_object() const { return kind_ == Kind::Object; }
+
+  // Typed access; each throws tensor::Error naming `what` when the kind differs.
+  bool as_bool(const std::string& what = "value") const;
+  double as_number(const std::string& what = "value") const;
+  int64_t as_int(const std::string& what = "value") const;
+  const std::string& as_string(const std::string& what = "value") const;
+  const Array& as_array(const std::string& what = "value") const;
+  const Object& as_object(const std::string& what = "value") const;
+
+  // Object lookup: nullptr when absent (or not an object).
+  const Json* find(const std::string& key) const;
+  // Object lookup that throws naming the key and `what` when absent.
+  const Json& at(const std::string& key, const std::string& what = "object") const;
+  // Appends to an object (no duplicate check) / an array.
+  Json& set(const std::string& key, Json value);
+  Json& push(Json value);
+
+  std::string dump(int indent = -1) const;  // -1: compact
+  static Json parse(std::string_view text, const std::string& what = "JSON");
+
+ private:
+  void dump_to(std::string& out, int indent, int depth) const;
+
+  Kind kind_ = Kind::Null;
+  bool bool_ = false;
+  double number_ = 0;
+  int64_t integer_ = 0;
+  bool is_integer_ = false;
+  std::string string_;
+  std::shared_ptr<Array> array_;
+  std::shared_ptr<Object> object_;
+};
+
+}  // namespace tensor

@@ -1,0 +1,43 @@
+// Unavailable.cpp: tensor/Cuda.h and kernels::cuda() for a build without CUDA. Queries say
+// there is no device; everything that would touch one throws "built without CUDA", from
+// this one place (DESIGN.md).
+#include <string>
+
+#include "tensor/Cuda.h"
+#include "tensor/Kernels.h"
+
+namespace tensor {
+
+namespace {
+[[noreturn]] void unavailable(const char* function) {
+  throw Error(std::string(function) + ": cudnn-nn was built without CUDA");
+}
+}  // namespace
+
+namespace cuda {
+
+bool built_with_cuda() { return false; }
+bool is_available() { return false; }
+int device_count() { return 0; }
+int current_device() { unavailable("tensor::cuda::current_device"); }
+void set_device(int) { unavailable("tensor::cuda::set_device"); }
+void synchronize(int) { unavailable("tensor::cuda::synchronize"); }
+void* stream(int) { unavailable("tensor::cuda::stream"); }
+MemoryStats memory_stats(int) { return {}; }
+void empty_cache() { unavailable("tensor::cuda::empty_cache"); }
+void* allocate(size_t, int) { unavailable("tensor::cuda::allocate"); }
+void deallocate(void*, int) {}  // nothing can have been allocated; must not throw
+void copy_bytes(void*, bool, const void*, bool, size_t, int) {
+  unavailable("tensor::cuda::copy_bytes");
+}
+
+DeviceGuard::DeviceGuard(int) { unavailable("tensor::cuda::DeviceGuard"); }
+DeviceGuard::~DeviceGuard() = default;
+
+}  // namespace cuda
+
+namespace kernels {
+const Backend& cuda() { unavailable("tensor::kernels::cuda"); }
+}  // namespace kernels
+
+}  // namespace tensor

@@ -1,0 +1,44 @@
+// test_json.cpp: the JSON parser and writer used for safetensors headers and model files.
+#include <doctest/doctest.h>
+
+#include "tensor/DType.h"
+#include "tensor/Json.h"
+
+using namespace tensor;
+
+TEST_CASE("parses and writes values") {
+  const Json v = Json::parse(R"( {"a": [1, -2, 3.5e2, true, null], "b\u00e9": "x\"\n", "c": {}} )");
+  REQUIRE(v.is_object());
+  const auto& a = v.at("a").as_array();
+  CHECK(a[0].as_int() == 1);
+  CHECK(a[1].as_int() == -2);
+  CHECK(a[2].as_number() == 350);
+  CHECK_FALSE(a[2].is_integer());
+  CHECK(a[3].as_bool());
+  CHECK(a[4].is_null());
+  CHECK(v.at("b\xc3\xa9").as_string() == "x\"\n");
+  CHECK(v.at("c").as_object().empty());
+  CHECK(v.dump() == R"({"a":[1,-2,350,true,null],"bé":"x\"\n","c":{}})");
+  CHECK(Json::parse(v.dump()).dump() == v.dump());
+  CHECK(Json::parse("\"\\ud83d\\ude00\"").as_string() == "\xf0\x9f\x98\x80");
+  Json built;
+  built.set("k", Json(int64_t(1) << 53));
+  built.set("list", Json(Json::Array{Json(1.5), Json("s")}));
+  CHECK(built.dump() == R"({"k":9007199254740992,"list":[1.5,"s"]})");
+  CHECK(built.dump(2) == "{\n  \"k\": 9007199254740992,\n  \"list\": [\n    1.5,\n    \"s\"\n  ]\n}");
+}
+
+TEST_CASE("rejects malformed input with the byte offset") {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"\\x\"", "\"a", "tru",
+                          "[1] 2", "{\"a\":1,}", "\"\\ud800\"", "\"\x01\"", "1e"}) {
+    CHECK_THROWS_AS(Json::parse(bad), Error);
+  }
+  CHECK_THROWS_WITH_AS(Json::parse("[1, x]", "model.json"),
+                       "model.json: malformed JSON at byte 4: unexpected character 'x'", Error);
+  CHECK_THROWS_WITH_AS(Json::parse("99999999999999999999"), doctest::Contains("integer out of range"), Error);
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  CHECK_THROWS_WITH_AS(Json::parse(deep), doctest::Contains("nesting deeper than 64"), Error);
+  CHECK_THROWS_WITH_AS(Json::parse("[1]").as_object("layers"), "layers: expected an object, got an array", Error);
+  CHECK_THROWS_WITH_AS(Json::parse("{}").at("type", "module 3"), "module 3: missing key 'type'", Error);
+}
