@@ -1,0 +1,135 @@
+// Descriptors.h: RAII cuDNN descriptors, created on first use and destroyed with their
+// owner (destructors never throw). A descriptor remembers what it was last set to, so
+// a module that calls set() every iteration with unchanged shapes does no cuDNN work
+// (cudnn.torch's iSize check, in one place).
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "cudnn/Check.h"
+#include "tensor/Tensor.h"
+
+namespace cudnn {
+
+using tensor::DType;
+using tensor::Shape;
+using tensor::Tensor;
+
+cudnnDataType_t data_type(DType dtype);  // throws for dtypes cuDNN has no use for
+
+// Alpha/beta blending factors: cuDNN reads double for double data, float otherwise.
+class Scalar {
+ public:
+  Scalar(double v, DType dtype) : d_(v), f_(static_cast<float>(v)), is_double_(dtype == DType::Float64) {}
+  const void* ptr() const { return is_double_ ? static_cast<const void*>(&d_) : static_cast<const void*>(&f_); }
+
+ private:
+  double d_;
+  float f_;
+  bool is_double_;
+};
+
+template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Descriptor {
+ public:
+  Descriptor() = default;
+  ~Descriptor() {
+    if (desc_) Destroy(desc_);  // a failure here cannot be reported: ignore it
+  }
+  Descriptor(Descriptor&& o) noexcept : desc_(std::exchange(o.desc_, nullptr)) {}
+  Descriptor& operator=(Descriptor&& o) noexcept {
+    std::swap(desc_, o.desc_);
+    return *this;
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+
+  T get() {
+    if (!desc_) CUDNN_CHECK(Create(&desc_));
+    return desc_;
+  }
+
+ private:
+  T desc_ = nullptr;
+};
+
+class TensorDescriptor
+    : public Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor> {
+ public:
+  // Describes `t` with at least `min_dims` dimensions (trailing size-1 dims are added, as
+  // cuDNN wants 4-d or more). Returns the descriptor.
+  cudnnTensorDescriptor_t set(const Tensor& t, int min_dims = 4);
+  cudnnTensorDescriptor_t set(DType dtype, const Shape& sizes, const Shape& strides, int min_dims = 4);
+  cudnnTensorDescriptor_t set(DType dtype, const Shape& contiguous_sizes);  // packed strides
+
+ private:
+  DType dtype_ = DType::UInt8;
+  Shape sizes_, strides_;
+};
+
+class FilterDescriptor
+    : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor> {
+ public:
+  cudnnFilterDescriptor_t set(DType dtype, const Shape& sizes);
+
+ private:
+  DType dtype_ = DType::UInt8;
+  Shape sizes_;
+};
+
+struct ConvGeometry {
+  int nd = 2;  // spatial dims
+  std::array<int, 3> pad{0, 0, 0}, stride{1, 1, 1}, dilation{1, 1, 1};
+  int groups = 1;
+  bool cross_correlation = true;  // false: true convolution (kernel flipped), Theano's conv_mode='conv'
+  bool operator==(const ConvGeometry&) const = default;
+};
+
+class ConvolutionDescriptor
+    : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                        cudnnDestroyConvolutionDescriptor> {
+ public:
+  cudnnConvolutionDescriptor_t set(const ConvGeometry& g, cudnnDataType_t compute_type, cudnnMathType_t math);
+  void set_math(cudnnMathType_t math);
+
+ private:
+  bool valid_ = false;
+  ConvGeometry geometry_;
+  cudnnDataType_t compute_ = CUDNN_DATA_FLOAT;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
+};
+
+class PoolingDescriptor
+    : public Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor> {
+ public:
+  cudnnPoolingDescriptor_t set(cudnnPoolingMode_t mode, int nd, const int* window, const int* pad, const int* stride);
+};
+
+class ActivationDescriptor
+    : public Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                        cudnnDestroyActivationDescriptor> {
+ public:
+  cudnnActivationDescriptor_t set(cudnnActivationMode_t mode, double coef);
+};
+
+class LRNDescriptor : public Descriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor> {
+ public:
+  cudnnLRNDescriptor_t set(unsigned size, double alpha, double beta, double k);
+};
+
+class SpatialTransformerDescriptor
+    : public Descriptor<cudnnSpatialTransformerDescriptor_t, cudnnCreateSpatialTransformerDescriptor,
+                        cudnnDestroySpatialTransformerDescriptor> {
+ public:
+  cudnnSpatialTransformerDescriptor_t set(DType dtype, const Shape& output_sizes);
+};
+
+// Input checks shared by every op: on a CUDA device, a dtype cuDNN handles, matching dtype.
+void check_cuda(const std::string& where, const Tensor& t, const char* what);
+void check_same(const std::string& where, const Tensor& a, const char* a_name, const Tensor& b, const char* b_name);
+
+}  // namespace cudnn

@@ -1,0 +1,35 @@
+// Handle.h: the cuDNN and cuBLAS handles and the convolution workspace.
+// One cuDNN and one cuBLAS handle per device and thread, created lazily on the device's
+// stream (Note [One stream per device] in tensor/Cuda.h) and never destroyed: a process
+// exit may already have torn down the CUDA context, so handles are not owned by statics
+// or by layers. Each handle has one workspace that grows on demand, capped by the
+// workspace_limit flag, carved from the caching allocator.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <cstddef>
+
+namespace cudnn {
+
+cudnnHandle_t handle();        // current device, this thread
+cublasHandle_t blas_handle();  // current device, this thread
+cudaStream_t stream();         // the current device's stream
+
+// A workspace of at least `bytes` for the current handle. Throws tensor::Error when the
+// memory cannot be had (the caller then tries a cheaper algorithm).
+void* workspace(size_t bytes);
+size_t workspace_size();
+
+// Bytes a new workspace may take now: the device's free memory plus what the caching
+// allocator holds unused, less a safety margin, plus the workspace already held.
+size_t workspace_available();
+
+// cuDNN versions: the headers this was built with, and the library loaded at run time.
+// The first handle checks that the library's major version is not older than the build's.
+int build_version();
+int runtime_version();
+const char* version_string();  // "built with cuDNN 9.19.0, running 9.14.0"
+
+}  // namespace cudnn

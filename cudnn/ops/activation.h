@@ -1,0 +1,24 @@
+// activation.h: cuDNN pointwise activations (relu, sigmoid, tanh, clipped relu, elu).
+//   activation_forward(mode, coef, x, y)            y = f(x) (y may be x: in place)
+//   activation_backward(mode, coef, x, y, dy, dx)   dx = f'(x) dy
+// coef is the ceiling of clipped relu and the alpha of elu. The twins cudnn::ReLU,
+// ClippedReLU, Sigmoid, Tanh and ELU share one ActivationPlan through cudnn::Pointwise.
+#pragma once
+
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+enum class Activation { Relu, Sigmoid, Tanh, ClippedRelu, Elu };
+
+class ActivationPlan {
+ public:
+  void forward(Activation mode, double coef, const Tensor& x, const Tensor& y);
+  void backward(Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx);
+
+ private:
+  ActivationDescriptor desc_;
+  TensorDescriptor x_desc_, y_desc_;
+};
+
+}  // namespace cudnn

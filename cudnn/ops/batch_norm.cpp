@@ -1,0 +1,135 @@
+// batch_norm.cpp
+#include "cudnn/ops/batch_norm.h"
+
+#include "cudnn/Handle.h"
+#include "tensor/Cuda.h"
+
+namespace cudnn {
+
+namespace {
+cudnnBatchNormMode_t cudnn_mode(BatchNormMode m) {
+  return m == BatchNormMode::Spatial ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION;
+}
+
+// [N x C] is described as [N x C x 1 x 1]; the parameter shape follows from the mode.
+Shape param_shape(const Tensor& x, BatchNormMode m) {
+  Shape s(static_cast<size_t>(std::max<int64_t>(x.dim(), 4)), 1);
+  if (m == BatchNormMode::Spatial) {
+    s[1] = x.size(1);
+  } else {
+    for (int64_t d = 1; d < x.dim(); ++d) s[d] = x.size(d);
+  }
+  return s;
+}
+
+void check_epsilon(double eps, const char* where) {
+  if (eps < CUDNN_BN_MIN_EPSILON) {
+    throw tensor::Error(std::string(where) + "epsilon " + std::to_string(eps) + " is below cuDNN's minimum " +
+                        std::to_string(CUDNN_BN_MIN_EPSILON));
+  }
+}
+}  // namespace
+
+DType batch_norm_param_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                  const Tensor& beta, double factor, const Tensor& running_mean,
+                                  const Tensor& running_var, double epsilon, const Tensor& save_mean,
+                                  const Tensor& save_invstd) {
+  check_epsilon(epsilon, "cudnn::batch_norm_train: ");
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  const DType t = x.dtype();
+  const Shape ps = param_shape(x, mode);
+  CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      handle(), cudnn_mode(mode), Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(),
+      y_desc_.set(y), y.raw_data(), param_desc_.set(gamma.dtype(), ps),
+      gamma.raw_data(), beta.raw_data(), factor, running_mean.defined() ? running_mean.raw_data() : nullptr,
+      running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(), save_invstd.raw_data()));
+}
+
+void BatchNormPlan::forward_inference(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& mean, const Tensor& var, double epsilon) {
+  check_epsilon(epsilon, "cudnn::batch_norm_test: ");
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  const DType t = x.dtype();
+  const Shape ps = param_shape(x, mode);
+  CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+      handle(), cudnn_mode(mode), Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(),
+      y_desc_.set(y), y.raw_data(), param_desc_.set(gamma.dtype(), ps),
+      gamma.raw_data(), beta.raw_data(), mean.raw_data(), var.raw_data(), epsilon));
+}
+
+void BatchNormPlan::backward(BatchNormMode mode, const Tensor& x, const Tensor& dy, const Tensor& dx,
+                             const Tensor& gamma, const Tensor& dgamma, const Tensor& dbeta, double alpha_param,
+                             double beta_param, double epsilon, const Tensor& save_mean, const Tensor& save_invstd) {
+  check_epsilon(epsilon, "cudnn::batch_norm_grad: ");
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  const DType t = x.dtype();
+  const Shape ps = param_shape(x, mode);
+  CUDNN_CHECK(cudnnBatchNormalizationBackward(
+      handle(), cudnn_mode(mode), Scalar(1, t).ptr(), Scalar(0, t).ptr(), Scalar(alpha_param, t).ptr(),
+      Scalar(beta_param, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(dy), dy.raw_data(), y_desc_.get(),
+      dx.raw_data(), param_desc_.set(gamma.dtype(), ps),
+      gamma.raw_data(), dgamma.raw_data(), dbeta.raw_data(), epsilon, save_mean.raw_data(), save_invstd.raw_data()));
+}
+
+namespace {
+void check_params(const std::string& where, const Tensor& x, BatchNormMode mode,
+                  std::initializer_list<std::pair<const Tensor*, const char*>> params) {
+  check_cuda(where, x, "x");
+  if (x.dim() < 2) throw tensor::Error(where + "expected [N x C x ...], got " + tensor::shape_str(x.sizes()));
+  const Shape ps = param_shape(x, mode);
+  const int64_t n = tensor::shape_numel(ps);
+  for (const auto& [t, name] : params) {
+    if (!t->defined()) continue;
+    if (t->numel() != n || t->dtype() != batch_norm_param_dtype(x.dtype()) || t->device() != x.device()) {
+      throw tensor::Error(where + "expected " + name + " of " + std::to_string(n) + " " +
+                          tensor::name(batch_norm_param_dtype(x.dtype())) + " values on " + x.device().str() +
+                          ", got " + t->description());
+    }
+  }
+}
+}  // namespace
+
+BatchNormTrainResult batch_norm_train(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, BatchNormMode mode,
+                                      double epsilon, double factor, Tensor running_mean, Tensor running_var) {
+  const std::string where = "cudnn::batch_norm_train: ";
+  check_params(where, x_in, mode, {{&gamma, "gamma"}, {&beta, "beta"}, {&running_mean, "running_mean"}, {&running_var, "running_var"}});
+  if (running_mean.defined() != running_var.defined()) {
+    throw tensor::Error(where + "give both running_mean and running_var, or neither");
+  }
+  const Tensor x = x_in.contiguous();
+  BatchNormTrainResult r;
+  r.out = tensor::empty_like(x);
+  r.mean = tensor::empty(gamma.sizes(), gamma.dtype(), gamma.device());
+  r.invstd = tensor::empty(gamma.sizes(), gamma.dtype(), gamma.device());
+  BatchNormPlan().forward_train(mode, x, r.out, gamma.contiguous(), beta.contiguous(), factor, running_mean, running_var,
+                                epsilon, r.mean, r.invstd);
+  return r;
+}
+
+Tensor batch_norm_test(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                       const Tensor& var, BatchNormMode mode, double epsilon) {
+  check_params("cudnn::batch_norm_test: ", x_in, mode, {{&gamma, "gamma"}, {&beta, "beta"}, {&mean, "mean"}, {&var, "var"}});
+  const Tensor x = x_in.contiguous();
+  Tensor y = tensor::empty_like(x);
+  BatchNormPlan().forward_inference(mode, x, y, gamma.contiguous(), beta.contiguous(), mean.contiguous(),
+                                    var.contiguous(), epsilon);
+  return y;
+}
+
+BatchNormGrad batch_norm_grad(const Tensor& x_in, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                              const Tensor& invstd, BatchNormMode mode, double epsilon) {
+  check_params("cudnn::batch_norm_grad: ", x_in, mode, {{&gamma, "gamma"}, {&mean, "mean"}, {&invstd, "invstd"}});
+  check_cuda("cudnn::batch_norm_grad: ", dy, "dy");
+  const Tensor x = x_in.contiguous();
+  BatchNormGrad g;
+  g.dx = tensor::empty_like(x);
+  g.dgamma = tensor::empty(gamma.sizes(), gamma.dtype(), gamma.device());
+  g.dbeta = tensor::empty(gamma.sizes(), gamma.dtype(), gamma.device());
+  BatchNormPlan().backward(mode, x, dy.contiguous(), g.dx, gamma.contiguous(), g.dgamma, g.dbeta, 1, 0, epsilon,
+                           mean.contiguous(), invstd.contiguous());
+  return g;
+}
+
+}  // namespace cudnn

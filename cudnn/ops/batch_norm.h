@@ -1,0 +1,58 @@
+// batch_norm.h: cuDNN batch normalization, Theano's dnn_batch_normalization_train/test.
+//   batch_norm_train(x, gamma, beta, mode, epsilon, running_average_factor,
+//                    running_mean, running_var)  -> out, mean, invstd
+//     out = gamma * (x - mean) * invstd + beta with the batch mean and
+//     invstd = 1/sqrt(var + epsilon) (biased variance); when running averages are given
+//     they are updated in place: running = (1 - factor) * running + factor * batch_stat,
+//     the variance term unbiased (m / (m - 1)), as Theano documents.
+//   batch_norm_test(x, gamma, beta, mean, var, mode, epsilon)
+//     out = gamma * (x - mean) / sqrt(var + epsilon) + beta
+//   batch_norm_grad(...) -> dx, dgamma, dbeta (the training-mode gradient)
+// mode per_activation normalises each feature of [N x C] (or each of C*H*W over N); spatial
+// normalises each channel of [N x C x (D x) H x W] over N and the spatial dims.
+// For float16/bfloat16 data gamma, beta and the statistics are float32, as cuDNN requires.
+#pragma once
+
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+enum class BatchNormMode { PerActivation, Spatial };
+
+class BatchNormPlan {
+ public:
+  void forward_train(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma, const Tensor& beta,
+                     double factor, const Tensor& running_mean, const Tensor& running_var, double epsilon,
+                     const Tensor& save_mean, const Tensor& save_invstd);
+  void forward_inference(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma, const Tensor& beta,
+                         const Tensor& mean, const Tensor& var, double epsilon);
+  // dx = gradient (beta_data 0: overwrite); dgamma/dbeta = alpha_param * gradient + beta_param * old.
+  void backward(BatchNormMode mode, const Tensor& x, const Tensor& dy, const Tensor& dx, const Tensor& gamma,
+                const Tensor& dgamma, const Tensor& dbeta, double alpha_param, double beta_param, double epsilon,
+                const Tensor& save_mean, const Tensor& save_invstd);
+
+ private:
+  TensorDescriptor x_desc_, y_desc_, param_desc_;
+};
+
+struct BatchNormTrainResult {
+  Tensor out, mean, invstd;
+};
+
+// The dtype gamma/beta/statistics must have for data of `dtype`.
+DType batch_norm_param_dtype(DType dtype);
+
+BatchNormTrainResult batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      BatchNormMode mode = BatchNormMode::PerActivation, double epsilon = 1e-4,
+                                      double running_average_factor = 0.1, Tensor running_mean = Tensor(),
+                                      Tensor running_var = Tensor());
+Tensor batch_norm_test(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,
+                       BatchNormMode mode = BatchNormMode::PerActivation, double epsilon = 1e-4);
+struct BatchNormGrad {
+  Tensor dx, dgamma, dbeta;
+};
+BatchNormGrad batch_norm_grad(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                              const Tensor& invstd, BatchNormMode mode = BatchNormMode::PerActivation,
+                              double epsilon = 1e-4);
+
+}  // namespace cudnn

@@ -1,0 +1,65 @@
+// blas.cpp: row-major products through column-major cuBLAS: C^T = op(B)^T op(A)^T.
+#include "cudnn/ops/blas.h"
+
+#include "cudnn/Check.h"
+#include "cudnn/Config.h"
+#include "cudnn/Handle.h"
+#include "tensor/Cuda.h"
+
+namespace cudnn {
+
+using tensor::DType;
+
+namespace {
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::Float32: return CUDA_R_32F;
+    case DType::Float64: return CUDA_R_64F;
+    case DType::Float16: return CUDA_R_16F;
+    case DType::BFloat16: return CUDA_R_16BF;
+    default: break;
+  }
+  throw tensor::Error(std::string("cudnn::gemm: unsupported dtype ") + tensor::name(t));
+}
+}  // namespace
+
+void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
+          double alpha, double beta) {
+  const std::string where = "cudnn::gemm: ";
+  if (A.dim() != 2 || B.dim() != 2 || C.dim() != 2 || !A.is_contiguous() || !B.is_contiguous() || !C.is_contiguous()) {
+    throw tensor::Error(where + "expected contiguous 2-d tensors, got " + A.description() + ", " + B.description() +
+                        ", " + C.description());
+  }
+  if (A.dtype() != B.dtype() || A.dtype() != C.dtype() || !A.is_cuda() || A.device() != B.device() ||
+      A.device() != C.device()) {
+    throw tensor::Error(where + "expected CUDA tensors of one dtype on one device, got " + A.description() + ", " +
+                        B.description() + ", " + C.description());
+  }
+  const int64_t M = C.size(0), N = C.size(1);
+  const int64_t K = transA ? A.size(0) : A.size(1);
+  if ((transA ? A.size(1) : A.size(0)) != M || (transB ? B.size(0) : B.size(1)) != N ||
+      (transB ? B.size(1) : B.size(0)) != K) {
+    throw tensor::Error(where + "shapes do not multiply: " + tensor::shape_str(A.sizes()) + (transA ? "^T" : "") +
+                        " x " + tensor::shape_str(B.sizes()) + (transB ? "^T" : "") + " -> " +
+                        tensor::shape_str(C.sizes()));
+  }
+  if (M == 0 || N == 0) return;
+  tensor::cuda::DeviceGuard guard(A.device().index);
+  cublasHandle_t h = blas_handle();
+  const DType t = A.dtype();
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (t == DType::Float64) compute = CUBLAS_COMPUTE_64F;
+  if (t == DType::Float32 && config().allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  const double a64 = alpha, b64 = beta;
+  const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
+  const void* pa = t == DType::Float64 ? static_cast<const void*>(&a64) : static_cast<const void*>(&a32);
+  const void* pb = t == DType::Float64 ? static_cast<const void*>(&b64) : static_cast<const void*>(&b32);
+  // Column-major view: C^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M].
+  CUBLAS_CHECK(cublasGemmEx(h, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), pa, B.raw_data(),
+                            cuda_type(t), static_cast<int>(B.size(1)), A.raw_data(), cuda_type(t),
+                            static_cast<int>(A.size(1)), pb, C.raw_data(), cuda_type(t), static_cast<int>(N), compute,
+                            CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace cudnn

@@ -1,0 +1,693 @@
+// conv.cpp: convolution passes and the algorithm selection behind them.
+#include "cudnn/ops/conv.h"
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "cudnn/Handle.h"
+#include "tensor/Cuda.h"
+
+namespace cudnn {
+
+// Note [Choosing a convolution algorithm]
+// For each pass the flags (or the plan's setMode override) give either a fixed algorithm
+// or a policy. Policies rank every algorithm cuDNN offers for the shapes: heuristically
+// (cudnnGet*_v7, "guess") or by running them (cudnnFind*Ex, "time", also when
+// benchmark=true). The whole ranked list is cached per shape key, process-wide, so that
+// alternating shapes never search twice; *_once policies keep the first choice per plan.
+// At run time the list is walked in order, skipping algorithms that are unsupported, not
+// deterministic (deterministic=true), or whose workspace exceeds the cap (workspace_limit
+// unless fastest, and never more than the memory actually obtainable); an algorithm whose
+// workspace cannot be allocated, or that reports NOT_SUPPORTED or an allocation failure
+// when run, is passed over for the next. The last resort is an algorithm that needs no
+// workspace. float16 math with nothing runnable falls back to float32 math. Once a pass
+// ran, the plan remembers (shape key -> algorithm, workspace) and later calls with the same
+// shapes go straight to cuDNN: no search, no allocation, no descriptor change.
+
+namespace {
+
+struct AlgoPerf {
+  int algo = 0;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  float time = 0;
+  size_t memory = 0;
+  bool deterministic = true;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+// What one call of a pass operates on. Forward: a=x, b=w, out=y. Backward data: a=w, b=dy,
+// out=dx. Backward filter: a=x, b=dy, out=dw. x/y descriptors describe the conv input
+// and output (dx and dy in the backward passes).
+struct ConvCall {
+  cudnnHandle_t handle;
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  const void* a;
+  const void* b;
+  void* out;
+  Scalar alpha, beta;
+  size_t out_bytes;
+  int device;
+};
+
+template <ConvPass P>
+struct Pass;
+
+template <>
+struct Pass<ConvPass::Forward> {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static cudnnStatus_t heuristics(const ConvCall& c, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x, c.w, c.conv, c.y, n, got, out);
+  }
+  static cudnnStatus_t find(const ConvCall& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
+    return cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x, c.a, c.w, c.b, c.conv, c.y, scratch, n, got, out,
+                                                  ws, bytes);
+  }
+  static cudnnStatus_t workspace(const ConvCall& c, int algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x, c.w, c.conv, c.y, static_cast<Algo>(algo), bytes);
+  }
+  static cudnnStatus_t run(const ConvCall& c, int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionForward(c.handle, c.alpha.ptr(), c.x, c.a, c.w, c.b, c.conv, static_cast<Algo>(algo), ws,
+                                   bytes, c.beta.ptr(), c.y, c.out);
+  }
+  static bool nondeterministic(int) { return false; }
+  static int fallback(bool) { return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; }
+};
+
+template <>
+struct Pass<ConvPass::BackwardData> {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static cudnnStatus_t heuristics(const ConvCall& c, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w, c.y, c.conv, c.x, n, got, out);
+  }
+  static cudnnStatus_t find(const ConvCall& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w, c.a, c.y, c.b, c.conv, c.x, scratch, n, got,
+                                                       out, ws, bytes);
+  }
+  static cudnnStatus_t workspace(const ConvCall& c, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w, c.y, c.conv, c.x, static_cast<Algo>(algo), bytes);
+  }
+  static cudnnStatus_t run(const ConvCall& c, int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionBackwardData(c.handle, c.alpha.ptr(), c.w, c.a, c.y, c.b, c.conv, static_cast<Algo>(algo),
+                                        ws, bytes, c.beta.ptr(), c.x, c.out);
+  }
+  static bool nondeterministic(int algo) { return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; }
+  static int fallback(bool deterministic) {
+    return deterministic ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  }
+};
+
+template <>
+struct Pass<ConvPass::BackwardFilter> {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static cudnnStatus_t heuristics(const ConvCall& c, int n, int* got, Perf* out) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x, c.y, c.conv, c.w, n, got, out);
+  }
+  static cudnnStatus_t find(const ConvCall& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(c.handle, c.x, c.a, c.y, c.b, c.conv, c.w, scratch, n, got,
+                                                         out, ws, bytes);
+  }
+  static cudnnStatus_t workspace(const ConvCall& c, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(c.handle, c.x, c.y, c.conv, c.w, static_cast<Algo>(algo),
+                                                          bytes);
+  }
+  static cudnnStatus_t run(const ConvCall& c, int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionBackwardFilter(c.handle, c.alpha.ptr(), c.x, c.a, c.y, c.b, c.conv, static_cast<Algo>(algo),
+                                          ws, bytes, c.beta.ptr(), c.w, c.out);
+  }
+  static bool nondeterministic(int algo) {
+    return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+  }
+  static int fallback(bool deterministic) {
+    return deterministic ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  }
+};
+
+// A zero-initialised key of everything an algorithm choice depends on.
+struct ConvKey {
+  int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross;
+  int32_t x[5], w[5], y[5], pad[3], stride[3], dilation[3];
+};
+static_assert(std::is_trivially_copyable_v<ConvKey>);
+
+bool operator==(const ConvKey& a, const ConvKey& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+struct KeyHash {
+  size_t operator()(const ConvKey& k) const {
+    const auto* p = reinterpret_cast<const unsigned char*>(&k);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof k; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct AlgorithmCache {
+  std::mutex mutex;
+  std::unordered_map<ConvKey, std::vector<AlgoPerf>, KeyHash> ranked;
+};
+
+AlgorithmCache& cache() {
+  static AlgorithmCache* c = new AlgorithmCache;  // outlives every plan, including static ones
+  return *c;
+}
+
+bool retryable(cudnnStatus_t s) {
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED ||
+         s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
+         s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+}
+
+std::string bytes_str(size_t b) {
+  char buf[32];
+  if (b >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%zu B", b);
+  return buf;
+}
+
+void log(const std::string& line) {
+  if (config().verbose) std::fprintf(stderr, "cudnn-nn: %s\n", line.c_str());
+}
+
+// Thrown inside a pass when nothing could run, so float16 math can retry in float32.
+struct NoAlgorithm {
+  std::string tried;
+};
+
+cudnnDataType_t compute_type(DType dtype, std::optional<Precision> override_precision, const std::string& where) {
+  const Precision p = override_precision.value_or(config().precision);
+  auto reject = [&](const char* what) -> cudnnDataType_t {
+    throw tensor::Error(where + "conv.precision=" + what + " is not available for " + tensor::name(dtype) +
+                        " data (cuDNN computes float64 data in float64, float32 data in float32, and 16-bit data "
+                        "in float16 or float32)");
+  };
+  switch (dtype) {
+    case DType::Float64:
+      if (p == Precision::Float16 || p == Precision::Float32) return reject(p == Precision::Float16 ? "float16" : "float32");
+      return CUDNN_DATA_DOUBLE;
+    case DType::Float32:
+      if (p == Precision::Float16 || p == Precision::Float64) return reject(p == Precision::Float16 ? "float16" : "float64");
+      return CUDNN_DATA_FLOAT;
+    case DType::Float16:
+      if (p == Precision::Float64) return reject("float64");
+      return (p == Precision::AsInput || p == Precision::Float16) ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    case DType::BFloat16:
+      if (p == Precision::Float64 || p == Precision::Float16) return reject(p == Precision::Float64 ? "float64" : "float16");
+      return CUDNN_DATA_FLOAT;  // cuDNN has no bfloat16 compute type
+    default: break;
+  }
+  return data_type(dtype);
+}
+
+cudnnMathType_t default_math(DType dtype) {
+  if (dtype == DType::Float16 || dtype == DType::BFloat16) return CUDNN_TENSOR_OP_MATH;
+  if (dtype == DType::Float32 && !config().allow_tf32) return CUDNN_FMA_MATH;
+  return CUDNN_DEFAULT_MATH;
+}
+
+void fill_dims(int32_t* out, const Shape& s) {
+  for (size_t i = 0; i < s.size() && i < 5; ++i) out[i] = static_cast<int32_t>(s[i]);
+}
+
+}  // namespace
+
+struct PassState {
+  bool valid = false;
+  ConvKey key{};
+  int algo = -1;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // float32 after a float16-math fallback
+  size_t ws = 0;
+  int once_algo = -1;
+};
+
+struct ConvPlan::Impl {
+  TensorDescriptor x_desc, y_desc;
+  FilterDescriptor w_desc;
+  ConvolutionDescriptor conv_desc;
+  std::string mode[3];
+  std::optional<bool> fastest;
+  std::optional<Precision> precision;
+  PassState state[3];
+  int searches = 0;
+
+  template <ConvPass P>
+  void execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like, const Tensor& y_like,
+               const Shape& w_shape, const ConvGeometry& g, double alpha, double beta);
+
+ private:
+  template <ConvPass P>
+  bool try_run(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const std::vector<AlgoPerf>& cands,
+               DType dtype, const std::string& policy, const std::string& what, std::string& tried);
+  template <ConvPass P>
+  std::vector<AlgoPerf> rank(const ConvCall& c, bool timed, const std::string& what);
+};
+
+namespace {
+template <class Perf>
+AlgoPerf to_perf(const Perf& p) {
+  return AlgoPerf{static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC,
+                  p.mathType};
+}
+}  // namespace
+
+template <ConvPass P>
+std::vector<AlgoPerf> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
+  using T = Pass<P>;
+  ++searches;
+  typename T::Perf perf[T::kCount];
+  int got = 0;
+  CUDNN_CHECK(T::heuristics(c, T::kCount, &got, perf));
+  std::vector<AlgoPerf> out;
+  for (int i = 0; i < got; ++i) out.push_back(to_perf(perf[i]));
+  if (!timed) return out;
+  // Timing runs the candidates: give it a scratch output (the real one may hold data to
+  // accumulate into) and a workspace as large as the largest candidate that fits the cap.
+  const size_t cap = fastest.value_or(config().fastest) ? workspace_available()
+                                                         : std::min(config().workspace_limit, workspace_available());
+  size_t ws_bytes = 0;
+  for (const auto& p : out) {
+    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
+  }
+  void* ws = nullptr;
+  try {
+    ws = ws_bytes ? workspace(ws_bytes) : nullptr;
+  } catch (const tensor::Error&) {
+    ws_bytes = 0;
+    log(std::string("conv ") + pass_name(P) + " " + what + ": timing without workspace (allocation failed)");
+  }
+  Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
+  CUDNN_CHECK(T::find(c, scratch.raw_data(), T::kCount, &got, perf, ws, ws_bytes));
+  std::vector<AlgoPerf> timed_out;
+  for (int i = 0; i < got; ++i) timed_out.push_back(to_perf(perf[i]));
+  // Algorithms Find could not time inside the workspace keep their heuristic rank after it.
+  for (const auto& p : out) {
+    bool present = false;
+    for (const auto& q : timed_out) present = present || (q.algo == p.algo && q.status == CUDNN_STATUS_SUCCESS);
+    if (!present && p.status == CUDNN_STATUS_SUCCESS) timed_out.push_back(p);
+  }
+  return timed_out;
+}
+
+template <ConvPass P>
+bool ConvPlan::Impl::try_run(ConvCall& c, const ConvKey& key, cudnnDataType_t compute,
+                             const std::vector<AlgoPerf>& cands, DType dtype, const std::string& policy,
+                             const std::string& what, std::string& tried) {
+  using T = Pass<P>;
+  const Config& cfg = config();
+  const bool use_fastest = fastest.value_or(cfg.fastest);
+  const size_t cap = use_fastest ? workspace_available() : std::min(cfg.workspace_limit, workspace_available());
+  std::string skipped;
+  for (const AlgoPerf& cand : cands) {
+    const char* name = algo_name(P, cand.algo);
+    if (cand.status != CUDNN_STATUS_SUCCESS) continue;
+    if (cfg.deterministic && (!cand.deterministic || T::nondeterministic(cand.algo))) {
+      skipped += std::string("; skipped ") + name + ": not deterministic";
+      continue;
+    }
+    if (dtype == DType::Float32 && cand.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;  // would round to float16
+    if (cand.memory > cap) {
+      skipped += std::string("; skipped ") + name + ": workspace " + bytes_str(cand.memory) + " > cap " + bytes_str(cap) +
+                 (use_fastest ? " (free memory)" : " (workspace_limit or free memory)");
+      continue;
+    }
+    const cudnnMathType_t math = default_math(dtype) == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : cand.math;
+    conv_desc.set_math(math);
+    size_t ws_bytes = cand.memory;
+    // A fixed or remembered algorithm's size was asked for these shapes; re-ask after a math change.
+    if (T::workspace(c, cand.algo, &ws_bytes) != CUDNN_STATUS_SUCCESS) {
+      skipped += std::string("; skipped ") + name + ": not supported with this math mode";
+      continue;
+    }
+    void* ws = nullptr;
+    if (ws_bytes) {
+      try {
+        ws = workspace(ws_bytes);
+      } catch (const tensor::Error&) {
+        skipped += std::string("; skipped ") + name + ": could not allocate " + bytes_str(ws_bytes);
+        continue;
+      }
+    }
+    const cudnnStatus_t st = T::run(c, cand.algo, ws, ws_bytes);
+    tried += std::string(tried.empty() ? "" : ", ") + name;
+    if (st == CUDNN_STATUS_SUCCESS) {
+      PassState& s = state[static_cast<int>(P)];
+      s.valid = true;
+      s.key = key;
+      s.algo = cand.algo;
+      s.math = math;
+      s.compute = compute;
+      s.ws = ws_bytes;
+      if (s.once_algo < 0) s.once_algo = cand.algo;
+      log(std::string("conv ") + pass_name(P) + " " + what + ": chose " + name + " (" + policy + ", workspace " +
+          bytes_str(ws_bytes) + (math == CUDNN_FMA_MATH ? ", FMA math" : "") + ")" + skipped);
+      return true;
+    }
+    if (!retryable(st)) detail::throw_cudnn_error(st, "cudnnConvolution (selected algorithm)", __FILE__, __LINE__);
+    skipped += std::string("; ") + name + " failed to run: " + cudnnGetErrorString(st);
+  }
+  if (!skipped.empty()) tried += " [" + skipped.substr(2) + "]";
+  return false;
+}
+
+template <ConvPass P>
+void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like,
+                             const Tensor& y_like, const Shape& w_shape, const ConvGeometry& g, double alpha,
+                             double beta) {
+  using T = Pass<P>;
+  const std::string where = std::string("cudnn::conv ") + pass_name(P) + ": ";
+  const DType dtype = a.dtype();
+  tensor::cuda::DeviceGuard guard(a.device().index);
+  const Config& cfg = config();
+  const AlgoSetting setting = mode[static_cast<int>(P)].empty() ? cfg.algo(P) : AlgoSetting::parse(P, mode[static_cast<int>(P)]);
+  const bool timed = setting.policy != AlgoSetting::Policy::Fixed && (setting.timed() || cfg.benchmark);
+
+  const cudnnDataType_t requested = compute_type(dtype, precision, where);
+  ConvKey key;  // keyed by the requested compute type; the state records what ran
+  std::memset(&key, 0, sizeof key);
+  key.pass = static_cast<int32_t>(P);
+  key.device = a.device().index;
+  key.dtype = static_cast<int32_t>(dtype);
+  key.compute = requested;
+  key.tf32 = cfg.allow_tf32;
+  key.deterministic = cfg.deterministic;
+  key.timed = timed;
+  key.nd = g.nd;
+  key.groups = g.groups;
+  key.cross = g.cross_correlation;
+  fill_dims(key.x, x_like.sizes());
+  fill_dims(key.w, w_shape);
+  fill_dims(key.y, y_like.sizes());
+  for (int i = 0; i < 3; ++i) {
+    key.pad[i] = g.pad[i];
+    key.stride[i] = g.stride[i];
+    key.dilation[i] = g.dilation[i];
+  }
+  auto make_call = [&](cudnnDataType_t compute, cudnnMathType_t math) {
+    return ConvCall{handle(),
+                    x_desc.set(x_like, g.nd + 2),
+                    y_desc.set(y_like, g.nd + 2),
+                    w_desc.set(dtype, w_shape),
+                    conv_desc.set(g, compute, math),
+                    a.raw_data(),
+                    b.raw_data(),
+                    out.raw_data(),
+                    Scalar(alpha, dtype),
+                    Scalar(beta, dtype),
+                    out.nbytes(),
+                    a.device().index};
+  };
+
+  // Steady state: same shapes and flags as last time, straight to cuDNN.
+  PassState& st = state[static_cast<int>(P)];
+  if (st.valid && st.key == key) {
+    ConvCall c = make_call(st.compute, st.math);
+    void* ws = st.ws ? workspace(st.ws) : nullptr;
+    CUDNN_CHECK(T::run(c, st.algo, ws, st.ws));
+    return;
+  }
+
+  cudnnDataType_t compute = requested;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ConvCall c = make_call(compute, default_math(dtype));
+    ConvKey cache_key = key;
+    cache_key.compute = compute;
+
+    std::ostringstream what_os;
+    what_os << tensor::name(dtype) << (compute == CUDNN_DATA_HALF ? "(f16 math)" : "") << " x" << tensor::shape_str(x_like.sizes())
+            << " w" << tensor::shape_str(w_shape) << " stride " << g.stride[0] << "," << g.stride[1]
+            << " pad " << g.pad[0] << "," << g.pad[1] << " dilation " << g.dilation[0] << "," << g.dilation[1]
+            << " groups " << g.groups;
+    const std::string what = what_os.str();
+
+    std::vector<AlgoPerf> cands;
+    std::string policy = setting.name;
+    bool choose = true;
+    if (setting.policy == AlgoSetting::Policy::Fixed) {
+      size_t bytes = 0;
+      if (g.nd == 3 && !AlgoSetting::supported_in_3d(P, setting.algo)) {
+        log(std::string("conv ") + pass_name(P) + " " + what + ": conv.algo_" + pass_name(P) + "=" + setting.name +
+            " is not available in 3-D; falling back to guess_on_shape_change");
+        policy = "guess_on_shape_change (3-D fallback from " + setting.name + ")";
+      } else if (cfg.deterministic && T::nondeterministic(setting.algo)) {
+        throw tensor::Error(where + "conv.algo_" + pass_name(P) + "=" + setting.name + " (" +
+                            algo_name(P, setting.algo) + ") is not deterministic but deterministic=true is set");
+      } else if (T::workspace(c, setting.algo, &bytes) != CUDNN_STATUS_SUCCESS) {
+        log(std::string("conv ") + pass_name(P) + " " + what + ": " + algo_name(P, setting.algo) +
+            " does not support this configuration; falling back to guess_on_shape_change");
+        policy = "guess_on_shape_change (fallback from " + setting.name + ")";
+      } else {
+        cands.push_back(AlgoPerf{setting.algo, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(setting.algo),
+                                 default_math(dtype)});
+        choose = false;
+      }
+    } else if (setting.once() && st.once_algo >= 0) {
+      size_t bytes = 0;
+      if (T::workspace(c, st.once_algo, &bytes) == CUDNN_STATUS_SUCCESS) {
+        cands.push_back(AlgoPerf{st.once_algo, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(st.once_algo),
+                                 default_math(dtype)});
+        choose = false;
+      }
+    }
+    if (choose) {
+      {
+        std::lock_guard<std::mutex> lock(cache().mutex);
+        auto it = cache().ranked.find(cache_key);
+        if (it != cache().ranked.end()) cands = it->second;
+      }
+      if (cands.empty()) {
+        cands = rank<P>(c, timed, what);
+        std::lock_guard<std::mutex> lock(cache().mutex);
+        cache().ranked[cache_key] = cands;
+      }
+    }
+
+    std::string tried;
+    if (try_run<P>(c, key, compute, cands, dtype, policy, what, tried)) return;
+    // Last resort: the algorithm that needs no workspace.
+    const int last = T::fallback(cfg.deterministic);
+    size_t bytes = 0;
+    if (T::workspace(c, last, &bytes) == CUDNN_STATUS_SUCCESS) {
+      std::vector<AlgoPerf> one{AlgoPerf{last, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(last), default_math(dtype)}};
+      if (try_run<P>(c, key, compute, one, dtype, "last resort", what, tried)) return;
+    }
+    if (compute == CUDNN_DATA_HALF) {
+      log(std::string("conv ") + pass_name(P) + " " + what + ": no float16-math algorithm ran (" + tried +
+          "); retrying with float32 math");
+      compute = CUDNN_DATA_FLOAT;
+      continue;
+    }
+    throw tensor::Error(where + "no algorithm could run for " + what + "; tried: " + (tried.empty() ? "none" : tried));
+  }
+}
+
+ConvPlan::ConvPlan() : impl_(std::make_unique<Impl>()) {}
+ConvPlan::~ConvPlan() = default;
+ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
+ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
+
+void ConvPlan::setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data) {
+  // Parse now so a bad name fails here, not at the first forward.
+  if (!fwd.empty()) AlgoSetting::parse(ConvPass::Forward, fwd);
+  if (!bwd_filter.empty()) AlgoSetting::parse(ConvPass::BackwardFilter, bwd_filter);
+  if (!bwd_data.empty()) AlgoSetting::parse(ConvPass::BackwardData, bwd_data);
+  impl_->mode[static_cast<int>(ConvPass::Forward)] = fwd;
+  impl_->mode[static_cast<int>(ConvPass::BackwardFilter)] = bwd_filter;
+  impl_->mode[static_cast<int>(ConvPass::BackwardData)] = bwd_data;
+  for (auto& s : impl_->state) s = PassState{};
+}
+
+void ConvPlan::resetMode() {
+  for (auto& m : impl_->mode) m.clear();
+  impl_->fastest.reset();
+  for (auto& s : impl_->state) s = PassState{};
+}
+
+void ConvPlan::setFastest(bool on) {
+  impl_->fastest = on;
+  for (auto& s : impl_->state) s.valid = false;
+}
+
+void ConvPlan::setPrecision(std::optional<Precision> p) {
+  impl_->precision = p;
+  for (auto& s : impl_->state) s.valid = false;
+}
+
+const std::string& ConvPlan::mode(ConvPass pass) const { return impl_->mode[static_cast<int>(pass)]; }
+int ConvPlan::algorithm(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].algo; }
+size_t ConvPlan::workspace_bytes(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].ws; }
+int ConvPlan::searches() const { return impl_->searches; }
+
+void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGeometry& g, double alpha, double beta) {
+  impl_->execute<ConvPass::Forward>(x, w, y, x, y, w.sizes(), g, alpha, beta);
+}
+
+void ConvPlan::backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvGeometry& g, double alpha,
+                             double beta) {
+  impl_->execute<ConvPass::BackwardData>(w, dy, dx, dx, dy, w.sizes(), g, alpha, beta);
+}
+
+void ConvPlan::backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvGeometry& g, double alpha,
+                               double beta) {
+  impl_->execute<ConvPass::BackwardFilter>(x, dy, dw, x, dy, dw.sizes(), g, alpha, beta);
+}
+
+void clear_algorithm_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().ranked.clear();
+}
+
+// ------------------------------------------------------------------------------ bias
+
+namespace {
+Shape bias_shape(const Tensor& y) {
+  Shape s(static_cast<size_t>(std::max<int64_t>(y.dim(), 4)), 1);
+  s[1] = y.size(1);
+  return s;
+}
+}  // namespace
+
+void add_bias(const Tensor& y, const Tensor& bias) {
+  tensor::cuda::DeviceGuard guard(y.device().index);
+  TensorDescriptor yd, bd;
+  const Shape bs = bias_shape(y);
+  const Tensor b = bias.view(bs);
+  CUDNN_CHECK(cudnnAddTensor(handle(), Scalar(1, y.dtype()).ptr(), bd.set(b), b.raw_data(), Scalar(1, y.dtype()).ptr(),
+                             yd.set(y), y.raw_data()));
+}
+
+void backward_bias(const Tensor& dy, const Tensor& db, double alpha, double beta) {
+  tensor::cuda::DeviceGuard guard(dy.device().index);
+  TensorDescriptor dyd, dbd;
+  const Tensor b = db.view(bias_shape(dy));
+  CUDNN_CHECK(cudnnConvolutionBackwardBias(handle(), Scalar(alpha, dy.dtype()).ptr(), dyd.set(dy), dy.raw_data(),
+                                           Scalar(beta, dy.dtype()).ptr(), dbd.set(b), b.raw_data()));
+}
+
+// ------------------------------------------------------------------------------ functional
+
+ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns) {
+  ConvGeometry g;
+  g.nd = static_cast<int>(kerns.size()) - 2;
+  if (g.nd != 2 && g.nd != 3) {
+    throw tensor::Error("cudnn::conv: expected 4-d or 5-d kernels, got " + tensor::shape_str(kerns));
+  }
+  auto per_dim = [&](const std::vector<int>& v, const char* name, std::array<int, 3>& out, int lo) {
+    if (v.empty()) return;
+    if (static_cast<int>(v.size()) != g.nd) {
+      throw tensor::Error(std::string("cudnn::conv: ") + name + " needs " + std::to_string(g.nd) + " values, got " +
+                          std::to_string(v.size()));
+    }
+    for (int i = 0; i < g.nd; ++i) {
+      if (v[i] < lo) throw tensor::Error(std::string("cudnn::conv: ") + name + " must be >= " + std::to_string(lo));
+      out[i] = v[i];
+    }
+  };
+  per_dim(p.subsample, "subsample", g.stride, 1);
+  per_dim(p.dilation, "dilation", g.dilation, 1);
+  for (int i = 0; i < g.nd; ++i) {
+    const int k = static_cast<int>(kerns[2 + i]);
+    switch (p.border_mode.kind) {
+      case BorderMode::Kind::Valid: g.pad[i] = 0; break;
+      case BorderMode::Kind::Full: g.pad[i] = g.dilation[i] * (k - 1); break;
+      case BorderMode::Kind::Half: g.pad[i] = g.dilation[i] * (k - 1) / 2; break;
+      case BorderMode::Kind::Explicit: break;
+    }
+  }
+  if (p.border_mode.kind == BorderMode::Kind::Explicit) per_dim(p.border_mode.pad, "border_mode pads", g.pad, 0);
+  if (p.groups < 1) throw tensor::Error("cudnn::conv: groups must be >= 1");
+  g.groups = p.groups;
+  g.cross_correlation = p.conv_mode == ConvParams::Mode::Cross;
+  return g;
+}
+
+Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvGeometry& g, const std::string& where) {
+  if (img.size() != kerns.size() || static_cast<int>(img.size()) != g.nd + 2) {
+    throw tensor::Error(where + "expected input and kernels of rank " + std::to_string(g.nd + 2) + ", got " +
+                        tensor::shape_str(img) + " and " + tensor::shape_str(kerns));
+  }
+  if (img[1] != kerns[1] * g.groups || kerns[0] % g.groups != 0) {
+    throw tensor::Error(where + "input " + tensor::shape_str(img) + " has " + std::to_string(img[1]) +
+                        " channels, kernels " + tensor::shape_str(kerns) + " with groups " + std::to_string(g.groups) +
+                        " expect " + std::to_string(kerns[1] * g.groups));
+  }
+  Shape out = {img[0], kerns[0]};
+  for (int i = 0; i < g.nd; ++i) {
+    const int64_t span = static_cast<int64_t>(g.dilation[i]) * (kerns[2 + i] - 1) + 1;
+    const int64_t padded = img[2 + i] + 2 * g.pad[i];
+    if (padded < span) {
+      throw tensor::Error(where + "input " + tensor::shape_str(img) + " is too small for kernels " +
+                          tensor::shape_str(kerns) + " (padded size " + std::to_string(padded) + " < kernel extent " +
+                          std::to_string(span) + ")");
+    }
+    out.push_back((padded - span) / g.stride[i] + 1);
+  }
+  return out;
+}
+
+namespace {
+ConvPlan functional_plan(const ConvParams& p, ConvPass pass) {
+  ConvPlan plan;
+  if (!p.algo.empty()) {
+    plan.setMode(pass == ConvPass::Forward ? p.algo : "", pass == ConvPass::BackwardFilter ? p.algo : "",
+                 pass == ConvPass::BackwardData ? p.algo : "");
+  }
+  plan.setPrecision(p.precision);
+  return plan;
+}
+}  // namespace
+
+Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p) {
+  const std::string where = "cudnn::conv: ";
+  check_cuda(where, img, "img");
+  check_cuda(where, kerns, "kerns");
+  check_same(where, img, "img", kerns, "kerns");
+  const ConvGeometry g = conv_geometry(p, kerns.sizes());
+  Tensor y = tensor::empty(conv_output_shape(img.sizes(), kerns.sizes(), g, where), img.dtype(), img.device());
+  functional_plan(p, ConvPass::Forward).forward(img.contiguous(), kerns.contiguous(), y, g);
+  return y;
+}
+
+Tensor conv_grad_input(const Tensor& kerns, const Tensor& topgrad, const Shape& img_shape, const ConvParams& p) {
+  const std::string where = "cudnn::conv_grad_input: ";
+  check_cuda(where, kerns, "kerns");
+  check_cuda(where, topgrad, "topgrad");
+  check_same(where, kerns, "kerns", topgrad, "topgrad");
+  const ConvGeometry g = conv_geometry(p, kerns.sizes());
+  const Shape expected = conv_output_shape(img_shape, kerns.sizes(), g, where);
+  if (expected != topgrad.sizes()) {
+    throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
+                        tensor::shape_str(expected) + " of an input " + tensor::shape_str(img_shape));
+  }
+  Tensor dx = tensor::empty(img_shape, kerns.dtype(), kerns.device());
+  functional_plan(p, ConvPass::BackwardData).backward_data(kerns.contiguous(), topgrad.contiguous(), dx, g);
+  return dx;
+}
+
+Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& kerns_shape, const ConvParams& p) {
+  const std::string where = "cudnn::conv_grad_weight: ";
+  check_cuda(where, img, "img");
+  check_cuda(where, topgrad, "topgrad");
+  check_same(where, img, "img", topgrad, "topgrad");
+  const ConvGeometry g = conv_geometry(p, kerns_shape);
+  const Shape expected = conv_output_shape(img.sizes(), kerns_shape, g, where);
+  if (expected != topgrad.sizes()) {
+    throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
+                        tensor::shape_str(expected) + " of kernels " + tensor::shape_str(kerns_shape));
+  }
+  Tensor dw = tensor::empty(kerns_shape, img.dtype(), img.device());
+  functional_plan(p, ConvPass::BackwardFilter).backward_filter(img.contiguous(), topgrad.contiguous(), dw, g);
+  return dw;
+}
+
+}  // namespace cudnn

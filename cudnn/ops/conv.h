@@ -1,0 +1,100 @@
+// conv.h: cuDNN convolutions, Theano's dnn_conv / dnn_gradweight / dnn_gradinput.
+//   conv(img, kerns)                          y  = img (*) kerns
+//   conv_grad_input(kerns, topgrad, shape)    dx = the gradient of y with respect to img
+//   conv_grad_weight(img, topgrad, shape)     dw = the gradient of y with respect to kerns
+// img [N x C x (D) x H x W], kerns [K x C/groups x (kD) x kH x kW] (2-D and 3-D), with
+// Theano's border_mode (valid: no padding; full: pad = dilation*(k-1); half: pad =
+// dilation*(k-1)/2; or explicit pads), subsample (strides), dilation, groups, conv_mode
+// (`conv` flips the kernel, Theano's default; `cross` does not, as nn and cuDNN layers),
+// algo (a flag value, see Config.h) and precision (the compute type).
+//
+// ConvPlan is the reusable state behind them: descriptors set only when shapes change, and
+// per pass the algorithm chosen under the flags. See Note [Choosing a convolution algorithm]
+// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own a ConvPlan.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudnn/Config.h"
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+struct BorderMode {
+  enum class Kind { Valid, Full, Half, Explicit };
+  Kind kind = Kind::Valid;
+  std::vector<int> pad;  // for Explicit: one per spatial dim
+  static BorderMode valid() { return {}; }
+  static BorderMode full() { return {Kind::Full, {}}; }
+  static BorderMode half() { return {Kind::Half, {}}; }
+  static BorderMode explicit_pad(std::vector<int> pads) { return {Kind::Explicit, std::move(pads)}; }
+};
+
+struct ConvParams {
+  BorderMode border_mode;
+  std::vector<int> subsample;  // empty: all 1
+  std::vector<int> dilation;   // empty: all 1
+  int groups = 1;
+  enum class Mode { Conv, Cross } conv_mode = Mode::Conv;
+  std::string algo;                      // empty: the conv.algo_* flag of the pass
+  std::optional<Precision> precision;    // empty: the conv.precision flag
+};
+
+// Resolves params against a kernel shape into the geometry cuDNN takes.
+ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns_shape);
+// The output shape of conv(img, kerns) for this geometry; throws naming the shapes when the
+// image is too small.
+Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvGeometry& g, const std::string& where);
+
+class ConvPlan {
+ public:
+  ConvPlan();
+  ~ConvPlan();
+  ConvPlan(ConvPlan&&) noexcept;
+  ConvPlan& operator=(ConvPlan&&) noexcept;
+
+  // Per-site overrides, as cudnn.torch's setMode/fastest/resetMode: a flag value for each pass
+  // ("" keeps the global flag).
+  void setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data);
+  void resetMode();
+  void setFastest(bool on);
+  void setPrecision(std::optional<Precision> p);
+  const std::string& mode(ConvPass pass) const;
+
+  // out = alpha * op(...) + beta * out. Shapes must already agree (the ops above check).
+  void forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGeometry& g, double alpha = 1,
+               double beta = 0);
+  void backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvGeometry& g, double alpha = 1,
+                     double beta = 0);
+  void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvGeometry& g, double alpha = 1,
+                       double beta = 0);
+
+  // The algorithm and workspace the last call of a pass ran with (-1 before any).
+  int algorithm(ConvPass pass) const;
+  size_t workspace_bytes(ConvPass pass) const;
+  // How many algorithm searches (heuristic or timed) this plan has triggered: tests use it
+  // to see that steady state and *_once policies do not search again.
+  int searches() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// y += bias broadcast over every dim but 1 (the channels).
+void add_bias(const Tensor& y, const Tensor& bias);
+// db = alpha * sum of dy over every dim but 1, + beta * db.
+void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
+
+Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p = {});
+Tensor conv_grad_input(const Tensor& kerns, const Tensor& topgrad, const Shape& img_shape, const ConvParams& p = {});
+Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& kerns_shape, const ConvParams& p = {});
+
+// Clears the process-wide algorithm cache (benchmarks; tests of the policies).
+void clear_algorithm_cache();
+
+}  // namespace cudnn

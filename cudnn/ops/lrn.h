@@ -1,0 +1,23 @@
+// lrn.h: cuDNN cross-channel local response normalisation (AlexNet's LRN), the op behind
+// cudnn::SpatialCrossMapLRN: y = x / (k + alpha/size * sum over `size` neighbouring
+// channels of x^2)^beta, as Torch's SpatialCrossMapLRN. cuDNN takes size 1..16.
+#pragma once
+
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+class LRNPlan {
+ public:
+  void forward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y);
+  void backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor& dx);
+
+ private:
+  LRNDescriptor desc_;
+  TensorDescriptor x_desc_, y_desc_;
+};
+
+void check_lrn_arguments(const std::string& where, int size, double beta, double k);
+
+}  // namespace cudnn

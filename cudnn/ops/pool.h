@@ -1,0 +1,51 @@
+// pool.h: cuDNN pooling, Theano's dnn_pool / its gradient, 2-D and 3-D.
+//   pool(img, params)                              out
+//   pool_grad(img, out, out_grad, params)          the gradient with respect to img
+// img [N x C x (D) x H x W]. Modes: max; max_deterministic (the gradient of ties is
+// deterministic; also used for max when the deterministic flag is set); average_inc_pad
+// (the divisor counts padding); average_exc_pad (it does not); sum (Theano's: average_inc_pad
+// times the window size). ceil_mode sizes the output as Torch's :ceil() does. cuDNN sizes
+// pooling outputs by floor, so a configuration where ceil mode adds windows runs on our own
+// kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows.
+#pragma once
+
+#include <vector>
+
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+enum class PoolMode { Max, MaxDeterministic, AverageIncPad, AverageExcPad, Sum };
+
+struct PoolParams {
+  std::vector<int> ws;      // window, one per spatial dim
+  std::vector<int> stride;  // empty: = ws
+  std::vector<int> pad;     // empty: 0
+  PoolMode mode = PoolMode::Max;
+  bool ceil_mode = false;
+};
+
+// The output shape (floor or ceil, as Torch computes it); throws naming the shapes when the
+// input is too small or the padding too large.
+Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string& where);
+
+class PoolPlan {
+ public:
+  void forward(const Tensor& x, const Tensor& y, const PoolParams& p);
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+
+ private:
+  PoolingDescriptor pool_desc_;
+  TensorDescriptor x_desc_, y_desc_;
+};
+
+Tensor pool(const Tensor& img, const PoolParams& p);
+Tensor pool_grad(const Tensor& img, const Tensor& out, const Tensor& out_grad, const PoolParams& p);
+
+namespace kernels {
+// Torch-semantics pooling for ceil-mode shapes cuDNN cannot size (contiguous NC(D)HW).
+void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p);
+void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+}  // namespace kernels
+
+}  // namespace cudnn
