@@ -40,10 +40,11 @@ Shape View::outputShape(const Tensor& input) const {
   int64_t perSample = 1;  // elements of the trailing sampleDims dimensions
   for (int64_t d = rank - sampleDims; d < rank; ++d) perSample *= input.size(d);
   if (perSample % numElements != 0) {
-    throw Error(where("updateOutput") + "expected an input whose " +
-                (numInputDims ? "last " + std::to_string(sampleDims) + " dimensions hold" : std::string("elements are")) +
-                " a multiple of " + std::to_string(numElements) + " elements to view as (" + join(size, ", ") +
-                "), got " + tensor::shape_str(input.sizes()));
+    const std::string holder =
+        numInputDims ? "the last " + std::to_string(sampleDims) + " dimensions of an input" : std::string("an input");
+    throw Error(where("updateOutput") + "expected " + holder + " to hold a multiple of " +
+                std::to_string(numElements) + " elements to view as (" + join(size, ", ") + "), got " +
+                tensor::shape_str(input.sizes()));
   }
   // What is left over is the batch, unless a -1 size absorbs it.
   const bool inferred = std::find(size.begin(), size.end(), -1) != size.end();
