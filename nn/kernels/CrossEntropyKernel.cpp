@@ -108,7 +108,9 @@ void cross_entropy_grad(const T* logp, const int64_t* target, const T* weights, 
 
 }  // namespace
 
-Tensor class_indices(const Tensor& target, int64_t classes, int64_t ignoreIndex, const std::string& where) {
+Tensor class_indices(const Tensor& targetIn, int64_t classes, int64_t ignoreIndex, const std::string& where) {
+  // indices are read on the host, whichever device the caller's target is on
+  const Tensor target = targetIn.is_cpu() ? targetIn : targetIn.to(tensor::Device::cpu());
   Tensor out = target.dtype() == DType::Int64 ? target.contiguous() : tensor::empty(target.sizes(), DType::Int64);
   int64_t* dst = out.data<int64_t>();
   const int64_t n = target.numel();
