@@ -23,7 +23,7 @@ using namespace tensor;
 
 namespace {
 
-constexpr int64_t kClasses = 4, kSamples = 96;
+constexpr int64_t kClasses = 4, kSamples = 64;
 
 struct Data {
   Tensor images;  // [kSamples x 1 x 8 x 8]
@@ -50,10 +50,10 @@ std::shared_ptr<nn::Sequential> lenet() {
   auto flatten = std::make_shared<nn::View>(-1);
   flatten->setNumInputDims(3);
   auto block = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(32, 32), std::make_shared<nn::Linear>(32, 32)});
+      std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::Linear>(16, 16)});
   return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      flatten, std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::Residual>(block),
-      std::make_shared<nn::Dropout>(0.2), std::make_shared<nn::Linear>(32, kClasses)});
+      flatten, std::make_shared<nn::Linear>(64, 16), std::make_shared<nn::Residual>(block),
+      std::make_shared<nn::Dropout>(0.2), std::make_shared<nn::Linear>(16, kClasses)});
 }
 
 double accuracy(const Tensor& scores, const Tensor& labels) {
