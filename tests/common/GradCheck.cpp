@@ -105,7 +105,8 @@ GradCheckReport check_gradients(nn::Module& module, const Tensor& input, const G
   tensor::manual_seed(o.seed);
   Tensor x_in = x.clone();
   module.forward(x_in);
-  const Tensor gx = module.backward(x_in, r).clone();
+  // clones: in-place modules overwrite gradOutput, and R must stay as it was
+  const Tensor gx = module.backward(x_in, r.clone()).clone();
   std::vector<std::pair<std::string, Tensor>> grads;
   for (auto& [n, g] : module.namedGradParameters()) grads.emplace_back(n, g.clone());
 
@@ -158,7 +159,7 @@ void expect_accumulation_ok(nn::Module& module, const Tensor& input) {
       tensor::manual_seed(77);
       Tensor x = input.clone();
       module.forward(x);
-      module.backward(x, g, s);
+      module.backward(x, g.clone(), s);
     }
     std::vector<Tensor> out;
     for (auto& t : module.gradParameters()) out.push_back(t.clone());
@@ -193,7 +194,7 @@ void expect_state_roundtrip_ok(nn::Module& module, nn::Module& fresh, const Tens
   const Tensor g = tensor::ones(ya.sizes(), ya.dtype(), ya.device());
   module.zeroGradParameters();
   fresh.zeroGradParameters();
-  CHECK(tensor::max_abs_diff(module.backward(xa, g), fresh.backward(xb, g)) == 0);
+  CHECK(tensor::max_abs_diff(module.backward(xa, g.clone()), fresh.backward(xb, g.clone())) == 0);
   const auto ga = module.gradParameters(), gb = fresh.gradParameters();
   REQUIRE(ga.size() == gb.size());
   for (size_t k = 0; k < ga.size(); ++k) CHECK(tensor::max_abs_diff(ga[k], gb[k]) == 0);

@@ -1,0 +1,59 @@
+// Adam.cpp
+#include "nn/Adam.h"
+
+#include <cmath>
+
+namespace nn {
+
+Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double beta1_, double beta2_,
+           double eps_, double weightDecay_)
+    : Optimizer(std::move(params), std::move(grads), "nn.Adam"),
+      lr(lr_),
+      beta1(beta1_),
+      beta2(beta2_),
+      eps(eps_),
+      weightDecay(weightDecay_) {
+  checkOptions("Adam");
+}
+
+Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, const Options& o)
+    : Adam(std::move(params), std::move(grads), o.lr, o.beta1, o.beta2, o.eps, o.weightDecay) {}
+
+Adam::Adam(Module& m, double lr_, double beta1_, double beta2_, double eps_, double weightDecay_)
+    : Adam(m.parameters(), m.gradParameters(), lr_, beta1_, beta2_, eps_, weightDecay_) {}
+
+Adam::Adam(Module& m, const Options& o) : Adam(m.parameters(), m.gradParameters(), o) {}
+
+void Adam::checkOptions(const char* method) const {
+  auto bad = [&](const std::string& what) { throw Error(where(method) + what); };
+  if (!(lr >= 0)) bad("expected lr >= 0, got " + std::to_string(lr));
+  if (!(beta1 >= 0 && beta1 < 1)) bad("expected 0 <= beta1 < 1, got " + std::to_string(beta1));
+  if (!(beta2 >= 0 && beta2 < 1)) bad("expected 0 <= beta2 < 1, got " + std::to_string(beta2));
+  if (!(eps >= 0)) bad("expected eps >= 0, got " + std::to_string(eps));
+  if (!(weightDecay >= 0)) bad("expected weightDecay >= 0, got " + std::to_string(weightDecay));
+}
+
+Tensor& Adam::moment(size_t i, const char* name) {
+  auto [it, fresh] = state_[i].try_emplace(name);
+  if (fresh) it->second = tensor::zeros_like(params_[i]);
+  return it->second;
+}
+
+void Adam::step() {
+  checkOptions("step");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = decayed(p, grads_[i], weightDecay);
+    const auto t = static_cast<double>(nextStep(i));
+    Tensor& m = moment(i, "exp_avg");
+    Tensor& v = moment(i, "exp_avg_sq");
+    m.mul_(beta1).add_(g, 1 - beta1);
+    v.mul_(beta2).addcmul_(g, g, 1 - beta2);
+    const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
+    Tensor denom = v.sqrt();
+    denom.div_(std::sqrt(bias2)).add_(eps);
+    p.addcdiv_(m, denom, -lr / bias1);
+  }
+}
+
+}  // namespace nn

@@ -1,0 +1,42 @@
+// Adam.h: Adam (Kingma & Ba) as torch.optim.Adam, with L2 weight decay added to the
+// gradient:
+//   g = grad + weightDecay * p;  t += 1
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// State per parameter: "step", "exp_avg" (m), "exp_avg_sq" (v). Tensor ops only, so CUDA
+// parameters update on the GPU. Hyperparameters are public fields.
+#pragma once
+
+#include "nn/Optimizer.h"
+
+namespace nn {
+
+class Adam : public Optimizer {
+ public:
+  struct Options {
+    double lr = 1e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    double weightDecay = 0;
+  };
+
+  Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr = 1e-3, double beta1 = 0.9,
+       double beta2 = 0.999, double eps = 1e-8, double weightDecay = 0);
+  Adam(std::vector<Tensor> params, std::vector<Tensor> grads, const Options& options);
+  // m.parameters() / m.gradParameters()
+  explicit Adam(Module& m, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
+                double weightDecay = 0);
+  Adam(Module& m, const Options& options);
+
+  void step() override;
+  std::string type_name() const override { return "nn.Adam"; }
+
+  double lr, beta1, beta2, eps, weightDecay;
+
+ protected:
+  void checkOptions(const char* method) const;
+  Tensor& moment(size_t i, const char* name);  // zeros on first use
+};
+
+}  // namespace nn

@@ -1,0 +1,79 @@
+// Dropout.cpp: the mask and its application are tensor ops (bernoulli_, mul_), so the same
+// draw comes out on every device from one seed (Note [Counter-based randomness]).
+#include "nn/Dropout.h"
+
+#include <cstdio>
+
+#include "nn/Buffers.h"
+
+namespace nn {
+
+namespace {
+void check_p(const std::string& where, double p) {
+  if (!(p >= 0 && p < 1)) throw Error(where + "expected 0 <= p < 1, got " + std::to_string(p));
+}
+}  // namespace
+
+Dropout::Dropout(double p_, bool v1, bool inplace_) : p(p_), v2(!v1), inplace(inplace_) { check_p("nn.Dropout: ", p); }
+
+void Dropout::setp(double p_) {
+  check_p(where("setp"), p_);
+  p = p_;
+}
+
+void Dropout::checkInput(const Tensor& input, const char* method) const {
+  check_float(where(method), input);
+  check_p(where(method), p);  // p is a public field
+}
+
+const Tensor& Dropout::updateOutput(const Tensor& input) {
+  checkInput(input, "updateOutput");
+  if (inplace) {
+    output = input;
+  } else {
+    ensure(output, input.sizes(), input).copy_(input);
+  }
+  if (p > 0) {
+    if (training_) {
+      ensure(noise, input.sizes(), input).bernoulli_(1 - p);
+      if (v2) noise.div_(1 - p);
+      output.mul_(noise);
+    } else if (!v2) {
+      output.mul_(1 - p);
+    }
+  }
+  return output;
+}
+
+const Tensor& Dropout::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  checkInput(input, "updateGradInput");
+  if (gradOutput.sizes() != input.sizes()) {
+    throw Error(where("updateGradInput") + "expected gradOutput of " + tensor::shape_str(input.sizes()) +
+                " (the input's shape), got " + tensor::shape_str(gradOutput.sizes()));
+  }
+  if (inplace) {
+    gradInput = gradOutput;
+  } else {
+    ensure(gradInput, gradOutput.sizes(), gradOutput).copy_(gradOutput);
+  }
+  if (p > 0) {
+    if (training_) {
+      if (!noise.defined() || noise.sizes() != input.sizes()) {
+        throw Error(where("updateGradInput") + "expected a forward() in training mode first with input " +
+                    tensor::shape_str(input.sizes()));
+      }
+      gradInput.mul_(noise);
+    } else if (!v2) {
+      gradInput.mul_(1 - p);
+    }
+  }
+  return gradInput;
+}
+
+std::string Dropout::str() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "(%f)", p);
+  return type_name() + buf;
+}
+
+}  // namespace nn

@@ -1,0 +1,32 @@
+// Dropout.h: at training, zeroes each element with probability p and scales the kept ones
+// by 1/(1-p) (Torch's default "v2" dropout), so evaluation is the identity; v1 = true keeps
+// Torch's old variant (no scaling at training, output * (1-p) at evaluation). The mask is
+// drawn with bernoulli_ from tensor::default_generator(), so tensor::manual_seed repeats it;
+// `noise` holds the last mask (already scaled). inplace = true overwrites the input (and
+// gradOutput in backward). Any input shape. Twin: cudnn::Dropout (v2 only).
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5, bool v1 = false, bool inplace = false);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void setp(double p);
+  std::string type_name() const override { return "nn.Dropout"; }
+  std::string str() const override;  // Torch's "%s(%f)": nn.Dropout(0.500000)
+
+  double p;
+  bool v2;
+  bool inplace;
+  Tensor noise;
+
+ protected:
+  void checkInput(const Tensor& input, const char* method) const;
+};
+
+}  // namespace nn

@@ -1,0 +1,81 @@
+// Optimizer.cpp
+#include "nn/Optimizer.h"
+
+namespace nn {
+
+Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
+    : params_(std::move(params)), grads_(std::move(grads)), state_(params_.size()) {
+  const std::string w = name + ": ";
+  if (params_.size() != grads_.size()) {
+    throw Error(w + "expected one gradient per parameter, got " + std::to_string(params_.size()) +
+                " parameters and " + std::to_string(grads_.size()) + " gradients");
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    const Tensor& g = grads_[i];
+    const std::string which = "parameter " + std::to_string(i);
+    if (!p.defined() || !g.defined()) throw Error(w + which + " or its gradient is undefined");
+    if (!tensor::is_floating(p.dtype())) throw Error(w + "expected floating " + which + ", got " + p.description());
+    if (p.sizes() != g.sizes() || p.dtype() != g.dtype() || p.device() != g.device()) {
+      throw Error(w + "expected the gradient of " + which + " to match it (" + p.description() + "), got " +
+                  g.description());
+    }
+  }
+}
+
+void Optimizer::zeroGrad() {
+  for (auto& g : grads_) g.zero_();
+}
+
+Tensor Optimizer::decayed(const Tensor& param, const Tensor& grad, double weightDecay) {
+  return weightDecay != 0 ? grad.add(param, weightDecay) : grad;
+}
+
+int64_t Optimizer::nextStep(size_t i) {
+  auto [it, fresh] = state_[i].try_emplace("step");
+  if (fresh) it->second = tensor::scalar_tensor(0, tensor::DType::Int64);
+  const auto n = static_cast<int64_t>(it->second.item()) + 1;
+  it->second.fill_(static_cast<double>(n));
+  return n;
+}
+
+std::map<std::string, Tensor> Optimizer::stateDict() const {
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    for (const auto& [name, t] : state_[i]) out[std::to_string(i) + "." + name] = t;
+  }
+  return out;
+}
+
+void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
+  std::vector<std::map<std::string, Tensor>> loaded(params_.size());
+  for (const auto& [key, t] : state) {
+    const size_t dot = key.find('.');
+    size_t i = params_.size();
+    try {
+      if (dot != std::string::npos && dot > 0) i = std::stoul(key.substr(0, dot));
+    } catch (const std::exception&) {
+    }
+    if (i >= params_.size() || key.find_first_not_of("0123456789") != dot) {
+      throw Error(where("loadStateDict") + "expected keys '<parameter index>.<name>' with an index below " +
+                  std::to_string(params_.size()) + ", got '" + key + "'");
+    }
+    const std::string name = key.substr(dot + 1);
+    const Tensor& p = params_[i];
+    if (name == "step") {
+      if (t.numel() != 1) throw Error(where("loadStateDict") + "expected a one-element '" + key + "', got " + t.description());
+      loaded[i][name] = tensor::scalar_tensor(t.item(), tensor::DType::Int64);
+    } else {
+      if (t.sizes() != p.sizes()) {
+        throw Error(where("loadStateDict") + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) +
+                    ", expected " + tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
+      }
+      Tensor copy = tensor::empty(p.sizes(), p.dtype(), p.device());
+      copy.copy_(t);
+      loaded[i][name] = copy;
+    }
+  }
+  state_ = std::move(loaded);
+}
+
+}  // namespace nn

@@ -1,0 +1,51 @@
+// Optimizer.h: the base of SGD and Adam. An optimizer holds handles to parameter tensors
+// and their gradients (sharing their storage, so step() updates the module in place) and
+// per-parameter state (momentum buffers, moments, step counts) created on first use.
+// Updates are tensor ops only, so they run wherever the parameters live (CPU or CUDA).
+// Build the optimizer after the module's to(device)/to(dtype): those replace the module's
+// tensors, and an optimizer built before would keep updating the old ones.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter from its current gradient.
+  virtual void step() = 0;
+  // Zeroes every gradient (Module::zeroGradParameters for the optimised tensors).
+  void zeroGrad();
+  virtual std::string type_name() const = 0;  // "nn.SGD"
+
+  const std::vector<Tensor>& params() const { return params_; }
+  const std::vector<Tensor>& grads() const { return grads_; }
+  // State of parameter i by name ("momentum_buffer", "exp_avg", "exp_avg_sq", "step").
+  const std::map<std::string, Tensor>& state(size_t i) const { return state_.at(i); }
+  // All state, keyed "<parameter index>.<name>" ("0.exp_avg"); loadStateDict copies such a
+  // map back (onto each parameter's device and dtype; "step" counters stay Int64 on the CPU).
+  std::map<std::string, Tensor> stateDict() const;
+  void loadStateDict(const std::map<std::string, Tensor>& state);
+
+ protected:
+  Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name);
+  Optimizer(Optimizer&&) = default;
+  std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
+  // The gradient with L2 weight decay folded in: grad + weightDecay * param (a new tensor).
+  static Tensor decayed(const Tensor& param, const Tensor& grad, double weightDecay);
+  // A parameter's step counter, incremented: Adam's bias corrections use it.
+  int64_t nextStep(size_t i);
+
+  std::vector<Tensor> params_, grads_;
+  std::vector<std::map<std::string, Tensor>> state_;
+};
+
+}  // namespace nn

@@ -1,0 +1,60 @@
+// Reshape.cpp
+#include "nn/Reshape.h"
+
+namespace nn {
+
+namespace {
+std::string join(const Shape& s, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
+  return out;
+}
+}  // namespace
+
+Reshape::Reshape(Shape size_, std::optional<bool> batchMode_) : size(std::move(size_)), batchMode(batchMode_) {
+  if (size.empty()) throw Error("nn.Reshape: expected at least one size");
+  for (int64_t s : size) {
+    if (s <= 0) throw Error("nn.Reshape: expected positive sizes, got (" + join(size, ", ") + ")");
+    nelement *= s;
+  }
+}
+
+Shape Reshape::outputShape(const Tensor& input) const {
+  const bool single = batchMode.has_value()
+                          ? !*batchMode
+                          : input.numel() == nelement && !(input.dim() > 0 && input.size(0) == 1);
+  if (single) {
+    if (input.numel() != nelement) {
+      throw Error(where("updateOutput") + "expected an input of " + std::to_string(nelement) +
+                  " elements to reshape to " + tensor::shape_str(size) + ", got " + tensor::shape_str(input.sizes()));
+    }
+    return size;
+  }
+  if (input.dim() == 0 || input.numel() != input.size(0) * nelement) {
+    throw Error(where("updateOutput") + "expected an input of [batch x ...] with " + std::to_string(nelement) +
+                " elements per sample to reshape to [batch x " + join(size, " x ") + "], got " +
+                tensor::shape_str(input.sizes()));
+  }
+  Shape shape{input.size(0)};
+  shape.insert(shape.end(), size.begin(), size.end());
+  return shape;
+}
+
+const Tensor& Reshape::updateOutput(const Tensor& input) {
+  output = input.reshape(outputShape(input));
+  return output;
+}
+
+const Tensor& Reshape::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  if (gradOutput.numel() != input.numel()) {
+    throw Error(where("updateGradInput") + "expected gradOutput of " + std::to_string(input.numel()) +
+                " elements (input " + tensor::shape_str(input.sizes()) + "), got " +
+                tensor::shape_str(gradOutput.sizes()));
+  }
+  gradInput = gradOutput.reshape(input.sizes());
+  return gradInput;
+}
+
+std::string Reshape::str() const { return type_name() + "(" + join(size, "x") + ")"; }
+
+}  // namespace nn

@@ -1,0 +1,77 @@
+// Residual.cpp: sums through tensor ops, so the container works on whatever device its
+// children's outputs live on.
+#include "nn/Residual.h"
+
+#include "nn/Buffers.h"
+
+namespace nn {
+
+Residual::Residual(ModulePtr block, ModulePtr shortcut) {
+  if (!block) throw Error("nn.Residual: expected a block module, got nullptr");
+  add(std::move(block));
+  if (shortcut) add(std::move(shortcut));
+}
+
+void Residual::checkModules(const char* method) const {
+  if (modules.empty() || modules.size() > 2) {
+    throw Error(where(method) + "expected a block and an optional shortcut (1 or 2 modules), got " +
+                std::to_string(modules.size()) + " modules");
+  }
+}
+
+const Tensor& Residual::updateOutput(const Tensor& input) {
+  checkModules("updateOutput");
+  const Tensor& y = rethrowErrors(0, [&]() -> const Tensor& { return modules[0]->forward(input); });
+  const Tensor& s =
+      modules.size() > 1 ? rethrowErrors(1, [&]() -> const Tensor& { return modules[1]->forward(input); }) : input;
+  if (y.sizes() != s.sizes()) {
+    throw Error(where("updateOutput") + "expected block and " +
+                (modules.size() > 1 ? "shortcut" : "identity shortcut (the input)") +
+                " outputs of the same shape, got " + tensor::shape_str(y.sizes()) + " and " +
+                tensor::shape_str(s.sizes()));
+  }
+  ensure(output, y.sizes(), y).copy_(y);
+  output.add_(s);
+  return output;
+}
+
+template <class Step>
+void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
+  checkModules("backward");
+  const Tensor& gb = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradOutput); });
+  ensure(gradInput, gb.sizes(), gb).copy_(gb);
+  if (modules.size() > 1) {
+    gradInput.add_(rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); }));
+  } else {
+    gradInput.add_(gradOutput);
+  }
+}
+
+const Tensor& Residual::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  backwardPass(input, gradOutput, [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+    return m.updateGradInput(x, g);
+  });
+  return gradInput;
+}
+
+void Residual::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  checkModules("accGradParameters");
+  for (size_t i = 0; i < modules.size(); ++i) {
+    rethrowErrors(i, [&]() { modules[i]->accGradParameters(input, gradOutput, scale); });
+  }
+}
+
+void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+    return m.backward(x, g, scale);
+  });
+}
+
+std::string Residual::str() const {
+  std::string s = type_name() + " {";
+  if (!modules.empty()) s += "\n  block: " + indent_lines(modules[0]->str(), "  ");
+  s += "\n  shortcut: " + (modules.size() > 1 ? indent_lines(modules[1]->str(), "  ") : std::string("identity"));
+  return s + "\n}";
+}
+
+}  // namespace nn

@@ -1,0 +1,42 @@
+// SGD.h: stochastic gradient descent with momentum, dampening, L2 weight decay and
+// Nesterov momentum, as torch.optim.SGD (and Torch7's optim.sgd):
+//   d = grad + weightDecay * p
+//   buf = d (first step), else buf = momentum * buf + (1 - dampening) * d
+//   d = nesterov ? d + momentum * buf : buf          (when momentum != 0)
+//   p -= lr * d
+// State: "momentum_buffer" per parameter. Tensor ops only, so CUDA parameters update on
+// the GPU. Hyperparameters are public fields (change lr for a schedule).
+#pragma once
+
+#include "nn/Optimizer.h"
+
+namespace nn {
+
+class SGD : public Optimizer {
+ public:
+  struct Options {
+    double lr = 1e-3;
+    double momentum = 0;
+    double dampening = 0;
+    double weightDecay = 0;
+    bool nesterov = false;
+  };
+
+  SGD(std::vector<Tensor> params, std::vector<Tensor> grads, double lr, double momentum = 0, double dampening = 0,
+      double weightDecay = 0, bool nesterov = false);
+  SGD(std::vector<Tensor> params, std::vector<Tensor> grads, const Options& options);
+  // m.parameters() / m.gradParameters()
+  SGD(Module& m, double lr, double momentum = 0, double dampening = 0, double weightDecay = 0, bool nesterov = false);
+  SGD(Module& m, const Options& options);
+
+  void step() override;
+  std::string type_name() const override { return "nn.SGD"; }
+
+  double lr, momentum, dampening, weightDecay;
+  bool nesterov;
+
+ protected:
+  void checkOptions(const char* method) const;
+};
+
+}  // namespace nn

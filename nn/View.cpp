@@ -1,0 +1,76 @@
+// View.cpp
+#include "nn/View.h"
+
+#include <algorithm>
+
+namespace nn {
+
+namespace {
+std::string join(const Shape& s, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
+  return out;
+}
+}  // namespace
+
+View::View(Shape size_) : size(std::move(size_)) {
+  bool inferred = false;
+  for (int64_t s : size) {
+    if (s == -1) {
+      if (inferred) throw Error("nn.View: expected at most one -1 size, got (" + join(size, ", ") + ")");
+      inferred = true;
+    } else if (s <= 0) {
+      throw Error("nn.View: expected positive sizes or -1, got (" + join(size, ", ") + ")");
+    } else {
+      numElements *= s;
+    }
+  }
+  if (size.empty()) throw Error("nn.View: expected at least one size");
+}
+
+View& View::setNumInputDims(int64_t n) {
+  if (n < 0) throw Error(where("setNumInputDims") + "expected a non-negative count, got " + std::to_string(n));
+  numInputDims = n;
+  return *this;
+}
+
+Shape View::outputShape(const Tensor& input) const {
+  const int64_t rank = input.dim();
+  const int64_t sampleDims = numInputDims ? std::min(*numInputDims, rank) : rank;
+  int64_t perSample = 1;  // elements of the trailing sampleDims dimensions
+  for (int64_t d = rank - sampleDims; d < rank; ++d) perSample *= input.size(d);
+  if (perSample % numElements != 0) {
+    const std::string holder =
+        numInputDims ? "the last " + std::to_string(sampleDims) + " dimensions of an input" : std::string("an input");
+    throw Error(where("updateOutput") + "expected " + holder + " to hold a multiple of " +
+                std::to_string(numElements) + " elements to view as (" + join(size, ", ") + "), got " +
+                tensor::shape_str(input.sizes()));
+  }
+  // What is left over is the batch, unless a -1 size absorbs it.
+  const bool inferred = std::find(size.begin(), size.end(), -1) != size.end();
+  int64_t batch = inferred ? 1 : perSample / numElements;
+  for (int64_t d = 0; d < rank - sampleDims; ++d) batch *= input.size(d);
+  if (batch == 1 && (!numInputDims || rank <= *numInputDims)) return size;
+  Shape shape{batch};
+  shape.insert(shape.end(), size.begin(), size.end());
+  return shape;
+}
+
+const Tensor& View::updateOutput(const Tensor& input) {
+  output = input.reshape(outputShape(input));
+  return output;
+}
+
+const Tensor& View::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  if (gradOutput.numel() != input.numel()) {
+    throw Error(where("updateGradInput") + "expected gradOutput of " + std::to_string(input.numel()) +
+                " elements (input " + tensor::shape_str(input.sizes()) + "), got " +
+                tensor::shape_str(gradOutput.sizes()));
+  }
+  gradInput = gradOutput.reshape(input.sizes());
+  return gradInput;
+}
+
+std::string View::str() const { return type_name() + "(" + join(size, ", ") + ")"; }
+
+}  // namespace nn

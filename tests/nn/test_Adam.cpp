@@ -1,0 +1,92 @@
+// test_Adam.cpp
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nn/Adam.h"
+#include "nn/Linear.h"
+#include "tests/common/GradCheck.h"
+
+using namespace tensor;
+
+TEST_CASE("Adam steps match hand-computed updates (one parameter, two steps)") {
+  Tensor p = full({1}, 1.0, DType::Float64), g = zeros({1}, DType::Float64);
+  nn::Adam opt({p}, {g}, 0.1);
+  g.fill_(0.5);
+  opt.step();
+  // t = 1: m = 0.05, v = 0.00025; m^ = 0.5, v^ = 0.25 -> p = 1 - 0.1 * 0.5 / (0.5 + 1e-8)
+  const double p1 = 1 - 0.1 * 0.5 / (0.5 + 1e-8);
+  CHECK(p.item() == doctest::Approx(p1).epsilon(1e-15));
+  g.fill_(-1);
+  opt.step();
+  // t = 2: m = 0.045 - 0.1 = -0.055, v = 0.00024975 + 0.001 = 0.00124975
+  const double m2 = 0.9 * 0.05 + 0.1 * -1, v2 = 0.999 * 0.00025 + 0.001 * 1;
+  const double mhat = m2 / (1 - 0.81), vhat = v2 / (1 - 0.999 * 0.999);
+  const double p2 = p1 - 0.1 * mhat / (std::sqrt(vhat) + 1e-8);
+  CHECK(p.item() == doctest::Approx(p2).epsilon(1e-14));
+  CHECK(opt.state(0).at("step").item() == 2);
+  CHECK(opt.state(0).at("exp_avg").item() == doctest::Approx(-0.055).epsilon(1e-15));
+  CHECK(opt.state(0).at("exp_avg_sq").item() == doctest::Approx(0.00124975).epsilon(1e-14));
+}
+
+TEST_CASE("Adam with weight decay and in float32") {
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    Tensor p = full({1}, 2.0, dt), g = zeros({1}, dt);
+    nn::Adam opt({p}, {g}, {.lr = 0.01, .beta1 = 0.5, .beta2 = 0.75, .eps = 1e-3, .weightDecay = 0.5});
+    g.fill_(1);
+    opt.step();
+    // g' = 1 + 0.5 * 2 = 2; m^ = 2, v^ = 4 -> p = 2 - 0.01 * 2 / (2 + 1e-3)
+    const double p1 = 2 - 0.01 * 2 / (2 + 1e-3);
+    CHECK(p.item() == doctest::Approx(p1).epsilon(dt == DType::Float64 ? 1e-15 : 1e-6));
+    g.fill_(0);
+    opt.step();
+    // g' = 0.5 p1; m = 0.5 * 1 + 0.5 g', v = 0.75 * 1 + 0.25 g'^2 (first moments were 0.5 * 2, 0.25 * 4)
+    const double gd = 0.5 * p1, m = 0.5 * 1 + 0.5 * gd, v = 0.75 * 1 + 0.25 * gd * gd;
+    const double p2 = p1 - 0.01 * (m / 0.75) / (std::sqrt(v / (1 - 0.5625)) + 1e-3);
+    CHECK(p.item() == doctest::Approx(p2).epsilon(dt == DType::Float64 ? 1e-14 : 1e-6));
+  }
+}
+
+TEST_CASE("Adam on a module, stateDict round trip and errors") {
+  manual_seed(2);
+  nn::Linear m(2, 2);
+  nn::Adam opt(m, 0.01);
+  CHECK(opt.type_name() == "nn.Adam");
+  const Tensor w0 = m.weight.clone();
+  m.gradWeight.fill_(3);
+  m.gradBias.fill_(-3);
+  opt.step();
+  // the first Adam step moves every coordinate by lr against the gradient's sign (eps aside)
+  CHECK(max_abs_diff(m.weight, w0.sub(0.01)) < 1e-6);
+  opt.zeroGrad();
+  CHECK(m.gradWeight.abs().max().item() == 0);
+
+  nn::Linear copy(2, 2);
+  copy.loadStateDict(m.stateDict());
+  nn::Adam resumed(copy, 0.01);
+  const auto state = opt.stateDict();
+  CHECK(state.size() == 6);
+  CHECK(state.count("1.exp_avg_sq"));
+  resumed.loadStateDict(state);
+  CHECK(resumed.state(0).at("step").dtype() == DType::Int64);
+  for (auto* l : {&m, &copy}) {
+    l->gradWeight.fill_(0.25);
+    l->gradBias.fill_(1);
+  }
+  opt.step();
+  resumed.step();
+  CHECK(max_abs_diff(m.weight, copy.weight) == 0);
+  CHECK(max_abs_diff(m.bias, copy.bias) == 0);
+  CHECK(resumed.state(1).at("step").item() == 2);
+
+  Tensor p = zeros({2}), g = zeros({2});
+  CHECK_THROWS_WITH_AS(nn::Adam({p}, {g}, 0.1, 1.0), "nn.Adam::Adam: expected 0 <= beta1 < 1, got 1.000000", Error);
+  CHECK_THROWS_WITH_AS(nn::Adam({p}, {g}, 0.1, 0.9, -0.5), "nn.Adam::Adam: expected 0 <= beta2 < 1, got -0.500000",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::Adam({p}, {g}, 0.1, 0.9, 0.999, -1), "nn.Adam::Adam: expected eps >= 0, got -1.000000",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::Adam({zeros({2}, DType::Int64)}, {zeros({2}, DType::Int64)}),
+                       "nn.Adam: expected floating parameter 0, got int64 [2] on cpu", Error);
+  CHECK_THROWS_WITH_AS(resumed.loadStateDict({{"0.step", zeros({2})}}),
+                       "nn.Adam::loadStateDict: expected a one-element '0.step', got float32 [2] on cpu", Error);
+}
