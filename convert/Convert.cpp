@@ -1,0 +1,136 @@
+// Convert.cpp: the walk.
+#include "convert/Convert.h"
+
+#include <cstdio>
+
+#include "convert/ConvertTable.h"
+#include "tensor/Cuda.h"
+
+#ifdef CUDNN_NN_HAVE_CUDA
+#include "cudnn/Config.h"
+#endif
+
+namespace nn {
+
+namespace {
+
+const char* backend_name(Backend b) { return b == Backend::cudnn ? "cudnn" : "nn"; }
+
+// Whether to convert to cudnn at all, per the enabled flag; throws where it must.
+bool cudnn_allowed(std::string& note) {
+  if (!detail::built_with_cudnn()) {
+    throw Error("nn::convert: cudnn-nn was built without cuDNN; rebuild with -Dcuda=enabled to convert to cudnn");
+  }
+#ifdef CUDNN_NN_HAVE_CUDA
+  const cudnn::Enabled enabled = cudnn::config().enabled;
+  if (enabled == cudnn::Enabled::False) {
+    note = "enabled=false: the network stays in nn";
+    return false;
+  }
+  if (!tensor::cuda::is_available()) {
+    if (enabled == cudnn::Enabled::Auto) {
+      note = "no CUDA device visible (enabled=auto): the network stays in nn";
+      std::fprintf(stderr, "cudnn-nn: warning: %s\n", note.c_str());
+      return false;
+    }
+    throw Error("nn::convert: no CUDA device is visible, and enabled=true requires one");
+  }
+#endif
+  return true;
+}
+
+struct Walker {
+  const detail::ConvertTable& table;
+  Backend to;
+  const Predicate& exclude;
+  ConvertReport& report;
+  tensor::Device device;
+
+  ModulePtr visit(const ModulePtr& m, const std::string& path) {
+    if (!m) return m;
+    if (m->backendKind() == to) {
+      recurse(*m, path);
+      return m;
+    }
+    if (exclude && exclude(*m)) {
+      report.excluded.push_back(label(path, *m));
+      return m;
+    }
+    auto it = table.modules.find(m->type_name());
+    if (it == table.modules.end()) {
+      if (!m->children()) report.unknown.push_back(label(path, *m));
+      recurse(*m, path);
+      return m;
+    }
+    const std::string from = m->type_name();
+    ModulePtr twin = it->second(*m);
+    twin->to(device);
+    recurse(*twin, path);
+    report.converted.push_back((path.empty() ? "root" : path) + ": " + from + " -> " + twin->type_name());
+    return twin;
+  }
+
+  void recurse(Module& m, const std::string& path) {
+    if (auto* kids = m.children()) {
+      for (size_t i = 0; i < kids->size(); ++i) {
+        (*kids)[i] = visit((*kids)[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i));
+      }
+    }
+  }
+
+  static std::string label(const std::string& path, const Module& m) {
+    return (path.empty() ? "root" : path) + ": " + m.type_name();
+  }
+};
+
+}  // namespace
+
+std::string ConvertReport::str() const {
+  std::string s = std::to_string(converted.size()) + " converted, " + std::to_string(excluded.size()) +
+                  " excluded, " + std::to_string(unknown.size()) + " without a twin";
+  for (const auto& u : unknown) s += "\n  no twin: " + u;
+  if (!note.empty()) s += "\n  " + note;
+  return s;
+}
+
+ModulePtr convert(ModulePtr net, Backend to, Predicate exclude, ConvertReport* report) {
+  if (!net) throw Error("nn::convert: expected a network, got nullptr");
+  ConvertReport local;
+  ConvertReport& r = report ? *report : local;
+  tensor::Device device = tensor::Device::cpu();
+  if (to == Backend::cudnn) {
+    if (!cudnn_allowed(r.note)) return net;
+    device = tensor::Device::cuda(tensor::cuda::current_device());
+  }
+  Walker walker{detail::table(to), to, exclude, r, device};
+  return walker.visit(net, "");
+}
+
+CriterionPtr convert(CriterionPtr criterion, Backend to) {
+  if (!criterion) throw Error("nn::convert: expected a criterion, got nullptr");
+  if (criterion->backendKind() == to) return criterion;
+  tensor::Device device = tensor::Device::cpu();
+  if (to == Backend::cudnn) {
+    std::string note;
+    if (!cudnn_allowed(note)) return criterion;
+    device = tensor::Device::cuda(tensor::cuda::current_device());
+  }
+  const auto& t = detail::table(to);
+  auto it = t.criteria.find(criterion->type_name());
+  if (it == t.criteria.end()) {
+    throw Error("nn::convert: " + criterion->type_name() + " has no " + backend_name(to) + " twin");
+  }
+  CriterionPtr twin = it->second(*criterion);
+  twin->to(device);
+  return twin;
+}
+
+std::vector<std::string> convertible_types(Backend to) {
+  std::vector<std::string> out;
+  const auto& t = detail::table(to);
+  for (const auto& [name, _] : t.modules) out.push_back(name);
+  for (const auto& [name, _] : t.criteria) out.push_back(name);
+  return out;
+}
+
+}  // namespace nn

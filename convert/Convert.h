@@ -1,0 +1,43 @@
+// Convert.h: nn::convert swaps modules for their twins in place, in both directions, as
+// cudnn.convert did: convert(net, cudnn::backend) and convert(net, nn::backend).
+// It walks containers recursively; each module whose type is in the one table of pairs
+// (ConvertTable.cpp) and for which exclude(module) is not true is replaced by its twin,
+// built by moving the module into it, then moved to the target device (state already
+// there is not copied). Containers that compute nothing (nn.Sequential) stay as they are.
+// Modules the table does not know (a user's own) are left in place and reported.
+// The returned pointer differs from `net` only when the root itself was swapped.
+// In a build without cuDNN, converting to cudnn throws "built without cuDNN".
+// The enabled flag (cudnn/Config.h): false leaves a network in nn; auto leaves it in nn,
+// with a warning, where no GPU is visible; true (and no_check) require one.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nn/Criterion.h"
+#include "nn/Module.h"
+
+namespace cudnn {
+inline constexpr nn::Backend backend = nn::Backend::cudnn;
+}
+
+namespace nn {
+
+using Predicate = std::function<bool(const Module&)>;
+
+struct ConvertReport {
+  std::vector<std::string> converted;  // "0.3: nn.ReLU -> cudnn.ReLU"
+  std::vector<std::string> excluded;   // paths the predicate kept
+  std::vector<std::string> unknown;    // paths of modules with no twin ("2: MyLayer")
+  std::string note;                    // why nothing was converted, if so
+  std::string str() const;
+};
+
+ModulePtr convert(ModulePtr net, Backend to, Predicate exclude = {}, ConvertReport* report = nullptr);
+CriterionPtr convert(CriterionPtr criterion, Backend to);
+
+// The type names the table knows, for `to`'s direction ("nn.ReLU", ... for cudnn).
+std::vector<std::string> convertible_types(Backend to);
+
+}  // namespace nn

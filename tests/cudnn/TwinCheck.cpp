@@ -1,0 +1,135 @@
+// TwinCheck.cpp
+#include "tests/cudnn/TwinCheck.h"
+
+#include <doctest/doctest.h>
+
+#include "convert/Convert.h"
+#include "tensor/Safetensors.h"
+
+namespace testing {
+
+using tensor::Device;
+using tensor::DType;
+using tensor::Tensor;
+
+TwinTolerance TwinTolerance::for_dtype(DType dt) {
+  switch (dt) {
+    case DType::Float64: return {1e-10, 1e-9};
+    case DType::Float16: return {4e-3, 1e-2};
+    case DType::BFloat16: return {3e-2, 6e-2};
+    default: return {1e-5, 1e-4};
+  }
+}
+
+namespace {
+const Device gpu = Device::cuda(0);
+
+Tensor noncontiguous_copy(const Tensor& t) {
+  // the same values in a transposed buffer
+  if (t.dim() < 2) return t.unsqueeze(1).expand({t.size(0), 2}).select(1, 0);
+  Tensor buf = tensor::empty(t.transpose(0, 1).sizes(), t.dtype(), t.device());
+  buf.copy_(t.transpose(0, 1));
+  return buf.transpose(0, 1);
+}
+
+void compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
+  INFO(what, ": twin ", got.description(), " vs nn ", want.description());
+  REQUIRE(got.sizes() == want.sizes());
+  CHECK_FALSE(tensor::has_nonfinite(got));
+  const double err = tensor::rel_norm_error(got, want);
+  INFO("relative error ", err, " (tolerance ", tol, ")");
+  CHECK(err <= tol);
+}
+}  // namespace
+
+void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& input, DType dtype, TwinTolerance tol,
+                         bool noncontiguous) {
+  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype), noncontiguous ? ", non-contiguous input" : "");
+  CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
+  reference.to(DType::Float64);
+  twin.loadStateDict(reference.stateDict());
+  twin.to(gpu);
+  twin.to(dtype);
+  if (reference.isTraining()) twin.train(); else twin.evaluate();
+  reference.zeroGradParameters();
+  twin.zeroGradParameters();
+
+  tensor::Generator gen(4242);
+  const Tensor x = input.to(DType::Float64);
+  Tensor xg = x.to(gpu, dtype);
+  if (noncontiguous) xg = noncontiguous_copy(xg);
+  tensor::manual_seed(99);
+  const Tensor y = reference.forward(x.clone()).clone();
+  tensor::manual_seed(99);
+  const Tensor yg = twin.forward(xg).clone();
+  compare("output", yg, y, tol.forward);
+  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, DType::Float64);
+  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
+  const Tensor gxg = twin.backward(xg, g.to(gpu, dtype)).clone();
+  compare("gradInput", gxg, gx, tol.backward);
+  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
+  REQUIRE(rp.size() == tp.size());
+  for (size_t i = 0; i < rp.size(); ++i) compare(("grad of " + rp[i].first).c_str(), tp[i].second, rp[i].second, tol.backward);
+  const auto rb = reference.namedBuffers(), tb = twin.namedBuffers();
+  REQUIRE(rb.size() == tb.size());
+  for (size_t i = 0; i < rb.size(); ++i) compare(rb[i].first.c_str(), tb[i].second, rb[i].second, tol.forward);
+
+  // state round trip through safetensors bytes, into the twin itself
+  const auto bytes = tensor::serialize_safetensors(twin.stateDict());
+  const auto loaded = tensor::parse_safetensors(bytes.data(), bytes.size(), "twin state");
+  const auto before = twin.stateDict();
+  twin.loadStateDict(loaded.tensors);
+  for (const auto& [name, t] : twin.stateDict()) CHECK(tensor::max_abs_diff(t, before.at(name)) == 0);
+}
+
+void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
+                                   const Tensor& target, DType dtype, TwinTolerance tol) {
+  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype));
+  CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
+  reference.to(DType::Float64);
+  twin.to(gpu);
+  twin.to(dtype);
+  const Tensor x = input.to(DType::Float64);
+  const Tensor xg = x.to(gpu, dtype);
+  const Tensor tg = target.to(gpu);
+  const double loss = reference.forward(x, target);
+  const double loss_g = twin.forward(xg, tg);
+  CHECK(loss_g == doctest::Approx(loss).epsilon(tol.forward * 10));
+  compare("gradInput", twin.backward(xg, tg), reference.backward(x, target), tol.backward);
+}
+
+void expect_convert_roundtrip(nn::ModulePtr module, const Tensor& input) {
+  INFO("convert round trip of ", module->str());
+  const std::string nn_name = module->type_name();
+  module->to(DType::Float32);
+  const Tensor x = input.to(DType::Float32);
+  tensor::manual_seed(7);
+  const Tensor y_nn = module->forward(x.clone()).clone();
+  const auto state_before = module->stateDict();
+  const bool training = module->isTraining();
+
+  nn::ConvertReport report;
+  nn::ModulePtr cu = nn::convert(module, cudnn::backend, {}, &report);
+  CHECK(cu->type_name() == "cudnn" + nn_name.substr(2));
+  CHECK(cu->isTraining() == training);
+  for (const auto& [name, t] : cu->stateDict()) CHECK(t.is_cuda());
+  tensor::manual_seed(7);
+  const Tensor y_cu = cu->forward(x.to(gpu)).clone();
+  CHECK(tensor::rel_norm_error(y_cu, y_nn) < 1e-3);  // TF32 may be on: a loose bound
+
+  const auto gpu_state = cu->stateDict();
+  nn::ModulePtr back = nn::convert(cu, nn::backend);
+  CHECK(back->type_name() == nn_name);
+  CHECK(back->isTraining() == training);
+  for (const auto& [name, t] : back->stateDict()) {
+    CHECK(t.is_cpu());
+    CHECK(tensor::max_abs_diff(t, state_before.at(name)) == 0);
+  }
+  // already on the GPU: converting a cudnn module to cudnn again keeps the very storage
+  nn::ModulePtr again = nn::convert(nn::convert(back, cudnn::backend), cudnn::backend);
+  const auto s1 = again->stateDict();
+  nn::ModulePtr same = nn::convert(again, cudnn::backend);
+  for (const auto& [name, t] : same->stateDict()) CHECK(t.shares_storage(s1.at(name)));
+}
+
+}  // namespace testing

@@ -1,0 +1,39 @@
+// TwinCheck.h: the cudnn.torch promise, as a test helper: an nn module (float64, CPU) and its
+// cudnn twin (on the GPU, in a chosen dtype) with the same state give the same output,
+// gradInput, parameter gradients and buffers, within stated tolerances; then the twin's state
+// survives a safetensors round trip and a convert round trip nn -> cudnn -> nn.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "nn/Criterion.h"
+#include "nn/Module.h"
+
+namespace testing {
+
+struct TwinTolerance {
+  double forward = 1e-5;   // ||twin - nn|| / ||nn|| on the output and buffers
+  double backward = 1e-4;  // on gradInput and every parameter gradient
+  static TwinTolerance for_dtype(tensor::DType dt);  // float32 (TF32 off), float16, bfloat16, float64
+};
+
+// `reference` is an nn module; `twin` its cudnn twin built with the same arguments. The twin
+// gets the reference's state, moves to the GPU and `dtype`; both see `input` (the twin a
+// converted copy, made non-contiguous when `noncontiguous`), and one random gradOutput.
+// Training mode is whatever the modules are in.
+void expect_twin_matches(nn::Module& reference, nn::Module& twin, const tensor::Tensor& input,
+                         tensor::DType dtype = tensor::DType::Float32, TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32),
+                         bool noncontiguous = false);
+
+// The same for criteria and a target.
+void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,
+                                   const tensor::Tensor& target, tensor::DType dtype = tensor::DType::Float32,
+                                   TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
+
+// convert(nn module -> cudnn) gives the expected type name and the same outputs as the nn
+// module; converting back gives an nn module with bit-identical state (same storage when
+// it was already on the target device), the training mode preserved.
+void expect_convert_roundtrip(nn::ModulePtr module, const tensor::Tensor& input);
+
+}  // namespace testing
