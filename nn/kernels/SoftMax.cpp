@@ -49,8 +49,9 @@ void softmax_forward(const T* x, T* y, int64_t outer, int64_t channels, int64_t 
       T s = 0;
       if (log) {
         for (int64_t c = 0; c < channels; ++c) s += std::exp(xp[c] - m);
-        const T lse = m + std::log(s);
-        for (int64_t c = 0; c < channels; ++c) yp[c] = xp[c] - lse;
+        // (x - m) - log s, not x - (m + log s): exact where x is close to m, however large m is
+        const T ls = std::log(s);
+        for (int64_t c = 0; c < channels; ++c) yp[c] = (xp[c] - m) - ls;
       } else {
         for (int64_t c = 0; c < channels; ++c) {
           yp[c] = std::exp(xp[c] - m);
@@ -73,9 +74,9 @@ void softmax_forward(const T* x, T* y, int64_t outer, int64_t channels, int64_t 
     if (log) {
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t j = 0; j < len; ++j) s[j] += std::exp(xp[c * inner + j] - m[j]);
-      for (int64_t j = 0; j < len; ++j) s[j] = m[j] + std::log(s[j]);  // log-sum-exp
+      for (int64_t j = 0; j < len; ++j) s[j] = std::log(s[j]);
       for (int64_t c = 0; c < channels; ++c)
-        for (int64_t j = 0; j < len; ++j) yp[c * inner + j] = xp[c * inner + j] - s[j];
+        for (int64_t j = 0; j < len; ++j) yp[c * inner + j] = (xp[c * inner + j] - m[j]) - s[j];
     } else {
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t j = 0; j < len; ++j) {
