@@ -192,7 +192,8 @@ TEST_CASE("BatchNormalization state round trip (running statistics included), pr
                                          "and device (float32 on cpu), got float64 [2 x 4] on cpu"),
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4}, DType::Int64)),
-                       "nn.BatchNormalization::updateOutput: expected float32 or float64 input, got int64 [2 x 4] on cpu",
+                       "nn.BatchNormalization::updateOutput: expected float32 or float64 input, got int64 [2 x 4] on "
+                       "cpu",
                        Error);
   m.forward(zeros({2, 4}));
   CHECK_THROWS_WITH_AS(m.backward(zeros({2, 4}), zeros({4, 2})),

@@ -28,6 +28,11 @@ TEST_CASE("LogSoftMax is the log of SoftMax, over Torch's dimension for 1D to 4D
   nn::LogSoftMax m;
   nn::SoftMax s;
   Generator gen(12);
+  // x - log sum exp x over the feature maps (dim 0 of [C x H x W], dim 1 of [N x C x H x W])
+  const Tensor x3 = uniform({5, 3, 4}, -3, 3, gen, DType::Float64);
+  CHECK(max_abs_diff(m.forward(x3), x3.sub(x3.exp().sum(0, true).log())) < 1e-14);
+  const Tensor x4 = uniform({2, 5, 3, 4}, -3, 3, gen, DType::Float64);
+  CHECK(max_abs_diff(m.forward(x4), x4.sub(x4.exp().sum(1, true).log())) < 1e-14);
   for (const Shape& shape : {Shape{7}, Shape{4, 7}, Shape{5, 3, 4}, Shape{2, 5, 3, 4}, Shape{200, 300}}) {
     CAPTURE(shape_str(shape));
     const Tensor x = uniform(shape, -5, 5, gen, DType::Float64);

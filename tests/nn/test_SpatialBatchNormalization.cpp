@@ -87,6 +87,7 @@ TEST_CASE("SpatialBatchNormalization gradients: training and evaluation, affine 
   for (int trial = 0; trial < 2; ++trial) {
     const int64_t n = random_size(gen, 1, 3), c = random_size(gen, 1, 4);
     const int64_t h = random_size(gen, 1, 3), w = random_size(gen, 1, 3);
+    // training needs more than one value per channel
     const Shape s = n * h * w > 1 ? Shape{n, c, h, w} : Shape{n + 1, c, h, w};
     for (bool affine : {true, false}) {
       nn::SpatialBatchNormalization m(c, 1e-5, 0.1, affine);
@@ -127,20 +128,20 @@ TEST_CASE("SpatialBatchNormalization state round trip, printing and errors") {
 
   nn::SpatialBatchNormalization m(3);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3})),
-                       "nn.SpatialBatchNormalization::updateOutput: expected input of [N x C x H x W] (or [C x H x W] in "
-                       "evaluation), got [2 x 3]",
+                       "nn.SpatialBatchNormalization::updateOutput: expected input of [N x C x H x W] (or [C x H x "
+                       "W] in evaluation), got [2 x 3]",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({3, 4, 4})),
-                       "nn.SpatialBatchNormalization::updateOutput: expected input of [N x C x H x W] (or [C x H x W] in "
-                       "evaluation), got [3 x 4 x 4] in training",
+                       "nn.SpatialBatchNormalization::updateOutput: expected input of [N x C x H x W] (or [C x H x "
+                       "W] in evaluation), got [3 x 4 x 4] in training",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4, 5, 5})),
                        "nn.SpatialBatchNormalization::updateOutput: expected input of [N x C x H x W] with C = 3, got "
                        "[2 x 4 x 5 x 5]",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 3, 1, 1})),
-                       "nn.SpatialBatchNormalization::updateOutput: expected more than 1 value per channel in training, "
-                       "got input [1 x 3 x 1 x 1]",
+                       "nn.SpatialBatchNormalization::updateOutput: expected more than 1 value per channel in "
+                       "training, got input [1 x 3 x 1 x 1]",
                        Error);
   m.evaluate();
   CHECK(m.forward(zeros({1, 3, 1, 1})).sizes() == Shape{1, 3, 1, 1});

@@ -23,7 +23,7 @@ Tensor shifted_input(const Shape& shape, Generator& gen, DType dt = DType::Float
 }
 }  // namespace
 
-TEST_CASE("VolumetricBatchNormalization training: per-channel mean 0 / variance 1 over N and space; running statistics") {
+TEST_CASE("VolumetricBatchNormalization training: per-channel mean 0 / variance 1; running statistics") {
   Generator gen(41);
   const int64_t N = 3, C = 4;
   const Tensor x = shifted_input({N, C, 2, 3, 2}, gen);
@@ -87,6 +87,7 @@ TEST_CASE("VolumetricBatchNormalization gradients: training and evaluation, affi
   for (int trial = 0; trial < 2; ++trial) {
     const int64_t n = random_size(gen, 1, 3), c = random_size(gen, 1, 4);
     const int64_t t = random_size(gen, 1, 2), h = random_size(gen, 1, 3), w = random_size(gen, 1, 2);
+    // training needs more than one value per channel
     const Shape s = n * t * h * w > 1 ? Shape{n, c, t, h, w} : Shape{n + 1, c, t, h, w};
     for (bool affine : {true, false}) {
       nn::VolumetricBatchNormalization m(c, 1e-5, 0.1, affine);
@@ -127,20 +128,20 @@ TEST_CASE("VolumetricBatchNormalization state round trip, printing and errors") 
 
   nn::VolumetricBatchNormalization m(3);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 4})),
-                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C x T x H x W] in "
-                       "evaluation), got [2 x 3 x 4]",
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C "
+                       "x T x H x W] in evaluation), got [2 x 3 x 4]",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({3, 4, 4, 4})),
-                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C x T x H x W] in "
-                       "evaluation), got [3 x 4 x 4 x 4] in training",
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C "
+                       "x T x H x W] in evaluation), got [3 x 4 x 4 x 4] in training",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4, 2, 3, 3})),
-                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] with C = 3, got "
-                       "[2 x 4 x 2 x 3 x 3]",
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] with C "
+                       "= 3, got [2 x 4 x 2 x 3 x 3]",
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 3, 1, 1, 1})),
-                       "nn.VolumetricBatchNormalization::updateOutput: expected more than 1 value per channel in training, "
-                       "got input [1 x 3 x 1 x 1 x 1]",
+                       "nn.VolumetricBatchNormalization::updateOutput: expected more than 1 value per channel in "
+                       "training, got input [1 x 3 x 1 x 1 x 1]",
                        Error);
   m.evaluate();
   CHECK(m.forward(zeros({1, 3, 1, 1, 1})).sizes() == Shape{1, 3, 1, 1, 1});
