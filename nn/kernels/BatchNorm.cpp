@@ -35,6 +35,7 @@ void batchnorm_statistics(const T* x, int64_t N, int64_t C, int64_t S, double ep
       for (int64_t c = c0; c < c1; ++c) {
         const T* p = x + (i * C + c) * S;
         double acc = 0;
+#pragma omp simd reduction(+ : acc)
         for (int64_t s = 0; s < S; ++s) acc += p[s];
         sum[c - c0] += acc;
       }
@@ -45,6 +46,7 @@ void batchnorm_statistics(const T* x, int64_t N, int64_t C, int64_t S, double ep
         const T* p = x + (i * C + c) * S;
         const double mc = m[c - c0];
         double acc = 0;
+#pragma omp simd reduction(+ : acc)
         for (int64_t s = 0; s < S; ++s) acc += (p[s] - mc) * (p[s] - mc);
         sq[c - c0] += acc;
       }
@@ -71,6 +73,7 @@ void batchnorm_forward(const T* x, T* y, int64_t N, int64_t C, int64_t S, const 
         const T b = (bias ? bias[c] : T(0)) - mean[c] * a;
         const T* p = x + (i * C + c) * S;
         T* q = y + (i * C + c) * S;
+#pragma omp simd
         for (int64_t s = 0; s < S; ++s) q[s] = p[s] * a + b;
       }
   });
@@ -90,6 +93,7 @@ void batchnorm_backward(const T* x, const T* dy, T* dx, int64_t N, int64_t C, in
           const T* g = dy + (i * C + c) * S;
           const T mc = mean[c];
           double as = 0, ad = 0;
+#pragma omp simd reduction(+ : as, ad)
           for (int64_t s = 0; s < S; ++s) {
             as += g[s];
             ad += g[s] * (p[s] - mc);
@@ -109,6 +113,7 @@ void batchnorm_backward(const T* x, const T* dy, T* dx, int64_t N, int64_t C, in
         const T* g = dy + (i * C + c) * S;
         T* d = dx + (i * C + c) * S;
         if (!train) {
+#pragma omp simd
           for (int64_t s = 0; s < S; ++s) d[s] = g[s] * k;
           continue;
         }
@@ -117,6 +122,7 @@ void batchnorm_backward(const T* x, const T* dy, T* dx, int64_t N, int64_t C, in
         const T mc = mean[c];
         const T gm = static_cast<T>(sum[c - c0] / n);
         const T proj = static_cast<T>(dot[c - c0] / n) * invstd[c] * invstd[c];
+#pragma omp simd
         for (int64_t s = 0; s < S; ++s) d[s] = (g[s] - gm - (p[s] - mc) * proj) * k;
       }
   });

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/kernels/VecMath.h"
+
 namespace nn::kernels {
 
 namespace {
@@ -45,19 +47,24 @@ void softmax_forward(const T* x, T* y, int64_t outer, int64_t channels, int64_t 
       const T* xp = x + off;
       T* yp = y + off;
       T m = xp[0];
-      for (int64_t c = 1; c < channels; ++c) m = std::max(m, xp[c]);
+#pragma omp simd reduction(max : m)
+      for (int64_t c = 1; c < channels; ++c) m = xp[c] > m ? xp[c] : m;
       T s = 0;
       if (log) {
-        for (int64_t c = 0; c < channels; ++c) s += std::exp(xp[c] - m);
+#pragma omp simd reduction(+ : s)
+        for (int64_t c = 0; c < channels; ++c) s += vexp(xp[c] - m);
         // (x - m) - log s, not x - (m + log s): exact where x is close to m, however large m is
         const T ls = std::log(s);
+#pragma omp simd
         for (int64_t c = 0; c < channels; ++c) yp[c] = (xp[c] - m) - ls;
       } else {
+#pragma omp simd reduction(+ : s)
         for (int64_t c = 0; c < channels; ++c) {
-          yp[c] = std::exp(xp[c] - m);
+          yp[c] = vexp(xp[c] - m);
           s += yp[c];
         }
         const T inv = T(1) / s;
+#pragma omp simd
         for (int64_t c = 0; c < channels; ++c) yp[c] *= inv;
       }
     });
@@ -67,25 +74,34 @@ void softmax_forward(const T* x, T* y, int64_t outer, int64_t channels, int64_t 
     const T* xp = x + off;
     T* yp = y + off;
     T m[kBlock], s[kBlock];
+#pragma omp simd
     for (int64_t j = 0; j < len; ++j) m[j] = xp[j];
     for (int64_t c = 1; c < channels; ++c)
-      for (int64_t j = 0; j < len; ++j) m[j] = std::max(m[j], xp[c * inner + j]);
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j) m[j] = xp[c * inner + j] > m[j] ? xp[c * inner + j] : m[j];
+#pragma omp simd
     for (int64_t j = 0; j < len; ++j) s[j] = T(0);
     if (log) {
       for (int64_t c = 0; c < channels; ++c)
-        for (int64_t j = 0; j < len; ++j) s[j] += std::exp(xp[c * inner + j] - m[j]);
+#pragma omp simd
+        for (int64_t j = 0; j < len; ++j) s[j] += vexp(xp[c * inner + j] - m[j]);
+#pragma omp simd
       for (int64_t j = 0; j < len; ++j) s[j] = std::log(s[j]);
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) yp[c * inner + j] = (xp[c * inner + j] - m[j]) - s[j];
     } else {
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) {
-          const T e = std::exp(xp[c * inner + j] - m[j]);
+          const T e = vexp(xp[c * inner + j] - m[j]);
           yp[c * inner + j] = e;
           s[j] += e;
         }
+#pragma omp simd
       for (int64_t j = 0; j < len; ++j) s[j] = T(1) / s[j];
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) yp[c * inner + j] *= s[j];
     }
   });
@@ -102,10 +118,14 @@ void softmax_backward(const T* y, const T* dy, T* dx, int64_t outer, int64_t cha
       T* dp = dx + off;
       T s = 0;
       if (log) {
+#pragma omp simd reduction(+ : s)
         for (int64_t c = 0; c < channels; ++c) s += gp[c];
-        for (int64_t c = 0; c < channels; ++c) dp[c] = gp[c] - std::exp(yp[c]) * s;
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c) dp[c] = gp[c] - vexp(yp[c]) * s;
       } else {
+#pragma omp simd reduction(+ : s)
         for (int64_t c = 0; c < channels; ++c) s += gp[c] * yp[c];
+#pragma omp simd
         for (int64_t c = 0; c < channels; ++c) dp[c] = yp[c] * (gp[c] - s);
       }
     });
@@ -116,19 +136,24 @@ void softmax_backward(const T* y, const T* dy, T* dx, int64_t outer, int64_t cha
     const T* gp = dy + off;
     T* dp = dx + off;
     T s[kBlock];
+#pragma omp simd
     for (int64_t j = 0; j < len; ++j) s[j] = T(0);
     if (log) {
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) s[j] += gp[c * inner + j];
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) {
           const int64_t k = c * inner + j;
-          dp[k] = gp[k] - std::exp(yp[k]) * s[j];
+          dp[k] = gp[k] - vexp(yp[k]) * s[j];
         }
     } else {
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) s[j] += gp[c * inner + j] * yp[c * inner + j];
       for (int64_t c = 0; c < channels; ++c)
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j) {
           const int64_t k = c * inner + j;
           dp[k] = yp[k] * (gp[k] - s[j]);

@@ -26,6 +26,15 @@ TEST_CASE("ELU closed forms: elu(-ln 2) = -alpha/2, derivative alpha/2") {
   }
 }
 
+TEST_CASE("ELU float32 agrees with float64") {
+  const Tensor x = arange(-20, 5, 0.00311, DType::Float32);
+  nn::ELU m(1.5);
+  const Tensor y = m.forward(x).to(DType::Float64);
+  nn::ELU md(1.5);
+  md.to(DType::Float64);
+  CHECK(max_abs_diff(y, md.forward(x.to(DType::Float64))) < 5e-7);
+}
+
 TEST_CASE("ELU in place") {
   nn::ELU m(1.0, true);
   const double l2 = std::log(2.0);

@@ -26,6 +26,23 @@ TEST_CASE("Sigmoid closed forms: sigmoid(ln 3) = 3/4, derivative 3/16") {
   CHECK_FALSE(has_nonfinite(m.forward(full({4}, -1000.0, DType::Float32))));
 }
 
+TEST_CASE("Sigmoid float32 is accurate over its whole range (vectorised exp underneath)") {
+  const Tensor x = arange(-110, 110, 0.0173, DType::Float32);
+  nn::Sigmoid m;
+  const Tensor y = m.forward(x).to(DType::Float64);
+  const Tensor want = x.to(DType::Float64).sigmoid();
+  CHECK(max_abs_diff(y, want) < 2e-7);
+  // relative error in the left tail, where values are tiny but still normal floats
+  const Tensor tail = y.narrow(0, 1400, 4000), tail_want = want.narrow(0, 1400, 4000);  // x in [-85.8, -16.6]
+  CHECK(max_abs_diff(tail.div(tail_want), ones(tail.sizes(), DType::Float64)) < 1e-6);
+  const Tensor special = from_vector<float>({INFINITY, -INFINITY, NAN, -200}, {4});
+  const std::vector<float> got = m.forward(special).to_vector<float>();
+  CHECK(got[0] == 1);
+  CHECK(got[1] == 0);
+  CHECK(std::isnan(got[2]));
+  CHECK(got[3] == 0);
+}
+
 TEST_CASE("Sigmoid gradients (random shapes, 1D to 4D)") {
   Generator gen(20261204);
   INFO("size seed 20261204");

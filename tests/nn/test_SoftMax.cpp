@@ -33,6 +33,9 @@ TEST_CASE("SoftMax of [0, ln 2, ln 3] is [1/6, 2/6, 3/6]; rows sum to 1; large i
   CHECK(yb.get({2, 2}) == 1);
   CHECK(yb.get({2, 0}) == 0);
   CHECK(max_abs_diff(yb.sum(1), ones({3})) < 1e-6);
+  // -inf (a masked entry) gets exactly 0
+  const Tensor ym = m.forward(from_vector<float>({-INFINITY, 0, 0, -INFINITY}, {1, 4}));
+  CHECK(ym.to_vector<float>() == std::vector<float>{0, 0.5f, 0.5f, 0});
 }
 
 TEST_CASE("SoftMax follows Torch's dimension rules for 1D to 4D") {

@@ -28,6 +28,22 @@ TEST_CASE("Tanh closed forms: tanh(ln 2) = 3/5, derivative 16/25") {
   CHECK(max_abs_diff(m.forward(xr), xr.to(DType::Float64).tanh()) < 1e-6);
 }
 
+TEST_CASE("Tanh float32 is accurate over its whole range (vectorised exp underneath)") {
+  // a sweep through the polynomial (|x| < 0.625) and exponential branches, and saturation
+  const Tensor x = arange(-30, 30, 0.00731, DType::Float32);
+  nn::Tanh m;
+  const Tensor y = m.forward(x).to(DType::Float64);
+  const Tensor want = x.to(DType::Float64).tanh();
+  CHECK(max_abs_diff(y, want) < 2e-7);
+  CHECK(max_abs_diff(y.div(want), ones(want.sizes(), DType::Float64)) < 5e-7);  // relative, tiny x included
+  const Tensor special = from_vector<float>({INFINITY, -INFINITY, NAN, 1e-30f}, {4});
+  const std::vector<float> got = m.forward(special).to_vector<float>();
+  CHECK(got[0] == 1);
+  CHECK(got[1] == -1);
+  CHECK(std::isnan(got[2]));
+  CHECK(got[3] == 1e-30f);
+}
+
 TEST_CASE("Tanh gradients (random shapes, 1D to 4D)") {
   Generator gen(20261203);
   INFO("size seed 20261203");
