@@ -1,0 +1,60 @@
+// BatchNormalization.h: y = (x - mean) / sqrt(var + eps) * weight + bias per feature of an
+// [N x C] input ([C] accepted in evaluation only, as Torch). Training normalises with the
+// batch statistics (biased variance) and updates running_mean / running_var with momentum
+// and the UNBIASED variance (running = (1 - momentum) * running + momentum * stat, as cuDNN
+// and Theano); evaluation uses the running statistics, and backward works in both modes.
+// Training needs more than one value per channel and throws otherwise (the unbiased
+// variance is undefined; Torch would store NaN). weight starts at 1 and bias at 0 (as
+// PyTorch; Torch drew weight from U(0, 1)). The subclasses Spatial/VolumetricBatchNormalization
+// share all of this and differ only in nDim. Twin: cudnn::BatchNormalization
+// (cudnnBatchNormalizationForwardTraining/Inference, which also yield save_mean/save_invstd).
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class BatchNormalization : public Module {
+ public:
+  explicit BatchNormalization(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  // weight = 1, bias = 0, running_mean = 0, running_var = 1
+  void reset();
+  std::string type_name() const override { return "nn.BatchNormalization"; }
+  std::string str() const override;  // Torch: "nn.BatchNormalization (2D) (64)"
+
+  int64_t nOutput;
+  int64_t nDim;  // the batched input rank: 2 here, 4 Spatial, 5 Volumetric
+  double eps, momentum;
+  bool affine;
+  Tensor weight, bias, gradWeight, gradBias;  // undefined without affine
+  Tensor running_mean, running_var;           // buffers
+  // Statistics the last forward normalised with (batch statistics in training, running
+  // ones in evaluation); invstd = 1 / sqrt(var + eps). Read by backward.
+  Tensor save_mean, save_invstd;
+
+  // The input as [N x C x S] sizes, after checking dtype, rank, channel count and (in
+  // training) more than one value per channel.
+  struct Layout {
+    int64_t N, C, S;
+  };
+  Layout layout(const Tensor& input, const char* method) const;
+
+ protected:
+  BatchNormalization(int64_t nOutput, double eps, double momentum, bool affine, int64_t nDim);
+  void visitState(StateVisitor& v) override;
+  // one pass computes gradInput and the parameter gradients together
+  void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
+  // gradInput and/or the parameter gradients (times scale), in one pass over the data.
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, bool wantParams,
+                    double scale, const char* method);
+  // "[N x C x H x W]" for nDim, or the single-sample form without N
+  std::string shapeContract(bool batched) const;
+  // Fills save_mean / save_invstd from the running statistics (evaluation).
+  void useRunningStatistics(const Tensor& like);
+};
+
+}  // namespace nn

@@ -1,0 +1,22 @@
+// ELU.h: y = x for x > 0, alpha * (exp(x) - 1) otherwise, any shape (Clevert et al. 2015);
+// gradInput from the output as Torch computes it (y <= 0: gradOutput * (y + alpha)).
+// In place as ReLU. Prints as Torch: "nn.ELU (alpha:1.000000)".
+// Twin: cudnn::ELU (CUDNN_ACTIVATION_ELU, coef = alpha).
+#pragma once
+
+#include "nn/Pointwise.h"
+
+namespace nn {
+
+class ELU : public Pointwise {
+ public:
+  explicit ELU(double alpha = 1.0, bool inplace = false);
+  Activation activation() const override { return Activation::ELU; }
+  double coef() const override { return alpha; }
+  std::string type_name() const override { return "nn.ELU"; }
+  std::string str() const override;
+
+  double alpha;
+};
+
+}  // namespace nn

@@ -1,0 +1,2 @@
+// LogSoftMax.cpp: all of the computation is in nn::SoftMaxBase and kernels::softmax_*.
+#include "nn/LogSoftMax.h"

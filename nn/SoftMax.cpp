@@ -1,0 +1,2 @@
+// SoftMax.cpp: all of the computation is in nn::SoftMaxBase and kernels::softmax_*.
+#include "nn/SoftMax.h"

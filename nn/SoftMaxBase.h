@@ -1,0 +1,38 @@
+// SoftMaxBase.h: the shared base of SoftMax, LogSoftMax, SpatialSoftMax, SpatialLogSoftMax,
+// VolumetricSoftMax and VolumetricLogSoftMax. Each views its input as [outer x channels x
+// inner] (layout(), which also checks the rank) and takes the (log-)softmax over channels
+// at every (outer, inner) position with one kernel (kernels/SoftMax.h). Twins: the cudnn
+// softmax modules, which call cudnnSoftmaxForward in CHANNEL mode over an [outer x channels
+// x inner x 1] descriptor built from the same layout(), ACCURATE or LOG by isLog().
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class SoftMaxBase : public Module {
+ public:
+  // Which input ranks a module accepts and where its channel dimension is:
+  //   Instance (SoftMax, as Torch): [n], [batch x n], [C x H x W], [N x C x H x W]
+  //   Spatial: [C x H x W], [N x C x H x W]; Volumetric: [C x T x H x W], [N x C x T x H x W]
+  enum class Family { Instance, Spatial, Volumetric };
+  struct Layout {
+    int64_t outer, channels, inner;
+  };
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+
+  // Checks dtype and rank (throwing with the method and shape named) and returns the view.
+  Layout layout(const Tensor& input, const char* method) const;
+  Family family() const { return family_; }
+  bool isLog() const { return log_; }
+
+ protected:
+  SoftMaxBase(Family family, bool log) : family_(family), log_(log) {}
+
+  Family family_;
+  bool log_;
+};
+
+}  // namespace nn

@@ -1,0 +1,2 @@
+// SpatialSoftMax.cpp: all of the computation is in nn::SoftMaxBase and kernels::softmax_*.
+#include "nn/SpatialSoftMax.h"

@@ -1,0 +1,18 @@
+// VolumetricBatchNormalization.h: batch normalisation per feature map of an [N x C x T x H x W] input
+// ([C x T x H x W] accepted in evaluation only, as Torch), over N and the spatial positions; all
+// semantics (statistics, momentum, evaluation, affine) are nn::BatchNormalization's, which
+// this only configures with nDim = 5. Prints "nn.VolumetricBatchNormalization (5D) (C)".
+// Twin: cudnn::VolumetricBatchNormalization (CUDNN_BATCHNORM_SPATIAL).
+#pragma once
+
+#include "nn/BatchNormalization.h"
+
+namespace nn {
+
+class VolumetricBatchNormalization : public BatchNormalization {
+ public:
+  explicit VolumetricBatchNormalization(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+  std::string type_name() const override { return "nn.VolumetricBatchNormalization"; }
+};
+
+}  // namespace nn

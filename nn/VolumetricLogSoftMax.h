@@ -1,0 +1,16 @@
+// VolumetricLogSoftMax.h: log-softmax across the feature maps at each location of a
+// [C x T x H x W] or [N x C x T x H x W] input. Prints "nn.VolumetricLogSoftMax".
+// Twin: cudnn::VolumetricLogSoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
+#pragma once
+
+#include "nn/SoftMaxBase.h"
+
+namespace nn {
+
+class VolumetricLogSoftMax : public SoftMaxBase {
+ public:
+  VolumetricLogSoftMax() : SoftMaxBase(Family::Volumetric, true) {}
+  std::string type_name() const override { return "nn.VolumetricLogSoftMax"; }
+};
+
+}  // namespace nn

@@ -1,0 +1,16 @@
+// VolumetricSoftMax.h: softmax across the feature maps at each location of a
+// [C x T x H x W] or [N x C x T x H x W] input. Prints "nn.VolumetricSoftMax".
+// Twin: cudnn::VolumetricSoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
+#pragma once
+
+#include "nn/SoftMaxBase.h"
+
+namespace nn {
+
+class VolumetricSoftMax : public SoftMaxBase {
+ public:
+  VolumetricSoftMax() : SoftMaxBase(Family::Volumetric, false) {}
+  std::string type_name() const override { return "nn.VolumetricSoftMax"; }
+};
+
+}  // namespace nn

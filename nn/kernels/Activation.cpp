@@ -1,0 +1,88 @@
+// Activation.cpp: one chunked OpenMP loop, specialised per mode outside the element loop;
+// each body is branch-free and call-free (kernels/VecMath.h for float exp/tanh) so that
+// `omp simd` vectorises it.
+#include "nn/kernels/Activation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "nn/kernels/VecMath.h"
+
+namespace nn::kernels {
+
+namespace {
+
+// Calls f(begin, end) over [0, n) in chunks large enough to amortise a thread start.
+template <class F>
+void for_chunks(int64_t n, F&& f) {
+  constexpr int64_t kChunk = int64_t{1} << 15;
+  const int64_t nchunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+  for (int64_t c = 0; c < nchunks; ++c) f(c * kChunk, std::min(n, (c + 1) * kChunk));
+}
+
+template <class T, class Op>
+void map1(const T* x, T* y, int64_t n, Op op) {
+  for_chunks(n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) y[i] = op(x[i]);
+  });
+}
+
+template <class T, class Op>
+void map2(const T* y, const T* dy, T* dx, int64_t n, Op op) {
+  for_chunks(n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) dx[i] = op(y[i], dy[i]);
+  });
+}
+
+}  // namespace
+
+template <class T>
+void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t n) {
+  const T c = static_cast<T>(coef);
+  switch (mode) {
+    case Activation::ReLU:
+      return map1(x, y, n, [](T v) { return v > T(0) ? v : T(0); });
+    case Activation::ClippedReLU:
+      return map1(x, y, n, [c](T v) { return v > T(0) ? (v < c ? v : c) : T(0); });
+    case Activation::Tanh:
+      return map1(x, y, n, [](T v) { return vtanh(v); });
+    case Activation::Sigmoid:
+      return map1(x, y, n, [](T v) { return T(1) / (T(1) + vexp(-v)); });
+    case Activation::ELU:
+      // float: exp(v) - 1 (absolute error ~1e-7 near 0); double: expm1
+      if constexpr (std::is_same_v<T, double>) {
+        return map1(x, y, n, [c](T v) { return v > T(0) ? v : c * std::expm1(v); });
+      } else {
+        return map1(x, y, n, [c](T v) { return v > T(0) ? v : c * (vexp(v) - T(1)); });
+      }
+  }
+}
+
+template <class T>
+void activation_backward(Activation mode, double coef, const T* y, const T* dy, T* dx, int64_t n) {
+  const T c = static_cast<T>(coef);
+  switch (mode) {
+    case Activation::ReLU:
+      return map2(y, dy, dx, n, [](T o, T g) { return o > T(0) ? g : T(0); });
+    case Activation::ClippedReLU:
+      return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) && o < c ? g : T(0); });
+    case Activation::Tanh:
+      return map2(y, dy, dx, n, [](T o, T g) { return g * (T(1) - o * o); });
+    case Activation::Sigmoid:
+      return map2(y, dy, dx, n, [](T o, T g) { return g * o * (T(1) - o); });
+    case Activation::ELU:
+      // y <= 0 came from alpha*(exp(x)-1), whose derivative alpha*exp(x) is y + alpha
+      return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) ? g : g * (o + c); });
+  }
+}
+
+template void activation_forward<float>(Activation, double, const float*, float*, int64_t);
+template void activation_forward<double>(Activation, double, const double*, double*, int64_t);
+template void activation_backward<float>(Activation, double, const float*, const float*, float*, int64_t);
+template void activation_backward<double>(Activation, double, const double*, const double*, double*, int64_t);
+
+}  // namespace nn::kernels

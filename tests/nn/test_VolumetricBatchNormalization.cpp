@@ -1,0 +1,150 @@
+// test_VolumetricBatchNormalization.cpp
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nn/VolumetricBatchNormalization.h"
+#include "tests/common/GradCheck.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+// Channel c of x, all of its N x spatial values, as one row: [C x (N * spatial)].
+Tensor per_channel(const Tensor& x) { return x.transpose(0, 1).reshape({x.size(1), -1}); }
+
+// input with channel c around mean 3c - 2 with scale c + 1
+Tensor shifted_input(const Shape& shape, Generator& gen, DType dt = DType::Float64) {
+  Tensor x = uniform(shape, -1, 1, gen, DType::Float64);
+  Shape scale_shape(shape.size(), 1);
+  scale_shape[1] = shape[1];
+  const Tensor c = arange(static_cast<double>(shape[1]), DType::Float64).view(scale_shape);
+  return x.mul(c.add(1)).add(c.mul(3).sub(2)).to(dt);
+}
+}  // namespace
+
+TEST_CASE("VolumetricBatchNormalization training: per-channel mean 0 / variance 1; running statistics") {
+  Generator gen(41);
+  const int64_t N = 3, C = 4;
+  const Tensor x = shifted_input({N, C, 2, 3, 2}, gen);
+  nn::VolumetricBatchNormalization m(C, 1e-5, 0.1, false);
+  m.to(DType::Float64);
+  CHECK(m.nDim == 5);
+  const Tensor y = m.forward(x);
+  REQUIRE(y.sizes() == x.sizes());
+  const Tensor xs = per_channel(x), ys = per_channel(y);
+  const int64_t n = xs.size(1);
+  for (int64_t c = 0; c < C; ++c) {
+    const double mean = xs[c].mean().item();
+    const double sq = xs[c].sub(mean).square().sum().item();
+    CHECK(std::abs(ys[c].mean().item()) < 1e-12);
+    CHECK(ys[c].square().mean().item() == doctest::Approx(sq / n / (sq / n + 1e-5)).epsilon(1e-12));
+    CHECK(m.running_mean.get({c}) == doctest::Approx(0.1 * mean).epsilon(1e-12));
+    CHECK(m.running_var.get({c}) == doctest::Approx(0.9 + 0.1 * sq / (n - 1)).epsilon(1e-12));
+  }
+  // a batch of one sample is valid when the maps have more than one position
+  const Tensor x1 = shifted_input({1, 3, 2, 1, 2}, gen);
+  nn::VolumetricBatchNormalization one(3, 1e-5, 0.1, false);
+  one.to(DType::Float64);
+  const Tensor y1 = per_channel(one.forward(x1));
+  for (int64_t c = 0; c < 3; ++c) CHECK(std::abs(y1[c].mean().item()) < 1e-12);
+  expect_gradients_ok(one, x1);
+  // float32, large enough for the parallel path
+  const Tensor xb = shifted_input({4, 16, 6, 12, 12}, gen);
+  nn::VolumetricBatchNormalization f32(16), f64(16);
+  f64.to(DType::Float64);
+  CHECK(max_abs_diff(f32.forward(xb.to(DType::Float32)), f64.forward(xb)) < 1e-4);
+  CHECK(max_abs_diff(f32.running_var, f64.running_var) < 1e-4);
+}
+
+TEST_CASE("VolumetricBatchNormalization evaluation uses the running statistics, batched and single sample") {
+  Generator gen(42);
+  nn::VolumetricBatchNormalization m(3);
+  m.to(DType::Float64);
+  m.running_mean.copy_(from_vector<double>({1, -2, 0.5}));
+  m.running_var.copy_(from_vector<double>({4, 0.25, 1}));
+  m.weight.copy_(from_vector<double>({1, 2, 3}));
+  m.bias.copy_(from_vector<double>({0, 1, -1}));
+  m.evaluate();
+  const int64_t N = 2, C = 3;
+  const Tensor x = shifted_input({N, C, 2, 3, 2}, gen);
+  const Tensor y = m.forward(x);
+  Shape cs(x.dim(), 1);
+  cs[1] = 3;
+  const Tensor want = x.sub(m.running_mean.view(cs)).div(m.running_var.add(1e-5).sqrt().view(cs))
+                          .mul(m.weight.view(cs)).add(m.bias.view(cs));
+  CHECK(max_abs_diff(y, want) < 1e-13);
+  const Tensor y0 = m.forward(x[0]);
+  CHECK(y0.sizes() == x[0].sizes());
+  CHECK(max_abs_diff(y0, want[0]) < 1e-13);
+  const Tensor gi = m.backward(x, ones(x.sizes(), DType::Float64));
+  CHECK(max_abs_diff(gi, m.weight.div(m.running_var.add(1e-5).sqrt()).view(cs).expand(x.sizes())) < 1e-13);
+}
+
+TEST_CASE("VolumetricBatchNormalization gradients: training and evaluation, affine on and off, random sizes") {
+  Generator gen(20261214);
+  INFO("size seed 20261214");
+  for (int trial = 0; trial < 2; ++trial) {
+    const int64_t n = random_size(gen, 1, 3), c = random_size(gen, 1, 4);
+    const int64_t t = random_size(gen, 1, 2), h = random_size(gen, 1, 3), w = random_size(gen, 1, 2);
+    // training needs more than one value per channel
+    const Shape s = n * t * h * w > 1 ? Shape{n, c, t, h, w} : Shape{n + 1, c, t, h, w};
+    for (bool affine : {true, false}) {
+      nn::VolumetricBatchNormalization m(c, 1e-5, 0.1, affine);
+      m.to(DType::Float64);
+      if (affine) {
+        m.weight.uniform_(0.5, 1.5, gen);
+        m.bias.uniform_(-1, 1, gen);
+      }
+      const Tensor x = shifted_input(s, gen);
+      expect_gradients_ok(m, x);
+      if (affine) expect_accumulation_ok(m, x);
+      m.running_mean.uniform_(-1, 1, gen);
+      m.running_var.uniform_(0.5, 2, gen);
+      m.evaluate();
+      expect_gradients_ok(m, x);
+      expect_gradients_ok(m, uniform(Shape{c, t, h, w}, -2, 2, gen, DType::Float64));
+      if (affine) expect_accumulation_ok(m, x);
+    }
+  }
+}
+
+TEST_CASE("VolumetricBatchNormalization state round trip, printing and errors") {
+  Generator gen(2);
+  const int64_t N = 4, C = 3;
+  nn::VolumetricBatchNormalization a(C), b(C);
+  a.weight.uniform_(0.5, 1.5, gen);
+  a.bias.uniform_(-1, 1, gen);
+  for (int k = 0; k < 3; ++k) a.forward(shifted_input({N, C, 2, 3, 2}, gen, DType::Float32));
+  a.evaluate();
+  expect_state_roundtrip_ok(a, b, shifted_input({N, C, 2, 3, 2}, gen, DType::Float32));
+  CHECK(max_abs_diff(a.running_var, b.running_var) == 0);
+  a.train();
+  expect_state_roundtrip_ok(a, b, shifted_input({N, C, 2, 3, 2}, gen, DType::Float32));
+
+  CHECK(a.str() == "nn.VolumetricBatchNormalization (5D) (3)");
+  CHECK(nn::VolumetricBatchNormalization(64, 1e-3, 0.1, false).str() == "nn.VolumetricBatchNormalization (5D) (64)");
+  expect_prints_type(a);
+
+  nn::VolumetricBatchNormalization m(3);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 4})),
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C "
+                       "x T x H x W] in evaluation), got [2 x 3 x 4]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 4, 4, 4})),
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or [C "
+                       "x T x H x W] in evaluation), got [3 x 4 x 4 x 4] in training",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4, 2, 3, 3})),
+                       "nn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] with C "
+                       "= 3, got [2 x 4 x 2 x 3 x 3]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({1, 3, 1, 1, 1})),
+                       "nn.VolumetricBatchNormalization::updateOutput: expected more than 1 value per channel in "
+                       "training, got input [1 x 3 x 1 x 1 x 1]",
+                       Error);
+  m.evaluate();
+  CHECK(m.forward(zeros({1, 3, 1, 1, 1})).sizes() == Shape{1, 3, 1, 1, 1});
+  CHECK_THROWS_WITH_AS(nn::VolumetricBatchNormalization(-2),
+                       doctest::Contains("nn.VolumetricBatchNormalization: expected nOutput > 0"), Error);
+}
