@@ -203,7 +203,7 @@ TEST_CASE("NLL kernels: weighted sums, ignored class, gradient, bad targets") {
   CHECK(sums.weight == doctest::Approx(weight).epsilon(1e-12));
   Tensor grad = empty(logp.sizes(), DType::Float64, gpu);
   cudnn::kernels::nll_backward(target.to(gpu), w.to(gpu), -100, 0.5, grad);
-  CHECK(grad.get({1, 2, 0}) == doctest::Approx(-2.0 * 0.5));
+  CHECK(grad.get({2, 2, 0}) == doctest::Approx(-2.0 * 0.5));  // target[2][0] = 2, weight 2
   CHECK(grad.get({3, 1, 1}) == doctest::Approx(-1.0 * 0.5));
   CHECK(grad.get({3, 0, 0}) == 0);  // ignored
   CHECK(grad.sum().item() == doctest::Approx(-weight * 0.5));
