@@ -114,9 +114,12 @@ T cast_to(V v) {
   if constexpr (std::is_integral_v<T>) {
     const double d = static_cast<double>(v);
     if (!std::isfinite(d)) return T(0);
+    // double(max) of int64 rounds up to 2^63, which does not convert: saturate before casting
     constexpr double lo = static_cast<double>(std::numeric_limits<T>::lowest());
     constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
-    return static_cast<T>(std::clamp(std::trunc(d), lo, hi));
+    if (d >= hi) return std::numeric_limits<T>::max();
+    if (d <= lo) return std::numeric_limits<T>::lowest();
+    return static_cast<T>(std::trunc(d));
   } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     return T(static_cast<float>(v));
   } else {

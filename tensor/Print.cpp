@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <sstream>
 
 #include "tensor/Tensor.h"
 
@@ -83,11 +84,15 @@ std::string Tensor::str() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "[undefined tensor]";
-  std::string size;
-  for (int64_t i = 0; i < t.dim(); ++i) size += (i ? "x" : "") + std::to_string(t.size(i));
-  const std::string footer = "[" + type_label(t) + " of size " + (t.dim() ? size : "[]") +
-                             (t.is_cuda() ? " (" + t.device().str() + ")" : "") + "]";
-  if (t.numel() == 0) return os << "[" + type_label(t) + " with no dimension]\n";
+  // built with a stream: GCC 12 misreports "literal" + std::string under -O3 (-Wrestrict)
+  std::ostringstream footer_os;
+  footer_os << '[' << type_label(t) << " of size ";
+  for (int64_t i = 0; i < t.dim(); ++i) footer_os << (i ? "x" : "") << t.size(i);
+  if (t.dim() == 0) footer_os << "[]";
+  if (t.is_cuda()) footer_os << " (" << t.device().str() << ')';
+  footer_os << ']';
+  const std::string footer = footer_os.str();
+  if (t.numel() == 0) return os << '[' << type_label(t) << " with no dimension]\n";
   if (t.numel() > kMaxPrinted) {
     return os << "... (" << t.numel() << " elements, not printed)\n" << footer << '\n';
   }

@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -410,19 +409,13 @@ TEST_CASE("cuda: reductions match the CPU") {
   CHECK(with_nan.to(kGpu).argmax(0).cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1});
 }
 
-TEST_CASE("cuda: the full sum of 10M float32 values is accurate and fast") {
+TEST_CASE("cuda: the full sum of 10M float32 values is accurate") {
+  // (its speed belongs to a benchmark, not a test)
   Generator g(9);
   const Tensor x = uniform({10'000'000}, 0, 1, g, DType::Float32, kGpu);
   const double expected = x.cpu().sum().item();  // accumulated in double on the CPU
   const double got = x.sum().item();
   CHECK(std::abs(got - expected) / expected <= 1e-6);
-  const auto start = std::chrono::steady_clock::now();
-  constexpr int kRepeats = 20;
-  for (int i = 0; i < kRepeats; ++i) x.sum();
-  cuda::synchronize();
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRepeats;
-  MESSAGE("sum of 10M float32 on the GPU: " << ms << " ms");
-  CHECK(ms < 20.0);  // a few hundred microseconds on an A100/H100; generous for shared machines
 }
 
 TEST_CASE("cuda: uniform_, normal_ and bernoulli_ give the CPU's values for the same seed") {
