@@ -17,13 +17,18 @@ inline T pow_neg(T s, T beta, bool three_quarters) {
   return three_quarters ? T(1) / std::sqrt(s * std::sqrt(s)) : std::pow(s, -beta);
 }
 
+// Below this many elements a pass runs on one thread: a parallel region costs more than the work.
+constexpr int64_t kParallelGrain = 1 << 15;
+
 // [N, C, H*W] view of a 3-d or 4-d input.
 struct Planes {
   int64_t n, c, hw;
   explicit Planes(const Tensor& x)
       : n(x.dim() == 4 ? x.size(0) : 1),
         c(x.size(-3)),
-        hw(x.size(-2) * x.size(-1)) {}
+        hw(x.size(-2) * x.size(-1)),
+        parallel(n * c * hw >= kParallelGrain) {}
+  bool parallel;
 };
 
 }  // namespace
@@ -56,7 +61,7 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
     T* sd = scale.data<T>();
     const T a = static_cast<T>(alpha / static_cast<double>(size)), kk = static_cast<T>(k), b = static_cast<T>(beta);
     const bool tq = beta == 0.75;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (p.parallel)
     for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
       const int64_t c = nc % p.c;
       const T* xn = xd + (nc - c) * p.hw;  // channel 0 of this sample
@@ -105,12 +110,12 @@ const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Ten
     const T coef = static_cast<T>(2 * alpha * beta / static_cast<double>(size));
     const bool tq = beta == 0.75;
     const int64_t total = p.n * p.c * p.hw;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (p.parallel)
     for (int64_t i = 0; i < total; ++i) {
       gx[i] = gd[i] * pow_neg(sd[i], b, tq);
       rd[i] = gx[i] * xd[i] / sd[i];
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (p.parallel)
     for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
       const int64_t c = nc % p.c;
       const T* rn = rd + (nc - c) * p.hw;

@@ -33,16 +33,22 @@ std::vector<Span> spans_of(int64_t out, int64_t in, int64_t k, int64_t d, int64_
   return s;
 }
 
+// Below this many elements touched a call runs on one thread: a parallel region costs more
+// than the work (and much more on a loaded machine).
+constexpr int64_t kParallelGrain = 1 << 15;
+
 // The windows of all three dims, computed once per call rather than per plane.
 struct Windows {
   std::vector<Span> t, h, w;
   int64_t in_plane, out_plane;
+  bool parallel;
   explicit Windows(const PoolGeometry& g)
       : t(spans_of(g.out[0], g.in[0], g.k[0], g.d[0], g.pad[0])),
         h(spans_of(g.out[1], g.in[1], g.k[1], g.d[1], g.pad[1])),
         w(spans_of(g.out[2], g.in[2], g.k[2], g.d[2], g.pad[2])),
         in_plane(g.in[0] * g.in[1] * g.in[2]),
-        out_plane(g.out[0] * g.out[1] * g.out[2]) {}
+        out_plane(g.out[0] * g.out[1] * g.out[2]),
+        parallel(g.planes * (in_plane + out_plane * g.k[0] * g.k[1] * g.k[2]) >= kParallelGrain) {}
 };
 
 int64_t divisor(const Span& st, const Span& sh, const Span& sw, bool count_include_pad) {
@@ -63,7 +69,7 @@ template <class T>
 void max_pool_forward(const PoolGeometry& g, const T* input, T* output, int64_t* indices) {
   const Windows win(g);
   const int64_t H = g.in[1], W = g.in[2];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (win.parallel)
   for (int64_t p = 0; p < g.planes; ++p) {
     const T* x = input + p * win.in_plane;
     T* y = output + p * win.out_plane;
@@ -96,7 +102,7 @@ void max_pool_forward(const PoolGeometry& g, const T* input, T* output, int64_t*
 template <class T>
 void max_pool_backward(const PoolGeometry& g, const T* gradOutput, const int64_t* indices, T* gradInput) {
   const Windows win(g);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (win.parallel)
   for (int64_t p = 0; p < g.planes; ++p) {
     T* gx = gradInput + p * win.in_plane;
     const T* gy = gradOutput + p * win.out_plane;
@@ -110,7 +116,7 @@ template <class T>
 void avg_pool_forward(const PoolGeometry& g, bool count_include_pad, const T* input, T* output) {
   const Windows win(g);
   const int64_t H = g.in[1], W = g.in[2];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (win.parallel)
   for (int64_t p = 0; p < g.planes; ++p) {
     const T* x = input + p * win.in_plane;
     T* y = output + p * win.out_plane;
@@ -135,7 +141,7 @@ template <class T>
 void avg_pool_backward(const PoolGeometry& g, bool count_include_pad, const T* gradOutput, T* gradInput) {
   const Windows win(g);
   const int64_t H = g.in[1], W = g.in[2];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (win.parallel)
   for (int64_t p = 0; p < g.planes; ++p) {
     T* gx = gradInput + p * win.in_plane;
     const T* gy = gradOutput + p * win.out_plane;
