@@ -113,6 +113,20 @@ inline std::vector<Case> reference_cases(const std::string& prefix) {
   return cases;
 }
 
+// The kernels run on one thread below a work threshold and in parallel above it: a batch
+// large enough to run in parallel must give exactly what its samples give one by one
+// (each small enough to run serially), forward and backward.
+inline void expect_batch_matches_samples(nn::Module& m, const Tensor& batch, tensor::Generator& gen) {
+  INFO(m.str(), " on ", tensor::shape_str(batch.sizes()));
+  const Tensor y = m.forward(batch).clone();
+  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, batch.dtype());
+  const Tensor gx = m.backward(batch, g).clone();
+  for (int64_t i = 0; i < batch.size(0); ++i) {
+    CHECK(tensor::max_abs_diff(m.forward(batch[i]), y[i]) == 0);
+    CHECK(tensor::max_abs_diff(m.backward(batch[i], g[i]), gx[i]) == 0);
+  }
+}
+
 // Runs forward and backward of `m` on a case and compares with PyTorch.
 inline void expect_matches_reference(nn::Module& m, const Case& c) {
   INFO(c.name, ": ", m.str());

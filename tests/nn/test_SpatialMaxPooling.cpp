@@ -210,3 +210,12 @@ TEST_CASE("SpatialMaxPooling state round trip, printing and errors") {
                        "2,2, padding 2,0",
                        Error);
 }
+
+TEST_CASE("SpatialMaxPooling on a batch large enough to run in parallel") {
+  Generator gen(23);
+  nn::SpatialMaxPooling m(3, 3, 2, 2, 1, 1);
+  m.ceil();
+  const Tensor x = uniform({8, 16, 24, 23}, -1, 1, gen);
+  CHECK(max_abs_diff(m.forward(x), pooltest::naive_pool(x, m.outputShape(x), {{3, 3}, {2, 2}, {1, 1}})) == 0);
+  pooltest::expect_batch_matches_samples(m, x, gen);
+}
