@@ -44,9 +44,10 @@ Shape Pooling::outputShape(const Tensor& input, const char* method) const {
   const Window w = window();
   const int64_t rank = input.dim();
   if (rank != w.dims + 1 && rank != w.dims + 2) {
-    throw Error(where(method) + "expected " +
-                (w.dims == 2 ? "3D [C x H x W] or 4D [N x C x H x W]" : "4D [C x T x H x W] or 5D [N x C x T x H x W]") +
-                " input, got " + tensor::shape_str(input.sizes()));
+    throw Error(
+        where(method) + "expected " +
+        (w.dims == 2 ? "3D [C x H x W] or 4D [N x C x H x W]" : "4D [C x T x H x W] or 5D [N x C x T x H x W]") +
+        " input, got " + tensor::shape_str(input.sizes()));
   }
   Shape out = input.sizes();
   const int64_t first = rank - w.dims;  // first spatial dim of the input

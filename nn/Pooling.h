@@ -66,8 +66,8 @@ class VolumetricPooling : public Pooling {
   int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;
 
  protected:
-  VolumetricPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT,
-                    int64_t padW, int64_t padH)
+  VolumetricPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT, int64_t padW,
+                    int64_t padH)
       : kT(kT), kW(kW), kH(kH), dT(dT), dW(dW), dH(dH), padT(padT), padW(padW), padH(padH) {}
   Window window() const override { return {3, {kT, kH, kW}, {dT, dH, dW}, {padT, padH, padW}}; }
 };

@@ -3,8 +3,7 @@
 
 namespace nn {
 
-SpatialAveragePooling::SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW,
-                                             int64_t padH)
+SpatialAveragePooling::SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW, int64_t padH)
     : SpatialPooling(kW, kH, dW, dH, padW, padH) {
   checkArguments();
 }

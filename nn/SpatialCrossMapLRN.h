@@ -1,6 +1,8 @@
 // SpatialCrossMapLRN.h: local response normalisation across channels, as Torch and cuDNN
 // (CUDNN_LRN_CROSS_CHANNEL_DIM1) define it: scale = k + alpha / size * (sum of x^2 over the
 // channels [c - (size - 1) / 2, c + size / 2], clipped to the input's), y = x * scale^-beta.
+// For even sizes the window reaches one channel further forward than back (Torch's CUDA code
+// and cuDNN; PyTorch's local_response_norm centres it the other way).
 // Input [C x H x W] or [N x C x H x W], output the same. Twin: cudnn::SpatialCrossMapLRN.
 #pragma once
 

@@ -145,17 +145,18 @@ TEST_CASE("SpatialAveragePooling state round trip, printing and errors") {
                        "nn.SpatialAveragePooling::updateOutput: expected input of at least 4x4 (with padding), got "
                        "[1 x 4 x 2]: calculated output size [1 x 1 x 0] is too small",
                        Error);
-  CHECK_THROWS_WITH_AS(nn::SpatialAveragePooling(2, 2, 1, 1, 0, 2),
-                       "nn.SpatialAveragePooling: expected padding <= kernel / 2, got kernel 2x2, stride 1,1, padding 0,2",
-                       Error);
-  CHECK_THROWS_WITH_AS(a.forward(zeros({6, 6})), doctest::Contains("expected 3D [C x H x W] or 4D [N x C x H x W] input"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::SpatialAveragePooling(2, 2, 1, 1, 0, 2),
+      "nn.SpatialAveragePooling: expected padding <= kernel / 2, got kernel 2x2, stride 1,1, padding 0,2", Error);
+  CHECK_THROWS_WITH_AS(a.forward(zeros({6, 6})),
+                       doctest::Contains("expected 3D [C x H x W] or 4D [N x C x H x W] input"), Error);
   const Tensor x = uniform({1, 6, 6}, -1, 1, gen);
   a.forward(x);
-  CHECK_THROWS_WITH_AS(a.backward(x, zeros({1, 4, 3})),
-                       "nn.SpatialAveragePooling::updateGradInput: expected gradOutput of the output's shape [1 x 4 x 4], "
-                       "got [1 x 4 x 3]",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      a.backward(x, zeros({1, 4, 3})),
+      "nn.SpatialAveragePooling::updateGradInput: expected gradOutput of the output's shape [1 x 4 x 4], "
+      "got [1 x 4 x 3]",
+      Error);
 }
 
 TEST_CASE("SpatialAveragePooling on a batch large enough to run in parallel") {

@@ -88,8 +88,8 @@ TEST_CASE("SpatialCrossMapLRN gradient checks (odd and even sizes, window wider 
     int64_t size;
     double alpha, beta, k;
   };
-  const Cfg cfgs[] = {{5, 1e-4, 0.75, 1}, {5, 0.8, 0.75, 2}, {3, 1.5, 0.5, 1}, {4, 1.0, 0.9, 1.5},
-                      {9, 2.0, 0.75, 1}, {1, 0.3, 1.2, 0.7}};
+  const Cfg cfgs[] = {{5, 1e-4, 0.75, 1}, {5, 0.8, 0.75, 2}, {3, 1.5, 0.5, 1},
+                      {4, 1.0, 0.9, 1.5}, {9, 2.0, 0.75, 1}, {1, 0.3, 1.2, 0.7}};
   for (const Cfg& c : cfgs) {
     nn::SpatialCrossMapLRN m(c.size, c.alpha, c.beta, c.k);
     const int64_t ch = random_size(gen, 2, 7), h = random_size(gen, 1, 4), w = random_size(gen, 1, 4);
@@ -145,7 +145,8 @@ TEST_CASE("SpatialCrossMapLRN backward without a matching forward, state round t
                        "nn.SpatialCrossMapLRN::updateGradInput: expected gradOutput of the input's shape "
                        "[2 x 6 x 3 x 3], got [2 x 6 x 3 x 2]",
                        Error);
-  CHECK_THROWS_WITH_AS(a.backward(x, zeros({2, 6, 3, 3})), doctest::Contains("expected gradOutput of input's dtype"), Error);
+  CHECK_THROWS_WITH_AS(a.backward(x, zeros({2, 6, 3, 3})), doctest::Contains("expected gradOutput of input's dtype"),
+                       Error);
   CHECK_THROWS_WITH_AS(nn::SpatialCrossMapLRN(0), "nn.SpatialCrossMapLRN: expected size >= 1, got 0", Error);
 }
 

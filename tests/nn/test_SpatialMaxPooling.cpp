@@ -12,6 +12,12 @@ using namespace testing;
 
 namespace {
 
+// What a cudnn twin does: derive, take the module by move, override the type name.
+struct Twin : nn::SpatialMaxPooling {
+  explicit Twin(nn::SpatialMaxPooling&& m) : nn::SpatialMaxPooling(std::move(m)) {}
+  std::string type_name() const override { return "cudnn.SpatialMaxPooling"; }
+};
+
 // One row per dim: input, kernel, stride, padding, and Torch's floor and ceil output sizes
 // (0: too small), worked out by hand from floor/ceil((in + 2 pad - k) / d) + 1 and the drop
 // of a last window starting at or past in + pad.
@@ -19,18 +25,18 @@ struct SizeRow {
   int64_t in, k, d, pad, floor_out, ceil_out;
 };
 const SizeRow size_rows[] = {
-    {4, 2, 2, 0, 2, 2},
+    {4, 2, 2, 0, 2, 2},  // exact fit
     {5, 2, 2, 0, 2, 3},  // ceil: 1.5 -> 2, third window [4, 6) is clipped to [4, 5)
-    {7, 3, 2, 1, 4, 4},
+    {7, 3, 2, 1, 4, 4},  // exact fit with padding
     {6, 3, 2, 1, 3, 4},  // ceil keeps a window starting at 5, inside the input
     {5, 2, 2, 1, 3, 3},  // ceil would add a 4th window starting at 5 = in, all in the right padding: dropped
     {5, 1, 3, 0, 2, 2},  // ceil would add a window starting at 6 > in (PyTorch drops it even without padding)
     {2, 3, 2, 0, 0, 1},  // floor: too small; ceil: one window clipped to the input
     {9, 2, 2, 1, 5, 5},  // ceil: 6 windows, the 6th starts at 10 - 1 = 9 = in: dropped
-    {1, 1, 1, 0, 1, 1},
+    {1, 1, 1, 0, 1, 1},  // a single element
     {1, 2, 2, 1, 1, 1},  // ceil: a 2nd window would start at 2 - 1 = 1 = in: dropped
-    {3, 3, 1, 1, 3, 3},
-    {6, 3, 3, 1, 2, 3},
+    {3, 3, 1, 1, 3, 3},  // "same" pooling
+    {6, 3, 3, 1, 2, 3},  // ceil: a 3rd window starting at 5, inside the input
 };
 
 }  // namespace
@@ -42,7 +48,7 @@ TEST_CASE("SpatialMaxPooling output sizes follow Torch in floor and ceil mode") 
       nn::SpatialMaxPooling m(w.k, h.k, w.d, h.d, w.pad, h.pad);
       INFO(m.str(), " on ", h.in, "x", w.in);
       for (bool ceil : {false, true}) {
-        if (ceil) m.ceil(); else m.floor();
+        ceil ? m.ceil() : m.floor();
         const int64_t oh = ceil ? h.ceil_out : h.floor_out, ow = ceil ? w.ceil_out : w.floor_out;
         if (oh == 0 || ow == 0) {
           CHECK_THROWS_WITH_AS(m.outputShape(zeros({3, h.in, w.in})), doctest::Contains("is too small"), Error);
@@ -59,11 +65,11 @@ TEST_CASE("SpatialMaxPooling output sizes follow Torch in floor and ceil mode") 
 
 TEST_CASE("SpatialMaxPooling forward matches a hand computation") {
   // 4x4 input, 2x2 windows, stride 2
-  const Tensor x = from_vector<float>({1, 5, 2, 0,   //
-                                      3, 4, 8, 1,    //
-                                      -1, -2, 6, 6,  //
-                                      -3, -4, 7, 9},
-                                     {1, 4, 4});
+  const Tensor x = from_vector<float>({1, 5, 2, 0,    //
+                                       3, 4, 8, 1,    //
+                                       -1, -2, 6, 6,  //
+                                       -3, -4, 7, 9},
+                                      {1, 4, 4});
   nn::SpatialMaxPooling m(2, 2);
   CHECK(m.forward(x).to_vector<float>() == std::vector<float>{5, 8, -1, 9});
   CHECK(m.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 6, 8, 15});
@@ -93,7 +99,8 @@ TEST_CASE("SpatialMaxPooling forward matches a naive loop (floor and ceil, paddi
           const Tensor x = uniform(shape, -1, 1, gen, dt);
           const Tensor y = m.forward(x);
           CHECK(y.dtype() == dt);
-          CHECK(max_abs_diff(y, pooltest::naive_pool(x, y.sizes(), {{c.kH, c.kW}, {c.dH, c.dW}, {c.padH, c.padW}})) == 0);
+          CHECK(max_abs_diff(y, pooltest::naive_pool(x, y.sizes(), {{c.kH, c.kW}, {c.dH, c.dW}, {c.padH, c.padW}})) ==
+                0);
         }
       }
     }
@@ -159,6 +166,11 @@ TEST_CASE("SpatialMaxPooling state round trip, printing and errors") {
   CHECK(a.str() == "nn.SpatialMaxPooling(3x3, 2,2, 1,1)");
   CHECK(nn::SpatialMaxPooling(3, 3, 2, 2, 1, 0).ceil().str() == "nn.SpatialMaxPooling(3x3, 2,2, 1,0)");
   expect_prints_type(a);
+  nn::SpatialMaxPooling c(3, 3, 2, 2, 1, 1);
+  const Twin twin(std::move(c.ceil()));
+  CHECK(twin.str() == "cudnn.SpatialMaxPooling(3x3, 2,2, 1,1)");
+  CHECK(twin.ceil_mode);
+  CHECK(twin.outputShape(zeros({1, 6, 6})) == Shape{1, 4, 4});
 
   nn::SpatialMaxPooling m(3, 3);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 2, 2, 2})),
@@ -169,20 +181,20 @@ TEST_CASE("SpatialMaxPooling state round trip, printing and errors") {
                        "nn.SpatialMaxPooling::updateOutput: expected input of at least 3x4 (with padding), got "
                        "[2 x 2 x 1]: calculated output size [2 x 2 x 0] is too small",
                        Error);
-  CHECK_THROWS_WITH_AS(m.forward(zeros({4, 4})),
-                       "nn.SpatialMaxPooling::updateOutput: expected 3D [C x H x W] or 4D [N x C x H x W] input, got [4 x 4]",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.forward(zeros({4, 4})),
+      "nn.SpatialMaxPooling::updateOutput: expected 3D [C x H x W] or 4D [N x C x H x W] input, got [4 x 4]", Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 1, 2, 4, 4})), doctest::Contains("got [1 x 1 x 2 x 4 x 4]"), Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 0, 4})),
                        "nn.SpatialMaxPooling::updateOutput: expected non-empty spatial dims, got [1 x 0 x 4]", Error);
-  CHECK_THROWS_WITH_AS(m.forward(zeros({1, 4, 4}, DType::Int64)),
-                       "nn.SpatialMaxPooling::updateOutput: expected float32 or float64 input, got int64 [1 x 4 x 4] on cpu",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.forward(zeros({1, 4, 4}, DType::Int64)),
+      "nn.SpatialMaxPooling::updateOutput: expected float32 or float64 input, got int64 [1 x 4 x 4] on cpu", Error);
   CHECK_THROWS_WITH_AS(nn::SpatialMaxPooling(3, 3, 1, 1, 2, 1),
                        "nn.SpatialMaxPooling: expected padding <= kernel / 2, got kernel 3x3, stride 1,1, padding 2,1",
                        Error);
-  CHECK_THROWS_WITH_AS(nn::SpatialMaxPooling(2, 0), doctest::Contains("expected kernel and stride >= 1 and padding >= 0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(nn::SpatialMaxPooling(2, 0),
+                       doctest::Contains("expected kernel and stride >= 1 and padding >= 0"), Error);
   CHECK_THROWS_AS(nn::SpatialMaxPooling(2, 2, 0, 1), Error);
   CHECK_THROWS_AS(nn::SpatialMaxPooling(2, 2, 1, 1, -1, 0), Error);
 
@@ -194,7 +206,8 @@ TEST_CASE("SpatialMaxPooling state round trip, printing and errors") {
                        "shape, got input [1 x 4 x 4] after updateOutput on nothing",
                        Error);
   fresh.forward(uniform({1, 5, 5}, -1, 1, gen));
-  CHECK_THROWS_WITH_AS(fresh.backward(x, zeros({1, 2, 2})), doctest::Contains("after updateOutput on [1 x 5 x 5]"), Error);
+  CHECK_THROWS_WITH_AS(fresh.backward(x, zeros({1, 2, 2})), doctest::Contains("after updateOutput on [1 x 5 x 5]"),
+                       Error);
   fresh.forward(x);
   CHECK_THROWS_WITH_AS(fresh.backward(x, zeros({1, 3, 2})),
                        "nn.SpatialMaxPooling::updateGradInput: expected gradOutput of the output's shape [1 x 2 x 2], "

@@ -48,8 +48,11 @@ TEST_CASE("VolumetricAveragePooling forward: naive loop, and SpatialAveragePooli
   struct Cfg {
     int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;
   };
-  const Cfg cfgs[] = {{2, 2, 2, 2, 2, 2, 0, 0, 0}, {3, 3, 3, 2, 2, 2, 1, 1, 1}, {1, 3, 2, 1, 2, 1, 0, 1, 1},
-                      {2, 1, 3, 3, 1, 2, 1, 0, 1}, {3, 2, 2, 1, 3, 1, 1, 1, 0}};
+  const Cfg cfgs[] = {{2, 2, 2, 2, 2, 2, 0, 0, 0},
+                      {3, 3, 3, 2, 2, 2, 1, 1, 1},
+                      {1, 3, 2, 1, 2, 1, 0, 1, 1},
+                      {2, 1, 3, 3, 1, 2, 1, 0, 1},
+                      {3, 2, 2, 1, 3, 1, 1, 1, 0}};
   for (const Cfg& c : cfgs) {
     for (bool ceil : {false, true}) {
       for (bool include : {true, false}) {
@@ -132,13 +135,15 @@ TEST_CASE("VolumetricAveragePooling state round trip, printing and errors") {
   expect_state_roundtrip_ok(a, b, uniform({2, 2, 5, 4, 5}, -1, 1, gen));
   CHECK(nn::VolumetricAveragePooling(2, 2, 2).str() == "nn.VolumetricAveragePooling(2x2x2, 2,2,2)");
   CHECK(a.str() == "nn.VolumetricAveragePooling(3x3x3, 2,2,2, 1,1,1)");
-  CHECK(nn::VolumetricAveragePooling(1, 2, 3, 1, 1, 2, 0, 1, 0).str() == "nn.VolumetricAveragePooling(1x2x3, 1,1,2, 0,1,0)");
+  CHECK(nn::VolumetricAveragePooling(1, 2, 3, 1, 1, 2, 0, 1, 0).str() ==
+        "nn.VolumetricAveragePooling(1x2x3, 1,1,2, 0,1,0)");
   expect_prints_type(a);
 
-  CHECK_THROWS_WITH_AS(nn::VolumetricAveragePooling(3, 2, 2).forward(zeros({1, 2, 4, 4})),
-                       "nn.VolumetricAveragePooling::updateOutput: expected input of at least 3x2x2 (with padding), got "
-                       "[1 x 2 x 4 x 4]: calculated output size [1 x 0 x 2 x 2] is too small",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::VolumetricAveragePooling(3, 2, 2).forward(zeros({1, 2, 4, 4})),
+      "nn.VolumetricAveragePooling::updateOutput: expected input of at least 3x2x2 (with padding), got "
+      "[1 x 2 x 4 x 4]: calculated output size [1 x 0 x 2 x 2] is too small",
+      Error);
   CHECK_THROWS_WITH_AS(nn::VolumetricAveragePooling(3, 3, 3, 1, 1, 1, 1, 1, 2),
                        "nn.VolumetricAveragePooling: expected padding <= kernel / 2, got kernel 3x3x3, stride 1,1,1, "
                        "padding 1,1,2",

@@ -32,8 +32,8 @@ TEST_CASE("VolumetricMaxPooling output sizes follow Torch in floor and ceil mode
 
 TEST_CASE("VolumetricMaxPooling forward: by hand, against a naive loop, and as SpatialMaxPooling at depth 1") {
   const Tensor x = from_vector<double>({3, 1, 4, 1, 5, 9, 2, 6,  //
-                                       5, 3, 5, 8, 9, 7, 9, 3},
-                                      {1, 2, 2, 2, 2});
+                                        5, 3, 5, 8, 9, 7, 9, 3},
+                                       {1, 2, 2, 2, 2});
   nn::VolumetricMaxPooling m(2, 2, 2);
   CHECK(m.forward(x).to_vector<double>() == std::vector<double>{9, 9});
   CHECK(m.indices.to_vector<int64_t>() == std::vector<int64_t>{5, 4});  // ties: the first 9
@@ -43,8 +43,11 @@ TEST_CASE("VolumetricMaxPooling forward: by hand, against a naive loop, and as S
   struct Cfg {
     int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;
   };
-  const Cfg cfgs[] = {{2, 2, 2, 2, 2, 2, 0, 0, 0}, {3, 3, 3, 2, 2, 2, 1, 1, 1}, {1, 3, 2, 1, 2, 1, 0, 1, 1},
-                      {2, 1, 3, 3, 1, 2, 1, 0, 1}, {3, 2, 2, 1, 3, 1, 1, 1, 0}};
+  const Cfg cfgs[] = {{2, 2, 2, 2, 2, 2, 0, 0, 0},
+                      {3, 3, 3, 2, 2, 2, 1, 1, 1},
+                      {1, 3, 2, 1, 2, 1, 0, 1, 1},
+                      {2, 1, 3, 3, 1, 2, 1, 0, 1},
+                      {3, 2, 2, 1, 3, 1, 1, 1, 0}};
   for (const Cfg& c : cfgs) {
     for (bool ceil : {false, true}) {
       nn::VolumetricMaxPooling p(c.kT, c.kW, c.kH, c.dT, c.dW, c.dH, c.padT, c.padW, c.padH);
