@@ -1,0 +1,32 @@
+// SpatialMaxPooling.h: the maximum of each kW x kH window, stride dW x dH, with padW, padH
+// of padding that never wins (windows are clipped to the input, as THNN and cuDNN do).
+// Input [C x H x W] or [N x C x H x W]; output sizes floor (default) or ceil as Torch.
+// Ties go to the first maximum (THNN). Twin: cudnn::SpatialMaxPooling.
+#pragma once
+
+#include "nn/Pooling.h"
+
+namespace nn {
+
+class SpatialMaxPooling : public SpatialPooling {
+ public:
+  SpatialMaxPooling(int64_t kW, int64_t kH) : SpatialMaxPooling(kW, kH, kW, kH) {}
+  SpatialMaxPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW = 0, int64_t padH = 0);
+
+  SpatialMaxPooling& ceil() {
+    ceil_mode = true;
+    return *this;
+  }
+  SpatialMaxPooling& floor() {
+    ceil_mode = false;
+    return *this;
+  }
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  std::string type_name() const override { return "nn.SpatialMaxPooling"; }
+
+  Tensor indices;  // Int64, the output's shape: each maximum's offset (h * W + w) in its plane
+};
+
+}  // namespace nn

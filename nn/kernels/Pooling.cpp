@@ -1,0 +1,174 @@
+// kernels/Pooling.cpp
+#include "nn/kernels/Pooling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace nn::kernels {
+
+// Note [Pooling windows]
+// Output o along a dim covers [o d - pad, o d - pad + k). The modules guarantee in >= 1 and
+// pad <= k / 2, and pool_output_size keeps the last window's start below in + pad, so every
+// window starts before the input's end and ends after its start: the part inside the input is
+// never empty (max pooling always has a candidate, the exclude-pad divisor is never 0).
+
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// One window along one dim: [begin, end) inside the input, and its length clipped to the
+// padded input [-pad, in + pad) (the count_include_pad divisor).
+struct Span {
+  int64_t begin, end, padded;
+};
+
+std::vector<Span> spans_of(int64_t out, int64_t in, int64_t k, int64_t d, int64_t pad) {
+  std::vector<Span> s(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * d - pad;
+    const int64_t stop = std::min(start + k, in + pad);
+    s[o] = {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
+  }
+  return s;
+}
+
+// Below this many elements touched a call runs on one thread: a parallel region costs more
+// than the work (and much more on a loaded machine).
+constexpr int64_t kParallelGrain = 1 << 15;
+
+// The windows of all three dims, computed once per call rather than per plane.
+struct Windows {
+  std::vector<Span> t, h, w;
+  int64_t in_plane, out_plane;
+  bool parallel;
+  explicit Windows(const PoolGeometry& g)
+      : t(spans_of(g.out[0], g.in[0], g.k[0], g.d[0], g.pad[0])),
+        h(spans_of(g.out[1], g.in[1], g.k[1], g.d[1], g.pad[1])),
+        w(spans_of(g.out[2], g.in[2], g.k[2], g.d[2], g.pad[2])),
+        in_plane(g.in[0] * g.in[1] * g.in[2]),
+        out_plane(g.out[0] * g.out[1] * g.out[2]),
+        parallel(g.planes * (in_plane + out_plane * g.k[0] * g.k[1] * g.k[2]) >= kParallelGrain) {}
+};
+
+int64_t divisor(const Span& st, const Span& sh, const Span& sw, bool count_include_pad) {
+  return count_include_pad ? st.padded * sh.padded * sw.padded
+                           : (st.end - st.begin) * (sh.end - sh.begin) * (sw.end - sw.begin);
+}
+
+}  // namespace
+
+int64_t pool_output_size(int64_t in, int64_t k, int64_t d, int64_t pad, bool ceil_mode) {
+  const int64_t span = in + 2 * pad - k;
+  int64_t out = (ceil_mode ? -floor_div(-span, d) : floor_div(span, d)) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * d >= in + pad) --out;
+  return out;
+}
+
+template <class T>
+void max_pool_forward(const PoolGeometry& g, const T* input, T* output, int64_t* indices) {
+  const Windows win(g);
+  const int64_t H = g.in[1], W = g.in[2];
+#pragma omp parallel for schedule(static) if (win.parallel)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* x = input + p * win.in_plane;
+    T* y = output + p * win.out_plane;
+    int64_t* idx = indices + p * win.out_plane;
+    for (const Span& st : win.t) {
+      for (const Span& sh : win.h) {
+        for (const Span& sw : win.w) {
+          int64_t best_i = (st.begin * H + sh.begin) * W + sw.begin;
+          T best = x[best_i];
+          for (int64_t t = st.begin; t < st.end; ++t) {
+            for (int64_t h = sh.begin; h < sh.end; ++h) {
+              const int64_t row = (t * H + h) * W;
+              for (int64_t w = sw.begin; w < sw.end; ++w) {
+                const T v = x[row + w];
+                if (v > best || std::isnan(v)) {
+                  best = v;
+                  best_i = row + w;
+                }
+              }
+            }
+          }
+          *y++ = best;
+          *idx++ = best_i;
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void max_pool_backward(const PoolGeometry& g, const T* gradOutput, const int64_t* indices, T* gradInput) {
+  const Windows win(g);
+#pragma omp parallel for schedule(static) if (win.parallel)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    T* gx = gradInput + p * win.in_plane;
+    const T* gy = gradOutput + p * win.out_plane;
+    const int64_t* idx = indices + p * win.out_plane;
+    std::fill(gx, gx + win.in_plane, T(0));
+    for (int64_t o = 0; o < win.out_plane; ++o) gx[idx[o]] += gy[o];
+  }
+}
+
+template <class T>
+void avg_pool_forward(const PoolGeometry& g, bool count_include_pad, const T* input, T* output) {
+  const Windows win(g);
+  const int64_t H = g.in[1], W = g.in[2];
+#pragma omp parallel for schedule(static) if (win.parallel)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* x = input + p * win.in_plane;
+    T* y = output + p * win.out_plane;
+    for (const Span& st : win.t) {
+      for (const Span& sh : win.h) {
+        for (const Span& sw : win.w) {
+          T sum = 0;
+          for (int64_t t = st.begin; t < st.end; ++t) {
+            for (int64_t h = sh.begin; h < sh.end; ++h) {
+              const T* row = x + (t * H + h) * W;
+              for (int64_t w = sw.begin; w < sw.end; ++w) sum += row[w];
+            }
+          }
+          *y++ = sum / static_cast<T>(divisor(st, sh, sw, count_include_pad));
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void avg_pool_backward(const PoolGeometry& g, bool count_include_pad, const T* gradOutput, T* gradInput) {
+  const Windows win(g);
+  const int64_t H = g.in[1], W = g.in[2];
+#pragma omp parallel for schedule(static) if (win.parallel)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    T* gx = gradInput + p * win.in_plane;
+    const T* gy = gradOutput + p * win.out_plane;
+    std::fill(gx, gx + win.in_plane, T(0));
+    for (const Span& st : win.t) {
+      for (const Span& sh : win.h) {
+        for (const Span& sw : win.w) {
+          const T v = *gy++ / static_cast<T>(divisor(st, sh, sw, count_include_pad));
+          for (int64_t t = st.begin; t < st.end; ++t) {
+            for (int64_t h = sh.begin; h < sh.end; ++h) {
+              T* row = gx + (t * H + h) * W;
+              for (int64_t w = sw.begin; w < sw.end; ++w) row[w] += v;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template void max_pool_forward<float>(const PoolGeometry&, const float*, float*, int64_t*);
+template void max_pool_forward<double>(const PoolGeometry&, const double*, double*, int64_t*);
+template void max_pool_backward<float>(const PoolGeometry&, const float*, const int64_t*, float*);
+template void max_pool_backward<double>(const PoolGeometry&, const double*, const int64_t*, double*);
+template void avg_pool_forward<float>(const PoolGeometry&, bool, const float*, float*);
+template void avg_pool_forward<double>(const PoolGeometry&, bool, const double*, double*);
+template void avg_pool_backward<float>(const PoolGeometry&, bool, const float*, float*);
+template void avg_pool_backward<double>(const PoolGeometry&, bool, const double*, double*);
+
+}  // namespace nn::kernels
