@@ -12,6 +12,7 @@
 // convolution's [outC x inC/groups x k...]. The bias is added on the output side either way.
 #include "nn/ConvolutionBase.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/Buffers.h"
@@ -42,11 +43,12 @@ ConvolutionBase::ConvolutionBase(int64_t nInputPlane_, int64_t nOutputPlane_, bo
     : nInputPlane(nInputPlane_), nOutputPlane(nOutputPlane_), transposed_(transposed) {}
 
 void ConvolutionBase::initParameters() {
+  // the bias first, so that a configuration error prints the module as constructed (with bias)
+  bias = tensor::empty({std::max<int64_t>(nOutputPlane, 0)});
+  gradBias = tensor::zeros({std::max<int64_t>(nOutputPlane, 0)});
   checkConfig(type_name() + ": ");
   weight = tensor::empty(weightShape());
   gradWeight = tensor::zeros(weightShape());
-  bias = tensor::empty({nOutputPlane});
-  gradBias = tensor::zeros({nOutputPlane});
   reset();
 }
 
@@ -140,11 +142,12 @@ Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) cons
   if (!ok) {
     const std::string geometry = "kernel " + join(first(s.k, s.nd), "x") + " with stride " +
                                  join(first(s.stride, s.nd), "x") + ", padding " + join(first(s.pad, s.nd), "x") +
-                                 " and dilation " + join(first(s.dilation, s.nd), "x");
+                                 (transposed_ ? ", adj " + join(first(s.adj, s.nd), "x") : "") + " and dilation " +
+                                 join(first(s.dilation, s.nd), "x");
     if (transposed_) {
-      throw Error(at + "expected an input whose output is at least 1 in each dim (" + dim_names(s.nd) +
-                  ") for a " + geometry + ", got " + tensor::shape_str(input.sizes()) +
-                  ": calculated output size " + join(sizes, "x") + " is too small");
+      throw Error(at + "expected input giving a non-empty output (" + dim_names(s.nd) + ") for a " + geometry +
+                  ", got " + tensor::shape_str(input.sizes()) + ": calculated output size " + join(sizes, "x") +
+                  ", too small");
     }
     throw Error(at + "expected input of at least " + join(extent, "x") + " (" + dim_names(s.nd) +
                 ") after padding for a " + geometry + ", got " + tensor::shape_str(input.sizes()) + ": padded size " +
