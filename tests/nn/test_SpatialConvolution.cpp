@@ -1,6 +1,8 @@
 // test_SpatialConvolution.cpp
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "nn/SpatialConvolution.h"
 #include "tensor/Safetensors.h"
 #include "tests/common/GradCheck.h"
