@@ -102,7 +102,7 @@ const Tensor& TemporalConvolution::updateOutput(const Tensor& input) {
     const T* xp = x.data<T>();
     const T* bp = b.data<T>();
     T* yp = output.data<T>();
-    kernels::parallel_batch(f.batch, kernels::batch_threads(f.batch), [&](int64_t n, int) {
+    kernels::parallel_batch(f.batch, kernels::batch_threads(f.batch, f.outFrames * O * K), [&](int64_t n, int) {
       T* y = yp + n * f.outFrames * O;
       for (int64_t t = 0; t < f.outFrames; ++t) std::copy(bp, bp + O, y + t * O);
       // overlapping windows: row t of the unfolded input starts at frame t * dW
@@ -119,7 +119,7 @@ const Tensor& TemporalConvolution::updateGradInput(const Tensor& input, const Te
   ensure(gradInput, input.sizes(), input);
   const Frames f = frames_of(input.sizes(), gy.sizes());
   const int64_t F = inputFrameSize, O = outputFrameSize, K = kW * F;
-  const int threads = kernels::batch_threads(f.batch);
+  const int threads = kernels::batch_threads(f.batch, f.outFrames * O * K);
   const bool overlapping = dW < kW;
   ensure(columns_, {overlapping ? threads * f.outFrames * K : 1}, input);
   tensor::dispatch_f32_f64(input.dtype(), "nn.TemporalConvolution", [&](auto tag) {
@@ -152,7 +152,7 @@ void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& g
   const Tensor gy = gradOutput.contiguous();
   const Frames f = frames_of(x.sizes(), gy.sizes());
   const int64_t F = inputFrameSize, O = outputFrameSize, K = kW * F;
-  const int threads = kernels::batch_threads(f.batch);
+  const int threads = kernels::batch_threads(f.batch, f.outFrames * O * K);
   ensure(columns_, {threads > 1 ? threads * O * K : 1}, x);
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.contiguous();

@@ -19,8 +19,14 @@ bool ConvGeometry::pointwise() const {
   return true;
 }
 
+namespace {
+// One sample's multiply-adds decide how many threads share the batch; the workspace size and
+// every pass ask here, so they agree.
+int conv_threads(const ConvGeometry& g) { return batch_threads(g.batch, g.outC * g.colRows() * g.outSpatial()); }
+}  // namespace
+
 int64_t conv_workspace_size(const ConvGeometry& g, ConvPass pass) {
-  const int64_t threads = batch_threads(g.batch);
+  const int64_t threads = conv_threads(g);
   const int64_t cols = g.pointwise() ? 0 : g.colRows() * g.outSpatial();
   int64_t size = threads * cols;
   if (pass == ConvPass::BackwardWeight && threads > 1) size += threads * g.outC * g.colRows();
@@ -100,7 +106,7 @@ void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditiona
 // Channels are independent (each owns its plane and rows): parallel when called outside a
 // parallel region (batch 1) and the work is worth a team.
 bool channels_in_parallel(int64_t channels, const ConvGeometry& g) {
-  return channels > 1 && !in_parallel() && channels * g.kernelSpatial() * g.outSpatial() >= (1 << 15);
+  return channels > 1 && !in_parallel() && channels * g.kernelSpatial() * g.outSpatial() >= kMinThreadWork;
 }
 
 }  // namespace
@@ -128,7 +134,7 @@ void conv_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
   const int64_t S = g.inSpatial(), P = g.outSpatial();
   const bool pointwise = g.pointwise();
   const int64_t colSize = pointwise ? 0 : R * P;
-  parallel_batch(g.batch, batch_threads(g.batch), [&](int64_t n, int tid) {
+  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
     T* col = workspace + tid * colSize;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* xg = x + (n * g.inC + grp * Cg) * S;
@@ -149,7 +155,7 @@ void conv_backward_data(const ConvGeometry& g, const T* gy, const T* w, const T*
   const int64_t S = g.inSpatial(), P = g.outSpatial();
   const bool pointwise = g.pointwise();
   const int64_t colSize = pointwise ? 0 : R * P;
-  parallel_batch(g.batch, batch_threads(g.batch), [&](int64_t n, int tid) {
+  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
     T* col = workspace + tid * colSize;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* gyg = gy + (n * g.outC + grp * Og) * P;
@@ -173,7 +179,7 @@ void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scal
   const int64_t S = g.inSpatial(), P = g.outSpatial();
   const bool pointwise = g.pointwise();
   const int64_t colSize = pointwise ? 0 : R * P;
-  const int threads = batch_threads(g.batch);
+  const int threads = conv_threads(g);
   // Several threads sum into their own partial gradients, added in thread order at the end.
   const int64_t wSize = g.outC * R;
   T* partials = workspace + threads * colSize;
@@ -194,7 +200,7 @@ void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scal
 
 template <class T>
 void bias_backward(const T* g, int64_t batch, int64_t channels, int64_t spatial, T scale, T* gb) {
-#pragma omp parallel for schedule(static) if (channels > 1 && batch * channels * spatial >= (1 << 16) && !in_parallel())
+#pragma omp parallel for schedule(static) if (channels > 1 && batch * channels * spatial >= kMinThreadWork && !in_parallel())
   for (int64_t c = 0; c < channels; ++c) {
     double s = 0;
     for (int64_t n = 0; n < batch; ++n) {

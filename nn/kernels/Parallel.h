@@ -29,9 +29,13 @@ inline bool in_parallel() {
 #endif
 }
 
-// Threads used for a batch of `batch` items: one per item at most.
-inline int batch_threads(int64_t batch) {
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(batch, max_threads())));
+// Threads for a batch of `batch` items of `work` multiply-adds each: one per item at most, and
+// at least kMinThreadWork per thread, since opening a parallel region costs microseconds (much
+// more on a loaded machine) and small layers, gradient checks' above all, are faster serial.
+inline constexpr int64_t kMinThreadWork = int64_t{1} << 16;
+inline int batch_threads(int64_t batch, int64_t work) {
+  const int64_t by_work = batch * work / kMinThreadWork;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({batch, by_work, int64_t{max_threads()}})));
 }
 
 // Calls body(n, thread) for n in [0, count) on `threads` threads (static schedule, so the

@@ -3,8 +3,11 @@
 // convolution as a scatter-add loop, for 1 to 3 spatial dims, in float64.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <vector>
 
+#include "nn/Module.h"
 #include "tensor/Tensor.h"
 
 namespace convref {
@@ -114,6 +117,30 @@ inline Tensor full_conv(const Tensor& x, const Tensor& w, const Tensor& b, const
   Shape shape{N, O};
   for (size_t i = 0; i < nd; ++i) shape.push_back(out[3 - nd + i]);
   return tensor::from_vector<double>(y, shape);
+}
+
+// A float64 module on a batch large enough for the batch-parallel paths (per-thread column
+// buffers, per-thread partial weight gradients) gives what it gives sample by sample.
+inline void expect_batch_matches_samples(nn::Module& m, const Tensor& x) {
+  tensor::Generator gen(31);
+  const Tensor y = m.forward(x).clone();
+  const Tensor gy = tensor::uniform(y.sizes(), -1, 1, gen, x.dtype());
+  m.zeroGradParameters();
+  const Tensor gx = m.backward(x, gy, 0.75).clone();
+  std::vector<Tensor> batched;
+  for (auto& g : m.gradParameters()) batched.push_back(g.clone());
+  m.zeroGradParameters();
+  for (int64_t n = 0; n < x.size(0); ++n) {
+    INFO(m.str(), " sample ", n);
+    CHECK(tensor::max_abs_diff(m.forward(x[n]), y[n]) < 1e-12);
+    CHECK(tensor::max_abs_diff(m.backward(x[n], gy[n], 0.75), gx[n]) < 1e-12);
+  }
+  const auto summed = m.gradParameters();
+  REQUIRE(summed.size() == batched.size());
+  for (size_t k = 0; k < summed.size(); ++k) {
+    INFO(m.str(), " gradient ", k);
+    CHECK(tensor::max_abs_diff(summed[k], batched[k]) < 1e-9);
+  }
 }
 
 }  // namespace convref

@@ -174,6 +174,16 @@ TEST_CASE("SpatialConvolution accumulates parameter gradients") {
   CHECK(max_abs_diff(f.gradInput, d.gradInput) < 1e-5);
 }
 
+TEST_CASE("SpatialConvolution batch-parallel passes equal the per-sample ones") {
+  Generator gen(13);
+  nn::SpatialConvolution m(8, 8, 3, 3, 1, 1, 1, 1, 2);
+  m.to(DType::Float64);
+  convref::expect_batch_matches_samples(m, uniform({5, 8, 16, 16}, -1, 1, gen, DType::Float64));
+  nn::SpatialConvolution p(16, 16, 1, 1);
+  p.to(DType::Float64);
+  convref::expect_batch_matches_samples(p, uniform({4, 16, 32, 32}, -1, 1, gen, DType::Float64));
+}
+
 TEST_CASE("SpatialConvolution at a realistic size (speed sanity, nothing timed)") {
   // a size where a per-element or quadratic slip would show up as a very slow test;
   // sampled outputs are checked against direct dot products

@@ -134,6 +134,13 @@ TEST_CASE("SpatialFullConvolution gradients, accumulation, initialisation") {
   CHECK(m.weight.abs().max().item() > 0.95 / 12);
 }
 
+TEST_CASE("SpatialFullConvolution batch-parallel passes equal the per-sample ones") {
+  Generator gen(13);
+  nn::SpatialFullConvolution m(8, 8, 4, 4, 2, 2, 1, 1, 1, 1, 2);
+  m.to(DType::Float64);
+  convref::expect_batch_matches_samples(m, uniform({5, 8, 9, 8}, -1, 1, gen, DType::Float64));
+}
+
 TEST_CASE("SpatialFullConvolution state round trip and printing") {
   Generator gen(1);
   nn::SpatialFullConvolution a(3, 4, 3, 3, 2, 2, 1, 1, 1, 1), b(3, 4, 3, 3, 2, 2, 1, 1, 1, 1);

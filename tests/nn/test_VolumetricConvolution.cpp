@@ -93,6 +93,13 @@ TEST_CASE("VolumetricConvolution gradients, accumulation, initialisation") {
   CHECK(m.weight.abs().max().item() > 0.95 / std::sqrt(108.0));
 }
 
+TEST_CASE("VolumetricConvolution batch-parallel passes equal the per-sample ones") {
+  Generator gen(13);
+  nn::VolumetricConvolution m(4, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 2);
+  m.to(DType::Float64);
+  convref::expect_batch_matches_samples(m, uniform({3, 4, 6, 8, 8}, -1, 1, gen, DType::Float64));
+}
+
 TEST_CASE("VolumetricConvolution state round trip and printing") {
   Generator gen(1);
   nn::VolumetricConvolution a(2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1), b(2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1);
