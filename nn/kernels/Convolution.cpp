@@ -85,14 +85,21 @@ void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditiona
             const int64_t i1 = o1 * g.stride[1] + off1;
             // the image element of output o2 is plane[base + o2 * s2], in bounds for o2 in r2
             const int64_t base = (i0 * in1 + i1) * in2 + off2;
+            const int64_t len = r2.hi - r2.lo;
             if constexpr (ToCol) {
               std::fill(dst, dst + r2.lo, T(0));
-              if (s2 == 1) {
-                std::copy(plane + base + r2.lo, plane + base + r2.hi, dst + r2.lo);
+              if (len > 0 && s2 == 1) {
+                std::copy_n(plane + (base + r2.lo), len, dst + r2.lo);
               } else {
                 for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dst[o2] = plane[base + o2 * s2];
               }
               std::fill(dst + r2.hi, dst + out2, T(0));
+            } else if (len > 0 && s2 == 1) {
+              T* to = plane + (base + r2.lo);
+              const T* from = dst + r2.lo;
+              // rows and planes never overlap
+#pragma omp simd
+              for (int64_t j = 0; j < len; ++j) to[j] += from[j];
             } else {
               for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) plane[base + o2 * s2] += dst[o2];
             }
