@@ -152,7 +152,8 @@ void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& g
   const Tensor gy = gradOutput.contiguous();
   const Frames f = frames_of(x.sizes(), gy.sizes());
   const int64_t F = inputFrameSize, O = outputFrameSize, K = kW * F;
-  const int threads = kernels::batch_threads(f.batch, f.outFrames * O * K);
+  // per-thread partial gradients only while one is no larger than the input it comes from
+  const int threads = O <= f.outFrames ? kernels::batch_threads(f.batch, f.outFrames * O * K) : 1;
   ensure(columns_, {threads > 1 ? threads * O * K : 1}, x);
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.contiguous();

@@ -23,13 +23,18 @@ namespace {
 // One sample's multiply-adds decide how many threads share the batch; the workspace size and
 // every pass ask here, so they agree.
 int conv_threads(const ConvGeometry& g) { return batch_threads(g.batch, g.outC * g.colRows() * g.outSpatial()); }
+// The weight gradient splits the batch only while a per-thread partial gradient (outC x colRows)
+// is no larger than a column buffer (colRows x outSpatial); layers with more planes than pixels
+// go sample by sample, each gemm threaded by Eigen, instead of holding a gradient per thread.
+int weight_threads(const ConvGeometry& g) { return g.outC <= g.outSpatial() ? conv_threads(g) : 1; }
 }  // namespace
 
 int64_t conv_workspace_size(const ConvGeometry& g, ConvPass pass) {
-  const int64_t threads = conv_threads(g);
+  const bool weight = pass == ConvPass::BackwardWeight;
+  const int64_t threads = weight ? weight_threads(g) : conv_threads(g);
   const int64_t cols = g.pointwise() ? 0 : g.colRows() * g.outSpatial();
   int64_t size = threads * cols;
-  if (pass == ConvPass::BackwardWeight && threads > 1) size += threads * g.outC * g.colRows();
+  if (weight && threads > 1) size += threads * g.outC * g.colRows();
   return size;
 }
 
@@ -186,7 +191,7 @@ void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scal
   const int64_t S = g.inSpatial(), P = g.outSpatial();
   const bool pointwise = g.pointwise();
   const int64_t colSize = pointwise ? 0 : R * P;
-  const int threads = conv_threads(g);
+  const int threads = weight_threads(g);
   // Several threads sum into their own partial gradients, added in thread order at the end.
   const int64_t wSize = g.outC * R;
   T* partials = workspace + threads * colSize;

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "nn/SpatialConvolution.h"
 #include "tensor/Safetensors.h"
@@ -226,6 +227,32 @@ TEST_CASE("SpatialConvolution state round trip and printing") {
   CHECK(c.str() == "nn.SpatialConvolution(4 -> 4, 3x2, groups=2) without bias");
   a.dilationW = 2;
   CHECK(a.str() == "nn.SpatialConvolution(3 -> 4, 3x3, 1,1, 1,1, 2,1)");
+}
+
+namespace {
+// What a cudnn twin is: the nn module moved into a subclass that overrides the compute.
+struct Twin : nn::SpatialConvolution {
+  explicit Twin(nn::SpatialConvolution&& m) : nn::SpatialConvolution(std::move(m)) {}
+  std::string type_name() const override { return "test.SpatialConvolution"; }
+};
+}  // namespace
+
+TEST_CASE("SpatialConvolution moves into a twin with its configuration and parameters") {
+  static_assert(std::is_move_constructible_v<nn::SpatialConvolution>);
+  static_assert(!std::is_copy_constructible_v<nn::SpatialConvolution>);
+  Generator gen(2);
+  nn::SpatialConvolution m(4, 6, 3, 2, 2, 1, 1, 0, 2);
+  m.dilationW = 2;
+  const Tensor x = uniform({2, 4, 5, 7}, -1, 1, gen);
+  const Tensor y = m.forward(x).clone();
+  const auto storage = m.weight.storage();
+  Twin t(std::move(m));
+  CHECK(t.weight.storage() == storage);
+  CHECK(t.dilationW == 2);
+  CHECK(t.groups == 2);
+  CHECK(t.outputShape(x) == y.sizes());
+  CHECK(max_abs_diff(t.forward(x), y) == 0);
+  CHECK(t.str() == "test.SpatialConvolution(4 -> 6, 3x2, 2,1, 1,0, 2,1, groups=2)");
 }
 
 TEST_CASE("SpatialConvolution errors name the module, the contract and the sizes") {
