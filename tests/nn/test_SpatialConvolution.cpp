@@ -30,14 +30,15 @@ convref::Params params_of(const nn::SpatialConvolution& m) {
 }
 
 // stride, padding (asymmetric), groups 1/2/4, dilation, batch 1, odd and non-square sizes and
-// kernels, 1x1 kernels (the no-im2col path), strides larger than the kernel, whole-image kernels
+// kernels, 1x1 kernels (the no-im2col path), strides larger than the kernel, whole-image kernels,
+// padding wider than the kernel (outputs that see only padding)
 const std::vector<Config> configs = {
     {3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, 2, 7, 7},  {4, 6, 3, 2, 2, 1, 1, 0, 2, 1, 1, 3, 9, 8},
     {2, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 2, 5, 6},  {4, 4, 1, 1, 1, 1, 0, 0, 2, 1, 1, 2, 3, 5},
     {2, 2, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 11, 7}, {3, 2, 3, 3, 1, 1, 2, 2, 1, 2, 3, 2, 9, 10},
     {4, 8, 3, 3, 2, 2, 1, 1, 4, 1, 1, 2, 6, 7},  {2, 3, 2, 2, 3, 3, 0, 0, 1, 1, 1, 2, 8, 7},
     {3, 2, 1, 1, 2, 2, 0, 0, 1, 1, 1, 3, 5, 5},  {2, 3, 4, 5, 1, 1, 0, 0, 1, 1, 1, 2, 5, 4},
-    {6, 4, 2, 3, 1, 2, 1, 1, 2, 2, 1, 1, 6, 5},
+    {6, 4, 2, 3, 1, 2, 1, 1, 2, 2, 1, 1, 6, 5},  {2, 3, 1, 2, 2, 1, 2, 3, 1, 1, 1, 2, 4, 5},
 };
 
 }  // namespace
