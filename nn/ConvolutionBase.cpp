@@ -1,0 +1,283 @@
+// ConvolutionBase.cpp: checks, sizes, and the passes of a (transposed) convolution.
+//
+// Note [Transposed convolution as the adjoint]
+// A transposed convolution with weight W is the adjoint of the convolution with the same W
+// that maps its output (the "image" side) back to its input. So in the kernels' terms the
+// image is always the large side: for a convolution it is the input, for a transposed one
+// the output. Then
+//   convolution:  forward = conv_forward,        gradInput = conv_backward_data
+//   transposed:   forward = conv_backward_data,  gradInput = conv_forward
+// and the weight gradient is conv_backward_weight(image, other side) in both. Torch's
+// transposed weight layout [nInputPlane x nOutputPlane/groups x k...] is exactly that
+// convolution's [outC x inC/groups x k...]. The bias is added on the output side either way.
+#include "nn/ConvolutionBase.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nn/Buffers.h"
+
+namespace nn {
+
+namespace {
+
+std::string join(const std::vector<int64_t>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+
+// "T x H x W" for 3 spatial dims, "H x W" for 2, "W" for 1.
+std::string dim_names(int nd) {
+  static const char* names[] = {"T", "H", "W"};
+  std::string s;
+  for (int i = 3 - nd; i < 3; ++i) s += std::string(i > 3 - nd ? " x " : "") + names[i];
+  return s;
+}
+
+std::vector<int64_t> first(const std::array<int64_t, 3>& a, int nd) { return {a.begin(), a.begin() + nd}; }
+
+}  // namespace
+
+ConvolutionBase::ConvolutionBase(int64_t nInputPlane_, int64_t nOutputPlane_, bool transposed)
+    : nInputPlane(nInputPlane_), nOutputPlane(nOutputPlane_), transposed_(transposed) {}
+
+void ConvolutionBase::initParameters() {
+  // the bias first, so that a configuration error prints the module as constructed (with bias)
+  bias = tensor::empty({std::max<int64_t>(nOutputPlane, 0)});
+  gradBias = tensor::zeros({std::max<int64_t>(nOutputPlane, 0)});
+  checkConfig(type_name() + ": ");
+  weight = tensor::empty(weightShape());
+  gradWeight = tensor::zeros(weightShape());
+  reset();
+}
+
+Shape ConvolutionBase::weightShape() const {
+  const ConvSpec s = spec();
+  Shape shape = transposed_ ? Shape{nInputPlane, nOutputPlane / s.groups} : Shape{nOutputPlane, nInputPlane / s.groups};
+  for (int i = 0; i < s.nd; ++i) shape.push_back(s.k[i]);
+  return shape;
+}
+
+void ConvolutionBase::reset(double stdv) {
+  const ConvSpec s = spec();
+  if (stdv < 0) {
+    double fanIn = static_cast<double>(nInputPlane / s.groups);
+    for (int i = 0; i < s.nd; ++i) fanIn *= static_cast<double>(s.k[i]);
+    stdv = 1.0 / std::sqrt(fanIn);
+  }
+  weight.uniform_(-stdv, stdv);
+  if (bias.defined()) bias.uniform_(-stdv, stdv);
+}
+
+ConvolutionBase& ConvolutionBase::noBias() {
+  bias = Tensor();
+  gradBias = Tensor();
+  return *this;
+}
+
+void ConvolutionBase::visitState(StateVisitor& v) {
+  v.parameter("weight", weight, gradWeight);
+  if (bias.defined()) v.parameter("bias", bias, gradBias);
+}
+
+void ConvolutionBase::checkConfig(const std::string& where) const {
+  const ConvSpec s = spec();
+  auto fail = [&](const std::string& what) {
+    throw Error(where + "expected " + what + ", got " + str());
+  };
+  if (nInputPlane <= 0 || nOutputPlane <= 0) fail("positive plane counts");
+  if (s.groups <= 0 || nInputPlane % s.groups != 0 || nOutputPlane % s.groups != 0) {
+    fail("groups dividing nInputPlane and nOutputPlane");
+  }
+  for (int i = 0; i < s.nd; ++i) {
+    if (s.k[i] <= 0 || s.stride[i] <= 0) fail("positive kernel sizes and strides");
+    if (s.pad[i] < 0) fail("non-negative padding");
+    if (s.dilation[i] <= 0) fail("positive dilation");
+    if (s.adj[i] < 0 || (s.adj[i] > 0 && (!transposed_ || s.adj[i] >= s.stride[i]))) {
+      fail("each adj smaller than its stride");
+    }
+  }
+  if (weight.defined() && weight.sizes() != weightShape()) {
+    throw Error(where + "expected weight of " + tensor::shape_str(weightShape()) + ", got " +
+                tensor::shape_str(weight.sizes()));
+  }
+  if (bias.defined() && bias.sizes() != Shape{nOutputPlane}) {
+    throw Error(where + "expected bias of [" + std::to_string(nOutputPlane) + "], got " +
+                tensor::shape_str(bias.sizes()));
+  }
+}
+
+Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) const {
+  const std::string at = where(method);
+  checkConfig(at);
+  check_float(at, input);
+  check_matches(at, input, weight);
+  const ConvSpec s = spec();
+  const int64_t rank = input.dim();
+  const bool batched = rank == s.nd + 2;
+  if ((rank != s.nd + 1 && !batched) || input.size(batched ? 1 : 0) != nInputPlane) {
+    const std::string planes = std::to_string(nInputPlane) + " x " + dim_names(s.nd);
+    throw Error(at + "expected input of [" + planes + "] or [batch x " + planes + "], got " +
+                tensor::shape_str(input.sizes()));
+  }
+  Shape out(input.sizes());
+  if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
+  const int64_t first_spatial = batched ? 2 : 1;
+  std::vector<int64_t> in(s.nd), sizes(s.nd), extent(s.nd), padded(s.nd);
+  bool ok = true;
+  for (int i = 0; i < s.nd; ++i) {
+    in[i] = input.size(first_spatial + i);
+    extent[i] = s.dilation[i] * (s.k[i] - 1) + 1;  // the dilated kernel's extent
+    padded[i] = in[i] + 2 * s.pad[i];
+    if (transposed_) {
+      sizes[i] = (in[i] - 1) * s.stride[i] - 2 * s.pad[i] + extent[i] + s.adj[i];
+    } else {
+      const int64_t span = padded[i] - extent[i];
+      sizes[i] = (span >= 0 ? span / s.stride[i] : -((-span + s.stride[i] - 1) / s.stride[i])) + 1;
+    }
+    ok = ok && sizes[i] >= 1 && in[i] >= 1;
+    out[first_spatial + i] = sizes[i];
+  }
+  if (!ok) {
+    const std::string geometry = "kernel " + join(first(s.k, s.nd), "x") + " with stride " +
+                                 join(first(s.stride, s.nd), "x") + ", padding " + join(first(s.pad, s.nd), "x") +
+                                 (transposed_ ? ", adj " + join(first(s.adj, s.nd), "x") : "") + " and dilation " +
+                                 join(first(s.dilation, s.nd), "x");
+    if (transposed_) {
+      throw Error(at + "expected input giving a non-empty output (" + dim_names(s.nd) + ") for a " + geometry +
+                  ", got " + tensor::shape_str(input.sizes()) + ": calculated output size " + join(sizes, "x") +
+                  ", too small");
+    }
+    throw Error(at + "expected input of at least " + join(extent, "x") + " (" + dim_names(s.nd) +
+                ") after padding for a " + geometry + ", got " + tensor::shape_str(input.sizes()) + ": padded size " +
+                join(padded, "x") + " gives output size " + join(sizes, "x") + ", too small");
+  }
+  return out;
+}
+
+void ConvolutionBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
+  const Shape expected = outputShape(input, method);
+  check_float(where(method), gradOutput, "gradOutput");
+  check_matches(where(method), gradOutput, weight, "gradOutput");
+  if (gradOutput.sizes() != expected) {
+    throw Error(where(method) + "expected gradOutput of " + tensor::shape_str(expected) + " (for input " +
+                tensor::shape_str(input.sizes()) + "), got " + tensor::shape_str(gradOutput.sizes()));
+  }
+}
+
+kernels::ConvGeometry ConvolutionBase::geometry(const Shape& inputShape, const Shape& outputShape) const {
+  const ConvSpec s = spec();
+  const bool batched = static_cast<int>(inputShape.size()) == s.nd + 2;
+  const size_t first_spatial = batched ? 2 : 1;
+  kernels::ConvGeometry g;
+  g.batch = batched ? inputShape[0] : 1;
+  // the kernels' image side is the large one (Note [Transposed convolution as the adjoint])
+  const Shape& image = transposed_ ? outputShape : inputShape;
+  const Shape& other = transposed_ ? inputShape : outputShape;
+  g.inC = transposed_ ? nOutputPlane : nInputPlane;
+  g.outC = transposed_ ? nInputPlane : nOutputPlane;
+  g.groups = s.groups;
+  for (int i = 0; i < s.nd; ++i) {
+    const int slot = 3 - s.nd + i;
+    g.in[slot] = image[first_spatial + i];
+    g.out[slot] = other[first_spatial + i];
+    g.k[slot] = s.k[i];
+    g.stride[slot] = s.stride[i];
+    g.pad[slot] = s.pad[i];
+    g.dil[slot] = s.dilation[i];
+  }
+  return g;
+}
+
+const Tensor& ConvolutionBase::updateOutput(const Tensor& input) {
+  const Shape outShape = outputShape(input, "updateOutput");
+  const Tensor x = input.contiguous();
+  const Tensor w = weight.contiguous();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  const kernels::ConvGeometry g = geometry(x.sizes(), outShape);
+  ensure(output, outShape, x);
+  const auto pass = transposed_ ? kernels::ConvPass::BackwardData : kernels::ConvPass::Forward;
+  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, x);
+  tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* bp = b.defined() ? b.data<T>() : nullptr;
+    if (transposed_) {
+      kernels::conv_backward_data<T>(g, x.data<T>(), w.data<T>(), bp, output.data<T>(), columns_.data<T>());
+    } else {
+      kernels::conv_forward<T>(g, x.data<T>(), w.data<T>(), bp, output.data<T>(), columns_.data<T>());
+    }
+  });
+  return output;
+}
+
+const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  checkGradOutput(input, gradOutput, "updateGradInput");
+  const Tensor gy = gradOutput.contiguous();
+  const Tensor w = weight.contiguous();
+  const kernels::ConvGeometry g = geometry(input.sizes(), gy.sizes());
+  ensure(gradInput, input.sizes(), input);
+  const auto pass = transposed_ ? kernels::ConvPass::Forward : kernels::ConvPass::BackwardData;
+  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, input);
+  tensor::dispatch_f32_f64(input.dtype(), type_name().c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    if (transposed_) {
+      kernels::conv_forward<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(), columns_.data<T>());
+    } else {
+      kernels::conv_backward_data<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(),
+                                     columns_.data<T>());
+    }
+  });
+  return gradInput;
+}
+
+void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  checkGradOutput(input, gradOutput, "accGradParameters");
+  const Tensor x = input.contiguous();
+  const Tensor gy = gradOutput.contiguous();
+  const kernels::ConvGeometry g = geometry(x.sizes(), gy.sizes());
+  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, kernels::ConvPass::BackwardWeight))}, x);
+  Tensor gw = gradWeight.contiguous();
+  Tensor gb = gradBias.defined() ? gradBias.contiguous() : Tensor();
+  tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* image = transposed_ ? gy.data<T>() : x.data<T>();
+    const T* other = transposed_ ? x.data<T>() : gy.data<T>();
+    kernels::conv_backward_weight<T>(g, image, other, static_cast<T>(scale), gw.data<T>(), columns_.data<T>());
+    if (gb.defined()) {
+      const int64_t spatial = gy.numel() / (g.batch * nOutputPlane);
+      kernels::bias_backward<T>(gy.data<T>(), g.batch, nOutputPlane, spatial, static_cast<T>(scale), gb.data<T>());
+    }
+  });
+  if (!gw.is_same_view(gradWeight)) gradWeight.copy_(gw);
+  if (gb.defined() && !gb.is_same_view(gradBias)) gradBias.copy_(gb);
+}
+
+std::string ConvolutionBase::describe(const std::vector<int>& order_in, bool alwaysShowDilation) const {
+  const ConvSpec s = spec();
+  std::vector<int> order = order_in;
+  if (order.empty()) {
+    for (int i = 0; i < s.nd; ++i) order.push_back(i);
+  }
+  auto pick = [&](const std::array<int64_t, 3>& a) {
+    std::vector<int64_t> v;
+    for (int i : order) v.push_back(a[i]);
+    return v;
+  };
+  auto any_not = [](const std::vector<int64_t>& v, int64_t value) {
+    for (int64_t x : v)
+      if (x != value) return true;
+    return false;
+  };
+  const auto k = pick(s.k), stride = pick(s.stride), pad = pick(s.pad), adj = pick(s.adj), dil = pick(s.dilation);
+  std::string out = type_name() + "(" + std::to_string(nInputPlane) + " -> " + std::to_string(nOutputPlane) + ", " +
+                    join(k, "x");
+  if (any_not(stride, 1) || any_not(pad, 0)) out += ", " + join(stride, ",");
+  if (any_not(pad, 0)) out += ", " + join(pad, ",");
+  if (any_not(adj, 0)) out += ", " + join(adj, ",");
+  if (alwaysShowDilation || any_not(dil, 1)) out += ", " + join(dil, ",");
+  if (s.groups != 1) out += ", groups=" + std::to_string(s.groups);
+  return out + ")" + (bias.defined() ? "" : " without bias");
+}
+
+}  // namespace nn

@@ -1,0 +1,35 @@
+// TemporalConvolution.h: 1-D convolution over frames: input [nInputFrame x inputFrameSize] or
+// [batch x nInputFrame x inputFrameSize] -> [nOutputFrame x outputFrameSize] with
+// nOutputFrame = (nInputFrame - kW) / dW + 1; output frame t = bias + W * (the kW input
+// frames from t * dW, concatenated), W of Torch's layout [outputFrameSize x (kW * inputFrameSize)].
+// Twin: cudnn::TemporalConvolution.
+#pragma once
+
+#include "nn/Module.h"
+
+namespace nn {
+
+class TemporalConvolution : public Module {
+ public:
+  TemporalConvolution(int64_t inputFrameSize, int64_t outputFrameSize, int64_t kW, int64_t dW = 1);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(kW * inputFrameSize)
+  std::string type_name() const override { return "nn.TemporalConvolution"; }
+
+  // Checks configuration, dtype and input; returns the output's shape (batched iff the input is).
+  Shape outputShape(const Tensor& input, const char* method = "updateOutput") const;
+  void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+
+  int64_t inputFrameSize, outputFrameSize, kW, dW;
+  Tensor weight, bias, gradWeight, gradBias;
+
+ protected:
+  void visitState(StateVisitor& v) override;
+
+  Tensor columns_;  // per-thread unfolded-gradient buffers, reused between calls
+};
+
+}  // namespace nn

@@ -1,0 +1,237 @@
+// Convolution.cpp: im2col/col2im written once for three (right-aligned) spatial dims, and the
+// three passes of a grouped convolution as one gemm per sample and group.
+#include "nn/kernels/Convolution.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "nn/kernels/Parallel.h"
+#include "tensor/Blas.h"
+
+namespace nn::kernels {
+
+using tensor::blas::gemm;
+
+bool ConvGeometry::pointwise() const {
+  for (int d = 0; d < 3; ++d) {
+    if (k[d] != 1 || stride[d] != 1 || pad[d] != 0) return false;
+  }
+  return true;
+}
+
+namespace {
+// One sample's multiply-adds decide how many threads share the batch; the workspace size and
+// every pass ask here, so they agree.
+int conv_threads(const ConvGeometry& g) { return batch_threads(g.batch, g.outC * g.colRows() * g.outSpatial()); }
+// The weight gradient splits the batch only while a per-thread partial gradient (outC x colRows)
+// is no larger than a column buffer (colRows x outSpatial); layers with more planes than pixels
+// go sample by sample, each gemm threaded by Eigen, instead of holding a gradient per thread.
+int weight_threads(const ConvGeometry& g) { return g.outC <= g.outSpatial() ? conv_threads(g) : 1; }
+}  // namespace
+
+int64_t conv_workspace_size(const ConvGeometry& g, ConvPass pass) {
+  const bool weight = pass == ConvPass::BackwardWeight;
+  const int64_t threads = weight ? weight_threads(g) : conv_threads(g);
+  const int64_t cols = g.pointwise() ? 0 : g.colRows() * g.outSpatial();
+  int64_t size = threads * cols;
+  if (weight && threads > 1) size += threads * g.outC * g.colRows();
+  return size;
+}
+
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The outputs o in [lo, hi) of one dim whose input o * stride + off falls inside [0, n).
+struct Range {
+  int64_t lo, hi;
+  bool contains(int64_t o) const { return o >= lo && o < hi; }
+};
+Range valid_range(int64_t n, int64_t out, int64_t stride, int64_t off) {
+  const int64_t lo = std::clamp<int64_t>(-floor_div(off, stride), 0, out);
+  const int64_t hi = std::clamp<int64_t>(floor_div(n - 1 - off, stride) + 1, lo, out);
+  return {lo, hi};
+}
+
+// Walks the kernelSpatial() column rows of one channel against its image plane. ToCol copies
+// the plane into the rows (zeros where the window leaves the image); otherwise the rows are
+// added into the plane. Ranges of valid outputs are computed per kernel offset, so the inner
+// loop has no bounds test.
+template <bool ToCol, class T>
+void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditional_t<ToCol, T*, const T*> rows,
+                  const ConvGeometry& g) {
+  const auto& [in0, in1, in2] = g.in;
+  const auto& [out0, out1, out2] = g.out;
+  const int64_t P = g.outSpatial();
+  for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    const int64_t off0 = k0 * g.dil[0] - g.pad[0];
+    const Range r0 = valid_range(in0, out0, g.stride[0], off0);
+    for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      const int64_t off1 = k1 * g.dil[1] - g.pad[1];
+      const Range r1 = valid_range(in1, out1, g.stride[1], off1);
+      for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        const int64_t off2 = k2 * g.dil[2] - g.pad[2];
+        const Range r2 = valid_range(in2, out2, g.stride[2], off2);
+        const int64_t s2 = g.stride[2];
+        auto row = rows + ((k0 * g.k[1] + k1) * g.k[2] + k2) * P;
+        for (int64_t o0 = 0; o0 < out0; ++o0) {
+          auto row0 = row + o0 * out1 * out2;
+          if (!r0.contains(o0)) {
+            if constexpr (ToCol) std::fill(row0, row0 + out1 * out2, T(0));
+            continue;
+          }
+          const int64_t i0 = o0 * g.stride[0] + off0;
+          for (int64_t o1 = 0; o1 < out1; ++o1) {
+            auto dst = row0 + o1 * out2;
+            if (!r1.contains(o1)) {
+              if constexpr (ToCol) std::fill(dst, dst + out2, T(0));
+              continue;
+            }
+            const int64_t i1 = o1 * g.stride[1] + off1;
+            // the image element of output o2 is plane[base + o2 * s2], in bounds for o2 in r2
+            const int64_t base = (i0 * in1 + i1) * in2 + off2;
+            const int64_t len = r2.hi - r2.lo;
+            if constexpr (ToCol) {
+              std::fill(dst, dst + r2.lo, T(0));
+              if (len > 0 && s2 == 1) {
+                std::copy_n(plane + (base + r2.lo), len, dst + r2.lo);
+              } else {
+                for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dst[o2] = plane[base + o2 * s2];
+              }
+              std::fill(dst + r2.hi, dst + out2, T(0));
+            } else if (len > 0 && s2 == 1) {
+              T* to = plane + (base + r2.lo);
+              const T* from = dst + r2.lo;
+              // rows and planes never overlap
+#pragma omp simd
+              for (int64_t j = 0; j < len; ++j) to[j] += from[j];
+            } else {
+              for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) plane[base + o2 * s2] += dst[o2];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Channels are independent (each owns its plane and rows): parallel when called outside a
+// parallel region (batch 1) and the work is worth a team.
+bool channels_in_parallel(int64_t channels, const ConvGeometry& g) {
+  return channels > 1 && !in_parallel() && channels * g.kernelSpatial() * g.outSpatial() >= kMinThreadWork;
+}
+
+}  // namespace
+
+template <class T>
+void im2col(const T* im, T* col, int64_t channels, const ConvGeometry& g) {
+  const int64_t S = g.inSpatial(), rows = g.kernelSpatial() * g.outSpatial();
+#pragma omp parallel for schedule(static) if (channels_in_parallel(channels, g))
+  for (int64_t c = 0; c < channels; ++c) unfold_plane<true, T>(im + c * S, col + c * rows, g);
+}
+
+template <class T>
+void col2im(const T* col, T* im, int64_t channels, const ConvGeometry& g) {
+  const int64_t S = g.inSpatial(), rows = g.kernelSpatial() * g.outSpatial();
+#pragma omp parallel for schedule(static) if (channels_in_parallel(channels, g))
+  for (int64_t c = 0; c < channels; ++c) {
+    std::fill(im + c * S, im + (c + 1) * S, T(0));
+    unfold_plane<false, T>(im + c * S, col + c * rows, g);
+  }
+}
+
+template <class T>
+void conv_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, T* workspace) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
+  const int64_t S = g.inSpatial(), P = g.outSpatial();
+  const bool pointwise = g.pointwise();
+  const int64_t colSize = pointwise ? 0 : R * P;
+  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
+    T* col = workspace + tid * colSize;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.inC + grp * Cg) * S;
+      T* yg = y + (n * g.outC + grp * Og) * P;
+      if (!pointwise) im2col(xg, col, Cg, g);
+      if (bias) {
+        for (int64_t o = 0; o < Og; ++o) std::fill(yg + o * P, yg + (o + 1) * P, bias[grp * Og + o]);
+      }
+      gemm<T>(false, false, Og, P, R, T(1), w + grp * Og * R, R, pointwise ? xg : col, P, bias ? T(1) : T(0),
+              yg, P);
+    }
+  });
+}
+
+template <class T>
+void conv_backward_data(const ConvGeometry& g, const T* gy, const T* w, const T* bias, T* gx, T* workspace) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
+  const int64_t S = g.inSpatial(), P = g.outSpatial();
+  const bool pointwise = g.pointwise();
+  const int64_t colSize = pointwise ? 0 : R * P;
+  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
+    T* col = workspace + tid * colSize;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* gyg = gy + (n * g.outC + grp * Og) * P;
+      T* gxg = gx + (n * g.inC + grp * Cg) * S;
+      // col = W_g^T gy_g, then folded back onto the image
+      gemm<T>(true, false, R, P, Og, T(1), w + grp * Og * R, R, gyg, P, T(0), pointwise ? gxg : col, P);
+      if (!pointwise) col2im(col, gxg, Cg, g);
+      if (bias) {
+        for (int64_t c = 0; c < Cg; ++c) {
+          const T b = bias[grp * Cg + c];
+          for (T *p = gxg + c * S, *e = p + S; p != e; ++p) *p += b;
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scale, T* gw, T* workspace) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
+  const int64_t S = g.inSpatial(), P = g.outSpatial();
+  const bool pointwise = g.pointwise();
+  const int64_t colSize = pointwise ? 0 : R * P;
+  const int threads = weight_threads(g);
+  // Several threads sum into their own partial gradients, added in thread order at the end.
+  const int64_t wSize = g.outC * R;
+  T* partials = workspace + threads * colSize;
+  if (threads > 1) std::fill(partials, partials + threads * wSize, T(0));
+  parallel_batch(g.batch, threads, [&](int64_t n, int tid) {
+    T* col = workspace + tid * colSize;
+    T* acc = threads > 1 ? partials + tid * wSize : gw;
+    const T alpha = threads > 1 ? T(1) : scale;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.inC + grp * Cg) * S;
+      if (!pointwise) im2col(xg, col, Cg, g);
+      gemm<T>(false, true, Og, R, P, alpha, gy + (n * g.outC + grp * Og) * P, P, pointwise ? xg : col, P, T(1),
+              acc + grp * Og * R, R);
+    }
+  });
+  if (threads > 1) reduce_partials(gw, partials, threads, wSize, scale);
+}
+
+template <class T>
+void bias_backward(const T* g, int64_t batch, int64_t channels, int64_t spatial, T scale, T* gb) {
+#pragma omp parallel for schedule(static) if (channels > 1 && batch * channels * spatial >= kMinThreadWork && !in_parallel())
+  for (int64_t c = 0; c < channels; ++c) {
+    double s = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      const T* p = g + (n * channels + c) * spatial;
+      for (int64_t i = 0; i < spatial; ++i) s += p[i];
+    }
+    gb[c] += scale * static_cast<T>(s);
+  }
+}
+
+#define NN_CONV_INSTANTIATE(T)                                                                          \
+  template void im2col<T>(const T*, T*, int64_t, const ConvGeometry&);                                 \
+  template void col2im<T>(const T*, T*, int64_t, const ConvGeometry&);                                 \
+  template void conv_forward<T>(const ConvGeometry&, const T*, const T*, const T*, T*, T*);            \
+  template void conv_backward_data<T>(const ConvGeometry&, const T*, const T*, const T*, T*, T*);      \
+  template void conv_backward_weight<T>(const ConvGeometry&, const T*, const T*, T, T*, T*);           \
+  template void bias_backward<T>(const T*, int64_t, int64_t, int64_t, T, T*);
+NN_CONV_INSTANTIATE(float)
+NN_CONV_INSTANTIATE(double)
+#undef NN_CONV_INSTANTIATE
+
+}  // namespace nn::kernels

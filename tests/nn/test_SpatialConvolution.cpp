@@ -1,0 +1,305 @@
+// test_SpatialConvolution.cpp
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "nn/SpatialConvolution.h"
+#include "tensor/Safetensors.h"
+#include "tests/common/GradCheck.h"
+#include "tests/nn/ConvReference.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+
+struct Config {
+  int64_t nIn, nOut, kW, kH, dW, dH, padW, padH, groups, dilationW, dilationH, batch, iH, iW;
+};
+
+std::unique_ptr<nn::SpatialConvolution> make(const Config& c) {
+  auto m = std::make_unique<nn::SpatialConvolution>(c.nIn, c.nOut, c.kW, c.kH, c.dW, c.dH, c.padW, c.padH, c.groups);
+  m->dilationW = c.dilationW;
+  m->dilationH = c.dilationH;
+  return m;
+}
+
+convref::Params params_of(const nn::SpatialConvolution& m) {
+  return {{m.dH, m.dW}, {m.padH, m.padW}, {m.dilationH, m.dilationW}, {}, m.groups};
+}
+
+// stride, padding (asymmetric), groups 1/2/4, dilation, batch 1, odd and non-square sizes and
+// kernels, 1x1 kernels (the no-im2col path), strides larger than the kernel, whole-image kernels,
+// padding wider than the kernel (outputs that see only padding)
+const std::vector<Config> configs = {
+    {3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, 2, 7, 7},  {4, 6, 3, 2, 2, 1, 1, 0, 2, 1, 1, 3, 9, 8},
+    {2, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 2, 5, 6},  {4, 4, 1, 1, 1, 1, 0, 0, 2, 1, 1, 2, 3, 5},
+    {2, 2, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 11, 7}, {3, 2, 3, 3, 1, 1, 2, 2, 1, 2, 3, 2, 9, 10},
+    {4, 8, 3, 3, 2, 2, 1, 1, 4, 1, 1, 2, 6, 7},  {2, 3, 2, 2, 3, 3, 0, 0, 1, 1, 1, 2, 8, 7},
+    {3, 2, 1, 1, 2, 2, 0, 0, 1, 1, 1, 3, 5, 5},  {2, 3, 4, 5, 1, 1, 0, 0, 1, 1, 1, 2, 5, 4},
+    {6, 4, 2, 3, 1, 2, 1, 1, 2, 2, 1, 1, 6, 5},  {2, 3, 1, 2, 2, 1, 2, 3, 1, 1, 1, 2, 4, 5},
+};
+
+}  // namespace
+
+TEST_CASE("SpatialConvolution forward matches a hand computation") {
+  nn::SpatialConvolution m(1, 1, 2, 2);
+  m.weight.copy_(from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}));
+  m.bias.fill_(0.5);
+  const Tensor x = arange(9).view({1, 3, 3});
+  const Tensor y = m.forward(x);
+  CHECK(y.sizes() == Shape{1, 2, 2});
+  CHECK(y.to_vector<float>() == std::vector<float>{27.5f, 37.5f, 57.5f, 67.5f});
+  // stride 2, padding 1: the corner windows see 1, 2 and 4 pixels
+  nn::SpatialConvolution p(1, 1, 2, 2, 2, 2, 1, 1);
+  p.weight.copy_(m.weight);
+  p.bias.fill_(0.5);
+  CHECK(p.forward(x).to_vector<float>() == std::vector<float>{0.5f, 11.5f, 30.5f, 67.5f});
+}
+
+TEST_CASE("SpatialConvolution forward matches the direct loop") {
+  Generator gen(20261201);
+  INFO("data seed 20261201");
+  for (const Config& c : configs) {
+    auto m = make(c);
+    INFO(m->str(), " dilation ", c.dilationW, ",", c.dilationH, " input ", c.batch, "x", c.nIn, "x", c.iH, "x", c.iW);
+    const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen);
+    const Tensor ref = convref::conv(x, m->weight, m->bias, params_of(*m));
+    const Tensor y = m->forward(x).clone();
+    REQUIRE(y.sizes() == ref.sizes());
+    CHECK(max_abs_diff(y, ref) < 1e-5);
+    // non-batch form: the same numbers without the batch dim
+    CHECK(max_abs_diff(m->forward(x[0]), y[0]) == 0);
+    // float64, and the batch-parallel path gives each sample what a lone sample gets
+    m->to(DType::Float64);
+    const Tensor x64 = x.to(DType::Float64);
+    CHECK(max_abs_diff(m->forward(x64), ref) < 1e-12);
+    const Tensor y64 = m->output.clone();
+    for (int64_t n = 0; n < c.batch; ++n) CHECK(max_abs_diff(m->forward(x64[n]), y64[n]) == 0);
+  }
+}
+
+TEST_CASE("SpatialConvolution matches PyTorch's conv2d with groups and dilation") {
+  // scripts/make_conv_reference.py: stride (2, 1), padding (1, 0), dilation (2, 1), groups 2
+  const auto ref = load_safetensors(std::string(CUDNN_NN_TEST_DATA) + "/nn/conv_reference.safetensors").tensors;
+  nn::SpatialConvolution m(4, 6, 2, 3, 1, 2, 0, 1, 2);
+  m.dilationH = 2;
+  m.to(DType::Float64);
+  m.weight.copy_(ref.at("conv2d.w"));
+  m.bias.copy_(ref.at("conv2d.b"));
+  const Tensor y = m.forward(ref.at("conv2d.x"));
+  REQUIRE(y.sizes() == ref.at("conv2d.y").sizes());
+  CHECK(max_abs_diff(y, ref.at("conv2d.y")) < 1e-12);
+  CHECK(max_abs_diff(convref::conv(ref.at("conv2d.x"), m.weight, m.bias, params_of(m)), ref.at("conv2d.y")) < 1e-12);
+}
+
+TEST_CASE("SpatialConvolution without bias, non-contiguous input, buffer reuse") {
+  Generator gen(5);
+  nn::SpatialConvolution m(3, 4, 3, 2, 1, 2, 1, 0);
+  m.noBias();
+  CHECK(m.parameters().size() == 1);
+  CHECK(!m.bias.defined());
+  const Tensor x = uniform({2, 6, 7, 3}, -1, 1, gen).permute({0, 3, 1, 2});  // [2 x 3 x 6 x 7]
+  REQUIRE(!x.is_contiguous());
+  const Tensor ref = convref::conv(x, m.weight, Tensor(), params_of(m));
+  CHECK(max_abs_diff(m.forward(x), ref) < 1e-5);
+  const auto storage = m.output.storage();
+  m.forward(x.contiguous());
+  CHECK(m.output.storage() == storage);
+  m.to(DType::Float64);
+  expect_gradients_ok(m, x.to(DType::Float64));
+}
+
+TEST_CASE("SpatialConvolution initialisation follows Torch: U(-stdv, stdv), stdv = 1/sqrt(kW*kH*nIn/groups)") {
+  manual_seed(3);
+  nn::SpatialConvolution m(16, 8, 3, 3);
+  const double stdv = 1.0 / 12;
+  CHECK(m.weight.abs().max().item() <= stdv);
+  CHECK(m.weight.abs().max().item() > 0.95 * stdv);
+  CHECK(m.bias.abs().max().item() <= stdv);
+  nn::SpatialConvolution g(16, 8, 3, 3, 1, 1, 0, 0, 4);
+  CHECK(g.weight.sizes() == Shape{8, 4, 3, 3});
+  CHECK(g.weight.abs().max().item() <= 1.0 / 6);
+  CHECK(g.weight.abs().max().item() > 0.95 / 6);
+}
+
+TEST_CASE("SpatialConvolution gradients (batch and single, several configs)") {
+  Generator gen(20261202);
+  INFO("data seed 20261202");
+  for (const Config& c : configs) {
+    auto m = make(c);
+    m->to(DType::Float64);
+    const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, DType::Float64);
+    expect_gradients_ok(*m, x);
+    expect_gradients_ok(*m, x[0].contiguous());
+  }
+  // random sizes from a fixed seed
+  Generator sizes(77001);
+  INFO("size seed 77001");
+  for (int trial = 0; trial < 3; ++trial) {
+    const int64_t groups = random_size(sizes, 1, 2);
+    Config c{groups * random_size(sizes, 1, 3), groups * random_size(sizes, 1, 3), random_size(sizes, 1, 4),
+             random_size(sizes, 1, 4), random_size(sizes, 1, 3), random_size(sizes, 1, 3), random_size(sizes, 0, 2),
+             random_size(sizes, 0, 2), groups, random_size(sizes, 1, 2), random_size(sizes, 1, 2),
+             random_size(sizes, 1, 3), 0, 0};
+    c.iH = c.dilationH * (c.kH - 1) + 1 + random_size(sizes, 0, 4);
+    c.iW = c.dilationW * (c.kW - 1) + 1 + random_size(sizes, 0, 4);
+    auto m = make(c);
+    m->to(DType::Float64);
+    expect_gradients_ok(*m, uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, DType::Float64));
+  }
+}
+
+TEST_CASE("SpatialConvolution accumulates parameter gradients") {
+  Generator gen(9);
+  for (int64_t batch : {1, 4}) {
+    nn::SpatialConvolution m(4, 6, 3, 3, 1, 1, 1, 1, 2);
+    m.to(DType::Float64);
+    expect_accumulation_ok(m, uniform({batch, 4, 5, 5}, -1, 1, gen, DType::Float64));
+    m.noBias();
+    expect_accumulation_ok(m, uniform({batch, 4, 5, 5}, -1, 1, gen, DType::Float64));
+  }
+  // float32 batch-parallel weight gradient (per-thread partial sums) against float64
+  nn::SpatialConvolution f(3, 5, 3, 3, 2, 1, 1, 0);
+  nn::SpatialConvolution d(3, 5, 3, 3, 2, 1, 1, 0);
+  d.to(DType::Float64);
+  d.weight.copy_(f.weight);
+  d.bias.copy_(f.bias);
+  const Tensor x = uniform({6, 3, 7, 6}, -1, 1, gen);
+  const Tensor g = uniform(f.forward(x).sizes(), -1, 1, gen);
+  f.backward(x, g, 0.5);
+  d.forward(x.to(DType::Float64));
+  d.backward(x.to(DType::Float64), g.to(DType::Float64), 0.5);
+  CHECK(max_abs_diff(f.gradWeight, d.gradWeight) < 1e-5);
+  CHECK(max_abs_diff(f.gradBias, d.gradBias) < 1e-5);
+  CHECK(max_abs_diff(f.gradInput, d.gradInput) < 1e-5);
+}
+
+TEST_CASE("SpatialConvolution batch-parallel passes equal the per-sample ones") {
+  Generator gen(13);
+  nn::SpatialConvolution m(8, 8, 3, 3, 1, 1, 1, 1, 2);
+  m.to(DType::Float64);
+  convref::expect_batch_matches_samples(m, uniform({5, 8, 16, 16}, -1, 1, gen, DType::Float64));
+  nn::SpatialConvolution p(16, 16, 1, 1);
+  p.to(DType::Float64);
+  convref::expect_batch_matches_samples(p, uniform({4, 16, 32, 32}, -1, 1, gen, DType::Float64));
+}
+
+TEST_CASE("SpatialConvolution at a realistic size (speed sanity, nothing timed)") {
+  // a size where a per-element or quadratic slip would show up as a very slow test;
+  // sampled outputs are checked against direct dot products
+  Generator gen(11);
+  nn::SpatialConvolution m(16, 32, 3, 3, 1, 1, 1, 1);
+  const Tensor x = uniform({8, 16, 32, 32}, -1, 1, gen);
+  const Tensor y = m.forward(x);
+  REQUIRE(y.sizes() == Shape{8, 32, 32, 32});
+  for (int s = 0; s < 20; ++s) {
+    const int64_t n = gen.randint(8), o = gen.randint(32), i = gen.randint(32), j = gen.randint(32);
+    double acc = m.bias.get({o});
+    for (int64_t c = 0; c < 16; ++c)
+      for (int64_t a = 0; a < 3; ++a)
+        for (int64_t b = 0; b < 3; ++b) {
+          const int64_t yy = i - 1 + a, xx = j - 1 + b;
+          if (yy >= 0 && yy < 32 && xx >= 0 && xx < 32) acc += m.weight.get({o, c, a, b}) * x.get({n, c, yy, xx});
+        }
+    CHECK(std::abs(y.get({n, o, i, j}) - acc) < 1e-4);
+  }
+  const Tensor gy = uniform(y.sizes(), -1, 1, gen);
+  m.backward(x, gy);
+  CHECK(m.gradInput.sizes() == x.sizes());
+  CHECK(!has_nonfinite(m.gradWeight));
+}
+
+TEST_CASE("SpatialConvolution state round trip and printing") {
+  Generator gen(1);
+  nn::SpatialConvolution a(3, 4, 3, 3, 1, 1, 1, 1), b(3, 4, 3, 3, 1, 1, 1, 1);
+  expect_state_roundtrip_ok(a, b, uniform({2, 3, 5, 5}, -1, 1, gen));
+  nn::SpatialConvolution c(4, 4, 3, 2, 1, 1, 0, 0, 2), d(4, 4, 3, 2, 1, 1, 0, 0, 2);
+  c.noBias();
+  d.noBias();
+  expect_state_roundtrip_ok(c, d, uniform({4, 5, 5}, -1, 1, gen));
+  expect_prints_type(a);
+  CHECK(nn::SpatialConvolution(3, 96, 11, 11, 3, 3).str() == "nn.SpatialConvolution(3 -> 96, 11x11, 3,3)");
+  CHECK(nn::SpatialConvolution(3, 8, 5, 3).str() == "nn.SpatialConvolution(3 -> 8, 5x3)");
+  CHECK(a.str() == "nn.SpatialConvolution(3 -> 4, 3x3, 1,1, 1,1)");
+  CHECK(nn::SpatialConvolution(3, 8, 3, 5, 2, 1, 1, 2).str() == "nn.SpatialConvolution(3 -> 8, 3x5, 2,1, 1,2)");
+  CHECK(nn::SpatialConvolution(3, 8, 3, 3, 1, 1, 0, 2).str() == "nn.SpatialConvolution(3 -> 8, 3x3, 1,1, 0,2)");
+  CHECK(c.str() == "nn.SpatialConvolution(4 -> 4, 3x2, groups=2) without bias");
+  a.dilationW = 2;
+  CHECK(a.str() == "nn.SpatialConvolution(3 -> 4, 3x3, 1,1, 1,1, 2,1)");
+}
+
+namespace {
+// What a cudnn twin is: the nn module moved into a subclass that overrides the compute.
+struct Twin : nn::SpatialConvolution {
+  explicit Twin(nn::SpatialConvolution&& m) : nn::SpatialConvolution(std::move(m)) {}
+  std::string type_name() const override { return "test.SpatialConvolution"; }
+};
+}  // namespace
+
+TEST_CASE("SpatialConvolution moves into a twin with its configuration and parameters") {
+  static_assert(std::is_move_constructible_v<nn::SpatialConvolution>);
+  static_assert(!std::is_copy_constructible_v<nn::SpatialConvolution>);
+  Generator gen(2);
+  nn::SpatialConvolution m(4, 6, 3, 2, 2, 1, 1, 0, 2);
+  m.dilationW = 2;
+  const Tensor x = uniform({2, 4, 5, 7}, -1, 1, gen);
+  const Tensor y = m.forward(x).clone();
+  const auto storage = m.weight.storage();
+  Twin t(std::move(m));
+  CHECK(t.weight.storage() == storage);
+  CHECK(t.dilationW == 2);
+  CHECK(t.groups == 2);
+  CHECK(t.outputShape(x) == y.sizes());
+  CHECK(max_abs_diff(t.forward(x), y) == 0);
+  CHECK(t.str() == "test.SpatialConvolution(4 -> 6, 3x2, 2,1, 1,0, 2,1, groups=2)");
+}
+
+TEST_CASE("SpatialConvolution errors name the module, the contract and the sizes") {
+  nn::SpatialConvolution m(3, 4, 5, 5);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({1, 3, 4, 4})),
+                       "nn.SpatialConvolution::updateOutput: expected input of at least 5x5 (H x W) after padding "
+                       "for a kernel 5x5 with stride 1x1, padding 0x0 and dilation 1x1, got [1 x 3 x 4 x 4]: "
+                       "padded size 4x4 gives output size 0x0, too small",
+                       Error);
+  nn::SpatialConvolution dil(3, 4, 3, 3, 1, 1, 1, 0);
+  dil.dilationH = 3;
+  CHECK_THROWS_WITH_AS(dil.forward(zeros({3, 6, 9})),
+                       "nn.SpatialConvolution::updateOutput: expected input of at least 7x3 (H x W) after padding "
+                       "for a kernel 3x3 with stride 1x1, padding 0x1 and dilation 3x1, got [3 x 6 x 9]: "
+                       "padded size 6x11 gives output size 0x9, too small",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4, 8, 8})),
+                       "nn.SpatialConvolution::updateOutput: expected input of [3 x H x W] or [batch x 3 x H x W], "
+                       "got [2 x 4 x 8 x 8]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 8})),
+                       "nn.SpatialConvolution::updateOutput: expected input of [3 x H x W] or [batch x 3 x H x W], "
+                       "got [3 x 8]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 8, 8}, DType::Float64)),
+                       doctest::Contains("expected input of weight's dtype and device (float32 on cpu)"), Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 8, 8}, DType::Int64)),
+                       "nn.SpatialConvolution::updateOutput: expected float32 or float64 input, got int64 "
+                       "[3 x 8 x 8] on cpu",
+                       Error);
+  const Tensor x = zeros({2, 3, 6, 5});
+  m.forward(x);
+  CHECK_THROWS_WITH_AS(m.backward(x, zeros({2, 4, 2, 2})),
+                       "nn.SpatialConvolution::updateGradInput: expected gradOutput of [2 x 4 x 2 x 1] (for input "
+                       "[2 x 3 x 6 x 5]), got [2 x 4 x 2 x 2]",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::SpatialConvolution(3, 4, 3, 3, 1, 1, 0, 0, 2),
+                       "nn.SpatialConvolution: expected groups dividing nInputPlane and nOutputPlane, got "
+                       "nn.SpatialConvolution(3 -> 4, 3x3, groups=2)",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::SpatialConvolution(3, 4, 0, 3), doctest::Contains("expected positive kernel sizes"), Error);
+  CHECK_THROWS_WITH_AS(nn::SpatialConvolution(3, 4, 3, 3, 1, 1, -1, 0),
+                       doctest::Contains("expected non-negative padding"), Error);
+  // fields edited after construction are checked against the parameters before any compute
+  m.kW = 3;
+  CHECK_THROWS_WITH_AS(m.forward(x),
+                       "nn.SpatialConvolution::updateOutput: expected weight of [4 x 3 x 5 x 3], got [4 x 3 x 5 x 5]",
+                       Error);
+}
