@@ -67,7 +67,7 @@ template <class Nn, class Cu>
 void expect_batch_norm_twin_matches(const std::vector<tensor::Shape>& shapes, bool batched, bool training,
                                     tensor::DType dt, bool noncontiguous = false, uint64_t seed = 31) {
   tensor::Generator gen(seed);
-  INFO("seed ", seed, training ? ", training" : ", evaluation");
+  INFO("seed ", seed, std::string(training ? ", training" : ", evaluation"));
   for (const tensor::Shape& s : shapes) {
     for (const BatchNormConfig& c : batch_norm_configs()) {
       INFO("input ", tensor::shape_str(s), " affine ", c.affine, " eps ", c.eps, " momentum ", c.momentum);
@@ -93,7 +93,7 @@ void expect_batch_norm_parameter_dtypes(int64_t C) {
   Cu twin(C);
   twin.to(tensor::Device::cuda(0));
   for (DType dt : {DType::Float16, DType::BFloat16, DType::Float64, DType::Float32}) {
-    CAPTURE(tensor::name(dt));
+    INFO(std::string(tensor::name(dt)));
     twin.to(dt);
     const DType want = dt == DType::Float64 ? DType::Float64 : DType::Float32;
     for (const auto& [name, t] : twin.stateDict()) CHECK(t.dtype() == want);
@@ -108,15 +108,15 @@ void expect_batch_norm_running_statistics(const tensor::Shape& s, tensor::DType 
   const tensor::Device gpu = tensor::Device::cuda(0);
   const TwinTolerance tol = TwinTolerance::for_dtype(dt);
   tensor::Generator gen(seed);
-  INFO("input ", tensor::shape_str(s), " in ", tensor::name(dt), ", seed ", seed);
+  INFO("input ", tensor::shape_str(s), " in ", std::string(tensor::name(dt)), ", seed ", seed);
   const int64_t C = s[1];
   Nn ref(C, 1e-5, 0.2, true);
   ref.to(tensor::DType::Float64);
   randomize_batch_norm(ref, gen, false);
   Cu twin(C, 1e-5, 0.2, true);
-  twin.loadStateDict(ref.stateDict());
   twin.to(gpu);
   twin.to(dt);
+  twin.loadStateDict(ref.stateDict());  // after to(dt): no detour through float32
   for (int step = 0; step < 4; ++step) {
     INFO("step ", step);
     const tensor::Tensor x = batch_norm_input(s, true, gen).add(0.5 * step);
@@ -139,15 +139,15 @@ template <class Nn, class Cu>
 void expect_batch_norm_separate_gradients(const tensor::Shape& s, bool training, uint64_t seed = 41) {
   const tensor::Device gpu = tensor::Device::cuda(0);
   tensor::Generator gen(seed);
-  INFO("input ", tensor::shape_str(s), training ? ", training" : ", evaluation", ", seed ", seed);
+  INFO("input ", tensor::shape_str(s), std::string(training ? ", training" : ", evaluation"), ", seed ", seed);
   const int64_t C = s[1];
   Nn ref(C);
   ref.to(tensor::DType::Float64);
   randomize_batch_norm(ref, gen, true);
   Cu twin(C);
-  twin.loadStateDict(ref.stateDict());
   twin.to(gpu);
   twin.to(tensor::DType::Float64);
+  twin.loadStateDict(ref.stateDict());  // after to(Float64): no detour through float32
   if (!training) {
     ref.evaluate();
     twin.evaluate();

@@ -30,7 +30,7 @@ inline void expect_pointwise_twin_matches(const PointwiseFactory& makeNn, const 
   INFO("input seed ", seed, ", inputs in [", lo, ", ", hi, "]");
   for (const tensor::Shape& s : shapes) {
     for (bool inplace : {false, true}) {
-      INFO("input ", tensor::shape_str(s), inplace ? ", in place" : ", not in place");
+      INFO("input ", tensor::shape_str(s), std::string(inplace ? ", in place" : ", not in place"));
       nn::ModulePtr ref = makeNn(inplace), twin = makeCu(inplace);
       REQUIRE(as_pointwise(twin).inplace == inplace);
       expect_twin_matches(*ref, *twin, tensor::uniform(s, lo, hi, gen, tensor::DType::Float64), dt,

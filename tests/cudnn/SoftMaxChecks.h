@@ -21,7 +21,7 @@ template <class Nn, class Cu>
 void expect_softmax_twin_matches(const std::vector<tensor::Shape>& shapes, tensor::DType dt, bool noncontiguous = false,
                                  double scale = 3, bool fast = false, uint64_t seed = 23) {
   tensor::Generator gen(seed);
-  INFO("input seed ", seed, ", inputs in [-", scale, ", ", scale, "]", fast ? ", fast mode" : "");
+  INFO("input seed ", seed, ", inputs in [-", scale, ", ", scale, "]", std::string(fast ? ", fast mode" : ""));
   for (const tensor::Shape& s : shapes) {
     INFO("input ", tensor::shape_str(s));
     Nn ref;
@@ -33,8 +33,9 @@ void expect_softmax_twin_matches(const std::vector<tensor::Shape>& shapes, tenso
 }
 
 // Accurate mode subtracts the maximum: inputs in [-1000, 1000] (exp overflows float32 past
-// ~88) stay finite and match nn's float64 output in float32. (The gradient is not compared:
-// with near one-hot outputs it is ~exp(-300), zero in float32.)
+// ~88) stay finite and match nn's float64 output in float32, up to the inputs' rounding to
+// float32 (half an ulp of 1000 is 3e-5). The gradient is not compared: with near one-hot
+// outputs it is ~exp(-300), zero in float32.
 template <class Nn, class Cu>
 void expect_softmax_large_inputs(const std::vector<tensor::Shape>& shapes, uint64_t seed = 29) {
   tensor::Generator gen(seed);
@@ -50,7 +51,7 @@ void expect_softmax_large_inputs(const std::vector<tensor::Shape>& shapes, uint6
     const tensor::Tensor got = twin.forward(x.to(tensor::Device::cuda(0), tensor::DType::Float32));
     CHECK_FALSE(tensor::has_nonfinite(got));
     const double scale = 1 + want.abs().max().item();
-    CHECK(tensor::max_abs_diff(got, want) / scale < 1e-6);
+    CHECK(tensor::max_abs_diff(got, want) / scale < 2e-5);
   }
 }
 

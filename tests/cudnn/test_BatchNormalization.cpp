@@ -9,6 +9,7 @@
 #include "cudnn/Config.h"
 #include "nn/BatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -16,8 +17,12 @@ using namespace testing;
 namespace {
 using Nn = nn::BatchNormalization;
 using Cu = cudnn::BatchNormalization;
-// [N x C]: batch 2 (the smallest with a variance), odd sizes; single samples [C]
-const std::vector<Shape> batched = {{8, 4}, {2, 3}, {5, 7}};
+// [N x C]: batch 3, odd sizes; single samples [C]. (With batch 2 the training gradient is
+// ~0: xhat is +-1 whatever x, so relative errors say nothing.)
+const std::vector<Shape> batched = {{8, 4}, {3, 5}, {5, 7}};
+// 16-bit data: at least 6 values per channel (with fewer, the training gradient's
+// cancellation amplifies the inputs' rounding beyond the 16-bit tolerances)
+const std::vector<Shape> batched16 = {{8, 4}, {5, 7}, {16, 3}};
 const std::vector<Shape> single = {{4}, {1}};
 }  // namespace
 
@@ -38,8 +43,8 @@ TEST_CASE("cudnn.BatchNormalization evaluation matches nn.BatchNormalization (fi
 TEST_CASE("cudnn.BatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
   expect_batch_norm_parameter_dtypes<Cu>(3);
   for (DType dt : {DType::Float16, DType::BFloat16}) {
-    expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, dt);
-    expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, true, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, false, dt);
     expect_batch_norm_twin_matches<Nn, Cu>(single, false, false, dt);
   }
 }
@@ -52,7 +57,7 @@ TEST_CASE("cudnn.BatchNormalization with a non-contiguous input, training and ev
 
 TEST_CASE("cudnn.BatchNormalization running statistics over several steps (momentum 0.2, unbiased variance)") {
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    for (const Shape& s : batched) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
+    for (const Shape& s : batched16) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
   }
 }
 
@@ -90,4 +95,20 @@ TEST_CASE("cudnn.BatchNormalization convert round trip, printing and errors") {
   m.evaluate();
   CHECK(m.forward(ones({1, 4}, DType::Float32, gpu)).sizes() == Shape{1, 4});
   CHECK(m.forward(ones({4}, DType::Float32, gpu)).sizes() == Shape{4});
+}
+
+TEST_CASE("cudnn.BatchNormalization steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (bool training : {true, false}) {
+    for (DType dt : {DType::Float32, DType::Float16}) {
+      INFO(std::string(training ? "training " : "evaluation "), std::string(name(dt)));
+      const Shape& s = batched[0];
+      Cu m(s[1]);
+      m.to(gpu);
+      m.to(dt);
+      if (!training) m.evaluate();
+      expect_no_steady_state_allocations(m, batch_norm_input(s, true, gen).to(gpu, dt));
+    }
+  }
 }

@@ -6,6 +6,7 @@
 #include "cudnn/Config.h"
 #include "nn/ClippedReLU.h"
 #include "tests/cudnn/PointwiseChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -57,7 +58,7 @@ TEST_CASE("cudnn.ClippedReLU convert round trip, printing and errors") {
 TEST_CASE("cudnn.ClippedReLU in place: no gradient through clipped entries, in every dtype") {
   const Device gpu = Device::cuda(0);
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    CAPTURE(name(dt));
+    INFO(std::string(name(dt)));
     cudnn::ClippedReLU m(1.0, true);
     m.to(gpu);
     m.to(dt);
@@ -69,5 +70,17 @@ TEST_CASE("cudnn.ClippedReLU in place: no gradient through clipped entries, in e
     CHECK(gi.is_same_view(g));
     // nn takes the kink at y = ceiling as clipped (gradient 0), as here
     CHECK(g.to_vector<double>() == std::vector<double>{0, 2, 0, 0, 0, 6});
+  }
+}
+
+TEST_CASE("cudnn.ClippedReLU steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (auto& [makeNn, makeCu] : variants) {
+    for (bool inplace : {false, true}) {
+      nn::ModulePtr m = makeCu(inplace);
+      m->to(gpu);
+      expect_no_steady_state_allocations(*m, uniform({4, 5, 6}, -2, 2, gen).to(gpu));
+    }
   }
 }

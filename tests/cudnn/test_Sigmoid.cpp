@@ -6,6 +6,7 @@
 #include "cudnn/Config.h"
 #include "nn/Sigmoid.h"
 #include "tests/cudnn/PointwiseChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -50,3 +51,14 @@ TEST_CASE("cudnn.Sigmoid convert round trip, printing and errors") {
   CHECK(cudnn::Sigmoid().str() == "cudnn.Sigmoid");
 }
 
+TEST_CASE("cudnn.Sigmoid steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (auto& [makeNn, makeCu] : variants) {
+    for (bool inplace : {false, true}) {
+      nn::ModulePtr m = makeCu(inplace);
+      m->to(gpu);
+      expect_no_steady_state_allocations(*m, uniform({4, 5, 6}, -2, 2, gen).to(gpu));
+    }
+  }
+}

@@ -7,6 +7,7 @@
 #include "cudnn/SoftMax.h"
 #include "nn/SoftMax.h"
 #include "tests/cudnn/SoftMaxChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -48,3 +49,10 @@ TEST_CASE("cudnn.SoftMax convert round trip, printing and errors") {
   expect_softmax_convert_and_errors<Nn, Cu>({2, 5}, {2, 3, 4, 5, 6}, "expected input of [n], [batch x n], [C x H x W] or [N x C x H x W], got [2 x 3 x 4 x 5 x 6]");
 }
 
+TEST_CASE("cudnn.SoftMax steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  Cu m;
+  m.to(gpu);
+  expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
+}

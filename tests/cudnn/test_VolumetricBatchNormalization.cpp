@@ -9,6 +9,7 @@
 #include "cudnn/Config.h"
 #include "nn/VolumetricBatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -18,6 +19,9 @@ using Nn = nn::VolumetricBatchNormalization;
 using Cu = cudnn::VolumetricBatchNormalization;
 // [N x C x T x H x W]: batch 1, odd sizes; single samples [C x T x H x W]
 const std::vector<Shape> batched = {{2, 3, 3, 4, 5}, {1, 3, 2, 3, 4}, {3, 2, 1, 2, 1}};
+// 16-bit data: at least 6 values per channel (with fewer, the training gradient's
+// cancellation amplifies the inputs' rounding beyond the 16-bit tolerances)
+const std::vector<Shape> batched16 = {{2, 3, 3, 4, 5}, {1, 3, 2, 3, 4}, {3, 2, 1, 2, 1}};
 const std::vector<Shape> single = {{3, 2, 3, 4}, {2, 1, 1, 1}};
 }  // namespace
 
@@ -38,8 +42,8 @@ TEST_CASE("cudnn.VolumetricBatchNormalization evaluation matches nn.VolumetricBa
 TEST_CASE("cudnn.VolumetricBatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
   expect_batch_norm_parameter_dtypes<Cu>(3);
   for (DType dt : {DType::Float16, DType::BFloat16}) {
-    expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, dt);
-    expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, true, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, false, dt);
     expect_batch_norm_twin_matches<Nn, Cu>(single, false, false, dt);
   }
 }
@@ -52,7 +56,7 @@ TEST_CASE("cudnn.VolumetricBatchNormalization with a non-contiguous input, train
 
 TEST_CASE("cudnn.VolumetricBatchNormalization running statistics over several steps (momentum 0.2, unbiased variance)") {
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    for (const Shape& s : batched) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
+    for (const Shape& s : batched16) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
   }
 }
 
@@ -76,8 +80,24 @@ TEST_CASE("cudnn.VolumetricBatchNormalization convert round trip, printing and e
                        Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 4, 3, 3}, DType::Float32, gpu)),
                        "cudnn.VolumetricBatchNormalization::updateOutput: expected input of [N x C x T x H x W] (or "
-                       "[C x T x H x W] in evaluation), got [2 x 4 x 3 x 3]",
+                       "[C x T x H x W] in evaluation), got [2 x 4 x 3 x 3] in training",
                        Error);
   m.evaluate();
   CHECK(m.forward(ones({4, 2, 3, 2}, DType::Float32, gpu)).sizes() == Shape{4, 2, 3, 2});
+}
+
+TEST_CASE("cudnn.VolumetricBatchNormalization steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (bool training : {true, false}) {
+    for (DType dt : {DType::Float32, DType::Float16}) {
+      INFO(std::string(training ? "training " : "evaluation "), std::string(name(dt)));
+      const Shape& s = batched[0];
+      Cu m(s[1]);
+      m.to(gpu);
+      m.to(dt);
+      if (!training) m.evaluate();
+      expect_no_steady_state_allocations(m, batch_norm_input(s, true, gen).to(gpu, dt));
+    }
+  }
 }

@@ -7,6 +7,7 @@
 #include "cudnn/VolumetricLogSoftMax.h"
 #include "nn/VolumetricLogSoftMax.h"
 #include "tests/cudnn/SoftMaxChecks.h"
+#include "tests/cudnn/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;
@@ -48,3 +49,10 @@ TEST_CASE("cudnn.VolumetricLogSoftMax convert round trip, printing and errors") 
   expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
 }
 
+TEST_CASE("cudnn.VolumetricLogSoftMax steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  Cu m;
+  m.to(gpu);
+  expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
+}
