@@ -57,14 +57,14 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
     plan_.forward_train(mode(m), x.view(s3), m.output.view(s3), gamma(m), beta(m), m.momentum, m.running_mean,
                         m.running_var, m.eps, m.save_mean, m.save_invstd);
   } else {
-    plan_.forward_inference(mode(m), x.view(s3), m.output.view(s3), gamma(m), beta(m), m.running_mean,
-                            m.running_var, m.eps);
+    plan_.forward_inference(mode(m), x.view(s3), m.output.view(s3), gamma(m), beta(m), m.running_mean, m.running_var,
+                            m.eps);
   }
 }
 
-void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l,
-                                const Tensor& input, const Tensor& gradOutput, bool wantGradInput, bool wantParams,
-                                double scale, const char* method) {
+void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input,
+                                const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale,
+                                const char* method) {
   check_cuda(where_of(m, method), gradOutput, "gradOutput");
   m.checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && m.affine;

@@ -42,7 +42,7 @@ class BatchNormCompute {
   const Tensor& beta(nn::BatchNormalization& m);
 
   BatchNormPlan plan_;
-  Tensor ones_, zeros_;                             // affine = false
+  Tensor ones_, zeros_;                               // affine = false
   Tensor scratchData_, scratchWeight_, scratchBias_;  // results a caller did not ask for
 };
 }  // namespace detail
@@ -59,8 +59,7 @@ class BatchNormBase : public Twin<Base> {
     return this->output;
   }
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
-    compute_.backward(*this, checked(input, "updateGradInput"), input, gradOutput, true, false, 1.0,
-                      "updateGradInput");
+    compute_.backward(*this, checked(input, "updateGradInput"), input, gradOutput, true, false, 1.0, "updateGradInput");
     return this->gradInput;
   }
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override {

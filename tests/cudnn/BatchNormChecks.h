@@ -213,13 +213,14 @@ void expect_batch_norm_errors(const tensor::Shape& good) {
                                           tensor::shape_str(good) + " on cpu")
                                              .c_str()),
                        Error);
-  CHECK_THROWS_WITH_AS(m.forward(tensor::zeros(good, DType::Float32, gpu)),
-                       doctest::Contains((name + "::updateOutput: parameters are on cpu but the input is on cuda:0").c_str()),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.forward(tensor::zeros(good, DType::Float32, gpu)),
+      doctest::Contains((name + "::updateOutput: parameters are on cpu but the input is on cuda:0").c_str()), Error);
   m.to(gpu);
   CHECK_THROWS_WITH_AS(m.forward(tensor::zeros(good, DType::Float64, gpu)),
-                       doctest::Contains((name + "::updateOutput: expected float32, float16 or bfloat16 input for the "
-                                                 "module's float32 statistics, got float64 " +
+                       doctest::Contains((name +
+                                          "::updateOutput: expected float32, float16 or bfloat16 input for the "
+                                          "module's float32 statistics, got float64 " +
                                           tensor::shape_str(good))
                                              .c_str()),
                        Error);
@@ -231,12 +232,12 @@ void expect_batch_norm_errors(const tensor::Shape& good) {
   CHECK_THROWS_WITH_AS(m.backward(x, x),
                        doctest::Contains((name + "::backward: no batch statistics for input").c_str()), Error);
   m.forward(x);
-  CHECK_THROWS_WITH_AS(m.backward(x, x.sum(0)),
-                       doctest::Contains((name + "::backward: expected gradOutput of the input's shape and dtype").c_str()),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.backward(x, x.sum(0)),
+      doctest::Contains((name + "::backward: expected gradOutput of the input's shape and dtype").c_str()), Error);
   m.eps = -1;
-  CHECK_THROWS_WITH_AS(m.forward(x), (name + "::updateOutput: expected eps >= 0 (CUDNN_BN_MIN_EPSILON), got -1").c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(x),
+                       (name + "::updateOutput: expected eps >= 0 (CUDNN_BN_MIN_EPSILON), got -1").c_str(), Error);
 }
 
 }  // namespace testing

@@ -23,8 +23,8 @@ inline nn::Pointwise& as_pointwise(const nn::ModulePtr& m) { return dynamic_cast
 // Twin against nn for [7], [3 x 5], [2 x 3 x 5], [2 x 3 x 4 x 5], [2 x 2 x 3 x 3 x 4], in place
 // and not, inputs uniform in [lo, hi] from `seed`.
 inline void expect_pointwise_twin_matches(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu,
-                                          tensor::DType dt, bool noncontiguous = false, double lo = -2,
-                                          double hi = 2, uint64_t seed = 17) {
+                                          tensor::DType dt, bool noncontiguous = false, double lo = -2, double hi = 2,
+                                          uint64_t seed = 17) {
   const std::vector<tensor::Shape> shapes = {{7}, {3, 5}, {2, 3, 5}, {2, 3, 4, 5}, {2, 2, 3, 3, 4}};
   tensor::Generator gen(seed);
   INFO("input seed ", seed, ", inputs in [", lo, ", ", hi, "]");

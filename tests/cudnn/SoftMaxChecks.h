@@ -58,7 +58,8 @@ void expect_softmax_large_inputs(const std::vector<tensor::Shape>& shapes, uint6
 // convert round trip, fast mode's switch, printing, and the errors; `bad` is a shape the
 // family rejects, with nn's message for it.
 template <class Nn, class Cu>
-void expect_softmax_convert_and_errors(const tensor::Shape& good, const tensor::Shape& bad, const std::string& badMessage) {
+void expect_softmax_convert_and_errors(const tensor::Shape& good, const tensor::Shape& bad,
+                                       const std::string& badMessage) {
   tensor::Generator gen(9);
   expect_convert_roundtrip(std::make_shared<Nn>(), tensor::uniform(good, -2, 2, gen));
   Cu twin;
@@ -82,10 +83,10 @@ void expect_softmax_convert_and_errors(const tensor::Shape& good, const tensor::
                        tensor::Error);
   const tensor::Tensor x = tensor::zeros(good, tensor::DType::Float32, gpu);
   twin.forward(x);
-  CHECK_THROWS_WITH_AS(twin.backward(x, tensor::zeros({3}, tensor::DType::Float32, gpu)),
-                       doctest::Contains((name + "::updateGradInput: expected gradOutput of the input's shape and dtype")
-                                             .c_str()),
-                       tensor::Error);
+  CHECK_THROWS_WITH_AS(
+      twin.backward(x, tensor::zeros({3}, tensor::DType::Float32, gpu)),
+      doctest::Contains((name + "::updateGradInput: expected gradOutput of the input's shape and dtype").c_str()),
+      tensor::Error);
   CHECK_THROWS_WITH_AS(twin.backward(x.to(tensor::DType::Float64), x.to(tensor::DType::Float64)),
                        doctest::Contains((name + "::updateGradInput: no output for input").c_str()), tensor::Error);
 }

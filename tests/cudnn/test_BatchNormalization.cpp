@@ -1,8 +1,8 @@
-// test_BatchNormalization.cpp: cudnn.BatchNormalization against nn.BatchNormalization (tests/cudnn/BatchNormChecks.h): training and
-// evaluation (forward, running statistics, both backward passes), affine on and off, several
-// eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off,
-// float64, float16 and bfloat16 data with float32 parameters, a non-contiguous input,
-// updateGradInput/accGradParameters separately, convert round trip, errors.
+// test_BatchNormalization.cpp: cudnn.BatchNormalization against nn.BatchNormalization (tests/cudnn/BatchNormChecks.h):
+// training and evaluation (forward, running statistics, both backward passes), affine on and off, several eps and
+// momentum values, batch 1, single samples in evaluation, float32 with TF32 off, float64, float16 and bfloat16 data
+// with float32 parameters, a non-contiguous input, updateGradInput/accGradParameters separately, convert round trip,
+// errors.
 #include <doctest/doctest.h>
 
 #include "cudnn/BatchNormalization.h"
@@ -32,7 +32,9 @@ TEST_CASE("cudnn.BatchNormalization training matches nn.BatchNormalization in fl
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float64);
 }
 
-TEST_CASE("cudnn.BatchNormalization evaluation matches nn.BatchNormalization (fixed-statistics backward), batched and single samples") {
+TEST_CASE(
+    "cudnn.BatchNormalization evaluation matches nn.BatchNormalization (fixed-statistics backward), batched and single "
+    "samples") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   for (DType dt : {DType::Float32, DType::Float64}) {
     expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
@@ -76,7 +78,8 @@ TEST_CASE("cudnn.BatchNormalization convert round trip, printing and errors") {
   Cu m(4);
   m.to(gpu);
   CHECK_THROWS_WITH_AS(m.forward(zeros({8, 3}, DType::Float32, gpu)),
-                       "cudnn.BatchNormalization::updateOutput: expected input of [N x C] with C = 4, got [8 x 3]", Error);
+                       "cudnn.BatchNormalization::updateOutput: expected input of [N x C] with C = 4, got [8 x 3]",
+                       Error);
   CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 4}, DType::Float32, gpu)),
                        "cudnn.BatchNormalization::updateOutput: expected input of [N x C] (or [C] in evaluation), got "
                        "[2 x 3 x 4]",

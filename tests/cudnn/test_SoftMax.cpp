@@ -46,7 +46,9 @@ TEST_CASE("cudnn.SoftMax (accurate) stays finite and matches nn.SoftMax for larg
 }
 
 TEST_CASE("cudnn.SoftMax convert round trip, printing and errors") {
-  expect_softmax_convert_and_errors<Nn, Cu>({2, 5}, {2, 3, 4, 5, 6}, "expected input of [n], [batch x n], [C x H x W] or [N x C x H x W], got [2 x 3 x 4 x 5 x 6]");
+  expect_softmax_convert_and_errors<Nn, Cu>(
+      {2, 5}, {2, 3, 4, 5, 6},
+      "expected input of [n], [batch x n], [C x H x W] or [N x C x H x W], got [2 x 3 x 4 x 5 x 6]");
 }
 
 TEST_CASE("cudnn.SoftMax steady state: no device allocation after a warm-up") {

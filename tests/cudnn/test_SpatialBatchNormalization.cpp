@@ -1,12 +1,12 @@
-// test_SpatialBatchNormalization.cpp: cudnn.SpatialBatchNormalization against nn.SpatialBatchNormalization (tests/cudnn/BatchNormChecks.h): training and
-// evaluation (forward, running statistics, both backward passes), affine on and off, several
-// eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off,
-// float64, float16 and bfloat16 data with float32 parameters, a non-contiguous input,
-// updateGradInput/accGradParameters separately, convert round trip, errors.
+// test_SpatialBatchNormalization.cpp: cudnn.SpatialBatchNormalization against nn.SpatialBatchNormalization
+// (tests/cudnn/BatchNormChecks.h): training and evaluation (forward, running statistics, both backward passes), affine
+// on and off, several eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off, float64,
+// float16 and bfloat16 data with float32 parameters, a non-contiguous input, updateGradInput/accGradParameters
+// separately, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/SpatialBatchNormalization.h"
 #include "cudnn/Config.h"
+#include "cudnn/SpatialBatchNormalization.h"
 #include "nn/SpatialBatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
 #include "tests/cudnn/SteadyState.h"
@@ -25,13 +25,16 @@ const std::vector<Shape> batched16 = {{4, 3, 5, 5}, {1, 3, 4, 5}, {2, 5, 3, 7}};
 const std::vector<Shape> single = {{3, 4, 5}, {2, 1, 1}};
 }  // namespace
 
-TEST_CASE("cudnn.SpatialBatchNormalization training matches nn.SpatialBatchNormalization in float32 (TF32 off) and float64") {
+TEST_CASE(
+    "cudnn.SpatialBatchNormalization training matches nn.SpatialBatchNormalization in float32 (TF32 off) and float64") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float32);
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float64);
 }
 
-TEST_CASE("cudnn.SpatialBatchNormalization evaluation matches nn.SpatialBatchNormalization (fixed-statistics backward), batched and single samples") {
+TEST_CASE(
+    "cudnn.SpatialBatchNormalization evaluation matches nn.SpatialBatchNormalization (fixed-statistics backward), "
+    "batched and single samples") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   for (DType dt : {DType::Float32, DType::Float64}) {
     expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
@@ -39,7 +42,8 @@ TEST_CASE("cudnn.SpatialBatchNormalization evaluation matches nn.SpatialBatchNor
   }
 }
 
-TEST_CASE("cudnn.SpatialBatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
+TEST_CASE(
+    "cudnn.SpatialBatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
   expect_batch_norm_parameter_dtypes<Cu>(3);
   for (DType dt : {DType::Float16, DType::BFloat16}) {
     expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, true, dt);

@@ -1,6 +1,6 @@
-// test_SpatialLogSoftMax.cpp: cudnn.SpatialLogSoftMax against nn.SpatialLogSoftMax (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off,
-// float64, float16, bfloat16, the ranks nn.SpatialLogSoftMax accepts (batch and not, batch 1, odd sizes),
-// a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
+// test_SpatialLogSoftMax.cpp: cudnn.SpatialLogSoftMax against nn.SpatialLogSoftMax (tests/cudnn/SoftMaxChecks.h):
+// float32 with TF32 off, float64, float16, bfloat16, the ranks nn.SpatialLogSoftMax accepts (batch and not, batch 1,
+// odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
 #include "cudnn/Config.h"
@@ -46,7 +46,8 @@ TEST_CASE("cudnn.SpatialLogSoftMax (accurate) stays finite and matches nn.Spatia
 }
 
 TEST_CASE("cudnn.SpatialLogSoftMax convert round trip, printing and errors") {
-  expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2}, {2, 3}, "expected input of [C x H x W] or [N x C x H x W], got [2 x 3]");
+  expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2}, {2, 3},
+                                            "expected input of [C x H x W] or [N x C x H x W], got [2 x 3]");
 }
 
 TEST_CASE("cudnn.SpatialLogSoftMax steady state: no device allocation after a warm-up") {

@@ -1,12 +1,12 @@
-// test_VolumetricBatchNormalization.cpp: cudnn.VolumetricBatchNormalization against nn.VolumetricBatchNormalization (tests/cudnn/BatchNormChecks.h): training and
-// evaluation (forward, running statistics, both backward passes), affine on and off, several
-// eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off,
-// float64, float16 and bfloat16 data with float32 parameters, a non-contiguous input,
-// updateGradInput/accGradParameters separately, convert round trip, errors.
+// test_VolumetricBatchNormalization.cpp: cudnn.VolumetricBatchNormalization against nn.VolumetricBatchNormalization
+// (tests/cudnn/BatchNormChecks.h): training and evaluation (forward, running statistics, both backward passes), affine
+// on and off, several eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off, float64,
+// float16 and bfloat16 data with float32 parameters, a non-contiguous input, updateGradInput/accGradParameters
+// separately, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/VolumetricBatchNormalization.h"
 #include "cudnn/Config.h"
+#include "cudnn/VolumetricBatchNormalization.h"
 #include "nn/VolumetricBatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
 #include "tests/cudnn/SteadyState.h"
@@ -25,13 +25,17 @@ const std::vector<Shape> batched16 = {{2, 3, 3, 4, 5}, {1, 3, 2, 3, 4}, {3, 2, 1
 const std::vector<Shape> single = {{3, 2, 3, 4}, {2, 1, 1, 1}};
 }  // namespace
 
-TEST_CASE("cudnn.VolumetricBatchNormalization training matches nn.VolumetricBatchNormalization in float32 (TF32 off) and float64") {
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization training matches nn.VolumetricBatchNormalization in float32 (TF32 off) and "
+    "float64") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float32);
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float64);
 }
 
-TEST_CASE("cudnn.VolumetricBatchNormalization evaluation matches nn.VolumetricBatchNormalization (fixed-statistics backward), batched and single samples") {
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization evaluation matches nn.VolumetricBatchNormalization (fixed-statistics "
+    "backward), batched and single samples") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   for (DType dt : {DType::Float32, DType::Float64}) {
     expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
@@ -39,7 +43,8 @@ TEST_CASE("cudnn.VolumetricBatchNormalization evaluation matches nn.VolumetricBa
   }
 }
 
-TEST_CASE("cudnn.VolumetricBatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
   expect_batch_norm_parameter_dtypes<Cu>(3);
   for (DType dt : {DType::Float16, DType::BFloat16}) {
     expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, true, dt);
@@ -54,13 +59,15 @@ TEST_CASE("cudnn.VolumetricBatchNormalization with a non-contiguous input, train
   expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, DType::Float32, true);
 }
 
-TEST_CASE("cudnn.VolumetricBatchNormalization running statistics over several steps (momentum 0.2, unbiased variance)") {
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization running statistics over several steps (momentum 0.2, unbiased variance)") {
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     for (const Shape& s : batched16) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
   }
 }
 
-TEST_CASE("cudnn.VolumetricBatchNormalization updateGradInput and accGradParameters separately, training and evaluation") {
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization updateGradInput and accGradParameters separately, training and evaluation") {
   for (const Shape& s : batched) {
     expect_batch_norm_separate_gradients<Nn, Cu>(s, true);
     expect_batch_norm_separate_gradients<Nn, Cu>(s, false);

@@ -1,6 +1,7 @@
-// test_VolumetricLogSoftMax.cpp: cudnn.VolumetricLogSoftMax against nn.VolumetricLogSoftMax (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off,
-// float64, float16, bfloat16, the ranks nn.VolumetricLogSoftMax accepts (batch and not, batch 1, odd sizes),
-// a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
+// test_VolumetricLogSoftMax.cpp: cudnn.VolumetricLogSoftMax against nn.VolumetricLogSoftMax
+// (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off, float64, float16, bfloat16, the ranks nn.VolumetricLogSoftMax
+// accepts (batch and not, batch 1, odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large
+// inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
 #include "cudnn/Config.h"
@@ -35,7 +36,8 @@ TEST_CASE("cudnn.VolumetricLogSoftMax matches nn.VolumetricLogSoftMax with a non
   expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, true);
 }
 
-TEST_CASE("cudnn.VolumetricLogSoftMax in fast mode (CUDNN_SOFTMAX_FAST) matches nn.VolumetricLogSoftMax on moderate inputs") {
+TEST_CASE(
+    "cudnn.VolumetricLogSoftMax in fast mode (CUDNN_SOFTMAX_FAST) matches nn.VolumetricLogSoftMax on moderate inputs") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, false, 3, true);
   expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float64, false, 3, true);
@@ -46,7 +48,8 @@ TEST_CASE("cudnn.VolumetricLogSoftMax (accurate) stays finite and matches nn.Vol
 }
 
 TEST_CASE("cudnn.VolumetricLogSoftMax convert round trip, printing and errors") {
-  expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
+  expect_softmax_convert_and_errors<Nn, Cu>(
+      {2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
 }
 
 TEST_CASE("cudnn.VolumetricLogSoftMax steady state: no device allocation after a warm-up") {

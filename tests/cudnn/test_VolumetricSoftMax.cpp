@@ -1,6 +1,6 @@
-// test_VolumetricSoftMax.cpp: cudnn.VolumetricSoftMax against nn.VolumetricSoftMax (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off,
-// float64, float16, bfloat16, the ranks nn.VolumetricSoftMax accepts (batch and not, batch 1, odd sizes),
-// a non-contiguous input, fast mode, large inputs, convert round trip, errors.
+// test_VolumetricSoftMax.cpp: cudnn.VolumetricSoftMax against nn.VolumetricSoftMax (tests/cudnn/SoftMaxChecks.h):
+// float32 with TF32 off, float64, float16, bfloat16, the ranks nn.VolumetricSoftMax accepts (batch and not, batch 1,
+// odd sizes), a non-contiguous input, fast mode, large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
 #include "cudnn/Config.h"
@@ -46,7 +46,8 @@ TEST_CASE("cudnn.VolumetricSoftMax (accurate) stays finite and matches nn.Volume
 }
 
 TEST_CASE("cudnn.VolumetricSoftMax convert round trip, printing and errors") {
-  expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
+  expect_softmax_convert_and_errors<Nn, Cu>(
+      {2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
 }
 
 TEST_CASE("cudnn.VolumetricSoftMax steady state: no device allocation after a warm-up") {
