@@ -28,6 +28,20 @@ const Tables& tables() {
   static const Tables t = [] {
     Tables t;
     // ---- modules (sorted) ----
+    t.module<nn::BatchNormalization, cudnn::BatchNormalization>("nn.BatchNormalization");
+    t.module<nn::ClippedReLU, cudnn::ClippedReLU>("nn.ClippedReLU");
+    t.module<nn::ELU, cudnn::ELU>("nn.ELU");
+    t.module<nn::LogSoftMax, cudnn::LogSoftMax>("nn.LogSoftMax");
+    t.module<nn::ReLU, cudnn::ReLU>("nn.ReLU");
+    t.module<nn::Sigmoid, cudnn::Sigmoid>("nn.Sigmoid");
+    t.module<nn::SoftMax, cudnn::SoftMax>("nn.SoftMax");
+    t.module<nn::SpatialBatchNormalization, cudnn::SpatialBatchNormalization>("nn.SpatialBatchNormalization");
+    t.module<nn::SpatialLogSoftMax, cudnn::SpatialLogSoftMax>("nn.SpatialLogSoftMax");
+    t.module<nn::SpatialSoftMax, cudnn::SpatialSoftMax>("nn.SpatialSoftMax");
+    t.module<nn::Tanh, cudnn::Tanh>("nn.Tanh");
+    t.module<nn::VolumetricBatchNormalization, cudnn::VolumetricBatchNormalization>("nn.VolumetricBatchNormalization");
+    t.module<nn::VolumetricLogSoftMax, cudnn::VolumetricLogSoftMax>("nn.VolumetricLogSoftMax");
+    t.module<nn::VolumetricSoftMax, cudnn::VolumetricSoftMax>("nn.VolumetricSoftMax");
     // ---- criteria (sorted) ----
     return t;
   }();

@@ -33,7 +33,7 @@ Tensor noncontiguous_copy(const Tensor& t) {
 }
 
 void compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
-  INFO(what, ": twin ", got.description(), " vs nn ", want.description());
+  INFO(std::string(what), ": twin ", got.description(), " vs nn ", want.description());
   REQUIRE(got.sizes() == want.sizes());
   CHECK_FALSE(tensor::has_nonfinite(got));
   const double err = tensor::rel_norm_error(got, want);
@@ -44,7 +44,9 @@ void compare(const char* what, const Tensor& got, const Tensor& want, double tol
 
 void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& input, DType dtype, TwinTolerance tol,
                          bool noncontiguous) {
-  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype), noncontiguous ? ", non-contiguous input" : "");
+  // doctest prints a const char* as a pointer: strings only
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)),
+       std::string(noncontiguous ? ", non-contiguous input" : ""));
   CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
   reference.to(DType::Float64);
   twin.loadStateDict(reference.stateDict());
@@ -84,7 +86,7 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& 
 
 void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
                                    const Tensor& target, DType dtype, TwinTolerance tol) {
-  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype));
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)));
   CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
   reference.to(DType::Float64);
   twin.to(gpu);
