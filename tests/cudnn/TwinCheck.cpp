@@ -49,9 +49,10 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& 
        std::string(noncontiguous ? ", non-contiguous input" : ""));
   CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
   reference.to(DType::Float64);
-  twin.loadStateDict(reference.stateDict());
+  // convert first, then load: a float64 twin then holds the reference's exact values
   twin.to(gpu);
   twin.to(dtype);
+  twin.loadStateDict(reference.stateDict());
   if (reference.isTraining()) twin.train(); else twin.evaluate();
   reference.zeroGradParameters();
   twin.zeroGradParameters();
