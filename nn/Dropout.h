@@ -26,7 +26,9 @@ class Dropout : public Module {
   Tensor noise;
 
  protected:
-  void checkInput(const Tensor& input, const char* method) const;
+  // float32/float64 input and a valid p; virtual so the cudnn twin can accept 16-bit inputs.
+  virtual void checkInput(const Tensor& input, const char* method) const;
+  void checkP(const char* method) const;
 };
 
 }  // namespace nn
