@@ -28,7 +28,19 @@ const Tables& tables() {
   static const Tables t = [] {
     Tables t;
     // ---- modules (sorted) ----
+    t.module<nn::Concat, cudnn::Concat>("nn.Concat");
+    t.module<nn::Dropout, cudnn::Dropout>("nn.Dropout");
+    t.module<nn::Identity, cudnn::Identity>("nn.Identity");
+    t.module<nn::Linear, cudnn::Linear>("nn.Linear");
+    t.module<nn::Reshape, cudnn::Reshape>("nn.Reshape");
+    t.module<nn::Residual, cudnn::Residual>("nn.Residual");
+    t.module<nn::View, cudnn::View>("nn.View");
     // ---- criteria (sorted) ----
+    t.criterion<nn::ClassNLLCriterion, cudnn::ClassNLLCriterion>("nn.ClassNLLCriterion");
+    t.criterion<nn::CrossEntropyCriterion, cudnn::CrossEntropyCriterion>("nn.CrossEntropyCriterion");
+    t.criterion<nn::MSECriterion, cudnn::MSECriterion>("nn.MSECriterion");
+    t.criterion<nn::SpatialCrossEntropyCriterion, cudnn::SpatialCrossEntropyCriterion>("nn.SpatialCrossEntropyCriterion");
+    t.criterion<nn::VolumetricCrossEntropyCriterion, cudnn::VolumetricCrossEntropyCriterion>("nn.VolumetricCrossEntropyCriterion");
     return t;
   }();
   return t;
