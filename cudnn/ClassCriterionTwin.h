@@ -3,6 +3,7 @@
 // cuDNN's log-softmax over the classes first. All keep their nn criterion's weights,
 // sizeAverage and ignoreIndex, check shapes with nn's own checks, and compute with
 // cudnn::NLLPlan (cudnn/ops/nll.h): the loss costs one host read, the gradient none.
+// Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
 #pragma once
 
 #include "cudnn/Twin.h"
@@ -23,9 +24,10 @@ class ClassCriterionTwin : public Twin<Base> {
     const std::string w = this->where("updateOutput");
     const tensor::Tensor x = NLLPlan::canonical(w, input, target, this->weights, SpatialDims);
     if constexpr (Input == ClassInput::Scores) {
-      nn::ensure(this->logProbs, input.sizes(), x);
-      this->output = plan_.crossEntropy(w, x, target, this->weights, this->sizeAverage, this->ignoreIndex,
-                                        this->logProbs.view(x.sizes()));
+      const tensor::Tensor xs = x.to(NLLPlan::crossEntropyDtype(x.dtype()));
+      nn::ensure(this->logProbs, input.sizes(), xs);
+      this->output = plan_.crossEntropy(w, xs, target, this->weights, this->sizeAverage, this->ignoreIndex,
+                                        this->logProbs.view(xs.sizes()));
     } else {
       this->output = plan_.nll(w, x, target, this->weights, this->sizeAverage, this->ignoreIndex);
     }
@@ -39,9 +41,10 @@ class ClassCriterionTwin : public Twin<Base> {
     const tensor::Tensor x = NLLPlan::canonical(w, input, target, this->weights, SpatialDims);
     const tensor::Tensor dx = nn::ensure(this->gradInput, input.sizes(), x).view(x.sizes());
     if constexpr (Input == ClassInput::Scores) {
-      nn::ensure(this->logProbs, input.sizes(), x);
-      plan_.crossEntropyGrad(x, target, this->weights, this->sizeAverage, this->ignoreIndex,
-                             this->logProbs.view(x.sizes()), dx);
+      const tensor::Tensor xs = x.to(NLLPlan::crossEntropyDtype(x.dtype()));
+      nn::ensure(this->logProbs, input.sizes(), xs);
+      plan_.crossEntropyGrad(xs, target, this->weights, this->sizeAverage, this->ignoreIndex,
+                             this->logProbs.view(xs.sizes()), dx);
     } else {
       plan_.nllGrad(target, this->weights, this->sizeAverage, this->ignoreIndex, dx);
     }

@@ -9,6 +9,7 @@ namespace cudnn {
 
 namespace {
 Tensor contiguous(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+Tensor as(const Tensor& weights, DType dtype) { return weights.defined() ? weights.to(dtype) : weights; }
 }  // namespace
 
 Tensor NLLPlan::canonical(const std::string& where, const Tensor& input, const Tensor& target, const Tensor& weights,
@@ -54,19 +55,28 @@ void NLLPlan::nllGrad(const Tensor& target, const Tensor& weights, bool sizeAver
   kernels::nll_backward_normalized(indices(target), contiguous(weights), ignoreIndex, sizeAverage, dlogp);
 }
 
+DType NLLPlan::crossEntropyDtype(DType scores) {
+  return scores == DType::Float16 || scores == DType::BFloat16 ? DType::Float32 : scores;
+}
+
 double NLLPlan::crossEntropy(const std::string& where, const Tensor& scores, const Tensor& target,
                              const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& logp) {
   softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
-  return nll(where, logp, target, weights, sizeAverage, ignoreIndex);
+  return nll(where, logp, target, as(weights, logp.dtype()), sizeAverage, ignoreIndex);
 }
 
 void NLLPlan::crossEntropyGrad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                                int64_t ignoreIndex, const Tensor& logp, const Tensor& dx) {
   softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
   nn::ensure(dlogp_, logp.sizes(), logp);
-  nllGrad(target, weights, sizeAverage, ignoreIndex, dlogp_);
+  nllGrad(target, as(weights, logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
   // log-softmax backward: dx = dlogp - softmax * sum_c dlogp
-  softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, dx);
+  if (dx.dtype() == logp.dtype()) {
+    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, dx);
+  } else {
+    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, nn::ensure(dx_, logp.sizes(), logp));
+    Tensor(dx).copy_(dx_);  // a handle on the same storage
+  }
 }
 
 }  // namespace cudnn

@@ -30,10 +30,15 @@ class NLLPlan {
              bool sizeAverage, int64_t ignoreIndex);
   // Its gradient into dlogp (logp's shape).
   void nllGrad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& dlogp);
-  // The loss of scores (CrossEntropy): logp (scores' shape) gets their log-softmax over C.
+  // The dtype cross entropy computes in: float32 for float16/bfloat16 scores (the loss and
+  // the log-probabilities would otherwise round to 16 bits), the scores' own otherwise.
+  static DType crossEntropyDtype(DType scores);
+  // The loss of scores (CrossEntropy), given in crossEntropyDtype: logp (scores' shape and
+  // dtype) gets their log-softmax over C. Weights of another dtype are converted.
   double crossEntropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
                       bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
-  // Its gradient into dx; logp is recomputed (backward may follow any forward, as in nn).
+  // Its gradient into dx (scores' shape, in the criterion input's dtype); logp is recomputed
+  // (backward may follow any forward, as in nn).
   void crossEntropyGrad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                         int64_t ignoreIndex, const Tensor& logp, const Tensor& dx);
 
@@ -41,7 +46,7 @@ class NLLPlan {
   // The target as contiguous Int64 class indices on its device (itself when it already is).
   Tensor indices(const Tensor& target);
 
-  Tensor indices_, dlogp_;
+  Tensor indices_, dlogp_, dx_;
   SoftmaxPlan softmax_;
 };
 
