@@ -28,6 +28,12 @@ const Tables& tables() {
   static const Tables t = [] {
     Tables t;
     // ---- modules (sorted) ----
+    t.module<nn::SpatialConvolution, cudnn::SpatialConvolution>("nn.SpatialConvolution");
+    t.module<nn::SpatialDilatedConvolution, cudnn::SpatialDilatedConvolution>("nn.SpatialDilatedConvolution");
+    t.module<nn::SpatialFullConvolution, cudnn::SpatialFullConvolution>("nn.SpatialFullConvolution");
+    t.module<nn::TemporalConvolution, cudnn::TemporalConvolution>("nn.TemporalConvolution");
+    t.module<nn::VolumetricConvolution, cudnn::VolumetricConvolution>("nn.VolumetricConvolution");
+    t.module<nn::VolumetricFullConvolution, cudnn::VolumetricFullConvolution>("nn.VolumetricFullConvolution");
     // ---- criteria (sorted) ----
     return t;
   }();

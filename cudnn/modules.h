@@ -2,3 +2,9 @@
 #pragma once
 
 #include "cudnn/Config.h"
+#include "cudnn/SpatialConvolution.h"
+#include "cudnn/SpatialDilatedConvolution.h"
+#include "cudnn/SpatialFullConvolution.h"
+#include "cudnn/TemporalConvolution.h"
+#include "cudnn/VolumetricConvolution.h"
+#include "cudnn/VolumetricFullConvolution.h"
