@@ -29,10 +29,12 @@ struct ConvTwinCase {
   tensor::Tensor input;
 };
 
-// TF32 rounds both operands to a 10-bit mantissa (2^-11, about 5e-4 relative each), so its
-// products are off by about 1e-3 relative; sums of many such terms stay within these
-// norm-wise bounds (the output and gradients of allow_tf32=false are within 1e-5 / 1e-4).
-inline TwinTolerance tf32_tolerance() { return {2e-3, 5e-3}; }
+// TF32 keeps a 10-bit mantissa: each operand is off by up to 2^-11 (about 5e-4) relative, a
+// product by about 1e-3. Norm-wise that is about 1e-3 for the output and the gradients;
+// layers with a handful of outputs (a temporal convolution with 6) reach a few 1e-3, hence
+// 5e-3 and 1e-2 (the same layers are within 1e-5 and 1e-4 with TF32 off, and a wrong
+// result is off by O(1)).
+inline TwinTolerance tf32_tolerance() { return {5e-3, 1e-2}; }
 
 // expect_twin_matches for every case in `dt` (float32 runs with TF32 off).
 inline void expect_conv_cases_match(const std::vector<ConvTwinCase>& cases, tensor::DType dt,
