@@ -148,19 +148,21 @@ TEST_CASE("every algorithm name runs on a configuration that supports it") {
       cudnn::ConvPlan plan;
       plan.setMode(n.pass == cudnn::ConvPass::Forward ? n.flag : "", n.pass == cudnn::ConvPass::BackwardFilter ? n.flag : "",
                    n.pass == cudnn::ConvPass::BackwardData ? n.flag : "");
-      // whatever ran, pinned or fallen back, must compute the right thing
+      // whatever ran, pinned or fallen back, must compute the right thing; 1e-3 on the
+      // inner products: the Winograd transforms cuDNN falls back to for 5x5 kernels lose
+      // about 3 bits in float32 (6e-4 seen on an H100), the other algorithms stay near 1e-6
       if (n.pass == cudnn::ConvPass::Forward) {
         Tensor y = empty(ref.sizes(), DType::Float32, gpu);
         plan.forward(x.to(gpu), w.to(gpu), y, geo);
-        CHECK(rel_norm_error(y, ref) < 1e-4);
+        CHECK(rel_norm_error(y, ref) < 1e-3);
       } else if (n.pass == cudnn::ConvPass::BackwardData) {
         Tensor dx = empty(x.sizes(), DType::Float32, gpu);
         plan.backward_data(w.to(gpu), g.to(gpu), dx, geo);
-        CHECK(reference::dot(x, dx) == doctest::Approx(lhs).epsilon(1e-4));
+        CHECK(reference::dot(x, dx) == doctest::Approx(lhs).epsilon(1e-3));
       } else {
         Tensor dw = empty(w.sizes(), DType::Float32, gpu);
         plan.backward_filter(x.to(gpu), g.to(gpu), dw, geo);
-        CHECK(reference::dot(w, dw) == doctest::Approx(lhs).epsilon(1e-4));
+        CHECK(reference::dot(w, dw) == doctest::Approx(lhs).epsilon(1e-3));
       }
       ran = plan.algorithm(n.pass) == want.algo;
       if (ran) {

@@ -145,6 +145,7 @@ TEST_CASE("a cudnn module trains with SGD and Adam on the GPU as the nn module d
     nn::Linear ref(6, 3);
     ref.to(DType::Float64);
     cudnn::Linear twin(6, 3);
+    twin.to(DType::Float64);
     twin.loadStateDict(ref.stateDict());
     twin.to(gpu);  // before the optimizer: to() replaces the parameter tensors
     auto make = [&](nn::Module& m) -> std::unique_ptr<nn::Optimizer> {
