@@ -28,7 +28,39 @@ const Tables& tables() {
   static const Tables t = [] {
     Tables t;
     // ---- modules (sorted) ----
+    t.module<nn::BatchNormalization, cudnn::BatchNormalization>("nn.BatchNormalization");
+    t.module<nn::ClippedReLU, cudnn::ClippedReLU>("nn.ClippedReLU");
+    t.module<nn::Concat, cudnn::Concat>("nn.Concat");
+    t.module<nn::Dropout, cudnn::Dropout>("nn.Dropout");
+    t.module<nn::ELU, cudnn::ELU>("nn.ELU");
+    t.module<nn::Identity, cudnn::Identity>("nn.Identity");
+    t.module<nn::Linear, cudnn::Linear>("nn.Linear");
+    t.module<nn::LogSoftMax, cudnn::LogSoftMax>("nn.LogSoftMax");
+    t.module<nn::ReLU, cudnn::ReLU>("nn.ReLU");
+    t.module<nn::Reshape, cudnn::Reshape>("nn.Reshape");
+    t.module<nn::Residual, cudnn::Residual>("nn.Residual");
+    t.module<nn::Sigmoid, cudnn::Sigmoid>("nn.Sigmoid");
+    t.module<nn::SoftMax, cudnn::SoftMax>("nn.SoftMax");
+    t.module<nn::SpatialBatchNormalization, cudnn::SpatialBatchNormalization>("nn.SpatialBatchNormalization");
+    t.module<nn::SpatialConvolution, cudnn::SpatialConvolution>("nn.SpatialConvolution");
+    t.module<nn::SpatialDilatedConvolution, cudnn::SpatialDilatedConvolution>("nn.SpatialDilatedConvolution");
+    t.module<nn::SpatialFullConvolution, cudnn::SpatialFullConvolution>("nn.SpatialFullConvolution");
+    t.module<nn::SpatialLogSoftMax, cudnn::SpatialLogSoftMax>("nn.SpatialLogSoftMax");
+    t.module<nn::SpatialSoftMax, cudnn::SpatialSoftMax>("nn.SpatialSoftMax");
+    t.module<nn::Tanh, cudnn::Tanh>("nn.Tanh");
+    t.module<nn::TemporalConvolution, cudnn::TemporalConvolution>("nn.TemporalConvolution");
+    t.module<nn::View, cudnn::View>("nn.View");
+    t.module<nn::VolumetricBatchNormalization, cudnn::VolumetricBatchNormalization>("nn.VolumetricBatchNormalization");
+    t.module<nn::VolumetricConvolution, cudnn::VolumetricConvolution>("nn.VolumetricConvolution");
+    t.module<nn::VolumetricFullConvolution, cudnn::VolumetricFullConvolution>("nn.VolumetricFullConvolution");
+    t.module<nn::VolumetricLogSoftMax, cudnn::VolumetricLogSoftMax>("nn.VolumetricLogSoftMax");
+    t.module<nn::VolumetricSoftMax, cudnn::VolumetricSoftMax>("nn.VolumetricSoftMax");
     // ---- criteria (sorted) ----
+    t.criterion<nn::ClassNLLCriterion, cudnn::ClassNLLCriterion>("nn.ClassNLLCriterion");
+    t.criterion<nn::CrossEntropyCriterion, cudnn::CrossEntropyCriterion>("nn.CrossEntropyCriterion");
+    t.criterion<nn::MSECriterion, cudnn::MSECriterion>("nn.MSECriterion");
+    t.criterion<nn::SpatialCrossEntropyCriterion, cudnn::SpatialCrossEntropyCriterion>("nn.SpatialCrossEntropyCriterion");
+    t.criterion<nn::VolumetricCrossEntropyCriterion, cudnn::VolumetricCrossEntropyCriterion>("nn.VolumetricCrossEntropyCriterion");
     return t;
   }();
   return t;

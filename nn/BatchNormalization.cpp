@@ -64,6 +64,10 @@ std::string BatchNormalization::shapeContract(bool batched) const {
 BatchNormalization::Layout BatchNormalization::layout(const Tensor& input, const char* method) const {
   check_float(where(method), input);
   check_matches(where(method), input, running_mean, "input", "running_mean");
+  return shapeLayout(input, method);
+}
+
+BatchNormalization::Layout BatchNormalization::shapeLayout(const Tensor& input, const char* method) const {
   const int64_t d = input.dim();
   if (d != nDim && !(d == nDim - 1 && !training_)) {
     throw Error(where(method) + "expected input of " + shapeContract(true) + " (or " + shapeContract(false) +
@@ -116,14 +120,18 @@ const Tensor& BatchNormalization::updateOutput(const Tensor& input) {
   return output;
 }
 
-void BatchNormalization::backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput,
-                                      bool wantParams, double scale, const char* method) {
-  const Layout l = layout(input, method);
-  check_float(where(method), gradOutput, "gradOutput");
+void BatchNormalization::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
   if (gradOutput.sizes() != input.sizes() || gradOutput.dtype() != input.dtype()) {
     throw Error(where(method) + "expected gradOutput of the input's shape and dtype (" + input.description() +
                 "), got " + gradOutput.description());
   }
+}
+
+void BatchNormalization::backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput,
+                                      bool wantParams, double scale, const char* method) {
+  const Layout l = layout(input, method);
+  check_float(where(method), gradOutput, "gradOutput");
+  checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && affine;
   if (training_) {
     if (!save_mean.defined() || save_mean.dtype() != input.dtype()) {

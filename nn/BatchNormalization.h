@@ -44,6 +44,11 @@ class BatchNormalization : public Module {
     int64_t N, C, S;
   };
   Layout layout(const Tensor& input, const char* method) const;
+  // The same without the dtype checks (the cudnn twins take 16-bit data with float32
+  // statistics): rank, channel count and, in training, more than one value per channel.
+  Layout shapeLayout(const Tensor& input, const char* method) const;
+  // gradOutput has the input's shape and dtype.
+  void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 
  protected:
   BatchNormalization(int64_t nOutput, double eps, double momentum, bool affine, int64_t nDim);

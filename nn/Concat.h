@@ -3,7 +3,7 @@
 // DIMENSIONS ARE 0-BASED and count the batch dimension, as PyTorch's cat does: Torch's
 // nn.Concat(2) on [N x C x H x W] (channels) is nn::Concat(1) here; negative values count
 // from the end. Children's outputs must agree in every size but `dimension`.
-// Prints as Torch does. No cudnn twin: it runs cudnn children as they are.
+// Prints as Torch does. Twin: cudnn::Concat (the same tensor ops on the GPU).
 #pragma once
 
 #include "nn/Container.h"

@@ -108,26 +108,49 @@ void ConvolutionBase::checkConfig(const std::string& where) const {
   }
 }
 
+ConvolutionBase& ConvolutionBase::setMode(const std::string& fwd, const std::string& bwdFilter,
+                                          const std::string& bwdData) {
+  algo.fwd = fwd;
+  algo.bwdFilter = bwdFilter;
+  algo.bwdData = bwdData;
+  return *this;
+}
+
+ConvolutionBase& ConvolutionBase::resetMode() {
+  algo = ConvAlgorithms{};
+  return *this;
+}
+
+ConvolutionBase& ConvolutionBase::fastest(bool on) {
+  algo.fastest = on;
+  return *this;
+}
+
 Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) const {
   const std::string at = where(method);
-  checkConfig(at);
   check_float(at, input);
   check_matches(at, input, weight);
+  return outputSizes(input.sizes(), method);
+}
+
+Shape ConvolutionBase::outputSizes(const Shape& input, const char* method) const {
+  const std::string at = where(method);
+  checkConfig(at);
   const ConvSpec s = spec();
-  const int64_t rank = input.dim();
+  const int64_t rank = static_cast<int64_t>(input.size());
   const bool batched = rank == s.nd + 2;
-  if ((rank != s.nd + 1 && !batched) || input.size(batched ? 1 : 0) != nInputPlane) {
+  if ((rank != s.nd + 1 && !batched) || input[batched ? 1 : 0] != nInputPlane) {
     const std::string planes = std::to_string(nInputPlane) + " x " + dim_names(s.nd);
     throw Error(at + "expected input of [" + planes + "] or [batch x " + planes + "], got " +
-                tensor::shape_str(input.sizes()));
+                tensor::shape_str(input));
   }
-  Shape out(input.sizes());
+  Shape out(input);
   if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
   const int64_t first_spatial = batched ? 2 : 1;
   std::vector<int64_t> in(s.nd), sizes(s.nd), extent(s.nd), padded(s.nd);
   bool ok = true;
   for (int i = 0; i < s.nd; ++i) {
-    in[i] = input.size(first_spatial + i);
+    in[i] = input[first_spatial + i];
     extent[i] = s.dilation[i] * (s.k[i] - 1) + 1;  // the dilated kernel's extent
     padded[i] = in[i] + 2 * s.pad[i];
     if (transposed_) {
@@ -146,23 +169,30 @@ Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) cons
                                  join(first(s.dilation, s.nd), "x");
     if (transposed_) {
       throw Error(at + "expected input giving a non-empty output (" + dim_names(s.nd) + ") for a " + geometry +
-                  ", got " + tensor::shape_str(input.sizes()) + ": calculated output size " + join(sizes, "x") +
+                  ", got " + tensor::shape_str(input) + ": calculated output size " + join(sizes, "x") +
                   ", too small");
     }
     throw Error(at + "expected input of at least " + join(extent, "x") + " (" + dim_names(s.nd) +
-                ") after padding for a " + geometry + ", got " + tensor::shape_str(input.sizes()) + ": padded size " +
+                ") after padding for a " + geometry + ", got " + tensor::shape_str(input) + ": padded size " +
                 join(padded, "x") + " gives output size " + join(sizes, "x") + ", too small");
   }
   return out;
 }
 
 void ConvolutionBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
-  const Shape expected = outputShape(input, method);
-  check_float(where(method), gradOutput, "gradOutput");
-  check_matches(where(method), gradOutput, weight, "gradOutput");
-  if (gradOutput.sizes() != expected) {
+  const std::string at = where(method);
+  check_float(at, input);
+  check_matches(at, input, weight);
+  check_float(at, gradOutput, "gradOutput");
+  check_matches(at, gradOutput, weight, "gradOutput");
+  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
+}
+
+void ConvolutionBase::checkGradOutputSizes(const Shape& input, const Shape& gradOutput, const char* method) const {
+  const Shape expected = outputSizes(input, method);
+  if (gradOutput != expected) {
     throw Error(where(method) + "expected gradOutput of " + tensor::shape_str(expected) + " (for input " +
-                tensor::shape_str(input.sizes()) + "), got " + tensor::shape_str(gradOutput.sizes()));
+                tensor::shape_str(input) + "), got " + tensor::shape_str(gradOutput));
   }
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 
 #include "nn/Module.h"
 #include "nn/kernels/Convolution.h"
@@ -20,6 +21,19 @@ struct ConvSpec {
   int64_t groups = 1;
 };
 
+// The cuDNN algorithm choices of one convolution module, cudnn.torch's setMode()/fastest():
+// flag values of conv.algo_fwd, conv.algo_bwd_filter and conv.algo_bwd_data (an algorithm
+// name or a policy, see cudnn/Config.h; "" follows the global flag) and `fastest` (ignore
+// workspace_limit for this module). They name cuDNN's passes, so a transposed convolution's
+// forward runs under bwdData and its updateGradInput under fwd. Plain fields of the nn
+// module, so they survive convert() both ways: used by the cudnn twin, ignored on the CPU.
+// The twin checks the names when it first computes.
+struct ConvAlgorithms {
+  std::string fwd, bwdFilter, bwdData;
+  bool fastest = false;
+  bool operator==(const ConvAlgorithms&) const = default;
+};
+
 class ConvolutionBase : public Module {
  public:
   const Tensor& updateOutput(const Tensor& input) override;
@@ -30,6 +44,11 @@ class ConvolutionBase : public Module {
   void reset(double stdv = -1);
   // Drops the bias (Torch's noBias()); prints " without bias".
   ConvolutionBase& noBias();
+
+  // cudnn.torch's per-module algorithm overrides (see ConvAlgorithms; ignored on the CPU).
+  ConvolutionBase& setMode(const std::string& fwd, const std::string& bwdFilter, const std::string& bwdData);
+  ConvolutionBase& resetMode();  // back to the global flags, fastest off
+  ConvolutionBase& fastest(bool on = true);
 
   // The configuration, read from the subclass's Torch-named fields.
   virtual ConvSpec spec() const = 0;
@@ -42,9 +61,14 @@ class ConvolutionBase : public Module {
   Shape outputShape(const Tensor& input, const char* method = "updateOutput") const;
   // Checks that gradOutput has the shape forward(input) has.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+  // The same two checks on shapes alone, for any dtype (the cudnn twins also take float16
+  // and bfloat16 and check dtype and device themselves).
+  Shape outputSizes(const Shape& inputSizes, const char* method = "updateOutput") const;
+  void checkGradOutputSizes(const Shape& inputSizes, const Shape& gradOutputSizes, const char* method) const;
 
   int64_t nInputPlane, nOutputPlane;
   Tensor weight, bias, gradWeight, gradBias;
+  ConvAlgorithms algo;
 
  protected:
   ConvolutionBase(int64_t nInputPlane, int64_t nOutputPlane, bool transposed);

@@ -24,8 +24,10 @@ void Dropout::setp(double p_) {
 
 void Dropout::checkInput(const Tensor& input, const char* method) const {
   check_float(where(method), input);
-  check_p(where(method), p);  // p is a public field
+  checkP(method);
 }
+
+void Dropout::checkP(const char* method) const { check_p(where(method), p); }  // p is a public field
 
 const Tensor& Dropout::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");

@@ -3,7 +3,7 @@
 // Torch's old variant (no scaling at training, output * (1-p) at evaluation). The mask is
 // drawn with bernoulli_ from tensor::default_generator(), so tensor::manual_seed repeats it;
 // `noise` holds the last mask (already scaled). inplace = true overwrites the input (and
-// gradOutput in backward). Any input shape. Twin: cudnn::Dropout (v2 only).
+// gradOutput in backward). Any input shape. Twin: cudnn::Dropout.
 #pragma once
 
 #include "nn/Module.h"
@@ -28,7 +28,9 @@ class Dropout : public Module {
   Tensor noise;
 
  protected:
-  void checkInput(const Tensor& input, const char* method) const;
+  // float32/float64 input and a valid p; virtual so the cudnn twin can accept 16-bit inputs.
+  virtual void checkInput(const Tensor& input, const char* method) const;
+  void checkP(const char* method) const;
 };
 
 }  // namespace nn

@@ -40,6 +40,10 @@ void Linear::visitState(StateVisitor& v) {
 Tensor Linear::batched(const Tensor& input, const char* method) const {
   check_float(where(method), input);
   check_matches(where(method), input, weight);
+  return asBatch(input, method);
+}
+
+Tensor Linear::asBatch(const Tensor& input, const char* method) const {
   const bool ok = (input.dim() == 1 || input.dim() == 2) && input.size(-1) == inputSize;
   if (!ok) {
     throw Error(where(method) + "expected input of [" + std::to_string(inputSize) + "] or [batch x " +

@@ -25,8 +25,11 @@ class Linear : public Module {
 
  protected:
   void visitState(StateVisitor& v) override;
-  // [batch x inputSize] view of a 1-d or 2-d input; throws naming the shapes otherwise.
+  // [batch x inputSize] view of a 1-d or 2-d float32/float64 input of the weight's dtype and
+  // device; throws naming the shapes, dtypes or devices otherwise.
   Tensor batched(const Tensor& input, const char* method) const;
+  // The shape half of batched() alone (the cudnn twin checks dtypes and devices its own way).
+  Tensor asBatch(const Tensor& input, const char* method) const;
 };
 
 }  // namespace nn

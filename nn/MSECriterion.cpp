@@ -10,6 +10,10 @@ MSECriterion::MSECriterion(bool sizeAverage_) : sizeAverage(sizeAverage_) {}
 void MSECriterion::checkInput(const Tensor& input, const Tensor& target, const char* method) const {
   check_float(where(method), input);
   check_matches(where(method), target, input, "target", "input");
+  checkSizes(input, target, method);
+}
+
+void MSECriterion::checkSizes(const Tensor& input, const Tensor& target, const char* method) const {
   if (target.numel() != input.numel()) {
     throw Error(where(method) + "expected a target of " + std::to_string(input.numel()) + " elements (input " +
                 tensor::shape_str(input.sizes()) + "), got " + tensor::shape_str(target.sizes()));

@@ -20,6 +20,8 @@ class MSECriterion : public Criterion {
 
  protected:
   void checkInput(const Tensor& input, const Tensor& target, const char* method) const;
+  // The element-count half of checkInput (the cudnn twin checks dtypes its own way).
+  void checkSizes(const Tensor& input, const Tensor& target, const char* method) const;
 };
 
 }  // namespace nn

@@ -11,6 +11,10 @@ void Pointwise::checkInput(const Tensor& input, const char* method) const {
 
 void Pointwise::checkGradOutput(const Tensor& gradOutput, const char* method) const {
   check_float(where(method), gradOutput, "gradOutput");
+  checkGradOutputMatches(gradOutput, method);
+}
+
+void Pointwise::checkGradOutputMatches(const Tensor& gradOutput, const char* method) const {
   if (!output.defined()) throw Error(where(method) + "no output to differentiate: call updateOutput first");
   if (gradOutput.sizes() != output.sizes() || gradOutput.dtype() != output.dtype()) {
     throw Error(where(method) + "expected gradOutput of the output's shape and dtype (" + output.description() +

@@ -31,6 +31,8 @@ class Pointwise : public Module {
   void checkInput(const Tensor& input, const char* method) const;
   // gradOutput must have the output's shape and dtype (and updateOutput must have run).
   void checkGradOutput(const Tensor& gradOutput, const char* method) const;
+  // The same without the float32/float64 check (the cudnn twins take 16-bit data too).
+  void checkGradOutputMatches(const Tensor& gradOutput, const char* method) const;
 };
 
 }  // namespace nn

@@ -3,7 +3,7 @@
 // prod(size) elements whose first size is not 1 is one sample and anything else is a batch
 // along its first dimension; batchMode = true/false forces either reading. Sizes are
 // positive (no -1, unlike View). The output shares storage when the strides allow (a copy
-// otherwise); gradInput is gradOutput reshaped as the input. No cudnn twin.
+// otherwise); gradInput is gradOutput reshaped as the input. Twin: cudnn::Reshape.
 #pragma once
 
 #include <concepts>

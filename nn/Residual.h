@@ -7,7 +7,7 @@
 //     block: nn.Linear(4 -> 4)
 //     shortcut: identity
 //   }
-// No cudnn twin: it runs cudnn children as they are.
+// Twin: cudnn::Residual (the same tensor ops on the GPU).
 #pragma once
 
 #include "nn/Container.h"

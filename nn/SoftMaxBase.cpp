@@ -8,8 +8,11 @@ namespace nn {
 
 SoftMaxBase::Layout SoftMaxBase::layout(const Tensor& input, const char* method) const {
   check_float(where(method), input);
-  const Shape& s = input.sizes();
-  const int64_t d = input.dim();
+  return shapeLayout(input.sizes(), method);
+}
+
+SoftMaxBase::Layout SoftMaxBase::shapeLayout(const Shape& s, const char* method) const {
+  const int64_t d = static_cast<int64_t>(s.size());
   auto spatial = [&](int64_t from) {
     int64_t n = 1;
     for (int64_t k = from; k < d; ++k) n *= s[k];
@@ -37,6 +40,16 @@ SoftMaxBase::Layout SoftMaxBase::layout(const Tensor& input, const char* method)
   throw Error(where(method) + "invalid softmax family");
 }
 
+void SoftMaxBase::checkBackward(const Tensor& input, const Tensor& gradOutput, const char* method) const {
+  if (!output.defined() || output.sizes() != input.sizes() || output.dtype() != input.dtype()) {
+    throw Error(where(method) + "no output for input " + input.description() + ": call updateOutput first");
+  }
+  if (gradOutput.sizes() != input.sizes() || gradOutput.dtype() != input.dtype()) {
+    throw Error(where(method) + "expected gradOutput of the input's shape and dtype (" + input.description() +
+                "), got " + gradOutput.description());
+  }
+}
+
 const Tensor& SoftMaxBase::updateOutput(const Tensor& input) {
   const Layout l = layout(input, "updateOutput");
   const Tensor x = input.contiguous();
@@ -51,14 +64,7 @@ const Tensor& SoftMaxBase::updateOutput(const Tensor& input) {
 const Tensor& SoftMaxBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   const Layout l = layout(input, "updateGradInput");
   check_float(where("updateGradInput"), gradOutput, "gradOutput");
-  if (!output.defined() || output.sizes() != input.sizes() || output.dtype() != input.dtype()) {
-    throw Error(where("updateGradInput") + "no output for input " + input.description() +
-                ": call updateOutput first");
-  }
-  if (gradOutput.sizes() != input.sizes() || gradOutput.dtype() != input.dtype()) {
-    throw Error(where("updateGradInput") + "expected gradOutput of the input's shape and dtype (" +
-                input.description() + "), got " + gradOutput.description());
-  }
+  checkBackward(input, gradOutput, "updateGradInput");
   const Tensor gy = gradOutput.contiguous();
   ensure(gradInput, gy.sizes(), gy);
   tensor::dispatch_f32_f64(gy.dtype(), type_name().c_str(), [&](auto tag) {

@@ -25,6 +25,10 @@ class SoftMaxBase : public Module {
 
   // Checks dtype and rank (throwing with the method and shape named) and returns the view.
   Layout layout(const Tensor& input, const char* method) const;
+  // The rank check alone, for any dtype (the cudnn twins also take float16 and bfloat16).
+  Layout shapeLayout(const Shape& sizes, const char* method) const;
+  // Backward's checks: updateOutput ran on this input's shape and dtype, and gradOutput has them.
+  void checkBackward(const Tensor& input, const Tensor& gradOutput, const char* method) const;
   Family family() const { return family_; }
   bool isLog() const { return log_; }
 

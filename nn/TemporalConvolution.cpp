@@ -41,7 +41,32 @@ void TemporalConvolution::visitState(StateVisitor& v) {
   v.parameter("bias", bias, gradBias);
 }
 
+TemporalConvolution& TemporalConvolution::setMode(const std::string& fwd, const std::string& bwdFilter,
+                                                  const std::string& bwdData) {
+  algo.fwd = fwd;
+  algo.bwdFilter = bwdFilter;
+  algo.bwdData = bwdData;
+  return *this;
+}
+
+TemporalConvolution& TemporalConvolution::resetMode() {
+  algo = ConvAlgorithms{};
+  return *this;
+}
+
+TemporalConvolution& TemporalConvolution::fastest(bool on) {
+  algo.fastest = on;
+  return *this;
+}
+
 Shape TemporalConvolution::outputShape(const Tensor& input, const char* method) const {
+  const std::string at = where(method);
+  check_float(at, input);
+  check_matches(at, input, weight);
+  return outputSizes(input.sizes(), method);
+}
+
+Shape TemporalConvolution::outputSizes(const Shape& input, const char* method) const {
   const std::string at = where(method);
   if (inputFrameSize <= 0 || outputFrameSize <= 0 || kW <= 0 || dW <= 0 ||
       weight.sizes() != Shape{outputFrameSize, kW * inputFrameSize} || bias.sizes() != Shape{outputFrameSize}) {
@@ -50,33 +75,38 @@ Shape TemporalConvolution::outputShape(const Tensor& input, const char* method) 
                 "] for positive sizes, got weight " + tensor::shape_str(weight.sizes()) + ", bias " +
                 tensor::shape_str(bias.sizes()) + ", kW " + std::to_string(kW) + ", dW " + std::to_string(dW));
   }
-  check_float(at, input);
-  check_matches(at, input, weight);
-  if ((input.dim() != 2 && input.dim() != 3) || input.size(-1) != inputFrameSize) {
+  if ((input.size() != 2 && input.size() != 3) || input.back() != inputFrameSize) {
     const std::string f = std::to_string(inputFrameSize);
     throw Error(at + "expected input of [nInputFrame x " + f + "] or [batch x nInputFrame x " + f + "], got " +
-                tensor::shape_str(input.sizes()));
+                tensor::shape_str(input));
   }
-  const int64_t frames = input.size(-2), span = frames - kW;
+  const int64_t frames = input[input.size() - 2], span = frames - kW;
   const int64_t outFrames = (span >= 0 ? span / dW : -((-span + dW - 1) / dW)) + 1;
   if (outFrames < 1) {
     throw Error(at + "expected input of at least " + std::to_string(kW) + " frames for kernel width " +
-                std::to_string(kW) + ", got " + tensor::shape_str(input.sizes()) + ": calculated output size " +
+                std::to_string(kW) + ", got " + tensor::shape_str(input) + ": calculated output size " +
                 std::to_string(outFrames) + " frames, too small");
   }
-  Shape out(input.sizes());
+  Shape out(input);
   out[out.size() - 2] = outFrames;
   out[out.size() - 1] = outputFrameSize;
   return out;
 }
 
 void TemporalConvolution::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
-  const Shape expected = outputShape(input, method);
-  check_float(where(method), gradOutput, "gradOutput");
-  check_matches(where(method), gradOutput, weight, "gradOutput");
-  if (gradOutput.sizes() != expected) {
+  const std::string at = where(method);
+  check_float(at, input);
+  check_matches(at, input, weight);
+  check_float(at, gradOutput, "gradOutput");
+  check_matches(at, gradOutput, weight, "gradOutput");
+  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
+}
+
+void TemporalConvolution::checkGradOutputSizes(const Shape& input, const Shape& gradOutput, const char* method) const {
+  const Shape expected = outputSizes(input, method);
+  if (gradOutput != expected) {
     throw Error(where(method) + "expected gradOutput of " + tensor::shape_str(expected) + " (for input " +
-                tensor::shape_str(input.sizes()) + "), got " + tensor::shape_str(gradOutput.sizes()));
+                tensor::shape_str(input) + "), got " + tensor::shape_str(gradOutput));
   }
 }
 

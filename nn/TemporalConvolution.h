@@ -5,7 +5,7 @@
 // Twin: cudnn::TemporalConvolution.
 #pragma once
 
-#include "nn/Module.h"
+#include "nn/ConvolutionBase.h"
 
 namespace nn {
 
@@ -24,9 +24,20 @@ class TemporalConvolution : public Module {
   // Checks configuration, dtype and input; returns the output's shape (batched iff the input is).
   Shape outputShape(const Tensor& input, const char* method = "updateOutput") const;
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+  // The same two checks on shapes alone, for any dtype (the cudnn twin also takes float16 and
+  // bfloat16 and checks dtype and device itself).
+  Shape outputSizes(const Shape& inputSizes, const char* method = "updateOutput") const;
+  void checkGradOutputSizes(const Shape& inputSizes, const Shape& gradOutputSizes, const char* method) const;
+
+  // cudnn.torch's per-module algorithm overrides, as nn::ConvolutionBase's (see
+  // nn::ConvAlgorithms; the twin runs a 2-d convolution; ignored on the CPU).
+  TemporalConvolution& setMode(const std::string& fwd, const std::string& bwdFilter, const std::string& bwdData);
+  TemporalConvolution& resetMode();
+  TemporalConvolution& fastest(bool on = true);
 
   int64_t inputFrameSize, outputFrameSize, kW, dW;
   Tensor weight, bias, gradWeight, gradBias;
+  ConvAlgorithms algo;
 
  protected:
   void visitState(StateVisitor& v) override;

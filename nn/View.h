@@ -3,7 +3,7 @@
 // View(4) on [8 x 2 x 2] gives [8 x 4]; with setNumInputDims(n) only the last n input
 // dimensions make one sample, so View(-1).setNumInputDims(3) on [N x C x H x W] gives
 // [N x C*H*W]. The output shares the input's storage when the strides allow (a copy
-// otherwise); gradInput is gradOutput viewed as the input. No cudnn twin (nothing to compute).
+// otherwise); gradInput is gradOutput viewed as the input. Twin: cudnn::View.
 #pragma once
 
 #include <concepts>

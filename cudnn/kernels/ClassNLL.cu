@@ -3,7 +3,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
@@ -13,6 +15,7 @@ namespace cudnn::kernels {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr long long kNoBad = INT64_MAX;
 
 template <class T>
 __device__ inline double widen(T v) {
@@ -20,44 +23,55 @@ __device__ inline double widen(T v) {
   else return static_cast<double>(static_cast<float>(v));
 }
 
-// out[0] = loss sum, out[1] = weight sum, bad[0] = first bad flat index (or INT64_MAX)
+// One block. out[0] = loss sum, out[1] = weight sum, out[2] = first bad flat index (or -1).
+// logp may be null (the weight sum alone, for the normalised backward).
 template <class T>
-__global__ void nll_forward_kernel(const T* logp, const int64_t* target, const T* weights, int64_t n, int64_t classes,
-                                   int64_t inner, int64_t ignore, double* out, unsigned long long* bad) {
+__global__ void nll_sums_kernel(const T* logp, const int64_t* target, const T* weights, int64_t n, int64_t classes,
+                                int64_t inner, int64_t ignore, double* out) {
   __shared__ double loss_s[kThreads], weight_s[kThreads];
+  __shared__ long long bad_s[kThreads];
   double loss = 0, weight = 0;
+  long long bad = kNoBad;
   const int64_t total = n * inner;
   for (int64_t i = threadIdx.x; i < total; i += kThreads) {
     const int64_t t = target[i];
     if (t == ignore) continue;
     if (t < 0 || t >= classes) {
-      atomicMin(bad, static_cast<unsigned long long>(i));
+      bad = min(bad, static_cast<long long>(i));  // i grows: the first is this thread's smallest
       continue;
     }
-    const int64_t sample = i / inner, pos = i % inner;
     const double w = weights ? widen(weights[t]) : 1.0;
-    loss -= w * widen(logp[(sample * classes + t) * inner + pos]);
+    if (logp) {
+      const int64_t sample = i / inner, pos = i % inner;
+      loss -= w * widen(logp[(sample * classes + t) * inner + pos]);
+    }
     weight += w;
   }
   loss_s[threadIdx.x] = loss;
   weight_s[threadIdx.x] = weight;
+  bad_s[threadIdx.x] = bad;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride) {
       loss_s[threadIdx.x] += loss_s[threadIdx.x + stride];
       weight_s[threadIdx.x] += weight_s[threadIdx.x + stride];
+      bad_s[threadIdx.x] = min(bad_s[threadIdx.x], bad_s[threadIdx.x + stride]);
     }
     __syncthreads();
   }
   if (threadIdx.x == 0) {
     out[0] = loss_s[0];
     out[1] = weight_s[0];
+    out[2] = bad_s[0] == kNoBad ? -1.0 : static_cast<double>(bad_s[0]);
   }
 }
 
+// dlogp[n, c, i] = -w[t] * scale / norm where c == t (a counted target), 0 elsewhere;
+// norm = sums[1] under size_average when sums is given and that is positive, else 1.
 template <class T>
 __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int64_t n, int64_t classes, int64_t inner,
-                                    int64_t ignore, double scale, T* dlogp) {
+                                    int64_t ignore, double scale, const double* sums, bool size_average, T* dlogp) {
+  if (sums && size_average && sums[1] > 0) scale *= 1.0 / sums[1];
   const int64_t total = n * classes * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t pos = i % inner;
@@ -68,6 +82,19 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
     if (t == c && t != ignore) g = -(weights ? widen(weights[t]) : 1.0) * scale;
     if constexpr (sizeof(T) == 8) dlogp[i] = g;
     else dlogp[i] = T(static_cast<float>(g));
+  }
+}
+
+template <class S>
+__global__ void class_indices_kernel(const S* target, int64_t n, int64_t* indices) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_integral_v<S>) {
+      indices[i] = static_cast<int64_t>(target[i]);
+    } else {
+      const double v = widen(target[i]);
+      const bool integral = isfinite(v) && v == floor(v) && fabs(v) < 9.0e15;
+      indices[i] = integral ? static_cast<int64_t>(v) : kNotAnIndex;
+    }
   }
 }
 
@@ -93,47 +120,86 @@ void dispatch_float(tensor::DType t, F&& f) {
   });
 }
 
+cudaStream_t stream_of(const tensor::Tensor& t) { return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index)); }
+
+int blocks_for(int64_t work) { return static_cast<int>(std::clamp<int64_t>((work + 255) / 256, 1, 65535)); }
+
+// Launches the sums kernel into `sums` (3 doubles on logp's or dlogp's device).
+void launch_sums(const tensor::Tensor* logp, const tensor::Tensor& like, const tensor::Tensor& target,
+                 const tensor::Tensor& weights, int64_t ignore_index, const tensor::Tensor& sums) {
+  const Layout l = layout_of(like);
+  dispatch_float(like.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    nll_sums_kernel<T><<<1, kThreads, 0, stream_of(like)>>>(
+        logp ? static_cast<const T*>(logp->raw_data()) : nullptr, target.data<int64_t>(),
+        weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n, l.classes, l.inner, ignore_index,
+        sums.data<double>());
+    CUDA_CHECK_LAUNCH("nll_sums");
+  });
+}
+
+void launch_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index, double scale,
+                     const double* sums, bool size_average, const tensor::Tensor& dlogp) {
+  const Layout l = layout_of(dlogp);
+  dispatch_float(dlogp.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    nll_backward_kernel<T><<<blocks_for(dlogp.numel()), 256, 0, stream_of(dlogp)>>>(
+        target.data<int64_t>(), weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n,
+        l.classes, l.inner, ignore_index, scale, sums, size_average, static_cast<T*>(dlogp.raw_data()));
+    CUDA_CHECK_LAUNCH("nll_backward");
+  });
+}
+
 }  // namespace
+
+NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
+                 int64_t ignore_index) {
+  tensor::cuda::DeviceGuard guard(logp.device().index);
+  const tensor::Tensor sums = tensor::empty({3}, tensor::DType::Float64, logp.device());
+  launch_sums(&logp, logp, target, weights, ignore_index, sums);
+  const std::vector<double> host = sums.to_vector<double>();  // the one host read
+  return NLLSums{host[0], host[1], static_cast<int64_t>(host[2])};
+}
 
 NLLSums nll_forward(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                     int64_t ignore_index, const std::string& where) {
-  const Layout l = layout_of(logp);
-  tensor::cuda::DeviceGuard guard(logp.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(logp.device().index));
-  tensor::Tensor sums = tensor::empty({2}, tensor::DType::Float64, logp.device());
-  tensor::Tensor bad = tensor::full({1}, -1.0, tensor::DType::Int64, logp.device());  // all ones: the largest u64
-  dispatch_float(logp.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    nll_forward_kernel<T><<<1, kThreads, 0, stream>>>(
-        static_cast<const T*>(logp.raw_data()), target.data<int64_t>(),
-        weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n, l.classes, l.inner, ignore_index,
-        sums.data<double>(), reinterpret_cast<unsigned long long*>(bad.data<int64_t>()));
-    CUDA_CHECK_LAUNCH("nll_forward");
-  });
-  const int64_t first_bad = static_cast<int64_t>(bad.item());
-  if (first_bad != -1) {
-    const int64_t value = static_cast<int64_t>(target.reshape({-1}).get({first_bad}));
-    throw tensor::Error(where + "target " + std::to_string(value) + " at position " + std::to_string(first_bad) +
-                        " (flattened) is out of range [0, " + std::to_string(l.classes) + ")");
+  const NLLSums sums = nll_sums(logp, target, weights, ignore_index);
+  if (sums.first_bad >= 0) {
+    const int64_t value = static_cast<int64_t>(target.reshape({-1}).get({sums.first_bad}));
+    throw tensor::Error(where + "target " + std::to_string(value) + " at position " + std::to_string(sums.first_bad) +
+                        " (flattened) is out of range [0, " + std::to_string(logp.size(1)) + ")");
   }
-  const std::vector<double> host = sums.to_vector<double>();
-  return NLLSums{host[0], host[1]};
+  return sums;
 }
 
 void nll_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index, double scale,
                   const tensor::Tensor& dlogp) {
-  const Layout l = layout_of(dlogp);
-  const int64_t total = dlogp.numel();
-  if (total == 0) return;
+  if (dlogp.numel() == 0) return;
   tensor::cuda::DeviceGuard guard(dlogp.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(dlogp.device().index));
-  const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 65535));
-  dispatch_float(dlogp.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    nll_backward_kernel<T><<<blocks, 256, 0, stream>>>(
-        target.data<int64_t>(), weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n,
-        l.classes, l.inner, ignore_index, scale, static_cast<T*>(dlogp.raw_data()));
-    CUDA_CHECK_LAUNCH("nll_backward");
+  launch_backward(target, weights, ignore_index, scale, nullptr, false, dlogp);
+}
+
+void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
+                             bool size_average, const tensor::Tensor& dlogp) {
+  if (dlogp.numel() == 0) return;
+  tensor::cuda::DeviceGuard guard(dlogp.device().index);
+  // freed at the end of this call but still in use by the queued kernels: safe, as every
+  // kernel runs on the one stream of the device (Note [One stream per device], tensor/Cuda.h)
+  const tensor::Tensor sums = tensor::empty({3}, tensor::DType::Float64, dlogp.device());
+  if (size_average) launch_sums(nullptr, dlogp, target, weights, ignore_index, sums);
+  launch_backward(target, weights, ignore_index, 1.0, size_average ? sums.data<double>() : nullptr, size_average,
+                  dlogp);
+}
+
+void class_indices(const tensor::Tensor& target, const tensor::Tensor& indices) {
+  const int64_t n = target.numel();
+  if (n == 0) return;
+  tensor::cuda::DeviceGuard guard(target.device().index);
+  tensor::dispatch(target.dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    class_indices_kernel<S><<<blocks_for(n), 256, 0, stream_of(target)>>>(static_cast<const S*>(target.raw_data()), n,
+                                                                          indices.data<int64_t>());
+    CUDA_CHECK_LAUNCH("class_indices");
   });
 }
 

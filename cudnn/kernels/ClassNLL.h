@@ -5,6 +5,9 @@
 // so the loss is deterministic. Targets out of range are reported with their position.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "tensor/Tensor.h"
 
 namespace cudnn::kernels {
@@ -12,13 +15,30 @@ namespace cudnn::kernels {
 struct NLLSums {
   double loss = 0;    // sum over samples of -w[t] * logp[n, t, i]
   double weight = 0;  // sum over samples of w[t] (the sizeAverage divisor)
+  int64_t first_bad = -1;  // flattened position of the first target out of range, -1 when none
 };
 
-// Throws tensor::Error "<where>target <value> at <position> is out of range [0, C)" for a bad target.
+// One pass over the targets and one host read (the sums come back together). With a bad
+// target, first_bad says where and the sums cover only the good ones.
+NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
+                 int64_t ignore_index);
+// nll_sums, throwing "<where>target <value> at position <i> (flattened) is out of range [0, C)".
 NLLSums nll_forward(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                     int64_t ignore_index, const std::string& where);
-// dlogp = 0 except dlogp[n, t, i] = -w[t] * scale.
+// dlogp = 0 except dlogp[n, t, i] = -w[t] * scale. Targets out of range contribute nothing.
 void nll_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index, double scale,
                   const tensor::Tensor& dlogp);
+// The same with scale = 1 / norm, norm being the counted targets' total weight under
+// size_average when it is positive, else 1 (nn's normalisation). The total is summed on
+// the device and read there: nothing waits for the host.
+void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
+                             bool size_average, const tensor::Tensor& dlogp);
+
+// The value an index that is not an integer becomes in class_indices: out of every class range.
+inline constexpr int64_t kNotAnIndex = INT64_MIN;
+// indices (contiguous Int64) = target (contiguous, any dtype, as many elements), on the
+// device; floating values that are not integers (or not finite, or beyond +-9e15, as nn's
+// check) become kNotAnIndex, so nll_sums reports them as bad targets.
+void class_indices(const tensor::Tensor& target, const tensor::Tensor& indices);
 
 }  // namespace cudnn::kernels

@@ -57,10 +57,12 @@ class ConvPlan {
   ConvPlan& operator=(ConvPlan&&) noexcept;
 
   // Per-site overrides, as cudnn.torch's setMode/fastest/resetMode: a flag value for each pass
-  // ("" keeps the global flag).
+  // ("" keeps the global flag). Setting what is already set keeps the choices made (a module
+  // applies its settings before every call); a change makes the next call of each pass choose
+  // again. setFastest(nullopt) follows the global flag.
   void setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data);
   void resetMode();
-  void setFastest(bool on);
+  void setFastest(std::optional<bool> on);
   void setPrecision(std::optional<Precision> p);
   const std::string& mode(ConvPass pass) const;
 
@@ -71,6 +73,11 @@ class ConvPlan {
                      double beta = 0);
   void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvGeometry& g, double alpha = 1,
                        double beta = 0);
+
+  // y += bias and db = alpha * (dy summed over every dim but 1) + beta * db, as add_bias and
+  // backward_bias below, with descriptors the plan keeps (no cuDNN setup in steady state).
+  void add_bias(const Tensor& y, const Tensor& bias);
+  void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
 
   // The algorithm and workspace the last call of a pass ran with (-1 before any).
   int algorithm(ConvPass pass) const;
@@ -85,9 +92,10 @@ class ConvPlan {
   std::unique_ptr<Impl> impl_;
 };
 
-// y += bias broadcast over every dim but 1 (the channels).
+// y += bias broadcast over every dim but 1 (the channels); y is 4-d or 5-d, bias [C].
 void add_bias(const Tensor& y, const Tensor& bias);
 // db = alpha * sum of dy over every dim but 1, + beta * db.
+// See Note [Bias without cuDNN] in conv.cpp for dtypes cuDNN has no bias kernels for.
 void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
 
 Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p = {});

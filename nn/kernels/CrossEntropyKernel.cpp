@@ -144,6 +144,10 @@ Tensor class_indices(const Tensor& targetIn, int64_t classes, int64_t ignoreInde
 
 ClassLayout batch_class_layout(const std::string& where, const Tensor& input, const Tensor& target) {
   check_float(where, input);
+  return batch_class_shape(where, input, target);
+}
+
+ClassLayout batch_class_shape(const std::string& where, const Tensor& input, const Tensor& target) {
   if (input.dim() == 1) {
     if (target.numel() != 1 || target.dim() > 1) {
       throw tensor::Error(where + "expected a one-element target for input " + tensor::shape_str(input.sizes()) +
@@ -165,6 +169,11 @@ ClassLayout batch_class_layout(const std::string& where, const Tensor& input, co
 ClassLayout pixel_class_layout(const std::string& where, const Tensor& input, const Tensor& target,
                                int64_t spatialDims) {
   check_float(where, input);
+  return pixel_class_shape(where, input, target, spatialDims);
+}
+
+ClassLayout pixel_class_shape(const std::string& where, const Tensor& input, const Tensor& target,
+                              int64_t spatialDims) {
   const std::string dims = spatialDims == 2 ? "H x W" : "T x H x W";
   if (input.dim() != spatialDims + 2) {
     throw tensor::Error(where + "expected input of [N x C x " + dims + "], got " + tensor::shape_str(input.sizes()));

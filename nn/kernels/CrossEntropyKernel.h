@@ -29,6 +29,10 @@ tensor::Tensor class_indices(const tensor::Tensor& target, int64_t classes, int6
 ClassLayout batch_class_layout(const std::string& where, const tensor::Tensor& input, const tensor::Tensor& target);
 ClassLayout pixel_class_layout(const std::string& where, const tensor::Tensor& input, const tensor::Tensor& target,
                                int64_t spatialDims);
+// The same shape checks without the float32/float64 check (the cudnn twins take 16-bit inputs).
+ClassLayout batch_class_shape(const std::string& where, const tensor::Tensor& input, const tensor::Tensor& target);
+ClassLayout pixel_class_shape(const std::string& where, const tensor::Tensor& input, const tensor::Tensor& target,
+                              int64_t spatialDims);
 // Class weights as a criterion stores them: undefined (all ones) or a 1-d floating tensor.
 tensor::Tensor checked_class_weights(const std::string& where, const tensor::Tensor& weights);
 // Throws unless weights is undefined or [classes] of the input's dtype and device.

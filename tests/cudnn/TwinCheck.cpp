@@ -33,7 +33,7 @@ Tensor noncontiguous_copy(const Tensor& t) {
 }
 
 void compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
-  INFO(what, ": twin ", got.description(), " vs nn ", want.description());
+  INFO(std::string(what), ": twin ", got.description(), " vs nn ", want.description());
   REQUIRE(got.sizes() == want.sizes());
   CHECK_FALSE(tensor::has_nonfinite(got));
   const double err = tensor::rel_norm_error(got, want);
@@ -44,12 +44,15 @@ void compare(const char* what, const Tensor& got, const Tensor& want, double tol
 
 void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& input, DType dtype, TwinTolerance tol,
                          bool noncontiguous) {
-  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype), noncontiguous ? ", non-contiguous input" : "");
+  // doctest prints a const char* as a pointer: strings only
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)),
+       std::string(noncontiguous ? ", non-contiguous input" : ""));
   CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
   reference.to(DType::Float64);
-  twin.loadStateDict(reference.stateDict());
+  // convert first, then load: a float64 twin then holds the reference's exact values
   twin.to(gpu);
   twin.to(dtype);
+  twin.loadStateDict(reference.stateDict());
   if (reference.isTraining()) twin.train(); else twin.evaluate();
   reference.zeroGradParameters();
   twin.zeroGradParameters();
@@ -84,18 +87,21 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& 
 
 void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
                                    const Tensor& target, DType dtype, TwinTolerance tol) {
-  INFO(twin.str(), " vs ", reference.str(), " in ", tensor::name(dtype));
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)));
   CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
   reference.to(DType::Float64);
   twin.to(gpu);
   twin.to(dtype);
   const Tensor x = input.to(DType::Float64);
   const Tensor xg = x.to(gpu, dtype);
-  const Tensor tg = target.to(gpu);
-  const double loss = reference.forward(x, target);
+  // a target of the input's dtype (MSE's) goes with the input: float64 for nn, `dtype` for the twin
+  const bool like_input = target.dtype() == input.dtype();
+  const Tensor t = like_input ? target.to(DType::Float64) : target;
+  const Tensor tg = like_input ? target.to(gpu, dtype) : target.to(gpu);
+  const double loss = reference.forward(x, t);
   const double loss_g = twin.forward(xg, tg);
   CHECK(loss_g == doctest::Approx(loss).epsilon(tol.forward * 10));
-  compare("gradInput", twin.backward(xg, tg), reference.backward(x, target), tol.backward);
+  compare("gradInput", twin.backward(xg, tg), reference.backward(x, t), tol.backward);
 }
 
 void expect_convert_roundtrip(nn::ModulePtr module, const Tensor& input) {
@@ -130,6 +136,34 @@ void expect_convert_roundtrip(nn::ModulePtr module, const Tensor& input) {
   const auto s1 = again->stateDict();
   nn::ModulePtr same = nn::convert(again, cudnn::backend);
   for (const auto& [name, t] : same->stateDict()) CHECK(t.shares_storage(s1.at(name)));
+}
+
+void expect_criterion_convert_roundtrip(nn::CriterionPtr criterion, const Tensor& input, const Tensor& target) {
+  INFO("convert round trip of ", criterion->str());
+  const std::string nn_name = criterion->type_name();
+  criterion->to(DType::Float32);
+  const Tensor x = input.to(DType::Float32);
+  const Tensor t = tensor::is_floating(target.dtype()) ? target.to(DType::Float32) : target;
+  const double loss = criterion->forward(x, t);
+  const Tensor grad = criterion->backward(x, t).clone();
+  const auto state_before = criterion->stateDict();
+
+  nn::CriterionPtr cu = nn::convert(criterion, cudnn::backend);
+  CHECK(cu->type_name() == "cudnn" + nn_name.substr(2));
+  for (const auto& [name, s] : cu->stateDict()) CHECK(s.is_cuda());
+  CHECK(cu->forward(x.to(gpu), t.to(gpu)) == doctest::Approx(loss).epsilon(1e-5));
+  const Tensor grad_cu = cu->backward(x.to(gpu), t.to(gpu));
+  CHECK(grad_cu.is_cuda());
+  CHECK(tensor::max_rel_error(grad_cu, grad) < 1e-5);
+  CHECK(nn::convert(cu, cudnn::backend) == cu);  // already there: the same object
+
+  nn::CriterionPtr back = nn::convert(cu, nn::backend);
+  CHECK(back->type_name() == nn_name);
+  for (const auto& [name, s] : back->stateDict()) {
+    CHECK(s.is_cpu());
+    CHECK(tensor::max_abs_diff(s, state_before.at(name)) == 0);
+  }
+  CHECK(back->forward(x, t) == loss);
 }
 
 }  // namespace testing

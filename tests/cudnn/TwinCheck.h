@@ -26,7 +26,8 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const tensor::
                          tensor::DType dtype = tensor::DType::Float32, TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32),
                          bool noncontiguous = false);
 
-// The same for criteria and a target.
+// The same for criteria and a target (a target of the input's dtype, MSE's, is converted
+// with the input: to float64 for nn, to `dtype` for the twin; class targets are kept).
 void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,
                                    const tensor::Tensor& target, tensor::DType dtype = tensor::DType::Float32,
                                    TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
@@ -35,5 +36,11 @@ void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin
 // module; converting back gives an nn module with bit-identical state (same storage when
 // it was already on the target device), the training mode preserved.
 void expect_convert_roundtrip(nn::ModulePtr module, const tensor::Tensor& input);
+
+// The same for a criterion (nn::convert(CriterionPtr, ...) both ways), in float32: the cudnn
+// criterion gives nn's loss and gradient, its state lives on the GPU, and converting back
+// gives an nn criterion with bit-identical state. A floating target is taken in float32.
+void expect_criterion_convert_roundtrip(nn::CriterionPtr criterion, const tensor::Tensor& input,
+                                        const tensor::Tensor& target);
 
 }  // namespace testing

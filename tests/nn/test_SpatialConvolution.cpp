@@ -256,6 +256,26 @@ TEST_CASE("SpatialConvolution moves into a twin with its configuration and param
   CHECK(t.str() == "test.SpatialConvolution(4 -> 6, 3x2, 2,1, 1,0, 2,1, groups=2)");
 }
 
+TEST_CASE("SpatialConvolution keeps the cudnn algorithm choices as plain fields (ignored on the CPU)") {
+  Generator gen(3);
+  nn::SpatialConvolution m(2, 3, 3, 3);
+  const Tensor x = uniform({1, 2, 5, 5}, -1, 1, gen);
+  const Tensor y = m.forward(x).clone();
+  CHECK(m.algo == nn::ConvAlgorithms{});
+  m.setMode("small", "deterministic", "none").fastest();
+  CHECK(m.algo.fwd == "small");
+  CHECK(m.algo.bwdFilter == "deterministic");
+  CHECK(m.algo.bwdData == "none");
+  CHECK(m.algo.fastest);
+  CHECK(max_abs_diff(m.forward(x), y) == 0);
+  Twin t(std::move(m));  // what convert() does: the choices move with the module
+  CHECK(t.algo == nn::ConvAlgorithms{"small", "deterministic", "none", true});
+  t.fastest(false);
+  CHECK_FALSE(t.algo.fastest);
+  t.resetMode();
+  CHECK(t.algo == nn::ConvAlgorithms{});
+}
+
 TEST_CASE("SpatialConvolution errors name the module, the contract and the sizes") {
   nn::SpatialConvolution m(3, 4, 5, 5);
   CHECK_THROWS_WITH_AS(m.forward(zeros({1, 3, 4, 4})),

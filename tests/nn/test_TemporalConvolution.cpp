@@ -109,6 +109,17 @@ TEST_CASE("TemporalConvolution batch-parallel passes equal the per-sample ones")
   }
 }
 
+TEST_CASE("TemporalConvolution keeps the cudnn algorithm choices as plain fields") {
+  nn::TemporalConvolution m(3, 4, 2);
+  CHECK(m.algo == nn::ConvAlgorithms{});
+  m.setMode("large", "", "deterministic").fastest();
+  CHECK(m.algo == nn::ConvAlgorithms{"large", "", "deterministic", true});
+  nn::TemporalConvolution moved(std::move(m));
+  CHECK(moved.algo == nn::ConvAlgorithms{"large", "", "deterministic", true});
+  moved.resetMode();
+  CHECK(moved.algo == nn::ConvAlgorithms{});
+}
+
 TEST_CASE("TemporalConvolution state round trip, printing and errors") {
   Generator gen(1);
   nn::TemporalConvolution a(3, 4, 3, 2), b(3, 4, 3, 2);

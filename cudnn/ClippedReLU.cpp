@@ -1,0 +1,2 @@
+// ClippedReLU.cpp: all of the computation is in cudnn::Pointwise.
+#include "cudnn/ClippedReLU.h"

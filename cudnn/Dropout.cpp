@@ -1,0 +1,13 @@
+// Dropout.cpp
+#include "cudnn/Dropout.h"
+
+#include "cudnn/Descriptors.h"
+
+namespace cudnn {
+
+void Dropout::checkInput(const Tensor& input, const char* method) const {
+  check_cuda(where(method), input, "input");
+  checkP(method);
+}
+
+}  // namespace cudnn

@@ -1,0 +1,2 @@
+// ELU.cpp: all of the computation is in cudnn::Pointwise.
+#include "cudnn/ELU.h"

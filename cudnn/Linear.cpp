@@ -1,0 +1,61 @@
+// Linear.cpp: the three passes as cuBLAS GEMMs, row-major as nn's (tensor/Blas.h).
+#include "cudnn/Linear.h"
+
+#include "cudnn/Descriptors.h"
+#include "cudnn/ops/blas.h"
+#include "nn/Buffers.h"
+
+namespace cudnn {
+
+Tensor Linear::checked(const Tensor& input, const char* method) const {
+  const std::string w = where(method);
+  check_on_device(w, input, weight);
+  check_cuda(w, input, "input");
+  nn::check_matches(w, input, weight);
+  return asBatch(input, method);
+}
+
+Tensor Linear::checkedGrad(const Tensor& gradOutput, int64_t batch, const char* method) const {
+  const std::string w = where(method);
+  check_cuda(w, gradOutput, "gradOutput");
+  nn::check_matches(w, gradOutput, weight, "gradOutput");
+  if (gradOutput.numel() != batch * outputSize) {
+    throw tensor::Error(w + "expected gradOutput of " + tensor::shape_str({batch, outputSize}) + " (" +
+                std::to_string(batch * outputSize) + " elements), got " + tensor::shape_str(gradOutput.sizes()));
+  }
+  return gradOutput.reshape({batch, outputSize}).contiguous();
+}
+
+const Tensor& Linear::updateOutput(const Tensor& input) {
+  const Tensor x = checked(input, "updateOutput").contiguous();
+  const int64_t batch = x.size(0);
+  nn::ensure(output, {batch, outputSize}, x);
+  if (bias.defined()) output.copy_(bias);  // broadcast over the batch; the GEMM adds onto it
+  gemm(false, true, x, weight, output, 1.0, bias.defined() ? 1.0 : 0.0);
+  if (input.dim() == 1) output = output.view({outputSize});
+  return output;
+}
+
+const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  const Tensor x = checked(input, "updateGradInput");
+  const Tensor gy = checkedGrad(gradOutput, x.size(0), "updateGradInput");
+  nn::ensure(gradInput, x.sizes(), x);
+  gemm(false, false, gy, weight, gradInput);
+  if (input.dim() == 1) gradInput = gradInput.view({inputSize});
+  return gradInput;
+}
+
+void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  const Tensor x = checked(input, "accGradParameters").contiguous();
+  const int64_t batch = x.size(0);
+  const Tensor gy = checkedGrad(gradOutput, batch, "accGradParameters");
+  gemm(true, false, gy, x, gradWeight, scale, 1.0);
+  if (bias.defined()) {
+    if (!ones_.defined() || ones_.size(0) != batch || ones_.dtype() != x.dtype() || ones_.device() != x.device()) {
+      nn::ensure(ones_, {batch, 1}, x).fill_(1.0);
+    }
+    gemm(true, false, gy, ones_, gradBias.view({outputSize, 1}), scale, 1.0);
+  }
+}
+
+}  // namespace cudnn

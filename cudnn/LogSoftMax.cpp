@@ -1,0 +1,2 @@
+// LogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
+#include "cudnn/LogSoftMax.h"

@@ -1,0 +1,2 @@
+// ReLU.cpp: all of the computation is in cudnn::Pointwise.
+#include "cudnn/ReLU.h"

@@ -1,0 +1,2 @@
+// Sigmoid.cpp: all of the computation is in cudnn::Pointwise.
+#include "cudnn/Sigmoid.h"

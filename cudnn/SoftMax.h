@@ -1,0 +1,16 @@
+// SoftMax.h: the cuDNN twin of nn::SoftMax: softmax over nn's layout() in CHANNEL
+// mode, accurate by default or fastMode(true), on cudnn::SoftMaxBase.
+// Same constructor and printing; computes on CUDA devices in float32, float64, float16, bfloat16.
+#pragma once
+
+#include "cudnn/SoftMaxBase.h"
+#include "nn/SoftMax.h"
+
+namespace cudnn {
+
+class SoftMax : public SoftMaxBase<nn::SoftMax> {
+ public:
+  using SoftMaxBase::SoftMaxBase;
+};
+
+}  // namespace cudnn

@@ -1,0 +1,67 @@
+// SoftMaxBase.h: the shared base of the softmax twins (cudnn::SoftMax, LogSoftMax,
+// SpatialSoftMax, SpatialLogSoftMax, VolumetricSoftMax, VolumetricLogSoftMax): the nn base's
+// layout() {outer, channels, inner} is described as [outer x channels x inner x 1] and
+// cudnnSoftmaxForward/Backward run in CHANNEL mode over it, through one SoftmaxPlan.
+// Algorithm: LOG for the log variants; ACCURATE (max subtracted) for the others, or FAST
+// (no max subtraction: exp overflows for inputs above ~88 in float32, ~11 in float16) after
+// fastMode(true), as cudnn.torch's CUDNN_SOFTMAX_FAST; the log variants ignore fastMode.
+// float32, float64, float16 and bfloat16.
+#pragma once
+
+#include <type_traits>
+
+#include "cudnn/Twin.h"
+#include "cudnn/ops/softmax.h"
+#include "nn/SoftMaxBase.h"
+
+namespace cudnn {
+
+namespace detail {
+// The compute of every softmax twin over nn::SoftMaxBase's fields; the twin checks first.
+class SoftMaxCompute {
+ public:
+  void forward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& input);
+  void backward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& gradOutput);
+  bool fast = false;
+
+ private:
+  SoftmaxAlgo algo(const nn::SoftMaxBase& m) const;
+  SoftmaxPlan plan_;
+};
+}  // namespace detail
+
+template <class Base>
+class SoftMaxBase : public Twin<Base> {
+  static_assert(std::is_base_of_v<nn::SoftMaxBase, Base>, "cudnn::SoftMaxBase twins an nn::SoftMaxBase");
+
+ public:
+  using Twin<Base>::Twin;
+
+  // CUDNN_SOFTMAX_FAST instead of ACCURATE (not for the log variants). Off by default.
+  void fastMode(bool on) { compute_.fast = on; }
+  bool fastMode() const { return compute_.fast; }
+
+  const Tensor& updateOutput(const Tensor& input) override {
+    const std::string where = this->where("updateOutput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, input, "input");
+    compute_.forward(*this, this->shapeLayout(input.sizes(), "updateOutput"), input);
+    return this->output;
+  }
+
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    const std::string where = this->where("updateGradInput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, input, "input");
+    check_cuda(where, gradOutput, "gradOutput");
+    const auto l = this->shapeLayout(input.sizes(), "updateGradInput");
+    this->checkBackward(input, gradOutput, "updateGradInput");
+    compute_.backward(*this, l, gradOutput);
+    return this->gradInput;
+  }
+
+ private:
+  detail::SoftMaxCompute compute_;
+};
+
+}  // namespace cudnn

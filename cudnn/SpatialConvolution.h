@@ -1,0 +1,19 @@
+// SpatialConvolution.h: the cuDNN twin of nn::SpatialConvolution (2-D), on
+// cudnn::ConvolutionBase (cudnnConvolutionForward, BackwardData and BackwardFilter
+// through one ConvPlan, cudnnAddTensor and cudnnConvolutionBackwardBias for the bias).
+// Same constructor, fields, parameters and printing; Groups, dilation (dilationW/dilationH), noBias(). Computes on CUDA
+// devices in float32, float64, float16 and bfloat16; algorithm choices per module with
+// setMode / fastest / resetMode (nn::ConvAlgorithms).
+#pragma once
+
+#include "cudnn/ConvolutionBase.h"
+#include "nn/SpatialConvolution.h"
+
+namespace cudnn {
+
+class SpatialConvolution : public ConvolutionBase<nn::SpatialConvolution> {
+ public:
+  using ConvolutionBase::ConvolutionBase;
+};
+
+}  // namespace cudnn

@@ -1,0 +1,2 @@
+// SpatialDilatedConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
+#include "cudnn/SpatialDilatedConvolution.h"

@@ -1,0 +1,2 @@
+// SpatialFullConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
+#include "cudnn/SpatialFullConvolution.h"

@@ -1,0 +1,2 @@
+// SpatialLogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
+#include "cudnn/SpatialLogSoftMax.h"

@@ -1,0 +1,16 @@
+// SpatialLogSoftMax.h: the cuDNN twin of nn::SpatialLogSoftMax: log-softmax over nn's layout() in CHANNEL
+// mode (CUDNN_SOFTMAX_LOG), on cudnn::SoftMaxBase.
+// Same constructor and printing; computes on CUDA devices in float32, float64, float16, bfloat16.
+#pragma once
+
+#include "cudnn/SoftMaxBase.h"
+#include "nn/SpatialLogSoftMax.h"
+
+namespace cudnn {
+
+class SpatialLogSoftMax : public SoftMaxBase<nn::SpatialLogSoftMax> {
+ public:
+  using SoftMaxBase::SoftMaxBase;
+};
+
+}  // namespace cudnn

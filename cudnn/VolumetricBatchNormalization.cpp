@@ -1,0 +1,2 @@
+// VolumetricBatchNormalization.cpp: all of the computation is in cudnn::BatchNormBase.
+#include "cudnn/VolumetricBatchNormalization.h"

@@ -1,0 +1,17 @@
+// VolumetricBatchNormalization.h: the cuDNN twin of nn::VolumetricBatchNormalization: batch normalisation per
+// channel of [N x C x T x H x W] ([C x T x H x W] in evaluation) in CUDNN_BATCHNORM_SPATIAL mode,
+// on cudnn::BatchNormBase (cudnn/BatchNormalization.h says how training, evaluation, both
+// backward passes and 16-bit data with float32 statistics work).
+#pragma once
+
+#include "cudnn/BatchNormalization.h"
+#include "nn/VolumetricBatchNormalization.h"
+
+namespace cudnn {
+
+class VolumetricBatchNormalization : public BatchNormBase<nn::VolumetricBatchNormalization> {
+ public:
+  using BatchNormBase::BatchNormBase;
+};
+
+}  // namespace cudnn

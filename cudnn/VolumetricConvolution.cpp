@@ -1,0 +1,2 @@
+// VolumetricConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
+#include "cudnn/VolumetricConvolution.h"

@@ -1,0 +1,2 @@
+// VolumetricFullConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
+#include "cudnn/VolumetricFullConvolution.h"

@@ -1,0 +1,2 @@
+// VolumetricLogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
+#include "cudnn/VolumetricLogSoftMax.h"

@@ -1,0 +1,2 @@
+// VolumetricSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
+#include "cudnn/VolumetricSoftMax.h"

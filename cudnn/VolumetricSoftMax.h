@@ -1,0 +1,16 @@
+// VolumetricSoftMax.h: the cuDNN twin of nn::VolumetricSoftMax: softmax over nn's layout() in CHANNEL
+// mode, accurate by default or fastMode(true), on cudnn::SoftMaxBase.
+// Same constructor and printing; computes on CUDA devices in float32, float64, float16, bfloat16.
+#pragma once
+
+#include "cudnn/SoftMaxBase.h"
+#include "nn/VolumetricSoftMax.h"
+
+namespace cudnn {
+
+class VolumetricSoftMax : public SoftMaxBase<nn::VolumetricSoftMax> {
+ public:
+  using SoftMaxBase::SoftMaxBase;
+};
+
+}  // namespace cudnn

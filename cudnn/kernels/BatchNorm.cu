@@ -1,0 +1,95 @@
+// BatchNorm.cu
+#include "cudnn/kernels/BatchNorm.h"
+
+#include <cuda_runtime.h>
+
+#include "tensor/Cuda.h"
+#include "tensor/cuda/CudaCheck.h"
+
+namespace cudnn::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class T>
+__device__ inline double widen(T v) {
+  if constexpr (sizeof(T) == 8) return v;
+  else return static_cast<double>(static_cast<float>(v));
+}
+template <class T>
+__device__ inline T narrow(double v) {
+  if constexpr (sizeof(T) == 8) return v;
+  else return T(static_cast<float>(v));
+}
+
+// One block per channel (blockIdx.x).
+template <class T, class P>
+__global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, int64_t N, int64_t C, int64_t S, const P* weight,
+                                     const P* mean, const P* var, double eps, P* gradWeight, P* gradBias,
+                                     double scale) {
+  __shared__ double sum_dy[kThreads], sum_dyx[kThreads];
+  const int64_t c = blockIdx.x;
+  const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + eps);
+  const double dx_factor = (weight ? static_cast<double>(weight[c]) : 1.0) * invstd;
+  const double m = static_cast<double>(mean[c]);
+  const bool params = gradWeight != nullptr;
+  double a = 0, b = 0;
+  const int64_t total = N * S;
+  for (int64_t i = threadIdx.x; i < total; i += kThreads) {
+    const int64_t idx = ((i / S) * C + c) * S + i % S;
+    const double g = widen(dy[idx]);
+    if (dx) dx[idx] = narrow<T>(g * dx_factor);
+    if (params) {
+      a += g;
+      b += g * (widen(x[idx]) - m);
+    }
+  }
+  if (!params) return;  // uniform across the block: no thread waits at a barrier below
+  sum_dy[threadIdx.x] = a;
+  sum_dyx[threadIdx.x] = b;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      sum_dy[threadIdx.x] += sum_dy[threadIdx.x + stride];
+      sum_dyx[threadIdx.x] += sum_dyx[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    gradWeight[c] = static_cast<P>(static_cast<double>(gradWeight[c]) + scale * sum_dyx[0] * invstd);
+    gradBias[c] = static_cast<P>(static_cast<double>(gradBias[c]) + scale * sum_dy[0]);
+  }
+}
+
+template <class P>
+const P* ptr_or_null(const tensor::Tensor& t) {
+  return t.defined() ? t.data<P>() : nullptr;
+}
+
+}  // namespace
+
+void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy, const tensor::Tensor& dx,
+                              BatchNormSizes s, const tensor::Tensor& weight, const tensor::Tensor& running_mean,
+                              const tensor::Tensor& running_var, double eps, const tensor::Tensor& gradWeight,
+                              const tensor::Tensor& gradBias, double scale) {
+  if (s.N * s.C * s.S == 0 || (!dx.defined() && !gradWeight.defined())) return;
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
+  tensor::dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
+      throw tensor::Error("batch_norm_eval_backward: floating data expected, got " + x.description());
+    } else {
+      using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
+          static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
+          dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s.N, s.C, s.S, ptr_or_null<P>(weight),
+          running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
+          gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
+      CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
+    }
+  });
+}
+
+}  // namespace cudnn::kernels

@@ -1,0 +1,26 @@
+// BatchNorm.h: batch normalisation's gradient in evaluation mode, which cuDNN has no call
+// for (its backward differentiates through the batch statistics). With the running
+// statistics fixed, per channel c of x, dy [N x C x S] (contiguous):
+//   dx            = dy * weight[c] * invstd[c],   invstd[c] = 1 / sqrt(running_var[c] + eps)
+//   gradWeight[c] += scale * sum(dy * (x - running_mean[c]) * invstd[c])
+//   gradBias[c]   += scale * sum(dy)
+// weight undefined means 1 (affine off); dx undefined skips dx, gradWeight undefined skips
+// both parameter gradients. The statistics and gradients are float32 for 16-bit and float32
+// data, float64 for float64 data (cuDNN's rule); sums are accumulated in double, one block
+// per channel in a fixed order, so the result is deterministic.
+#pragma once
+
+#include "tensor/Tensor.h"
+
+namespace cudnn::kernels {
+
+struct BatchNormSizes {
+  int64_t N, C, S;
+};
+
+void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy, const tensor::Tensor& dx,
+                              BatchNormSizes sizes, const tensor::Tensor& weight, const tensor::Tensor& running_mean,
+                              const tensor::Tensor& running_var, double eps, const tensor::Tensor& gradWeight,
+                              const tensor::Tensor& gradBias, double scale);
+
+}  // namespace cudnn::kernels

@@ -1,0 +1,53 @@
+// nll.h: the compute of the cudnn classification criteria (ClassNLL, CrossEntropy,
+// Spatial/VolumetricCrossEntropy), with nn's semantics (nn/kernels/CrossEntropyKernel.h):
+// 0-based class targets of any dtype holding integers, optional class weights [C], an
+// ignored index, and sizeAverage dividing by the counted targets' total weight (by 1 when
+// that is 0: all targets ignored give loss 0 and zero gradients). Scores and
+// log-probabilities are contiguous [N x C x inner] CUDA tensors (inner = 1 for [N x C]);
+// log-softmax over C is cuDNN's (SoftmaxAlgo::Log, channel mode on [N x C x inner x 1]) and
+// the NLL is cudnn/kernels/ClassNLL.h. A loss costs one host read (it comes back as a
+// double), a gradient none. A bad target gets nn's own error message, position included.
+#pragma once
+
+#include <string>
+
+#include "cudnn/ops/softmax.h"
+
+namespace cudnn {
+
+class NLLPlan {
+ public:
+  // Checks an nn criterion's input and target and the class weights, as nn does
+  // (spatialDims 0: [C] or [N x C] scores with a one-element or [N] target; 2 or 3:
+  // [N x C x (T x) H x W] with an [N x (T x) H x W] target), plus the devices: the input on
+  // a CUDA device in a cuDNN dtype, the target on the same device. Returns the input as a
+  // contiguous [N x C x inner] tensor.
+  static Tensor canonical(const std::string& where, const Tensor& input, const Tensor& target, const Tensor& weights,
+                          int spatialDims);
+
+  // The loss of log-probabilities `logp` (ClassNLL).
+  double nll(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& weights,
+             bool sizeAverage, int64_t ignoreIndex);
+  // Its gradient into dlogp (logp's shape).
+  void nllGrad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& dlogp);
+  // The dtype cross entropy computes in: float32 for float16/bfloat16 scores (the loss and
+  // the log-probabilities would otherwise round to 16 bits), the scores' own otherwise.
+  static DType crossEntropyDtype(DType scores);
+  // The loss of scores (CrossEntropy), given in crossEntropyDtype: logp (scores' shape and
+  // dtype) gets their log-softmax over C. Weights of another dtype are converted.
+  double crossEntropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
+                      bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
+  // Its gradient into dx (scores' shape, in the criterion input's dtype); logp is recomputed
+  // (backward may follow any forward, as in nn).
+  void crossEntropyGrad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
+                        int64_t ignoreIndex, const Tensor& logp, const Tensor& dx);
+
+ private:
+  // The target as contiguous Int64 class indices on its device (itself when it already is).
+  Tensor indices(const Tensor& target);
+
+  Tensor indices_, dlogp_, dx_;
+  SoftmaxPlan softmax_;
+};
+
+}  // namespace cudnn

@@ -1,0 +1,28 @@
+// Networks.h: the networks the samples build, from nn modules only (convert() them for the
+// GPU): the convnet-benchmarks layers L1-L5, AlexNet ("one weird trick" variant, as
+// convnet-benchmarks times it), VGG-11 (configuration A), ResNet-50 (bottleneck blocks
+// through nn::Residual), and the cudnn.torch README's two-layer example.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/Sequential.h"
+#include "tensor/Tensor.h"
+
+namespace samples {
+
+struct Benchmark {
+  std::string name;
+  std::shared_ptr<nn::Module> net;
+  tensor::Shape input;  // with the batch size convnet-benchmarks uses
+};
+
+// name: L1..L5, alexnet, vgg11, resnet50; throws listing the names for anything else.
+Benchmark make_benchmark(const std::string& name);
+std::vector<std::string> benchmark_names();
+
+std::shared_ptr<nn::Sequential> readme_network();  // conv 3->96 11x11 stride 3, ReLU
+
+}  // namespace samples

@@ -1,0 +1,192 @@
+// convnet_benchmark (samples/benchmark.cpp): times forward and forward+backward of the convnet-benchmarks layers (L1-L5) and
+// whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes
+// JSON. Each timed iteration ends with a device synchronisation; the median is reported.
+// scripts/bench_torch.py times the same networks the same way in PyTorch, for ratios.
+//
+//   convnet_benchmark [--backend nn|cudnn] [--nets L1,L2,...|all] [--batch N] [--iterations N]
+//             [--warmup N] [--dtype float32|float16|bfloat16] [--flags k=v,...] [--json PATH]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "convert/Convert.h"
+#include "samples/Args.h"
+#include "samples/Networks.h"
+#include "tensor/Cuda.h"
+#include "tensor/Json.h"
+
+#ifdef CUDNN_NN_HAVE_CUDA
+#include "cudnn/Config.h"
+#endif
+
+using tensor::Device;
+using tensor::DType;
+using tensor::Tensor;
+
+namespace {
+
+struct Options {
+  std::string backend = "cudnn";
+  std::vector<std::string> nets = samples::benchmark_names();
+  int64_t batch = 0;  // 0: each benchmark's own
+  int64_t iterations = 20;
+  int64_t warmup = 5;
+  std::string dtype = "float32";
+  std::string flags;
+  std::string json;
+};
+
+const char* kUsage =
+    "usage: convnet_benchmark [options]\n"
+    "  --backend B       cudnn (default; converts and runs on the GPU) or nn (CPU)\n"
+    "  --nets LIST       comma-separated: L1,L2,L3,L4,L5,alexnet,vgg11,resnet50 or all (default)\n"
+    "  --batch N         override every benchmark's batch size\n"
+    "  --iterations N    timed iterations per measurement (default 20; the median is reported)\n"
+    "  --warmup N        untimed iterations first (default 5)\n"
+    "  --dtype T         float32 (default), float16 or bfloat16 (cudnn only)\n"
+    "  --flags F         cudnn flags, as CUDNN_NN_FLAGS (e.g. benchmark=true,allow_tf32=false)\n"
+    "  --json PATH       also write the results as JSON\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  samples::Args args(argc, argv, kUsage);
+  while (args.more()) {
+    const std::string flag = args.flag();
+    if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
+    else if (flag == "--nets") {
+      const std::string v = args.value(flag);
+      o.nets = v == "all" ? samples::benchmark_names() : split(v);
+      const auto known = samples::benchmark_names();
+      for (const auto& n : o.nets) {
+        if (std::find(known.begin(), known.end(), n) == known.end()) args.fail("unknown network '" + n + "'");
+      }
+    } else if (flag == "--batch") o.batch = args.integer(flag, 1, 4096);
+    else if (flag == "--iterations") o.iterations = args.integer(flag, 1, 100000);
+    else if (flag == "--warmup") o.warmup = args.integer(flag, 0, 100000);
+    else if (flag == "--dtype") o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
+    else if (flag == "--flags") o.flags = args.value(flag);
+    else if (flag == "--json") o.json = args.value(flag);
+    else if (flag == "--help" || flag == "-h") args.usage(0);
+    else args.fail("unknown option " + flag);
+  }
+  if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + " needs --backend cudnn");
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Result {
+  std::string name;
+  tensor::Shape input;
+  double forward_ms = 0, train_ms = 0;
+  size_t peak_bytes = 0;
+};
+
+Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
+  samples::Benchmark b = samples::make_benchmark(name);
+  if (o.batch) b.input[0] = o.batch;
+  std::shared_ptr<nn::Module> net = b.net;
+  if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
+  net->to(dtype);
+  net->train();
+  tensor::Generator gen(1);
+  const Tensor x = tensor::uniform(b.input, -1, 1, gen, dtype, device);
+  const Tensor y = net->forward(x);
+  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, dtype, device);
+  auto sync = [&] {
+    if (device.is_cuda()) tensor::cuda::synchronize();
+  };
+  auto time_ms = [&](auto&& step) {
+    for (int64_t i = 0; i < o.warmup; ++i) step();
+    sync();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      sync();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return median(ms);
+  };
+  Result r;
+  r.name = name;
+  r.input = b.input;
+  r.forward_ms = time_ms([&] { net->forward(x); });
+  r.train_ms = time_ms([&] {
+    net->zeroGradParameters();
+    net->forward(x);
+    net->backward(x, g);
+  });
+  if (device.is_cuda()) r.peak_bytes = tensor::cuda::memory_stats().peak_allocated_bytes;
+  return r;
+}
+
+int run(const Options& o) {
+  Device device = Device::cpu();
+  if (o.backend == "cudnn") {
+    if (!tensor::cuda::is_available()) throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
+    device = Device::cuda(0);
+#ifdef CUDNN_NN_HAVE_CUDA
+    if (!o.flags.empty()) cudnn::set_flags(o.flags);
+    std::printf("cudnn flags: %s\n", cudnn::config().str().c_str());
+#endif
+  }
+  const DType dtype = tensor::dtype_from_name(o.dtype);
+  std::printf("%-9s %-22s %12s %14s %12s\n", "network", "input", "forward ms", "fwd+bwd ms", "img/s (train)");
+  tensor::Json results(tensor::Json::Array{});
+  for (const auto& name : o.nets) {
+    const Result r = run_one(name, o, device, dtype);
+    std::printf("%-9s %-22s %12.3f %14.3f %12.0f\n", r.name.c_str(), tensor::shape_str(r.input).c_str(), r.forward_ms,
+                r.train_ms, r.input[0] / (r.train_ms / 1000));
+    std::fflush(stdout);
+    tensor::Json j(tensor::Json::Object{});
+    j.set("network", tensor::Json(r.name));
+    tensor::Json shape(tensor::Json::Array{});
+    for (int64_t s : r.input) shape.push(tensor::Json(s));
+    j.set("input", shape);
+    j.set("forward_ms", tensor::Json(r.forward_ms));
+    j.set("forward_backward_ms", tensor::Json(r.train_ms));
+    j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
+    results.push(j);
+  }
+  if (!o.json.empty()) {
+    tensor::Json doc(tensor::Json::Object{});
+    doc.set("backend", tensor::Json(o.backend));
+    doc.set("dtype", tensor::Json(o.dtype));
+    doc.set("iterations", tensor::Json(o.iterations));
+#ifdef CUDNN_NN_HAVE_CUDA
+    if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
+#endif
+    doc.set("results", results);
+    std::ofstream(o.json) << doc.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "convnet_benchmark: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,158 @@
+"""Times the convnet_benchmark networks in PyTorch exactly as samples/benchmark.cpp does
+(same layers, batch sizes, dtype; forward, and zero_grad + forward + backward; a device
+synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
+
+    python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
+        [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json]
+
+PyTorch is a reference to compare against; cudnn-nn does not depend on it.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+def conv(i, o, k, s=1, p=0):
+    return nn.Conv2d(i, o, k, s, p)
+
+
+def alexnet():
+    return nn.Sequential(
+        conv(3, 64, 11, 4, 2), nn.ReLU(True), nn.MaxPool2d(3, 2),
+        conv(64, 192, 5, 1, 2), nn.ReLU(True), nn.MaxPool2d(3, 2),
+        conv(192, 384, 3, 1, 1), nn.ReLU(True),
+        conv(384, 256, 3, 1, 1), nn.ReLU(True),
+        conv(256, 256, 3, 1, 1), nn.ReLU(True), nn.MaxPool2d(3, 2),
+        nn.Flatten(),
+        nn.Dropout(0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(True),
+        nn.Dropout(0.5), nn.Linear(4096, 4096), nn.ReLU(True),
+        nn.Linear(4096, 1000))
+
+
+def vgg11():
+    layers, i = [], 3
+    for v in [64, 'M', 128, 'M', 256, 256, 'M', 512, 512, 'M', 512, 512, 'M']:
+        if v == 'M':
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [conv(i, v, 3, 1, 1), nn.ReLU(True)]
+            i = v
+    layers += [nn.Flatten(), nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(0.5),
+               nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(0.5), nn.Linear(4096, 1000)]
+    return nn.Sequential(*layers)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, i, planes, stride):
+        super().__init__()
+        self.block = nn.Sequential(
+            conv(i, planes, 1), nn.BatchNorm2d(planes), nn.ReLU(True),
+            conv(planes, planes, 3, stride, 1), nn.BatchNorm2d(planes), nn.ReLU(True),
+            conv(planes, planes * 4, 1), nn.BatchNorm2d(planes * 4))
+        self.shortcut = None
+        if stride != 1 or i != planes * 4:
+            self.shortcut = nn.Sequential(conv(i, planes * 4, 1, stride), nn.BatchNorm2d(planes * 4))
+        self.relu = nn.ReLU(True)
+
+    def forward(self, x):
+        return self.relu(self.block(x) + (x if self.shortcut is None else self.shortcut(x)))
+
+
+def resnet50():
+    layers = [conv(3, 64, 7, 2, 3), nn.BatchNorm2d(64), nn.ReLU(True), nn.MaxPool2d(3, 2, 1)]
+    i = 64
+    for stage, blocks in enumerate([3, 4, 6, 3]):
+        planes = 64 << stage
+        for b in range(blocks):
+            layers.append(Bottleneck(i, planes, 2 if b == 0 and stage > 0 else 1))
+            i = planes * 4
+    layers += [nn.AvgPool2d(7, 1), nn.Flatten(), nn.Linear(2048, 1000)]
+    return nn.Sequential(*layers)
+
+
+NETS = {
+    'L1': (lambda: nn.Sequential(conv(3, 96, 11)), [128, 3, 128, 128]),
+    'L2': (lambda: nn.Sequential(conv(64, 128, 9)), [128, 64, 64, 64]),
+    'L3': (lambda: nn.Sequential(conv(128, 128, 9)), [128, 128, 32, 32]),
+    'L4': (lambda: nn.Sequential(conv(128, 128, 7)), [128, 128, 16, 16]),
+    'L5': (lambda: nn.Sequential(conv(384, 384, 3)), [128, 384, 13, 13]),
+    'alexnet': (alexnet, [128, 3, 224, 224]),
+    'vgg11': (vgg11, [64, 3, 224, 224]),
+    'resnet50': (resnet50, [32, 3, 224, 224]),
+}
+
+
+def time_ms(step, iterations, warmup):
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--ours', help="convnet_benchmark's --json output, for ratios")
+    ap.add_argument('--nets', default='')
+    ap.add_argument('--iterations', type=int, default=20)
+    ap.add_argument('--warmup', type=int, default=5)
+    ap.add_argument('--dtype', default='float32', choices=['float32', 'float16', 'bfloat16'])
+    ap.add_argument('--benchmark', action='store_true', help='torch.backends.cudnn.benchmark = True')
+    ap.add_argument('--no-tf32', action='store_true')
+    ap.add_argument('--json')
+    args = ap.parse_args()
+    torch.backends.cudnn.benchmark = args.benchmark
+    torch.backends.cudnn.allow_tf32 = not args.no_tf32
+    torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
+    ours = {}
+    if args.ours:
+        with open(args.ours) as f:
+            ours = {r['network']: r for r in json.load(f)['results']}
+    names = args.nets.split(',') if args.nets else (list(ours) or list(NETS))
+    dtype = getattr(torch, args.dtype)
+    dev = torch.device('cuda')
+    print(f'torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}, '
+          f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}')
+    print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} {'ratio':>6}")
+    results = []
+    for name in names:
+        make, shape = NETS[name]
+        if name in ours:
+            shape = ours[name]['input']
+        torch.manual_seed(1)
+        model = make().to(dev, dtype).train()
+        x = torch.rand(shape, device=dev, dtype=dtype) * 2 - 1
+        g = torch.rand_like(model(x)) * 2 - 1
+        fwd = time_ms(lambda: model(x), args.iterations, args.warmup)
+
+        def train_step():
+            model.zero_grad(set_to_none=False)
+            model(x).backward(g)
+        train = time_ms(train_step, args.iterations, args.warmup)
+        r = {'network': name, 'input': shape, 'forward_ms': fwd, 'forward_backward_ms': train}
+        results.append(r)
+        line = f'{name:9} {fwd:10.3f}'
+        if name in ours:
+            o = ours[name]
+            # ratio > 1: cudnn-nn is faster
+            line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
+                    f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}"
+        else:
+            line += f" {'':9} {'':6}   {train:11.3f}"
+        print(line, flush=True)
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'results': results}, f, indent=2)
+
+
+if __name__ == '__main__':
+    main()

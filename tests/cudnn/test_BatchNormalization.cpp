@@ -1,0 +1,117 @@
+// test_BatchNormalization.cpp: cudnn.BatchNormalization against nn.BatchNormalization (tests/cudnn/BatchNormChecks.h):
+// training and evaluation (forward, running statistics, both backward passes), affine on and off, several eps and
+// momentum values, batch 1, single samples in evaluation, float32 with TF32 off, float64, float16 and bfloat16 data
+// with float32 parameters, a non-contiguous input, updateGradInput/accGradParameters separately, convert round trip,
+// errors.
+#include <doctest/doctest.h>
+
+#include "cudnn/BatchNormalization.h"
+#include "cudnn/Config.h"
+#include "nn/BatchNormalization.h"
+#include "tests/cudnn/BatchNormChecks.h"
+#include "tests/cudnn/SteadyState.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+using Nn = nn::BatchNormalization;
+using Cu = cudnn::BatchNormalization;
+// [N x C]: batch 3, odd sizes; single samples [C]. (With batch 2 the training gradient is
+// ~0: xhat is +-1 whatever x, so relative errors say nothing.)
+const std::vector<Shape> batched = {{8, 4}, {3, 5}, {5, 7}};
+// 16-bit data: at least 6 values per channel (with fewer, the training gradient's
+// cancellation amplifies the inputs' rounding beyond the 16-bit tolerances)
+const std::vector<Shape> batched16 = {{8, 4}, {5, 7}, {16, 3}};
+const std::vector<Shape> single = {{4}, {1}};
+}  // namespace
+
+TEST_CASE("cudnn.BatchNormalization training matches nn.BatchNormalization in float32 (TF32 off) and float64") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float32);
+  expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float64);
+}
+
+TEST_CASE(
+    "cudnn.BatchNormalization evaluation matches nn.BatchNormalization (fixed-statistics backward), batched and single "
+    "samples") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(single, false, false, dt);
+  }
+}
+
+TEST_CASE("cudnn.BatchNormalization float16 and bfloat16 data with float32 parameters, training and evaluation") {
+  expect_batch_norm_parameter_dtypes<Cu>(3);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, true, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(batched16, true, false, dt);
+    expect_batch_norm_twin_matches<Nn, Cu>(single, false, false, dt);
+  }
+}
+
+TEST_CASE("cudnn.BatchNormalization with a non-contiguous input, training and evaluation") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_batch_norm_twin_matches<Nn, Cu>(batched, true, true, DType::Float32, true);
+  expect_batch_norm_twin_matches<Nn, Cu>(batched, true, false, DType::Float32, true);
+}
+
+TEST_CASE("cudnn.BatchNormalization running statistics over several steps (momentum 0.2, unbiased variance)") {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (const Shape& s : batched16) expect_batch_norm_running_statistics<Nn, Cu>(s, dt);
+  }
+}
+
+TEST_CASE("cudnn.BatchNormalization updateGradInput and accGradParameters separately, training and evaluation") {
+  for (const Shape& s : batched) {
+    expect_batch_norm_separate_gradients<Nn, Cu>(s, true);
+    expect_batch_norm_separate_gradients<Nn, Cu>(s, false);
+  }
+}
+
+TEST_CASE("cudnn.BatchNormalization convert round trip, printing and errors") {
+  expect_batch_norm_convert_roundtrip<Nn>(batched[0]);
+  CHECK(Cu(64).str() == "cudnn.BatchNormalization (2D) (64)");
+  expect_batch_norm_errors<Cu>({6, 4});
+  const Device gpu = Device::cuda(0);
+  Cu m(4);
+  m.to(gpu);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({8, 3}, DType::Float32, gpu)),
+                       "cudnn.BatchNormalization::updateOutput: expected input of [N x C] with C = 4, got [8 x 3]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 4}, DType::Float32, gpu)),
+                       "cudnn.BatchNormalization::updateOutput: expected input of [N x C] (or [C] in evaluation), got "
+                       "[2 x 3 x 4]",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({4}, DType::Float32, gpu)),
+                       "cudnn.BatchNormalization::updateOutput: expected input of [N x C] (or [C] in evaluation), got "
+                       "[4] in training",
+                       Error);
+  // one value per channel: no unbiased variance; an error, and nothing is updated
+  CHECK_THROWS_WITH_AS(m.forward(ones({1, 4}, DType::Float32, gpu)),
+                       "cudnn.BatchNormalization::updateOutput: expected more than 1 value per channel in training, "
+                       "got input [1 x 4]",
+                       Error);
+  CHECK(m.running_mean.to_vector<float>() == std::vector<float>(4, 0));
+  CHECK(m.running_var.to_vector<float>() == std::vector<float>(4, 1));
+  m.evaluate();
+  CHECK(m.forward(ones({1, 4}, DType::Float32, gpu)).sizes() == Shape{1, 4});
+  CHECK(m.forward(ones({4}, DType::Float32, gpu)).sizes() == Shape{4});
+}
+
+TEST_CASE("cudnn.BatchNormalization steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (bool training : {true, false}) {
+    for (DType dt : {DType::Float32, DType::Float16}) {
+      INFO(std::string(training ? "training " : "evaluation "), std::string(name(dt)));
+      const Shape& s = batched[0];
+      Cu m(s[1]);
+      m.to(gpu);
+      m.to(dt);
+      if (!training) m.evaluate();
+      expect_no_steady_state_allocations(m, batch_norm_input(s, true, gen).to(gpu, dt));
+    }
+  }
+}

@@ -1,0 +1,155 @@
+// test_Linear.cpp: cudnn.Linear (cuBLAS) against nn.Linear in every dtype, batch and single
+// inputs, with and without bias, non-contiguous input, TF32, accumulation with a scale, the
+// steady state (no device allocation, no host synchronisation needed), a convert round trip
+// and the errors.
+#include <doctest/doctest.h>
+
+#include "cudnn/Config.h"
+#include "cudnn/Linear.h"
+#include "nn/Linear.h"
+#include "tensor/Cuda.h"
+#include "tests/cudnn/TwinCheck.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+const Device gpu = Device::cuda(0);
+const DType kDtypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+
+struct Case {
+  int64_t in, out;
+  Shape input;
+  bool bias;
+};
+const Case kCases[] = {
+    {5, 3, {4, 5}, true},      // batch
+    {5, 3, {5}, true},         // single sample
+    {7, 2, {1, 7}, true},      // batch of 1
+    {6, 4, {3, 6}, false},     // without bias
+    {37, 29, {17, 37}, true},  // odd sizes
+    {1, 1, {9, 1}, true},      // degenerate
+};
+}  // namespace
+
+TEST_CASE("cudnn.Linear matches nn.Linear (batch, single, batch 1, no bias, odd sizes) in every dtype") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(3101);
+  INFO("seed 3101");
+  for (const Case& c : kCases) {
+    for (DType dt : kDtypes) {
+      for (bool nc : {false, true}) {
+        if (nc && c.input.size() < 2) continue;
+        INFO(c.in, " -> ", c.out, " input ", shape_str(c.input), c.bias ? "" : " without bias");
+        nn::Linear ref(c.in, c.out, c.bias);
+        cudnn::Linear twin(c.in, c.out, c.bias);
+        expect_twin_matches(ref, twin, uniform(c.input, -1, 1, gen, DType::Float64), dt, TwinTolerance::for_dtype(dt),
+                            nc);
+      }
+    }
+  }
+}
+
+TEST_CASE("cudnn.Linear with TF32 allowed stays within TF32's precision") {
+  cudnn::ScopedConfig flags("allow_tf32=true");
+  Generator gen(3102);
+  nn::Linear ref(64, 32);
+  cudnn::Linear twin(64, 32);
+  expect_twin_matches(ref, twin, uniform({16, 64}, -1, 1, gen, DType::Float64), DType::Float32, {5e-3, 5e-3});
+}
+
+TEST_CASE("cudnn.Linear accumulates gradients with a scale, and evaluate mode changes nothing") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(3103);
+  nn::Linear ref(6, 4);
+  ref.to(DType::Float64);
+  cudnn::Linear twin(6, 4);
+  twin.loadStateDict(ref.stateDict());
+  twin.to(gpu);
+  twin.to(DType::Float64);
+  ref.zeroGradParameters();
+  twin.zeroGradParameters();
+  for (double scale : {1.0, 0.5, -2.0}) {
+    const Tensor x = uniform({3, 6}, -1, 1, gen, DType::Float64);
+    const Tensor g = uniform({3, 4}, -1, 1, gen, DType::Float64);
+    ref.forward(x);
+    twin.forward(x.to(gpu));
+    ref.backward(x, g, scale);
+    twin.backward(x.to(gpu), g.to(gpu), scale);
+  }
+  twin.evaluate();
+  const Tensor x1 = uniform({6}, -1, 1, gen, DType::Float64), g1 = uniform({4}, -1, 1, gen, DType::Float64);
+  ref.forward(x1);
+  twin.forward(x1.to(gpu));
+  ref.backward(x1, g1, 0.25);
+  twin.backward(x1.to(gpu), g1.to(gpu), 0.25);
+  CHECK(max_rel_error(twin.gradWeight, ref.gradWeight) < 1e-12);
+  CHECK(max_rel_error(twin.gradBias, ref.gradBias) < 1e-12);
+  // updateGradInput and accGradParameters on their own, as Torch calls them
+  const Tensor x = uniform({2, 6}, -1, 1, gen, DType::Float64), g = uniform({2, 4}, -1, 1, gen, DType::Float64);
+  ref.forward(x);
+  twin.forward(x.to(gpu));
+  CHECK(max_rel_error(twin.updateGradInput(x.to(gpu), g.to(gpu)), ref.updateGradInput(x, g)) < 1e-12);
+  ref.accGradParameters(x, g, 3.0);
+  twin.accGradParameters(x.to(gpu), g.to(gpu), 3.0);
+  CHECK(max_rel_error(twin.gradWeight, ref.gradWeight) < 1e-12);
+  CHECK(max_rel_error(twin.gradBias, ref.gradBias) < 1e-12);
+}
+
+TEST_CASE("cudnn.Linear steady state: no device allocation once the buffers exist") {
+  Generator gen(3104);
+  cudnn::Linear twin(32, 16);
+  twin.to(gpu);
+  const Tensor x = uniform({8, 32}, -1, 1, gen, DType::Float32, gpu);
+  const Tensor g = uniform({8, 16}, -1, 1, gen, DType::Float32, gpu);
+  for (int i = 0; i < 2; ++i) {
+    twin.forward(x);
+    twin.backward(x, g);
+  }
+  const uint64_t mallocs = cuda::memory_stats().device_mallocs;
+  const Tensor out = twin.output;
+  for (int i = 0; i < 3; ++i) {
+    twin.forward(x);
+    twin.backward(x, g);
+  }
+  CHECK(cuda::memory_stats().device_mallocs == mallocs);
+  CHECK(twin.output.shares_storage(out));  // the output buffer is reused
+}
+
+TEST_CASE("cudnn.Linear convert round trip") {
+  Generator gen(3105);
+  expect_convert_roundtrip(std::make_shared<nn::Linear>(5, 3), uniform({4, 5}, -1, 1, gen));
+  expect_convert_roundtrip(std::make_shared<nn::Linear>(5, 3, false), uniform({5}, -1, 1, gen));
+}
+
+TEST_CASE("cudnn.Linear printing and errors") {
+  cudnn::Linear twin(4, 3);
+  CHECK(twin.str() == "cudnn.Linear(4 -> 3)");
+  CHECK(cudnn::Linear(4, 3, false).str() == "cudnn.Linear(4 -> 3) without bias");
+  CHECK(twin.type_name() == "cudnn.Linear");
+  // parameters still on the CPU
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4}, DType::Float32, gpu)),
+                       doctest::Contains("cudnn.Linear::updateOutput: parameters are on cpu but the input is on cuda:0"),
+                       Error);
+  twin.to(gpu);
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4})),
+                       "cudnn.Linear::updateOutput: expected input on a CUDA device, got float32 [2 x 4] on cpu "
+                       "(move it with .to(tensor::Device::cuda()))",
+                       Error);
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 5}, DType::Float32, gpu)),
+                       "cudnn.Linear::updateOutput: expected input of [4] or [batch x 4], got [2 x 5]", Error);
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4}, DType::Float64, gpu)),
+                       doctest::Contains("cudnn.Linear::updateOutput: expected input of weight's dtype and device "
+                                         "(float32 on cuda:0), got float64 [2 x 4] on cuda:0"),
+                       Error);
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4}, DType::Int64, gpu)),
+                       "cudnn.Linear::updateOutput: expected a float32, float64, float16 or bfloat16 input, got int64 "
+                       "[2 x 4] on cuda:0",
+                       Error);
+  const Tensor x = zeros({2, 4}, DType::Float32, gpu);
+  twin.forward(x);
+  CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 5}, DType::Float32, gpu)),
+                       "cudnn.Linear::updateGradInput: expected gradOutput of [2 x 3] (6 elements), got [2 x 5]", Error);
+  CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 3})),
+                       doctest::Contains("cudnn.Linear::updateGradInput: expected gradOutput on a CUDA device"), Error);
+}

@@ -1,0 +1,59 @@
+// test_SpatialSoftMax.cpp: cudnn.SpatialSoftMax against nn.SpatialSoftMax (tests/cudnn/SoftMaxChecks.h): float32 with
+// TF32 off, float64, float16, bfloat16, the ranks nn.SpatialSoftMax accepts (batch and not, batch 1, odd sizes), a
+// non-contiguous input, fast mode, large inputs, convert round trip, errors.
+#include <doctest/doctest.h>
+
+#include "cudnn/Config.h"
+#include "cudnn/SpatialSoftMax.h"
+#include "nn/SpatialSoftMax.h"
+#include "tests/cudnn/SoftMaxChecks.h"
+#include "tests/cudnn/SteadyState.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+using Nn = nn::SpatialSoftMax;
+using Cu = cudnn::SpatialSoftMax;
+// [C x H x W], [N x C x H x W]; batch 1 and odd sizes
+const std::vector<Shape> shapes = {{5, 3, 4}, {2, 5, 3, 4}, {1, 3, 1, 1}, {1, 7, 5, 3}, {3, 1, 2, 5}};
+}  // namespace
+
+TEST_CASE("cudnn.SpatialSoftMax matches nn.SpatialSoftMax in float32 (TF32 off) and float64") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float64);
+}
+
+TEST_CASE("cudnn.SpatialSoftMax matches nn.SpatialSoftMax in float16 and bfloat16") {
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float16, false, 2);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::BFloat16, false, 2);
+}
+
+TEST_CASE("cudnn.SpatialSoftMax matches nn.SpatialSoftMax with a non-contiguous input") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, true);
+}
+
+TEST_CASE("cudnn.SpatialSoftMax in fast mode (CUDNN_SOFTMAX_FAST) matches nn.SpatialSoftMax on moderate inputs") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, false, 3, true);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float64, false, 3, true);
+}
+
+TEST_CASE("cudnn.SpatialSoftMax (accurate) stays finite and matches nn.SpatialSoftMax for large inputs") {
+  expect_softmax_large_inputs<Nn, Cu>(shapes);
+}
+
+TEST_CASE("cudnn.SpatialSoftMax convert round trip, printing and errors") {
+  expect_softmax_convert_and_errors<Nn, Cu>({2, 3, 2, 2}, {2, 3},
+                                            "expected input of [C x H x W] or [N x C x H x W], got [2 x 3]");
+}
+
+TEST_CASE("cudnn.SpatialSoftMax steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  Cu m;
+  m.to(gpu);
+  expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
+}

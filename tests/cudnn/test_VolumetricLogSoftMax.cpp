@@ -1,0 +1,61 @@
+// test_VolumetricLogSoftMax.cpp: cudnn.VolumetricLogSoftMax against nn.VolumetricLogSoftMax
+// (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off, float64, float16, bfloat16, the ranks nn.VolumetricLogSoftMax
+// accepts (batch and not, batch 1, odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large
+// inputs, convert round trip, errors.
+#include <doctest/doctest.h>
+
+#include "cudnn/Config.h"
+#include "cudnn/VolumetricLogSoftMax.h"
+#include "nn/VolumetricLogSoftMax.h"
+#include "tests/cudnn/SoftMaxChecks.h"
+#include "tests/cudnn/SteadyState.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+using Nn = nn::VolumetricLogSoftMax;
+using Cu = cudnn::VolumetricLogSoftMax;
+// [C x T x H x W], [N x C x T x H x W]; batch 1 and odd sizes
+const std::vector<Shape> shapes = {{4, 2, 3, 3}, {2, 4, 2, 3, 3}, {1, 3, 1, 1, 1}, {1, 5, 3, 2, 3}, {3, 1, 2, 2, 3}};
+}  // namespace
+
+TEST_CASE("cudnn.VolumetricLogSoftMax matches nn.VolumetricLogSoftMax in float32 (TF32 off) and float64") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float64);
+}
+
+TEST_CASE("cudnn.VolumetricLogSoftMax matches nn.VolumetricLogSoftMax in float16 and bfloat16") {
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float16, false, 2);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::BFloat16, false, 2);
+}
+
+TEST_CASE("cudnn.VolumetricLogSoftMax matches nn.VolumetricLogSoftMax with a non-contiguous input") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, true);
+}
+
+TEST_CASE(
+    "cudnn.VolumetricLogSoftMax in fast mode (CUDNN_SOFTMAX_FAST) matches nn.VolumetricLogSoftMax on moderate inputs") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float32, false, 3, true);
+  expect_softmax_twin_matches<Nn, Cu>(shapes, DType::Float64, false, 3, true);
+}
+
+TEST_CASE("cudnn.VolumetricLogSoftMax (accurate) stays finite and matches nn.VolumetricLogSoftMax for large inputs") {
+  expect_softmax_large_inputs<Nn, Cu>(shapes);
+}
+
+TEST_CASE("cudnn.VolumetricLogSoftMax convert round trip, printing and errors") {
+  expect_softmax_convert_and_errors<Nn, Cu>(
+      {2, 3, 2, 2, 2}, {2, 3, 4}, "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4]");
+}
+
+TEST_CASE("cudnn.VolumetricLogSoftMax steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  Cu m;
+  m.to(gpu);
+  expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
+}
