@@ -113,14 +113,15 @@ tensor::Json describe(Module& m, const std::string& path) {
   node.set("training", m.isTraining());
   tensor::Json config = m.config();
   if (!config.is_object()) {
-    throw Error("nn::save_model: " + type + "::config() at " + label(path) + " returned " +
-                config.dump() + ", expected a JSON object");
+    throw Error("nn::save_model: " + type + "::config() at " + label(path) + " returned " + config.dump() +
+                ", expected a JSON object");
   }
   node.set("config", std::move(config));
   if (auto* kids = m.children()) {
     tensor::Json::Array children;
     for (size_t i = 0; i < kids->size(); ++i) {
-      if (!(*kids)[i]) throw Error("nn::save_model: the container at " + label(path) + " has a null child " + std::to_string(i));
+      if (!(*kids)[i])
+        throw Error("nn::save_model: the container at " + label(path) + " has a null child " + std::to_string(i));
       children.push_back(describe(*(*kids)[i], child_path(path, i)));
     }
     node.set("children", tensor::Json(std::move(children)));
@@ -216,8 +217,8 @@ struct Builder {
     if (asNn.empty()) return;
     std::string where;
     for (const auto& p : asNn) where += (where.empty() ? "" : ", ") + p;
-    const char* why = detail::built_with_cudnn() ? "this build has no cudnn twin for them"
-                                                 : "cudnn-nn was built without cuDNN";
+    const char* why =
+        detail::built_with_cudnn() ? "this build has no cudnn twin for them" : "cudnn-nn was built without cuDNN";
     std::fprintf(stderr, "cudnn-nn: warning: %s: %s: the cudnn modules at %s load as their nn counterparts\n",
                  what.c_str(), why, where.c_str());
   }
@@ -351,13 +352,14 @@ void register_model_type(const std::string& type, ModelFactory factory) {
 
 void register_model_type(const std::string& type, LeafModelFactory factory) {
   if (!factory) throw Error("nn::register_model_type: expected a factory for '" + type + "', got an empty one");
-  register_model_type(type, ModelFactory([f = std::move(factory)](const tensor::Json& config,
-                                                                   std::vector<ModulePtr> children) -> ModulePtr {
-    if (!children.empty()) {
-      throw Error("expected no children (registered as a leaf), got " + std::to_string(children.size()));
-    }
-    return f(config);
-  }));
+  register_model_type(
+      type,
+      ModelFactory([f = std::move(factory)](const tensor::Json& config, std::vector<ModulePtr> children) -> ModulePtr {
+        if (!children.empty()) {
+          throw Error("expected no children (registered as a leaf), got " + std::to_string(children.size()));
+        }
+        return f(config);
+      }));
 }
 
 std::vector<std::string> model_types() {

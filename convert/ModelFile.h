@@ -36,19 +36,21 @@
 // is saved and the factory gets it back); load_model throws for an unknown type, naming it
 // and its path.
 //
-// Adding an option to a module (a field that changes behaviour; e.g. a cudnn-only flag such
-// as softmax fastMode or a convolution algorithm pin, kept AS A FIELD OF THE nn CLASS so the
-// twin inherits it):
-//   1. write it in that nn class's config() (X.cpp; for a field of a shared base such as
-//      SoftMaxBase or ConvolutionBase, in the base's config() or each subclass's, wherever
-//      the others are written);
+// Adding an option to a module (a field that changes behaviour, cudnn-only ones included: they
+// must be FIELDS OF THE nn CLASS, as ConvolutionBase::algo is, so the twin inherits them and
+// convert() and model files keep them):
+//   1. write it in that nn class's config() (X.cpp; for a field of a shared base, next to the
+//      base's other keys, as ConvAlgorithms::config() is written under "algo" by each
+//      convolution);
 //   2. read it in X::fromConfig with ConfigReader and a fallback equal to the field's default
 //      (c.flag("fastMode", false)), so files written before the option existed still load;
 //      every concrete class has its own fromConfig (a subclass's must set the field too);
-//   3. add it to the module's case in tests/convert/test_ModelFile.cpp with a non-default value.
+//   3. give it a non-default value in the module's case in tests/convert/test_ModelFile.cpp
+//      (all_cases()), and compare the field there if it changes nothing on the CPU.
 // A config key that fromConfig does not read is an error at load (ConfigReader::finish), so
 // a forgotten step 2 shows up in the round-trip test. The format version stays 1 as long as
-// new keys have defaults.
+// new keys have defaults. State kept only in a twin (cudnn::SoftMaxBase's fastMode today) is
+// not saved: it is lost by convert() to nn as well.
 #pragma once
 
 #include <functional>

@@ -4,7 +4,10 @@
 namespace nn {
 
 ConfigReader::ConfigReader(const tensor::Json& config, const std::string& type)
-    : config_(config), what_(type + " config") {
+    : ConfigReader(config, type + " config", Nested{}) {}
+
+ConfigReader::ConfigReader(const tensor::Json& config, std::string what, Nested)
+    : config_(config), what_(std::move(what)) {
   config_.as_object(what_);
 }
 
@@ -49,6 +52,16 @@ std::optional<bool> ConfigReader::optionalFlag(const std::string& key) {
   const tensor::Json* v = get(key, false);
   if (!v || v->is_null()) return std::nullopt;
   return v->as_bool(what(key));
+}
+
+std::string ConfigReader::string(const std::string& key, const std::string& fallback) {
+  const tensor::Json* v = get(key, false);
+  return v ? v->as_string(what(key)) : fallback;
+}
+
+ConfigReader ConfigReader::object(const std::string& key) {
+  const tensor::Json* v = get(key, false);
+  return ConfigReader(v ? *v : tensor::Json(tensor::Json::Object{}), what(key), Nested{});
 }
 
 void ConfigReader::finish() const {

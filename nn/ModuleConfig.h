@@ -31,11 +31,17 @@ class ConfigReader {
   // Options whose "unset" state is written as null (or left out).
   std::optional<int64_t> optionalInteger(const std::string& key);
   std::optional<bool> optionalFlag(const std::string& key);
+  std::string string(const std::string& key, const std::string& fallback);
+  // A nested object (empty when absent), read the same way ("nn.X config.key" in errors);
+  // finish() it too.
+  ConfigReader object(const std::string& key);
 
   // Throws naming every key that was not read (unknown to this module type).
   void finish() const;
 
  private:
+  struct Nested {};
+  ConfigReader(const tensor::Json& config, std::string what, Nested);
   const tensor::Json* get(const std::string& key, bool required);
   std::string what(const std::string& key) const { return what_ + "." + key; }
 

@@ -28,7 +28,8 @@ std::string SpatialConvolution::str() const { return describe({1, 0}); }
 tensor::Json SpatialConvolution::config() const {
   return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kW", kW}, {"kH", kH},
                               {"dW", dW}, {"dH", dH}, {"padW", padW}, {"padH", padH}, {"groups", groups},
-                              {"dilationW", dilationW}, {"dilationH", dilationH}, {"bias", bias.defined()}};
+                              {"dilationW", dilationW}, {"dilationH", dilationH}, {"bias", bias.defined()},
+                              {"algo", algo.config()}};
 }
 
 ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
@@ -41,6 +42,7 @@ ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
   m->dilationH = c.integer("dilationH", 1);
   m->checkConfig("nn.SpatialConvolution: ");
   if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
   return m;
 }

@@ -31,6 +31,7 @@ ModulePtr SpatialDilatedConvolution::fromConfig(const tensor::Json& config) {
     m->initParameters();
   }
   if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
   return m;
 }

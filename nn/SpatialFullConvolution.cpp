@@ -30,7 +30,7 @@ std::string SpatialFullConvolution::str() const { return describe({1, 0}); }
 tensor::Json SpatialFullConvolution::config() const {
   return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kW", kW}, {"kH", kH},
                               {"dW", dW}, {"dH", dH}, {"padW", padW}, {"padH", padH}, {"adjW", adjW}, {"adjH", adjH},
-                              {"groups", groups}, {"bias", bias.defined()}};
+                              {"groups", groups}, {"bias", bias.defined()}, {"algo", algo.config()}};
 }
 
 ModulePtr SpatialFullConvolution::fromConfig(const tensor::Json& config) {
@@ -41,6 +41,7 @@ ModulePtr SpatialFullConvolution::fromConfig(const tensor::Json& config) {
   const int64_t adjW = c.integer("adjW", 0), adjH = c.integer("adjH", 0), groups = c.integer("groups", 1);
   auto m = std::make_shared<SpatialFullConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, adjW, adjH, groups);
   if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
   return m;
 }

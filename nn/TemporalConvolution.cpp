@@ -207,16 +207,21 @@ void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& g
 }
 
 tensor::Json TemporalConvolution::config() const {
-  return tensor::Json::Object{
-      {"inputFrameSize", inputFrameSize}, {"outputFrameSize", outputFrameSize}, {"kW", kW}, {"dW", dW}};
+  return tensor::Json::Object{{"inputFrameSize", inputFrameSize},
+                              {"outputFrameSize", outputFrameSize},
+                              {"kW", kW},
+                              {"dW", dW},
+                              {"algo", algo.config()}};
 }
 
 ModulePtr TemporalConvolution::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, "nn.TemporalConvolution");
   const int64_t in = c.integer("inputFrameSize"), out = c.integer("outputFrameSize");
   const int64_t kW = c.integer("kW"), dW = c.integer("dW", 1);
+  auto m = std::make_shared<TemporalConvolution>(in, out, kW, dW);
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
-  return std::make_shared<TemporalConvolution>(in, out, kW, dW);
+  return m;
 }
 
 }  // namespace nn

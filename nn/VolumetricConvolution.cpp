@@ -28,7 +28,7 @@ std::string VolumetricConvolution::str() const { return describe({0, 2, 1}); }
 tensor::Json VolumetricConvolution::config() const {
   return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kT", kT}, {"kW", kW},
                               {"kH", kH}, {"dT", dT}, {"dW", dW}, {"dH", dH}, {"padT", padT}, {"padW", padW},
-                              {"padH", padH}, {"groups", groups}, {"bias", bias.defined()}};
+                              {"padH", padH}, {"groups", groups}, {"bias", bias.defined()}, {"algo", algo.config()}};
 }
 
 ModulePtr VolumetricConvolution::fromConfig(const tensor::Json& config) {
@@ -40,6 +40,7 @@ ModulePtr VolumetricConvolution::fromConfig(const tensor::Json& config) {
   const int64_t groups = c.integer("groups", 1);
   auto m = std::make_shared<VolumetricConvolution>(nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH, groups);
   if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
   return m;
 }

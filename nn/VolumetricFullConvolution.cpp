@@ -33,7 +33,7 @@ tensor::Json VolumetricFullConvolution::config() const {
   return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kT", kT}, {"kW", kW},
                               {"kH", kH}, {"dT", dT}, {"dW", dW}, {"dH", dH}, {"padT", padT}, {"padW", padW},
                               {"padH", padH}, {"adjT", adjT}, {"adjW", adjW}, {"adjH", adjH}, {"groups", groups},
-                              {"bias", bias.defined()}};
+                              {"bias", bias.defined()}, {"algo", algo.config()}};
 }
 
 ModulePtr VolumetricFullConvolution::fromConfig(const tensor::Json& config) {
@@ -47,6 +47,7 @@ ModulePtr VolumetricFullConvolution::fromConfig(const tensor::Json& config) {
   auto m = std::make_shared<VolumetricFullConvolution>(nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH, adjT,
                                                        adjW, adjH, groups);
   if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
   c.finish();
   return m;
 }

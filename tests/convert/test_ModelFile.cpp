@@ -3,12 +3,12 @@
 // and running statistics; mismatches and malformed files get errors that say what is wrong;
 // a hand-written cudnn model loads without a GPU; PyTorch's weights give PyTorch's outputs.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
@@ -72,9 +72,7 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -179,7 +177,9 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::SpatialBatchNormalization>(3, 1e-4, 0.3, true), {2, 3, 4, 4}});
   c.push_back({make<nn::VolumetricBatchNormalization>(2, 2e-5, 0.05, false), {2, 2, 2, 3, 3}, true});
   c.push_back({make<nn::SpatialCrossMapLRN>(3, 2e-4, 0.6, 1.5), {2, 5, 3, 3}});
-  c.push_back({make<nn::TemporalConvolution>(3, 5, 3, 2), {2, 9, 3}});
+  auto temporal = make<nn::TemporalConvolution>(3, 5, 3, 2);
+  temporal->setMode("small", "", "").fastest();
+  c.push_back({temporal, {2, 9, 3}});
   // activations, in place
   c.push_back({make<nn::ReLU>(true), {3, 4}});
   c.push_back({make<nn::ClippedReLU>(0.25, true), {3, 4}});
@@ -215,17 +215,25 @@ std::vector<Case> all_cases() {
   auto avg3 = make<nn::VolumetricAveragePooling>(2, 3, 3, 1, 2, 2, 1, 1, 1);
   avg3->ceil().setCountExcludePad();
   c.push_back({avg3, {1, 2, 3, 6, 6}});
-  // convolutions: groups, dilation, adj, no bias
+  // convolutions: groups, dilation, adj, no bias, cuDNN algorithm pins (kept for the twins)
   auto conv = make<nn::SpatialConvolution>(4, 6, 3, 2, 2, 1, 1, 0, 2);
   conv->dilationW = 2;
   conv->noBias();
+  conv->setMode("fft_tiling", "deterministic", "winograd_nonfused").fastest();
   c.push_back({conv, {2, 4, 7, 8}});
-  c.push_back({make<nn::SpatialDilatedConvolution>(2, 4, 3, 3, 1, 2, 2, 1, 2, 3), {1, 2, 8, 9}});
+  auto dilated = make<nn::SpatialDilatedConvolution>(2, 4, 3, 3, 1, 2, 2, 1, 2, 3);
+  dilated->setMode("", "small", "");
+  c.push_back({dilated, {1, 2, 8, 9}});
   auto full = make<nn::SpatialFullConvolution>(4, 6, 3, 3, 2, 2, 1, 0, 1, 1, 2);
   full->noBias();
+  full->fastest();
   c.push_back({full, {2, 4, 3, 4}});
-  c.push_back({make<nn::VolumetricConvolution>(2, 4, 2, 3, 3, 1, 2, 2, 1, 1, 0, 2), {1, 2, 4, 6, 6}});
-  c.push_back({make<nn::VolumetricFullConvolution>(2, 4, 2, 3, 3, 2, 2, 2, 0, 1, 1, 1, 1, 0, 2), {1, 2, 2, 3, 3}});
+  auto conv3 = make<nn::VolumetricConvolution>(2, 4, 2, 3, 3, 1, 2, 2, 1, 1, 0, 2);
+  conv3->setMode("large", "none", "fft");
+  c.push_back({conv3, {1, 2, 4, 6, 6}});
+  auto full3 = make<nn::VolumetricFullConvolution>(2, 4, 2, 3, 3, 2, 2, 2, 0, 1, 1, 1, 1, 0, 2);
+  full3->setMode("none", "", "deterministic");
+  c.push_back({full3, {1, 2, 2, 3, 3}});
   // views
   auto view = make<nn::View>(-1);
   view->setNumInputDims(3);
@@ -234,11 +242,11 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::Reshape>(Shape{3, 4}, false), {1, 12}});  // [3 x 4]; the default reads a batch of 1
   c.push_back({make<nn::Reshape>(Shape{6}), {2, 3}});
   // containers
-  c.push_back({make<nn::Concat>(-1, std::initializer_list<ModulePtr>{make<nn::Linear>(4, 3), make<nn::Linear>(4, 2)}),
-               {2, 4}});
-  c.push_back({make<nn::Residual>(make<nn::Sequential>(std::initializer_list<ModulePtr>{make<nn::Linear>(4, 4),
-                                                                                      make<nn::Tanh>()}),
-                                  make<nn::Linear>(4, 4, false)),
+  c.push_back(
+      {make<nn::Concat>(-1, std::initializer_list<ModulePtr>{make<nn::Linear>(4, 3), make<nn::Linear>(4, 2)}), {2, 4}});
+  c.push_back({make<nn::Residual>(
+                   make<nn::Sequential>(std::initializer_list<ModulePtr>{make<nn::Linear>(4, 4), make<nn::Tanh>()}),
+                   make<nn::Linear>(4, 4, false)),
                {3, 4}});
   c.push_back({make<nn::Residual>(make<nn::Linear>(4, 4)), {3, 4}});
   c.push_back({make<nn::Sequential>(), {2, 3}});
@@ -256,7 +264,14 @@ TEST_CASE("every module type round-trips with non-default options") {
     INFO(c.module->str());
     scramble(*c.module, 5);
     if (c.evaluate) c.module->evaluate();
-    expect_roundtrip(c.module, uniform(c.input, -1, 1, gen));
+    const ModulePtr back = expect_roundtrip(c.module, uniform(c.input, -1, 1, gen));
+    // fields that change nothing on the CPU, so the outputs above cannot show them
+    if (auto conv = std::dynamic_pointer_cast<nn::ConvolutionBase>(c.module)) {
+      CHECK(as<nn::ConvolutionBase>(back)->algo == conv->algo);
+    }
+    if (auto temporal = std::dynamic_pointer_cast<nn::TemporalConvolution>(c.module)) {
+      CHECK(as<nn::TemporalConvolution>(back)->algo == temporal->algo);
+    }
   }
 }
 
@@ -291,6 +306,19 @@ TEST_CASE("options survive the round trip field by field") {
     CHECK_FALSE(back->bias.defined());
   }
   {
+    auto m = std::make_shared<nn::VolumetricFullConvolution>(2, 2, 2, 2, 2);
+    m->setMode("fft", "deterministic", "winograd").fastest();
+    auto back = as<nn::VolumetricFullConvolution>(expect_roundtrip(m, uniform({1, 2, 2, 2, 2}, -1, 1, gen)));
+    CHECK(back->algo == m->algo);
+    CHECK(back->algo.bwdFilter == "deterministic");
+    CHECK(back->algo.fastest);
+    // files written before the pins existed (no "algo") load with the global flags
+    const auto doc = Json::parse(std::string("{") + kHeader +
+                                 R"(, "module": {"type": "nn.TemporalConvolution", "config": )"
+                                 R"({"inputFrameSize": 2, "outputFrameSize": 3, "kW": 2}}})");
+    CHECK(as<nn::TemporalConvolution>(nn::build_model(doc))->algo == nn::ConvAlgorithms{});
+  }
+  {
     auto back = as<nn::SpatialFullConvolution>(expect_roundtrip(
         std::make_shared<nn::SpatialFullConvolution>(2, 2, 3, 3, 2, 3, 0, 0, 1, 2), uniform({1, 2, 3, 3}, -1, 1, gen)));
     CHECK(back->adjW == 1);
@@ -305,8 +333,8 @@ TEST_CASE("options survive the round trip field by field") {
     CHECK_FALSE(back->weight.defined());
   }
   {
-    auto back = as<nn::Dropout>(
-        expect_roundtrip(std::make_shared<nn::Dropout>(0.25, true, true), uniform({4, 3}, -1, 1, gen)));
+    auto back =
+        as<nn::Dropout>(expect_roundtrip(std::make_shared<nn::Dropout>(0.25, true, true), uniform({4, 3}, -1, 1, gen)));
     CHECK(back->p == 0.25);
     CHECK_FALSE(back->v2);
     CHECK(back->inplace);
@@ -332,8 +360,10 @@ TEST_CASE("options survive the round trip field by field") {
   }
   {
     // The Torch constructor of SpatialDilatedConvolution has no groups, but the field does.
-    const auto doc = Json::parse(std::string("{") + kHeader + R"(, "module": {"type": "nn.SpatialDilatedConvolution",
-        "config": {"nInputPlane": 4, "nOutputPlane": 2, "kW": 3, "kH": 3, "dilationW": 2, "groups": 2, "bias": false}}})");
+    const auto doc = Json::parse(std::string("{") + kHeader +
+                                 R"(, "module": {"type": "nn.SpatialDilatedConvolution", "config": {)"
+                                 R"("nInputPlane": 4, "nOutputPlane": 2, "kW": 3, "kH": 3, "dilationW": 2, "groups": 2,)"
+                                 R"( "bias": false}}})");
     auto m = as<nn::SpatialDilatedConvolution>(nn::build_model(doc));
     CHECK(m->groups == 2);
     CHECK(m->dilationW == 2);
@@ -354,10 +384,10 @@ TEST_CASE("a nested network round-trips with its modes and running statistics") 
       bn,
       std::make_shared<nn::ReLU>(true),
       std::make_shared<nn::Concat>(
-          1, std::initializer_list<ModulePtr>{
-                 std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-                     std::make_shared<nn::SpatialConvolution>(4, 2, 1, 1), branchBn}),
-                 std::make_shared<nn::Residual>(std::make_shared<nn::SpatialConvolution>(4, 4, 3, 3, 1, 1, 1, 1))}),
+          1, std::initializer_list<ModulePtr>{std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
+                                                  std::make_shared<nn::SpatialConvolution>(4, 2, 1, 1), branchBn}),
+                                              std::make_shared<nn::Residual>(
+                                                  std::make_shared<nn::SpatialConvolution>(4, 4, 3, 3, 1, 1, 1, 1))}),
       std::make_shared<nn::SpatialMaxPooling>(2, 2),
       view,
       std::make_shared<nn::Dropout>(0.25),
@@ -382,9 +412,9 @@ TEST_CASE("a nested network round-trips with its modes and running statistics") 
   CHECK(as<nn::Sequential>(as<nn::Concat>(seq->get(3))->get(0))->get(1)->isTraining());
   expect_same_state(*net, *back);
   CHECK(identical(as<nn::SpatialBatchNormalization>(seq->get(1))->running_var, bn->running_var));
-  CHECK(identical(as<nn::SpatialBatchNormalization>(as<nn::Sequential>(as<nn::Concat>(seq->get(3))->get(0))->get(1))
-                      ->running_mean,
-                  branchBn->running_mean));
+  CHECK(identical(
+      as<nn::SpatialBatchNormalization>(as<nn::Sequential>(as<nn::Concat>(seq->get(3))->get(0))->get(1))->running_mean,
+      branchBn->running_mean));
 
   // the same outputs, and the same updated statistics after a training step
   const Tensor x = uniform({2, 2, 4, 4}, -1, 1, gen);
@@ -472,15 +502,15 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
   const std::string what = "nn::load_model: " + path + ".json";
   auto module = [](const std::string& m) { return std::string("{") + kHeader + ", \"module\": " + m + "}"; };
 
-  CHECK_THROWS_WITH_AS(nn::load_model(tmp / "absent"),
-                       ("nn::load_model: cannot read '" + (tmp / "absent.json") + "': No such file or directory").c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::load_model(tmp / "absent"),
+      ("nn::load_model: cannot read '" + (tmp / "absent.json") + "': No such file or directory").c_str(), Error);
   const std::string broken = std::string("{") + kHeader + R"(, "module": {"type": }})";
-  CHECK_THROWS_WITH_AS(load_with(broken),
-                       (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) +
-                        ": unexpected character '}'")
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      load_with(broken),
+      (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) + ": unexpected character '}'")
+          .c_str(),
+      Error);
   CHECK_THROWS_WITH_AS(load_with(R"({"format": "pt", "version": 1, "module": {}})"),
                        (what + ": format is 'pt', expected 'cudnn-nn model'").c_str(), Error);
   CHECK_THROWS_WITH_AS(
@@ -499,15 +529,15 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
                                "inputSize, outputSize)")
                            .c_str(),
                        Error);
-  CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.Linear", "config": {"inputSize": "4", "outputSize": 3}})")),
-                       (what + ": at root (nn.Linear): nn.Linear config.inputSize: expected an integer, got a string")
-                           .c_str(),
-                       Error);
-  CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.SpatialMaxPooling", "config": {"kW": 2, "kH": 2, "dW": 2}})")),
-                       (what + ": at root (nn.SpatialMaxPooling): nn.SpatialMaxPooling config: missing key 'dH'").c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      load_with(module(R"({"type": "nn.Linear", "config": {"inputSize": "4", "outputSize": 3}})")),
+      (what + ": at root (nn.Linear): nn.Linear config.inputSize: expected an integer, got a string").c_str(), Error);
+  CHECK_THROWS_WITH_AS(
+      load_with(module(R"({"type": "nn.SpatialMaxPooling", "config": {"kW": 2, "kH": 2, "dW": 2}})")),
+      (what + ": at root (nn.SpatialMaxPooling): nn.SpatialMaxPooling config: missing key 'dH'").c_str(), Error);
   CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.Linear", "config": {"inputSize": -4, "outputSize": 3}})")),
-                       (what + ": at root (nn.Linear): nn.Linear: expected positive sizes, got -4 -> 3").c_str(), Error);
+                       (what + ": at root (nn.Linear): nn.Linear: expected positive sizes, got -4 -> 3").c_str(),
+                       Error);
   CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.ReLU", "children": [{"type": "nn.Tanh"}]})")),
                        (what + ": at root (nn.ReLU): expected no children (not a container), got 1").c_str(), Error);
   CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.Residual", "children": []})")),
@@ -515,18 +545,17 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
                                "or 2 children), got 0")
                            .c_str(),
                        Error);
-  CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.ReLU", "trainable": true})")),
-                       (what + ": at root: unknown key 'trainable' (a module has type, training, config and children)")
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      load_with(module(R"({"type": "nn.ReLU", "trainable": true})")),
+      (what + ": at root: unknown key 'trainable' (a module has type, training, config and children)").c_str(), Error);
   CHECK_THROWS_WITH_AS(load_with(module(R"({"type": "nn.ReLU", "training": 1})")),
                        (what + ": at root: training: expected a boolean, got a number").c_str(), Error);
   // a well-formed structure whose weights file is missing
   write_file(tmp / "noweights.json", module(R"({"type": "nn.ReLU"})"));
-  CHECK_THROWS_WITH_AS(nn::load_model(tmp / "noweights"),
-                       ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") + "'")
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::load_model(tmp / "noweights"),
+      ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") + "'").c_str(),
+      Error);
   // config and training may be left out: defaults
   ModulePtr relu = load_with(module(R"({"type": "nn.ReLU"})"));
   CHECK(relu->str() == "nn.ReLU");
@@ -554,9 +583,8 @@ struct Scale : nn::Module {
 TEST_CASE("a user's module: save names it until it is registered") {
   TempDir tmp;
   auto net = std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-      std::make_shared<nn::Linear>(2, 2),
-      std::make_shared<nn::Sequential>(
-          std::initializer_list<ModulePtr>{std::make_shared<nn::ReLU>(), std::make_shared<Scale>(2.5)})});
+      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
+                                              std::make_shared<nn::ReLU>(), std::make_shared<Scale>(2.5)})});
   CHECK_THROWS_WITH_AS(nn::save_model(*net, tmp / "user"),
                        "nn::save_model: the module at 1.1 is a test.Scale, a type model files do not know: register "
                        "it with nn::register_model_type(\"test.Scale\", factory), or save its weights alone with "
@@ -592,9 +620,9 @@ TEST_CASE("a cudnn model loads without a GPU and converts to nn") {
   // Written by hand as a cudnn network would be saved; the weights come from an nn twin network.
   TempDir tmp;
   manual_seed(3);
-  auto reference = std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-      std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::BatchNormalization>(3), std::make_shared<nn::SoftMax>()});
+  auto reference = std::make_shared<nn::Sequential>(
+      std::initializer_list<ModulePtr>{std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
+                                       std::make_shared<nn::BatchNormalization>(3), std::make_shared<nn::SoftMax>()});
   scramble(*reference, 12);
   reference->evaluate();
   nn::save_weights(*reference, tmp / "cu.safetensors");
@@ -659,8 +687,7 @@ TEST_CASE("weights written by PyTorch give PyTorch's outputs") {
     CHECK(ours.at(name).sizes() == t.sizes());
   }
   nn::load_weights(*net, data + "/torch_lenet.safetensors");
-  CHECK(identical(as<nn::SpatialBatchNormalization>(net->get(1))->running_var,
-                  torchState.tensors.at("1.running_var")));
+  CHECK(identical(as<nn::SpatialBatchNormalization>(net->get(1))->running_var, torchState.tensors.at("1.running_var")));
 
   const auto io = load_safetensors(data + "/torch_lenet_io.safetensors");
   const Tensor& expected = io.tensors.at("output");
