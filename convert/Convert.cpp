@@ -17,7 +17,7 @@ namespace {
 const char* backend_name(Backend b) { return b == Backend::cudnn ? "cudnn" : "nn"; }
 
 // Whether to convert to cudnn at all, per the enabled flag; throws where it must.
-bool cudnn_allowed(std::string& note) {
+bool cudnn_allowed([[maybe_unused]] std::string& note) {  // unused without CUDA
   if (!detail::built_with_cudnn()) {
     throw Error("nn::convert: cudnn-nn was built without cuDNN; rebuild with -Dcuda=enabled to convert to cudnn");
   }
