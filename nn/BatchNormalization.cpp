@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 #include "nn/kernels/BatchNorm.h"
 
 namespace nn {
@@ -169,6 +170,19 @@ void BatchNormalization::backwardImpl(const Tensor& input, const Tensor& gradOut
 
 std::string BatchNormalization::str() const {
   return type_name() + " (" + std::to_string(nDim) + "D) (" + std::to_string(nOutput) + ")";
+}
+
+tensor::Json BatchNormalization::config() const {
+  return tensor::Json::Object{{"nOutput", nOutput}, {"eps", eps}, {"momentum", momentum}, {"affine", affine}};
+}
+
+ModulePtr BatchNormalization::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.BatchNormalization");
+  const int64_t nOutput = c.integer("nOutput");
+  const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
+  const bool affine = c.flag("affine", true);
+  c.finish();
+  return std::make_shared<BatchNormalization>(nOutput, eps, momentum, affine);
 }
 
 }  // namespace nn

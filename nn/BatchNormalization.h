@@ -24,6 +24,8 @@ class BatchNormalization : public Module {
   // weight = 1, bias = 0, running_mean = 0, running_var = 1
   void reset();
   std::string type_name() const override { return "nn.BatchNormalization"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // Torch: "nn.BatchNormalization (2D) (64)"
 
   int64_t nOutput;

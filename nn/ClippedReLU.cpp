@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : Pointwise(inplace_), ceiling(ceiling_) {
@@ -12,6 +14,16 @@ ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : Pointwise(inplace_), 
     msg << "nn.ClippedReLU: expected a positive finite ceiling, got " << ceiling;
     throw Error(msg.str());
   }
+}
+
+tensor::Json ClippedReLU::config() const { return tensor::Json::Object{{"ceiling", ceiling}, {"inplace", inplace}}; }
+
+ModulePtr ClippedReLU::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.ClippedReLU");
+  const double ceiling = c.number("ceiling");
+  const bool inplace = c.flag("inplace", false);
+  c.finish();
+  return std::make_shared<ClippedReLU>(ceiling, inplace);
 }
 
 }  // namespace nn

@@ -14,6 +14,8 @@ class ClippedReLU : public Pointwise {
   Activation activation() const override { return Activation::ClippedReLU; }
   double coef() const override { return ceiling; }
   std::string type_name() const override { return "nn.ClippedReLU"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   double ceiling;
 };

@@ -2,6 +2,7 @@
 #include "nn/Concat.h"
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -107,6 +108,16 @@ std::string Concat::str() const {
     s += "\n    |`-> (" + std::to_string(i + 1) + "): " + indent_lines(modules[i]->str(), "    |    ");
   }
   return s + "\n     ... -> output\n}";
+}
+
+tensor::Json Concat::config() const { return tensor::Json::Object{{"dimension", dimension}}; }
+
+ModulePtr Concat::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
+  ConfigReader c(config, "nn.Concat");
+  auto m = std::make_shared<Concat>(c.integer("dimension"));
+  c.finish();
+  for (auto& child : children) m->add(std::move(child));
+  return m;
 }
 
 }  // namespace nn

@@ -19,6 +19,9 @@ class Concat : public Container {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   std::string type_name() const override { return "nn.Concat"; }
+  tensor::Json config() const override;
+  // children: as config() leaves them out, in order (model files store them apart)
+  static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;
 
   int64_t dimension;

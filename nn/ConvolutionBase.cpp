@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -308,6 +309,21 @@ std::string ConvolutionBase::describe(const std::vector<int>& order_in, bool alw
   if (alwaysShowDilation || any_not(dil, 1)) out += ", " + join(dil, ",");
   if (s.groups != 1) out += ", groups=" + std::to_string(s.groups);
   return out + ")" + (bias.defined() ? "" : " without bias");
+}
+
+tensor::Json ConvAlgorithms::config() const {
+  return tensor::Json::Object{{"fwd", fwd}, {"bwdFilter", bwdFilter}, {"bwdData", bwdData}, {"fastest", fastest}};
+}
+
+ConvAlgorithms ConvAlgorithms::fromConfig(ConfigReader& moduleConfig) {
+  ConfigReader c = moduleConfig.object("algo");
+  ConvAlgorithms a;
+  a.fwd = c.string("fwd", "");
+  a.bwdFilter = c.string("bwdFilter", "");
+  a.bwdData = c.string("bwdData", "");
+  a.fastest = c.flag("fastest", false);
+  c.finish();
+  return a;
 }
 
 }  // namespace nn

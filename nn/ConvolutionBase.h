@@ -14,6 +14,8 @@
 
 namespace nn {
 
+class ConfigReader;
+
 // A convolution's configuration in tensor order (T, H, W); the first nd entries are used.
 struct ConvSpec {
   int nd = 2;
@@ -32,6 +34,10 @@ struct ConvAlgorithms {
   std::string fwd, bwdFilter, bwdData;
   bool fastest = false;
   bool operator==(const ConvAlgorithms&) const = default;
+  // In model files: the "algo" key of the module's config(),
+  // {"fwd": "", "bwdFilter": "", "bwdData": "", "fastest": false}; absent reads as the defaults.
+  tensor::Json config() const;
+  static ConvAlgorithms fromConfig(ConfigReader& moduleConfig);
 };
 
 class ConvolutionBase : public Module {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -76,6 +77,16 @@ std::string Dropout::str() const {
   char buf[64];
   std::snprintf(buf, sizeof buf, "(%f)", p);
   return type_name() + buf;
+}
+
+tensor::Json Dropout::config() const { return tensor::Json::Object{{"p", p}, {"v1", !v2}, {"inplace", inplace}}; }
+
+ModulePtr Dropout::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.Dropout");
+  const double p = c.number("p", 0.5);
+  const bool v1 = c.flag("v1", false), inplace = c.flag("inplace", false);
+  c.finish();
+  return std::make_shared<Dropout>(p, v1, inplace);
 }
 
 }  // namespace nn

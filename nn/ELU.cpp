@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 ELU::ELU(double alpha_, bool inplace_) : Pointwise(inplace_), alpha(alpha_) {}
@@ -11,6 +13,16 @@ std::string ELU::str() const {
   char buf[64];
   std::snprintf(buf, sizeof buf, " (alpha:%f)", alpha);
   return type_name() + buf;
+}
+
+tensor::Json ELU::config() const { return tensor::Json::Object{{"alpha", alpha}, {"inplace", inplace}}; }
+
+ModulePtr ELU::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.ELU");
+  const double alpha = c.number("alpha", 1.0);
+  const bool inplace = c.flag("inplace", false);
+  c.finish();
+  return std::make_shared<ELU>(alpha, inplace);
 }
 
 }  // namespace nn

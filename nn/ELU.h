@@ -14,6 +14,8 @@ class ELU : public Pointwise {
   Activation activation() const override { return Activation::ELU; }
   double coef() const override { return alpha; }
   std::string type_name() const override { return "nn.ELU"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;
 
   double alpha;

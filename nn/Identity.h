@@ -12,6 +12,7 @@ class Identity : public Module {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // nothing to compute
   std::string type_name() const override { return "nn.Identity"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

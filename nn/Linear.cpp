@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 #include "tensor/Blas.h"
 
 namespace nn {
@@ -103,6 +104,18 @@ void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
 std::string Linear::str() const {
   return type_name() + "(" + std::to_string(inputSize) + " -> " + std::to_string(outputSize) + ")" +
          (bias.defined() ? "" : " without bias");
+}
+
+tensor::Json Linear::config() const {
+  return tensor::Json::Object{{"inputSize", inputSize}, {"outputSize", outputSize}, {"bias", bias.defined()}};
+}
+
+ModulePtr Linear::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.Linear");
+  const int64_t inputSize = c.integer("inputSize"), outputSize = c.integer("outputSize");
+  const bool bias = c.flag("bias", true);
+  c.finish();
+  return std::make_shared<Linear>(inputSize, outputSize, bias);
 }
 
 }  // namespace nn

@@ -16,6 +16,8 @@ class Linear : public Module {
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(inputSize)
   std::string type_name() const override { return "nn.Linear"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;
 
   int64_t inputSize, outputSize;

@@ -11,6 +11,7 @@ class LogSoftMax : public SoftMaxBase {
  public:
   LogSoftMax() : SoftMaxBase(Family::Instance, true) {}
   std::string type_name() const override { return "nn.LogSoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

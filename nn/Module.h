@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/Json.h"
 #include "tensor/Tensor.h"
 
 namespace nn {
@@ -81,6 +82,11 @@ class Module {
   virtual std::string type_name() const = 0;  // "nn.ReLU", "cudnn.ReLU"
   virtual std::string str() const { return type_name(); }
   virtual Backend backendKind() const { return Backend::nn; }
+  // The constructor arguments and every option that changes behaviour, as a JSON object
+  // (Linear: {"inputSize": 4, "outputSize": 3, "bias": true}); each module type also has a
+  // static fromConfig() that rebuilds it (children, parameters and buffers not included).
+  // Model files (convert/ModelFile.h) are made of these.
+  virtual tensor::Json config() const { return tensor::Json::Object{}; }
 
   // ---- tree ----
   // A container's children (the slots convert() replaces), nullptr for a leaf.

@@ -68,4 +68,6 @@ const Tensor& Pointwise::updateGradInput(const Tensor&, const Tensor& gradOutput
   return gradInput;
 }
 
+tensor::Json Pointwise::config() const { return tensor::Json::Object{{"inplace", inplace}}; }
+
 }  // namespace nn

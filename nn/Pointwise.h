@@ -21,6 +21,7 @@ class Pointwise : public Module {
   // Which function, and cuDNN's coef (ClippedReLU's ceiling, ELU's alpha, 0 otherwise).
   virtual Activation activation() const = 0;
   virtual double coef() const { return 0.0; }
+  tensor::Json config() const override;  // {"inplace": false}; subclasses add their coefficient
 
   bool inplace = false;
 

@@ -171,4 +171,15 @@ void Pooling::averageBackward(const Tensor& input, const Tensor& gradOutput, boo
   });
 }
 
+tensor::Json SpatialPooling::config() const {
+  return tensor::Json::Object{{"kW", kW},     {"kH", kH},     {"dW", dW},      {"dH", dH},
+                              {"padW", padW}, {"padH", padH}, {"ceil_mode", ceil_mode}};
+}
+
+tensor::Json VolumetricPooling::config() const {
+  return tensor::Json::Object{{"kT", kT},     {"kW", kW},     {"kH", kH},     {"dT", dT},
+                              {"dW", dW},     {"dH", dH},     {"padT", padT}, {"padW", padW},
+                              {"padH", padH}, {"ceil_mode", ceil_mode}};
+}
+
 }  // namespace nn

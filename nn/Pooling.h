@@ -52,6 +52,7 @@ class Pooling : public Module {
 // Torch's SpatialMaxPooling / SpatialAveragePooling fields.
 class SpatialPooling : public Pooling {
  public:
+  tensor::Json config() const override;  // the fields and ceil_mode
   int64_t kW, kH, dW, dH, padW, padH;
 
  protected:
@@ -63,6 +64,7 @@ class SpatialPooling : public Pooling {
 // Torch's VolumetricMaxPooling / VolumetricAveragePooling fields.
 class VolumetricPooling : public Pooling {
  public:
+  tensor::Json config() const override;  // the fields and ceil_mode
   int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;
 
  protected:

@@ -12,6 +12,7 @@ class ReLU : public Pointwise {
   explicit ReLU(bool inplace = false);
   Activation activation() const override { return Activation::ReLU; }
   std::string type_name() const override { return "nn.ReLU"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

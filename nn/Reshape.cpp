@@ -1,6 +1,8 @@
 // Reshape.cpp
 #include "nn/Reshape.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 namespace {
@@ -56,5 +58,19 @@ const Tensor& Reshape::updateGradInput(const Tensor& input, const Tensor& gradOu
 }
 
 std::string Reshape::str() const { return type_name() + "(" + join(size, "x") + ")"; }
+
+tensor::Json Reshape::config() const {
+  tensor::Json::Array sizes(size.begin(), size.end());
+  return tensor::Json::Object{{"size", std::move(sizes)},
+                              {"batchMode", batchMode ? tensor::Json(*batchMode) : tensor::Json()}};
+}
+
+ModulePtr Reshape::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.Reshape");
+  const Shape size = c.shape("size");
+  const std::optional<bool> batchMode = c.optionalFlag("batchMode");
+  c.finish();
+  return std::make_shared<Reshape>(size, batchMode);
+}
 
 }  // namespace nn

@@ -24,6 +24,8 @@ class Reshape : public Module {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // views only
   std::string type_name() const override { return "nn.Reshape"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // nn.Reshape(2x3)
 
   Shape size;

@@ -3,6 +3,7 @@
 #include "nn/Residual.h"
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -72,6 +73,15 @@ std::string Residual::str() const {
   if (!modules.empty()) s += "\n  block: " + indent_lines(modules[0]->str(), "  ");
   s += "\n  shortcut: " + (modules.size() > 1 ? indent_lines(modules[1]->str(), "  ") : std::string("identity"));
   return s + "\n}";
+}
+
+ModulePtr Residual::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
+  ConfigReader(config, "nn.Residual").finish();
+  if (children.empty() || children.size() > 2) {
+    throw Error("nn.Residual: expected a block and an optional shortcut (1 or 2 children), got " +
+                std::to_string(children.size()));
+  }
+  return std::make_shared<Residual>(children[0], children.size() > 1 ? children[1] : nullptr);
 }
 
 }  // namespace nn

@@ -22,6 +22,8 @@ class Residual : public Container {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   std::string type_name() const override { return "nn.Residual"; }
+  // children: as config() leaves them out, in order (model files store them apart)
+  static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;
 
   ModulePtr block() const { return modules.at(0); }

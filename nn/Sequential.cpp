@@ -1,6 +1,8 @@
 // Sequential.cpp
 #include "nn/Sequential.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 Sequential::Sequential(std::initializer_list<ModulePtr> children) {
@@ -68,6 +70,13 @@ std::string Sequential::str() const {
     s += "\n  (" + std::to_string(i + 1) + "): " + indent_lines(modules[i]->str(), "  ");
   }
   return s + "\n}";
+}
+
+ModulePtr Sequential::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
+  ConfigReader(config, "nn.Sequential").finish();
+  auto m = std::make_shared<Sequential>();
+  for (auto& child : children) m->add(std::move(child));
+  return m;
 }
 
 }  // namespace nn

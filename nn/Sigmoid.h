@@ -11,6 +11,7 @@ class Sigmoid : public Pointwise {
   Sigmoid() = default;
   Activation activation() const override { return Activation::Sigmoid; }
   std::string type_name() const override { return "nn.Sigmoid"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

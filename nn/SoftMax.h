@@ -12,6 +12,7 @@ class SoftMax : public SoftMaxBase {
  public:
   SoftMax() : SoftMaxBase(Family::Instance, false) {}
   std::string type_name() const override { return "nn.SoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -33,6 +33,8 @@ class SpatialAveragePooling : public SpatialPooling {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   std::string type_name() const override { return "nn.SpatialAveragePooling"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   bool count_include_pad = true;
 };

@@ -1,6 +1,8 @@
 // SpatialConvolution.cpp: the fields as a ConvSpec; the computation is ConvolutionBase's.
 #include "nn/SpatialConvolution.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 SpatialConvolution::SpatialConvolution(int64_t nInputPlane_, int64_t nOutputPlane_, int64_t kW_, int64_t kH_,
@@ -22,5 +24,27 @@ ConvSpec SpatialConvolution::spec() const {
 }
 
 std::string SpatialConvolution::str() const { return describe({1, 0}); }
+
+tensor::Json SpatialConvolution::config() const {
+  return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kW", kW}, {"kH", kH},
+                              {"dW", dW}, {"dH", dH}, {"padW", padW}, {"padH", padH}, {"groups", groups},
+                              {"dilationW", dilationW}, {"dilationH", dilationH}, {"bias", bias.defined()},
+                              {"algo", algo.config()}};
+}
+
+ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.SpatialConvolution");
+  const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
+  const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
+  const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0), groups = c.integer("groups", 1);
+  auto m = std::make_shared<SpatialConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, groups);
+  m->dilationW = c.integer("dilationW", 1);
+  m->dilationH = c.integer("dilationH", 1);
+  m->checkConfig("nn.SpatialConvolution: ");
+  if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
+  c.finish();
+  return m;
+}
 
 }  // namespace nn

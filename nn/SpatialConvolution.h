@@ -16,6 +16,8 @@ class SpatialConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   std::string type_name() const override { return "nn.SpatialConvolution"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialConvolution(3 -> 96, 11x11, 3,3[, padW,padH]); dilation and groups
   // are appended when not 1.
   std::string str() const override;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -128,6 +129,18 @@ const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Ten
     }
   });
   return gradInput;
+}
+
+tensor::Json SpatialCrossMapLRN::config() const {
+  return tensor::Json::Object{{"size", size}, {"alpha", alpha}, {"beta", beta}, {"k", k}};
+}
+
+ModulePtr SpatialCrossMapLRN::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.SpatialCrossMapLRN");
+  const int64_t size = c.integer("size", 5);
+  const double alpha = c.number("alpha", 1e-4), beta = c.number("beta", 0.75), k = c.number("k", 1);
+  c.finish();
+  return std::make_shared<SpatialCrossMapLRN>(size, alpha, beta, k);
 }
 
 }  // namespace nn

@@ -1,6 +1,8 @@
 // SpatialDilatedConvolution.cpp
 #include "nn/SpatialDilatedConvolution.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 SpatialDilatedConvolution::SpatialDilatedConvolution(int64_t nInputPlane_, int64_t nOutputPlane_, int64_t kW_,
@@ -13,5 +15,25 @@ SpatialDilatedConvolution::SpatialDilatedConvolution(int64_t nInputPlane_, int64
 }
 
 std::string SpatialDilatedConvolution::str() const { return describe({1, 0}, true); }
+
+ModulePtr SpatialDilatedConvolution::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.SpatialDilatedConvolution");
+  const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
+  const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
+  const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
+  const int64_t dilationW = c.integer("dilationW", 1), dilationH = c.integer("dilationH", 1);
+  auto m = std::make_shared<SpatialDilatedConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, dilationW, dilationH);
+  // Torch's constructor has no groups; the field does (set after construction, as a user would)
+  const int64_t groups = c.integer("groups", 1);
+  if (groups != 1) {
+    m->groups = groups;
+    m->weight = Tensor();  // reallocated in the new shape
+    m->initParameters();
+  }
+  if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
+  c.finish();
+  return m;
+}
 
 }  // namespace nn

@@ -15,6 +15,7 @@ class SpatialDilatedConvolution : public SpatialConvolution {
                             int64_t dilationH = 1);
 
   std::string type_name() const override { return "nn.SpatialDilatedConvolution"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialDilatedConvolution(3 -> 8, 3x3, 1,1, 2,2, 2,2): dilation always shown.
   std::string str() const override;
 };

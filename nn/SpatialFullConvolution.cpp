@@ -2,6 +2,8 @@
 // ConvolutionBase's (Note [Transposed convolution as the adjoint]).
 #include "nn/SpatialFullConvolution.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 SpatialFullConvolution::SpatialFullConvolution(int64_t nInputPlane_, int64_t nOutputPlane_, int64_t kW_, int64_t kH_,
@@ -24,5 +26,24 @@ ConvSpec SpatialFullConvolution::spec() const {
 }
 
 std::string SpatialFullConvolution::str() const { return describe({1, 0}); }
+
+tensor::Json SpatialFullConvolution::config() const {
+  return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kW", kW}, {"kH", kH},
+                              {"dW", dW}, {"dH", dH}, {"padW", padW}, {"padH", padH}, {"adjW", adjW}, {"adjH", adjH},
+                              {"groups", groups}, {"bias", bias.defined()}, {"algo", algo.config()}};
+}
+
+ModulePtr SpatialFullConvolution::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.SpatialFullConvolution");
+  const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
+  const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
+  const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
+  const int64_t adjW = c.integer("adjW", 0), adjH = c.integer("adjH", 0), groups = c.integer("groups", 1);
+  auto m = std::make_shared<SpatialFullConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, adjW, adjH, groups);
+  if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
+  c.finish();
+  return m;
+}
 
 }  // namespace nn

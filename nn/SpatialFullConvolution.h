@@ -18,6 +18,8 @@ class SpatialFullConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   std::string type_name() const override { return "nn.SpatialFullConvolution"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialFullConvolution(3 -> 8, 4x4, 2,2[, padW,padH][, adjW,adjH]).
   std::string str() const override;
 

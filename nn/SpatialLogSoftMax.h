@@ -11,6 +11,7 @@ class SpatialLogSoftMax : public SoftMaxBase {
  public:
   SpatialLogSoftMax() : SoftMaxBase(Family::Spatial, true) {}
   std::string type_name() const override { return "nn.SpatialLogSoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -25,6 +25,7 @@ class SpatialMaxPooling : public SpatialPooling {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   std::string type_name() const override { return "nn.SpatialMaxPooling"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   Tensor indices;  // Int64, the output's shape: each maximum's offset (h * W + w) in its plane
 };

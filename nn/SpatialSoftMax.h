@@ -11,6 +11,7 @@ class SpatialSoftMax : public SoftMaxBase {
  public:
   SpatialSoftMax() : SoftMaxBase(Family::Spatial, false) {}
   std::string type_name() const override { return "nn.SpatialSoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

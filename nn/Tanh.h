@@ -11,6 +11,7 @@ class Tanh : public Pointwise {
   Tanh() = default;
   Activation activation() const override { return Activation::Tanh; }
   std::string type_name() const override { return "nn.Tanh"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

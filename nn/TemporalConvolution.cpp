@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
 #include "nn/kernels/Convolution.h"
 #include "nn/kernels/Parallel.h"
 #include "tensor/Blas.h"
@@ -203,6 +204,24 @@ void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& g
   });
   if (!gw.is_same_view(gradWeight)) gradWeight.copy_(gw);
   if (!gb.is_same_view(gradBias)) gradBias.copy_(gb);
+}
+
+tensor::Json TemporalConvolution::config() const {
+  return tensor::Json::Object{{"inputFrameSize", inputFrameSize},
+                              {"outputFrameSize", outputFrameSize},
+                              {"kW", kW},
+                              {"dW", dW},
+                              {"algo", algo.config()}};
+}
+
+ModulePtr TemporalConvolution::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.TemporalConvolution");
+  const int64_t in = c.integer("inputFrameSize"), out = c.integer("outputFrameSize");
+  const int64_t kW = c.integer("kW"), dW = c.integer("dW", 1);
+  auto m = std::make_shared<TemporalConvolution>(in, out, kW, dW);
+  m->algo = ConvAlgorithms::fromConfig(c);
+  c.finish();
+  return m;
 }
 
 }  // namespace nn

@@ -18,6 +18,8 @@ class TemporalConvolution : public Module {
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(kW * inputFrameSize)
   std::string type_name() const override { return "nn.TemporalConvolution"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   // Checks configuration, dtype and input; returns the output's shape (batched iff the input is).
   Shape outputShape(const Tensor& input, const char* method = "updateOutput") const;

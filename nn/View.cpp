@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 namespace {
@@ -72,5 +74,19 @@ const Tensor& View::updateGradInput(const Tensor& input, const Tensor& gradOutpu
 }
 
 std::string View::str() const { return type_name() + "(" + join(size, ", ") + ")"; }
+
+tensor::Json View::config() const {
+  tensor::Json::Array sizes(size.begin(), size.end());
+  return tensor::Json::Object{{"size", std::move(sizes)},
+                              {"numInputDims", numInputDims ? tensor::Json(*numInputDims) : tensor::Json()}};
+}
+
+ModulePtr View::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.View");
+  auto m = std::make_shared<View>(c.shape("size"));
+  if (auto n = c.optionalInteger("numInputDims")) m->setNumInputDims(*n);
+  c.finish();
+  return m;
+}
 
 }  // namespace nn

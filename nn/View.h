@@ -25,6 +25,8 @@ class View : public Module {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // views only
   std::string type_name() const override { return "nn.View"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // nn.View(2, -1)
 
   Shape size;

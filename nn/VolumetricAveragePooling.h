@@ -34,6 +34,8 @@ class VolumetricAveragePooling : public VolumetricPooling {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   std::string type_name() const override { return "nn.VolumetricAveragePooling"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   bool count_include_pad = true;
 };

@@ -1,10 +1,21 @@
 // VolumetricBatchNormalization.cpp
 #include "nn/VolumetricBatchNormalization.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 VolumetricBatchNormalization::VolumetricBatchNormalization(int64_t nOutput_, double eps_, double momentum_,
                                                            bool affine_)
     : BatchNormalization(nOutput_, eps_, momentum_, affine_, 5) {}
+
+ModulePtr VolumetricBatchNormalization::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.VolumetricBatchNormalization");
+  const int64_t nOutput = c.integer("nOutput");
+  const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
+  const bool affine = c.flag("affine", true);
+  c.finish();
+  return std::make_shared<VolumetricBatchNormalization>(nOutput, eps, momentum, affine);
+}
 
 }  // namespace nn

@@ -13,6 +13,7 @@ class VolumetricBatchNormalization : public BatchNormalization {
  public:
   explicit VolumetricBatchNormalization(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true);
   std::string type_name() const override { return "nn.VolumetricBatchNormalization"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

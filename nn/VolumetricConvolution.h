@@ -16,6 +16,8 @@ class VolumetricConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   std::string type_name() const override { return "nn.VolumetricConvolution"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricConvolution(3 -> 8, 3x5x5, 1,2,2[, padT,padW,padH]) (kT x kW x kH).
   std::string str() const override;
 

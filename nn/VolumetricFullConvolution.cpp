@@ -2,6 +2,8 @@
 // ConvolutionBase's (Note [Transposed convolution as the adjoint]).
 #include "nn/VolumetricFullConvolution.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 VolumetricFullConvolution::VolumetricFullConvolution(int64_t nInputPlane_, int64_t nOutputPlane_, int64_t kT_,
@@ -26,5 +28,28 @@ ConvSpec VolumetricFullConvolution::spec() const {
 }
 
 std::string VolumetricFullConvolution::str() const { return describe({0, 2, 1}); }
+
+tensor::Json VolumetricFullConvolution::config() const {
+  return tensor::Json::Object{{"nInputPlane", nInputPlane}, {"nOutputPlane", nOutputPlane}, {"kT", kT}, {"kW", kW},
+                              {"kH", kH}, {"dT", dT}, {"dW", dW}, {"dH", dH}, {"padT", padT}, {"padW", padW},
+                              {"padH", padH}, {"adjT", adjT}, {"adjW", adjW}, {"adjH", adjH}, {"groups", groups},
+                              {"bias", bias.defined()}, {"algo", algo.config()}};
+}
+
+ModulePtr VolumetricFullConvolution::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.VolumetricFullConvolution");
+  const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
+  const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
+  const int64_t dT = c.integer("dT", 1), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
+  const int64_t padT = c.integer("padT", 0), padW = c.integer("padW", 0), padH = c.integer("padH", 0);
+  const int64_t adjT = c.integer("adjT", 0), adjW = c.integer("adjW", 0), adjH = c.integer("adjH", 0);
+  const int64_t groups = c.integer("groups", 1);
+  auto m = std::make_shared<VolumetricFullConvolution>(nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH, adjT,
+                                                       adjW, adjH, groups);
+  if (!c.flag("bias", true)) m->noBias();
+  m->algo = ConvAlgorithms::fromConfig(c);
+  c.finish();
+  return m;
+}
 
 }  // namespace nn

@@ -17,6 +17,8 @@ class VolumetricFullConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   std::string type_name() const override { return "nn.VolumetricFullConvolution"; }
+  tensor::Json config() const override;
+  static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricFullConvolution(3 -> 8, 3x4x4, 1,2,2[, pads][, adjs]) (T, W, H order).
   std::string str() const override;
 

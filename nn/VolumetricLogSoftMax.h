@@ -11,6 +11,7 @@ class VolumetricLogSoftMax : public SoftMaxBase {
  public:
   VolumetricLogSoftMax() : SoftMaxBase(Family::Volumetric, true) {}
   std::string type_name() const override { return "nn.VolumetricLogSoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

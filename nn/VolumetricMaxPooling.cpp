@@ -1,6 +1,8 @@
 // VolumetricMaxPooling.cpp
 #include "nn/VolumetricMaxPooling.h"
 
+#include "nn/ModuleConfig.h"
+
 namespace nn {
 
 VolumetricMaxPooling::VolumetricMaxPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH,
@@ -17,6 +19,17 @@ const Tensor& VolumetricMaxPooling::updateOutput(const Tensor& input) {
 const Tensor& VolumetricMaxPooling::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   maxBackward(input, gradOutput, indices);
   return gradInput;
+}
+
+ModulePtr VolumetricMaxPooling::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, "nn.VolumetricMaxPooling");
+  const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
+  const int64_t dT = c.integer("dT"), dW = c.integer("dW"), dH = c.integer("dH");
+  const int64_t padT = c.integer("padT", 0), padW = c.integer("padW", 0), padH = c.integer("padH", 0);
+  auto m = std::make_shared<VolumetricMaxPooling>(kT, kW, kH, dT, dW, dH, padT, padW, padH);
+  m->ceil_mode = c.flag("ceil_mode", false);
+  c.finish();
+  return m;
 }
 
 }  // namespace nn

@@ -26,6 +26,7 @@ class VolumetricMaxPooling : public VolumetricPooling {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   std::string type_name() const override { return "nn.VolumetricMaxPooling"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 
   Tensor indices;  // Int64, the output's shape: each maximum's offset ((t * H + h) * W + w) in its plane
 };

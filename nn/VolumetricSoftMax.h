@@ -11,6 +11,7 @@ class VolumetricSoftMax : public SoftMaxBase {
  public:
   VolumetricSoftMax() : SoftMaxBase(Family::Volumetric, false) {}
   std::string type_name() const override { return "nn.VolumetricSoftMax"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -2,6 +2,7 @@
 #include "tensor/Json.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -346,9 +347,13 @@ void Json::dump_to(std::string& out, int indent, int depth) const {
       } else if (!std::isfinite(number_)) {
         out += "null";  // JSON has no inf/nan
       } else {
+        // the shortest text that parses back to the same double: 0.1, not 0.10000000000000001
         char buf[32];
-        std::snprintf(buf, sizeof buf, "%.17g", number_);
-        out += buf;
+        const auto r = std::to_chars(buf, buf + sizeof buf, number_);
+        std::string text(buf, r.ptr);
+        // keep it a JSON number that reads back as a fraction ("1e+20" -> "1e+20", "3" -> "3.0")
+        if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+        out += text;
       }
       break;
     case Kind::String: escape_to(out, string_); break;

@@ -18,7 +18,7 @@ TEST_CASE("parses and writes values") {
   CHECK(a[4].is_null());
   CHECK(v.at("b\xc3\xa9").as_string() == "x\"\n");
   CHECK(v.at("c").as_object().empty());
-  CHECK(v.dump() == R"({"a":[1,-2,350,true,null],"bé":"x\"\n","c":{}})");
+  CHECK(v.dump() == R"({"a":[1,-2,350.0,true,null],"bé":"x\"\n","c":{}})");
   CHECK(Json::parse(v.dump()).dump() == v.dump());
   CHECK(Json::parse("\"\\ud83d\\ude00\"").as_string() == "\xf0\x9f\x98\x80");
   Json built;
@@ -26,6 +26,19 @@ TEST_CASE("parses and writes values") {
   built.set("list", Json(Json::Array{Json(1.5), Json("s")}));
   CHECK(built.dump() == R"({"k":9007199254740992,"list":[1.5,"s"]})");
   CHECK(built.dump(2) == "{\n  \"k\": 9007199254740992,\n  \"list\": [\n    1.5,\n    \"s\"\n  ]\n}");
+}
+
+TEST_CASE("writes doubles in their shortest exact form, and they stay fractional") {
+  CHECK(Json(0.1).dump() == "0.1");
+  CHECK(Json(1e-5).dump() == "1e-05");
+  CHECK(Json(0.75).dump() == "0.75");
+  CHECK(Json(3.0).dump() == "3.0");
+  CHECK(Json(-2e20).dump() == "-2e+20");
+  for (double d : {0.1, 1e-5, 1.0 / 3.0, 6.02214076e23, -4.9e-324, 0.9999999999999999}) {
+    const Json back = Json::parse(Json(d).dump());
+    CHECK_FALSE(back.is_integer());
+    CHECK(back.as_number() == d);
+  }
 }
 
 TEST_CASE("rejects malformed input with the byte offset") {
