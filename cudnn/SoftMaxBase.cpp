@@ -12,7 +12,7 @@ Tensor as_3d(const Tensor& t, const nn::SoftMaxBase::Layout& l) { return t.view(
 
 SoftmaxAlgo SoftMaxCompute::algo(const nn::SoftMaxBase& m) const {
   if (m.isLog()) return SoftmaxAlgo::Log;
-  return fast ? SoftmaxAlgo::Fast : SoftmaxAlgo::Accurate;
+  return m.fast ? SoftmaxAlgo::Fast : SoftmaxAlgo::Accurate;
 }
 
 void SoftMaxCompute::forward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& input) {

@@ -22,7 +22,6 @@ class SoftMaxCompute {
  public:
   void forward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& input);
   void backward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& gradOutput);
-  bool fast = false;
 
  private:
   SoftmaxAlgo algo(const nn::SoftMaxBase& m) const;
@@ -37,9 +36,10 @@ class SoftMaxBase : public Twin<Base> {
  public:
   using Twin<Base>::Twin;
 
-  // CUDNN_SOFTMAX_FAST instead of ACCURATE (not for the log variants). Off by default.
-  void fastMode(bool on) { compute_.fast = on; }
-  bool fastMode() const { return compute_.fast; }
+  // CUDNN_SOFTMAX_FAST instead of ACCURATE (not for the log variants). Off by default; the
+  // setting lives in nn::SoftMaxBase::fast, so it survives conversion and model files.
+  void fastMode(bool on) { this->fast = on; }
+  bool fastMode() const { return this->fast; }
 
   const Tensor& updateOutput(const Tensor& input) override {
     const std::string where = this->where("updateOutput");

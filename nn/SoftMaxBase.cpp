@@ -75,4 +75,10 @@ const Tensor& SoftMaxBase::updateGradInput(const Tensor& input, const Tensor& gr
   return gradInput;
 }
 
+tensor::Json SoftMaxBase::config() const {
+  tensor::Json c(tensor::Json::Object{});
+  if (fast) c.set("fast", tensor::Json(true));
+  return c;
+}
+
 }  // namespace nn

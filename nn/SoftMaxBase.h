@@ -7,6 +7,8 @@
 #pragma once
 
 #include "nn/Module.h"
+#include "nn/ModuleConfig.h"
+#include "tensor/Json.h"
 
 namespace nn {
 
@@ -31,12 +33,31 @@ class SoftMaxBase : public Module {
   void checkBackward(const Tensor& input, const Tensor& gradOutput, const char* method) const;
   Family family() const { return family_; }
   bool isLog() const { return log_; }
+  // {"fast": true} when set (absent otherwise, so older files read the same).
+  tensor::Json config() const override;
+
+  // cudnn.torch's fastMode: the cudnn twin uses CUDNN_SOFTMAX_FAST (no max subtraction)
+  // instead of ACCURATE; the log variants and the CPU ignore it. Kept here, on the nn module,
+  // so it survives convert() both ways and model files.
+  bool fast = false;
 
  protected:
   SoftMaxBase(Family family, bool log) : family_(family), log_(log) {}
+  // For the subclasses' fromConfig: builds M and reads the shared options.
+  template <class M>
+  static ModulePtr build(const tensor::Json& config, const char* type);
 
   Family family_;
   bool log_;
 };
+
+template <class M>
+ModulePtr SoftMaxBase::build(const tensor::Json& config, const char* type) {
+  ConfigReader r(config, type);
+  auto m = std::make_shared<M>();
+  m->fast = r.flag("fast", false);
+  r.finish();
+  return m;
+}
 
 }  // namespace nn

@@ -1,13 +1,10 @@
 // SpatialLogSoftMax.cpp: all of the computation is in nn::SoftMaxBase and kernels::softmax_*.
 #include "nn/SpatialLogSoftMax.h"
 
-#include "nn/ModuleConfig.h"
-
 namespace nn {
 
 ModulePtr SpatialLogSoftMax::fromConfig(const tensor::Json& config) {
-  ConfigReader(config, "nn.SpatialLogSoftMax").finish();
-  return std::make_shared<SpatialLogSoftMax>();
+  return build<SpatialLogSoftMax>(config, "nn.SpatialLogSoftMax");
 }
 
 }  // namespace nn

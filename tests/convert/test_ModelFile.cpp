@@ -196,7 +196,9 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::Dropout>(0.3, true, false), {4, 5}, true});
   c.push_back({make<nn::Dropout>(0.2, false, true), {4, 5}});
   // the softmax family
-  c.push_back({make<nn::SoftMax>(), {2, 5}});
+  auto fast_softmax = make<nn::SoftMax>();
+  fast_softmax->fast = true;  // the cudnn twin's fastMode, kept on the nn module
+  c.push_back({fast_softmax, {2, 5}});
   c.push_back({make<nn::LogSoftMax>(), {2, 5}});
   c.push_back({make<nn::SpatialSoftMax>(), {2, 3, 2, 2}});
   c.push_back({make<nn::SpatialLogSoftMax>(), {2, 3, 2, 2}});

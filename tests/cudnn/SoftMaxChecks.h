@@ -67,6 +67,13 @@ void expect_softmax_convert_and_errors(const tensor::Shape& good, const tensor::
   twin.fastMode(true);
   CHECK(twin.fastMode());
   twin.fastMode(false);
+  // fast mode is kept on the nn module, so it survives nn -> cudnn -> nn -> cudnn
+  {
+    auto m = std::make_shared<Nn>();
+    m->fast = true;
+    auto cu = nn::convert(nn::convert(nn::convert(m, cudnn::backend), nn::backend), cudnn::backend);
+    CHECK(dynamic_cast<Cu&>(*cu).fastMode());
+  }
   const std::string name = twin.type_name();
   CHECK(twin.str() == name);
   CHECK(name == "cudnn" + Nn().type_name().substr(2));

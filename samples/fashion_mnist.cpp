@@ -1,0 +1,236 @@
+// fashion_mnist: trains a 2-conv + pooling + batch-norm network on Fashion-MNIST, on the CPU
+// (nn) or, with --backend cudnn, converted to cuDNN on the GPU; prints progress, test
+// accuracy per class, and saves the trained model.
+//
+//   fashion_mnist [--data DIR] [--backend nn|cudnn] [--epochs N] [--batch-size N] [--lr X]
+//                 [--seed N] [--limit N] [--save PATH] [--quiet]
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "convert/Convert.h"
+#include "convert/ModelFile.h"
+#include "nn/Adam.h"
+#include "nn/CrossEntropyCriterion.h"
+#include "nn/Dropout.h"
+#include "nn/Linear.h"
+#include "nn/ReLU.h"
+#include "nn/Sequential.h"
+#include "nn/SpatialBatchNormalization.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/SpatialMaxPooling.h"
+#include "nn/View.h"
+#include "samples/Args.h"
+#include "samples/FashionMnist.h"
+#include "tensor/Cuda.h"
+
+using tensor::Device;
+using tensor::DType;
+using tensor::Tensor;
+
+namespace {
+
+struct Options {
+  std::string data = samples::kDefaultFashionMnistDir;
+  std::string backend = "nn";
+  int64_t epochs = 3;
+  int64_t batch = 128;
+  double lr = 2e-3;
+  uint64_t seed = 1;
+  int64_t limit = 0;  // train on the first N images only (0: all)
+  std::string save = "fashion_mnist_model";
+  bool quiet = false;
+};
+
+const char* kUsage =
+    "usage: fashion_mnist [options]\n"
+    "  --data DIR        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist,\n"
+    "                    from the Debian package dataset-fashion-mnist)\n"
+    "  --backend B       nn (CPU, default) or cudnn (convert and train on the GPU)\n"
+    "  --epochs N        passes over the training set (default 3)\n"
+    "  --batch-size N    images per step (default 128)\n"
+    "  --lr X            Adam learning rate (default 0.002, halved each epoch)\n"
+    "  --seed N          initialisation and shuffling seed (default 1)\n"
+    "  --limit N         train on the first N images only (default: all 60000)\n"
+    "  --save PATH       where the trained model goes: PATH.json + PATH.safetensors\n"
+    "                    (default fashion_mnist_model; empty to skip)\n"
+    "  --quiet           no progress lines\n";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  samples::Args args(argc, argv, kUsage);
+  while (args.more()) {
+    const std::string flag = args.flag();
+    if (flag == "--data") o.data = args.value(flag);
+    else if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
+    else if (flag == "--epochs") o.epochs = args.integer(flag, 1, 1000);
+    else if (flag == "--batch-size") o.batch = args.integer(flag, 1, 65536);
+    else if (flag == "--lr") o.lr = args.number(flag, 1e-8, 10);
+    else if (flag == "--seed") o.seed = static_cast<uint64_t>(args.integer(flag, 0, INT64_MAX));
+    else if (flag == "--limit") o.limit = args.integer(flag, 0, INT64_MAX);
+    else if (flag == "--save") o.save = args.value(flag);
+    else if (flag == "--quiet") o.quiet = true;
+    else if (flag == "--help" || flag == "-h") args.usage(0);
+    else args.fail("unknown option " + flag);
+  }
+  return o;
+}
+
+// conv 3x3 -> BN -> ReLU -> 2x2 max pool, twice; then 128 hidden units, dropout, 10 scores.
+std::shared_ptr<nn::Sequential> build_network() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::SpatialConvolution>(1, 32, 3, 3, 1, 1, 1, 1));
+  net->add(std::make_shared<nn::SpatialBatchNormalization>(32));
+  net->add(std::make_shared<nn::ReLU>(true));
+  net->add(std::make_shared<nn::SpatialMaxPooling>(2, 2, 2, 2));
+  net->add(std::make_shared<nn::SpatialConvolution>(32, 64, 3, 3, 1, 1, 1, 1));
+  net->add(std::make_shared<nn::SpatialBatchNormalization>(64));
+  net->add(std::make_shared<nn::ReLU>(true));
+  net->add(std::make_shared<nn::SpatialMaxPooling>(2, 2, 2, 2));
+  net->add(std::make_shared<nn::View>(std::vector<int64_t>{64 * 7 * 7}));
+  net->add(std::make_shared<nn::Linear>(64 * 7 * 7, 128));
+  net->add(std::make_shared<nn::ReLU>(true));
+  net->add(std::make_shared<nn::Dropout>(0.25));
+  net->add(std::make_shared<nn::Linear>(128, 10));
+  return net;
+}
+
+std::string duration(double seconds) {
+  const int s = static_cast<int>(std::lround(seconds));
+  char buf[32];
+  if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ds", s);
+  return buf;
+}
+
+// Normalises with the training set's statistics, in place.
+void standardise(Tensor& images, double mean, double std) { images.add_(-mean).mul_(1.0 / std); }
+
+// Accuracy of `net` (in evaluation mode) over a dataset, per class too.
+double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device, std::vector<double>& per_class) {
+  net.evaluate();
+  const int64_t n = d.images.size(0);
+  std::vector<int64_t> correct(10, 0), total(10, 0);
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t len = std::min(batch, n - start);
+    const Tensor scores = net.forward(d.images.narrow(0, start, len).to(device));
+    const std::vector<int64_t> predicted = scores.argmax(1).to_vector<int64_t>();
+    const std::vector<int64_t> labels = d.labels.narrow(0, start, len).to_vector<int64_t>();
+    for (int64_t i = 0; i < len; ++i) {
+      ++total[labels[i]];
+      correct[labels[i]] += predicted[i] == labels[i];
+    }
+  }
+  per_class.assign(10, 0);
+  for (int c = 0; c < 10; ++c) per_class[c] = total[c] ? double(correct[c]) / total[c] : 0;
+  return double(std::accumulate(correct.begin(), correct.end(), int64_t(0))) / double(n);
+}
+
+int run(const Options& o) {
+  tensor::manual_seed(o.seed);
+  std::printf("Fashion-MNIST from %s\n", o.data.c_str());
+  samples::Dataset train = samples::load_fashion_mnist(o.data, "train");
+  samples::Dataset test = samples::load_fashion_mnist(o.data, "t10k");
+  if (o.limit > 0 && o.limit < train.images.size(0)) {
+    train.images = train.images.narrow(0, 0, o.limit).clone();
+    train.labels = train.labels.narrow(0, 0, o.limit).clone();
+  }
+  const double mean = train.images.mean().item();
+  const double std = std::sqrt(train.images.sub(mean).square().mean().item());
+  standardise(train.images, mean, std);
+  standardise(test.images, mean, std);
+
+  std::shared_ptr<nn::Module> net = build_network();
+  nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
+  Device device = Device::cpu();
+  if (o.backend == "cudnn") {
+    if (!tensor::cuda::is_available()) {
+      throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
+    }
+    device = Device::cuda(0);
+    nn::ConvertReport report;
+    net = nn::convert(net, cudnn::backend, {}, &report);
+    criterion = nn::convert(criterion, cudnn::backend);
+    std::printf("converted to cudnn: %s\n", report.str().c_str());
+  }
+  std::printf("%s\n", net->str().c_str());
+  nn::Adam optimizer(*net, o.lr);
+
+  const int64_t n = train.images.size(0);
+  const int64_t steps = (n + o.batch - 1) / o.batch;
+  tensor::Generator shuffle(o.seed + 1);
+  const bool tty = isatty(fileno(stdout));
+  using clock = std::chrono::steady_clock;
+  const auto start_all = clock::now();
+  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    net->train();
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle.randint(i + 1)]);
+    const Tensor perm = tensor::from_vector(order);
+    double running_loss = 0;
+    int64_t seen = 0;
+    const auto start = clock::now();
+    for (int64_t step = 0; step < steps; ++step) {
+      const int64_t begin = step * o.batch, len = std::min(o.batch, n - begin);
+      const Tensor idx = perm.narrow(0, begin, len);
+      const Tensor x = tensor::index_select(train.images, 0, idx).to(device);
+      const Tensor y = tensor::index_select(train.labels, 0, idx).to(device);
+      optimizer.zeroGrad();
+      const Tensor& scores = net->forward(x);
+      const double loss = criterion->forward(scores, y);
+      net->backward(x, criterion->backward(scores, y));
+      optimizer.step();
+      running_loss += loss * len;
+      seen += len;
+      const bool report = !o.quiet && (tty || step + 1 == steps || (step + 1) % std::max<int64_t>(1, steps / 10) == 0);
+      if (report) {
+        const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+        const double rate = seen / std::max(elapsed, 1e-9);
+        std::printf("%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f img/s  ETA %s%s", tty ? "\r" : "",
+                    static_cast<long long>(epoch), static_cast<long long>(o.epochs), static_cast<long long>(step + 1),
+                    static_cast<long long>(steps), running_loss / seen, rate,
+                    duration((n - seen) / rate + (o.epochs - epoch) * n / rate).c_str(), tty ? "   " : "\n");
+        std::fflush(stdout);
+      }
+    }
+    if (tty && !o.quiet) std::printf("\n");
+    std::vector<double> per_class;
+    const double acc = evaluate(*net, test, 1000, device, per_class);
+    std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (%s)\n", static_cast<long long>(epoch),
+                running_loss / n, acc, duration(std::chrono::duration<double>(clock::now() - start).count()).c_str());
+    optimizer.lr *= 0.5;
+    if (epoch == o.epochs) {
+      for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", samples::kFashionMnistClasses[c], per_class[c]);
+      std::printf("test accuracy %.4f after %lld epochs in %s on %s\n", acc, static_cast<long long>(o.epochs),
+                  duration(std::chrono::duration<double>(clock::now() - start_all).count()).c_str(),
+                  device.str().c_str());
+    }
+  }
+  if (!o.save.empty()) {
+    nn::save_model(*net, o.save);
+    std::printf("saved %s.json and %s.safetensors\n", o.save.c_str(), o.save.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
+    return 1;
+  }
+}
