@@ -5,25 +5,15 @@
 // sizeAverage, summed otherwise. Twin: cudnn::SpatialCrossEntropyCriterion.
 #pragma once
 
-#include "nn/Criterion.h"
+#include "nn/PixelCrossEntropy.h"
 
 namespace nn {
 
-class SpatialCrossEntropyCriterion : public Criterion {
+class SpatialCrossEntropyCriterion : public PixelCrossEntropy {
  public:
-  explicit SpatialCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100);
-
-  double updateOutput(const Tensor& input, const Tensor& target) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
+  explicit SpatialCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
+      : PixelCrossEntropy(2, "nn.SpatialCrossEntropyCriterion", std::move(weights), sizeAverage, ignoreIndex) {}
   std::string type_name() const override { return "nn.SpatialCrossEntropyCriterion"; }
-
-  Tensor weights;  // [classes], or undefined for all ones
-  bool sizeAverage;
-  int64_t ignoreIndex;
-  Tensor logProbs;  // log_softmax(input) of the last call
-
- protected:
-  void visitState(StateVisitor& v) override { v.buffer("weights", weights); }
 };
 
 }  // namespace nn

@@ -4,25 +4,15 @@
 // weights) under sizeAverage, summed otherwise. Twin: cudnn::VolumetricCrossEntropyCriterion.
 #pragma once
 
-#include "nn/Criterion.h"
+#include "nn/PixelCrossEntropy.h"
 
 namespace nn {
 
-class VolumetricCrossEntropyCriterion : public Criterion {
+class VolumetricCrossEntropyCriterion : public PixelCrossEntropy {
  public:
-  explicit VolumetricCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100);
-
-  double updateOutput(const Tensor& input, const Tensor& target) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
+  explicit VolumetricCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
+      : PixelCrossEntropy(3, "nn.VolumetricCrossEntropyCriterion", std::move(weights), sizeAverage, ignoreIndex) {}
   std::string type_name() const override { return "nn.VolumetricCrossEntropyCriterion"; }
-
-  Tensor weights;  // [classes], or undefined for all ones
-  bool sizeAverage;
-  int64_t ignoreIndex;
-  Tensor logProbs;  // log_softmax(input) of the last call
-
- protected:
-  void visitState(StateVisitor& v) override { v.buffer("weights", weights); }
 };
 
 }  // namespace nn
