@@ -28,6 +28,11 @@ const Tables& tables() {
   static const Tables t = [] {
     Tables t;
     // ---- modules (sorted) ----
+    t.module<nn::SpatialAveragePooling, cudnn::SpatialAveragePooling>("nn.SpatialAveragePooling");
+    t.module<nn::SpatialCrossMapLRN, cudnn::SpatialCrossMapLRN>("nn.SpatialCrossMapLRN");
+    t.module<nn::SpatialMaxPooling, cudnn::SpatialMaxPooling>("nn.SpatialMaxPooling");
+    t.module<nn::VolumetricAveragePooling, cudnn::VolumetricAveragePooling>("nn.VolumetricAveragePooling");
+    t.module<nn::VolumetricMaxPooling, cudnn::VolumetricMaxPooling>("nn.VolumetricMaxPooling");
     // ---- criteria (sorted) ----
     return t;
   }();

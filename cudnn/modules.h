@@ -2,3 +2,8 @@
 #pragma once
 
 #include "cudnn/Config.h"
+#include "cudnn/SpatialAveragePooling.h"
+#include "cudnn/SpatialCrossMapLRN.h"
+#include "cudnn/SpatialMaxPooling.h"
+#include "cudnn/VolumetricAveragePooling.h"
+#include "cudnn/VolumetricMaxPooling.h"
