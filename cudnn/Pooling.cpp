@@ -17,6 +17,7 @@ void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& ou
   const Tensor x = input.contiguous();
   nn::ensure(m.output, outShape, x);
   if (x.numel() > 0) plan_.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
+  if (private_output_) nn::ensure(y_, outShape, x).copy_(m.output);
   ran_ = true;
   if (shape_ != input.sizes() || dtype_ != input.dtype() || device_ != input.device()) {
     shape_ = input.sizes();
@@ -32,11 +33,14 @@ void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& 
   nn::ensure(m.gradInput, x.sizes(), x);
   if (x.numel() == 0) return;
   const size_t nd = p.ws.size();
-  plan_.backward(batched(x, nd), batched(m.output, nd), batched(dy, nd), batched(m.gradInput, nd), p);
+  const Tensor& y = private_output_ ? y_ : m.output;  // See Note [Pooling backward state]
+  plan_.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
 }
 
-bool PoolingCompute::ranOn(const Tensor& input) const {
-  return ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device();
+bool PoolingCompute::ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const {
+  const Tensor& y = private_output_ ? y_ : m.output;
+  return ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device() && y.defined() &&
+         y.sizes() == outShape && y.dtype() == input.dtype() && y.device() == input.device();
 }
 
 }  // namespace cudnn::detail

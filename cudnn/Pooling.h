@@ -7,12 +7,17 @@
 // pooling AverageIncPad or AverageExcPad as count_include_pad says. float32, float64, float16
 // and bfloat16; [C x spatial] inputs run as a batch of one.
 //
-// Note [Pooling backward state]: cuDNN's backward takes x, y and dy, so the twin keeps the
-// forward output and backward needs the forward's input. Max pooling throws, as the nn module
-// does, when backward's input differs in shape, dtype or device from the last forward's (Torch's
-// contract: backward gets forward's input); average pooling, whose nn module keeps no forward
-// state, runs the forward again first. The twin computes no `indices`: its forward drops any
-// the nn module held, so an nn module converted back cannot use stale ones.
+// Note [Pooling backward state]: cuDNN's backward takes x, y and dy, so backward needs the
+// forward's input and output. Max pooling throws, as the nn module does, when backward's input
+// differs in shape, dtype or device from the last forward's (Torch's contract: backward gets
+// forward's input); average pooling, whose nn module keeps no forward state, runs the forward
+// again first. cuDNN's max backward finds each window's maximum by comparing x with y (Caffe
+// issues #2688, #3574), so a later in-place layer writing into `output` (ReLU(true), an in-place
+// dropout) would misplace the gradient, where nn's recorded indices are immune: the max twins
+// keep a private copy of y for backward (one device copy per forward). Average gradients depend
+// on neither x's nor y's values, so the average twins keep none. The twin computes no
+// `indices`: its forward drops any the nn module held, so an nn module converted back cannot
+// use stale ones.
 #pragma once
 
 #include <string>
@@ -28,17 +33,23 @@ namespace detail {
 // The compute of every pooling twin; the twin checks its arguments first.
 class PoolingCompute {
  public:
+  // privateOutput: backward reads a copy of the output taken at forward (max pooling)
+  explicit PoolingCompute(bool privateOutput) : private_output_(privateOutput) {}
+
   // m.output = pool(input), of shape outShape (the nn base's outputShape).
   void forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p);
   // m.gradInput from input, m.output and gradOutput (checked by the caller).
   void backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p);
-  // Whether the last forward ran on an input of this shape, dtype and device.
-  bool ranOn(const Tensor& input) const;
+  // Whether the last forward ran on an input of this shape, dtype and device, and its output,
+  // of shape outShape, is still there for backward (Module::to drops outputs).
+  bool ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const;
   // "float32 [1 x 5 x 5] on cuda:0", or "nothing" before the first forward.
   const std::string& lastInput() const { return last_; }
 
  private:
   PoolPlan plan_;
+  bool private_output_;
+  Tensor y_;  // the copy of the output backward reads, with private_output_
   bool ran_ = false;
   Shape shape_;
   DType dtype_ = DType::Float32;
@@ -91,8 +102,8 @@ class Pooling : public Twin<Base> {
     check_on_device(where, input, Tensor());
     check_cuda(where, input, "input");
     check_cuda(where, gradOutput, "gradOutput");
-    this->checkGradOutput(input, gradOutput, "updateGradInput");
-    if (!compute_.ranOn(input)) {  // See Note [Pooling backward state]
+    const Shape shape = this->checkGradOutput(input, gradOutput, "updateGradInput");
+    if (!compute_.ranOn(*this, input, shape)) {  // See Note [Pooling backward state]
       if constexpr (kAverage) {
         updateOutput(input);
       } else {
@@ -106,7 +117,7 @@ class Pooling : public Twin<Base> {
 
  private:
   PoolParams params_;
-  detail::PoolingCompute compute_;
+  detail::PoolingCompute compute_{!kAverage};  // See Note [Pooling backward state]
 };
 
 }  // namespace cudnn

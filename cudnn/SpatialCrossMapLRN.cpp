@@ -25,6 +25,7 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
   const Tensor x = input.contiguous();
   nn::ensure(output, x.sizes(), x);
   if (x.numel() > 0) plan_.forward(n, alpha, beta, k, batched(x), batched(output));
+  nn::ensure(y_, x.sizes(), x).copy_(output);
   return output;
 }
 
@@ -37,14 +38,13 @@ const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Ten
   checkGradOutput(input, gradOutput, "updateGradInput");
   const int n = checkedSize(where);
   // y comes from updateOutput on this input (Torch's contract); recomputed when it cannot be
-  if (!output.defined() || output.sizes() != input.sizes() || output.dtype() != input.dtype() ||
-      output.device() != input.device()) {
+  if (!y_.defined() || y_.sizes() != input.sizes() || y_.dtype() != input.dtype() || y_.device() != input.device()) {
     updateOutput(input);
   }
   const Tensor x = input.contiguous();
   const Tensor dy = gradOutput.contiguous();
   nn::ensure(gradInput, x.sizes(), x);
-  if (x.numel() > 0) plan_.backward(n, alpha, beta, k, batched(x), batched(output), batched(dy), batched(gradInput));
+  if (x.numel() > 0) plan_.backward(n, alpha, beta, k, batched(x), batched(y_), batched(dy), batched(gradInput));
   return gradInput;
 }
 

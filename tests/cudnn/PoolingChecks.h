@@ -2,7 +2,8 @@
 // test_SpatialAveragePooling, test_VolumetricMaxPooling, test_VolumetricAveragePooling):
 // configurations with the ceil-mode effect they are meant to have (checked against sizes worked
 // out here, not by nn), expect_twin_matches over batch / batch 1 / non-batch inputs of each,
-// max-pooling inputs without ties in any dtype, and the errors every pooling twin gives.
+// max-pooling inputs without ties in any dtype, gradients unaffected by in-place writes into
+// the output, and the errors every pooling twin gives.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -132,6 +133,32 @@ inline void expect_pool_twins_match(const std::vector<PoolCfg>& cfgs, const Pool
       nn::ModulePtr ref = makeNn(c), twin = makeCu(c);
       testing::expect_twin_matches(*ref, *twin, x, dt, testing::TwinTolerance::for_dtype(dt), noncontiguous);
     }
+  }
+}
+
+// A later in-place layer writing into the twin's output between forward and backward (as
+// ReLU(true) does; here clamping at 0 and zeroing) leaves the gradient nn's, as nn's indices
+// do (See Note [Pooling backward state]). float32, [2 x C x spatial] inputs.
+inline void expect_backward_ignores_output_changes(const std::vector<PoolCfg>& cfgs, const PoolFactory& makeNn,
+                                                   const PoolFactory& makeCu, bool max, int64_t channels = 3) {
+  tensor::Generator gen(99);
+  for (const PoolCfg& c : cfgs) {
+    INFO(c.what);
+    Shape shape{2, channels};
+    for (int64_t s : c.spatial) shape.push_back(s);
+    const Tensor x = (max ? distinct_input(shape, c.k.size(), gen) : tensor::uniform(shape, -1, 1, gen)).to(DType::Float32);
+    nn::ModulePtr ref = makeNn(c), twin = makeCu(c);
+    twin->to(gpu);
+    const Tensor y = ref->forward(x);
+    const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen);
+    const Tensor want = ref->backward(x, g).clone();
+    const Tensor xg = x.to(gpu), gg = g.to(gpu);
+    twin->forward(xg);
+    twin->output.clamp_(0.0, 1e30);
+    CHECK(tensor::max_abs_diff(twin->backward(xg, gg), want) < 1e-5);
+    twin->forward(xg);
+    twin->output.fill_(0.0);
+    CHECK(tensor::max_abs_diff(twin->backward(xg, gg), want) < 1e-5);
   }
 }
 

@@ -94,6 +94,24 @@ TEST_CASE("cudnn.SpatialCrossMapLRN backward without a matching forward runs the
   CHECK_FALSE(twin.scale.defined());                                        // cuDNN keeps its scale inside
 }
 
+TEST_CASE("cudnn.SpatialCrossMapLRN gradients unaffected by an in-place layer writing into the output") {
+  Generator gen(10);
+  const Tensor x = uniform({2, 7, 3, 4}, -2, 2, gen, DType::Float64);
+  const Tensor g = uniform({2, 7, 3, 4}, -1, 1, gen, DType::Float64);
+  nn::SpatialCrossMapLRN ref(4, 1.0, 0.75, 1);
+  ref.forward(x);
+  const Tensor want = ref.backward(x, g).clone();
+  cudnn::SpatialCrossMapLRN twin(4, 1.0, 0.75, 1);
+  twin.to(gpu);
+  const Tensor xg = x.to(gpu), gg = g.to(gpu);
+  twin.forward(xg);
+  twin.output.clamp_(0.0, 1e30);  // as ReLU(true) would
+  CHECK(max_abs_diff(twin.backward(xg, gg), want) < 1e-12);
+  twin.forward(xg);
+  twin.output.fill_(0.0);
+  CHECK(max_abs_diff(twin.backward(xg, gg), want) < 1e-12);
+}
+
 TEST_CASE("cudnn.SpatialCrossMapLRN convert round trip keeps size, alpha, beta and k") {
   Generator gen(9);
   expect_convert_roundtrip(std::make_shared<nn::SpatialCrossMapLRN>(), uniform({2, 7, 4, 5}, -2, 2, gen));

@@ -91,6 +91,10 @@ TEST_CASE("cudnn.SpatialMaxPooling backward uses the forward's maximum positions
         std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0});
 }
 
+TEST_CASE("cudnn.SpatialMaxPooling gradients unaffected by an in-place layer writing into the output") {
+  pooltwin::expect_backward_ignores_output_changes({cfgs[2], cfgs[3], cfgs[8]}, make_nn, make_cu, true);
+}
+
 TEST_CASE("cudnn.SpatialMaxPooling convert round trips keep ceil mode") {
   Generator gen(5);
   expect_convert_roundtrip(make_nn(cfgs[2]), uniform({2, 3, 7, 9}, -1, 1, gen));
@@ -132,6 +136,8 @@ TEST_CASE("cudnn.SpatialMaxPooling printing and errors") {
   fresh.forward(zeros({1, 4, 4}, DType::Float64, gpu));
   CHECK_THROWS_WITH_AS(fresh.backward(x, g), doctest::Contains("after updateOutput on float64 [1 x 4 x 4]"), Error);
   fresh.forward(x);
+  CHECK(fresh.backward(x, g).sizes() == x.sizes());
+  fresh.to(DType::Float32);  // drops the output; backward reads the copy it kept
   CHECK(fresh.backward(x, g).sizes() == x.sizes());
 
   // fields changed after construction are checked again

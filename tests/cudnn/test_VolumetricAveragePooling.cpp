@@ -55,6 +55,10 @@ TEST_CASE("cudnn.VolumetricAveragePooling matches nn with a non-contiguous input
   pooltwin::expect_pool_twins_match(cfgs, make_nn, make_cu, false, DType::Float32, true, 2);
 }
 
+TEST_CASE("cudnn.VolumetricAveragePooling gradients unaffected by an in-place layer writing into the output") {
+  pooltwin::expect_backward_ignores_output_changes({cfgs[2], cfgs[4]}, make_nn, make_cu, false, 2);
+}
+
 TEST_CASE("cudnn.VolumetricAveragePooling convert round trips keep ceil mode and count_include_pad") {
   Generator gen(5);
   for (const PoolCfg& c : {cfgs[1], cfgs[2], cfgs[3], cfgs[4]}) {

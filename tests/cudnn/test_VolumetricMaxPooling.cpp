@@ -76,6 +76,10 @@ TEST_CASE("cudnn.VolumetricMaxPooling deterministic=true: nn's gradients, bitwis
   }
 }
 
+TEST_CASE("cudnn.VolumetricMaxPooling gradients unaffected by an in-place layer writing into the output") {
+  pooltwin::expect_backward_ignores_output_changes({cfgs[1], cfgs[2]}, make_nn, make_cu, true, 2);
+}
+
 TEST_CASE("cudnn.VolumetricMaxPooling convert round trips keep ceil mode") {
   Generator gen(5);
   expect_convert_roundtrip(make_nn(cfgs[1]), uniform({2, 2, 5, 6, 7}, -1, 1, gen));
