@@ -41,19 +41,24 @@ const Tables& tables() {
     t.module<nn::Residual, cudnn::Residual>("nn.Residual");
     t.module<nn::Sigmoid, cudnn::Sigmoid>("nn.Sigmoid");
     t.module<nn::SoftMax, cudnn::SoftMax>("nn.SoftMax");
+    t.module<nn::SpatialAveragePooling, cudnn::SpatialAveragePooling>("nn.SpatialAveragePooling");
     t.module<nn::SpatialBatchNormalization, cudnn::SpatialBatchNormalization>("nn.SpatialBatchNormalization");
     t.module<nn::SpatialConvolution, cudnn::SpatialConvolution>("nn.SpatialConvolution");
+    t.module<nn::SpatialCrossMapLRN, cudnn::SpatialCrossMapLRN>("nn.SpatialCrossMapLRN");
     t.module<nn::SpatialDilatedConvolution, cudnn::SpatialDilatedConvolution>("nn.SpatialDilatedConvolution");
     t.module<nn::SpatialFullConvolution, cudnn::SpatialFullConvolution>("nn.SpatialFullConvolution");
     t.module<nn::SpatialLogSoftMax, cudnn::SpatialLogSoftMax>("nn.SpatialLogSoftMax");
+    t.module<nn::SpatialMaxPooling, cudnn::SpatialMaxPooling>("nn.SpatialMaxPooling");
     t.module<nn::SpatialSoftMax, cudnn::SpatialSoftMax>("nn.SpatialSoftMax");
     t.module<nn::Tanh, cudnn::Tanh>("nn.Tanh");
     t.module<nn::TemporalConvolution, cudnn::TemporalConvolution>("nn.TemporalConvolution");
     t.module<nn::View, cudnn::View>("nn.View");
+    t.module<nn::VolumetricAveragePooling, cudnn::VolumetricAveragePooling>("nn.VolumetricAveragePooling");
     t.module<nn::VolumetricBatchNormalization, cudnn::VolumetricBatchNormalization>("nn.VolumetricBatchNormalization");
     t.module<nn::VolumetricConvolution, cudnn::VolumetricConvolution>("nn.VolumetricConvolution");
     t.module<nn::VolumetricFullConvolution, cudnn::VolumetricFullConvolution>("nn.VolumetricFullConvolution");
     t.module<nn::VolumetricLogSoftMax, cudnn::VolumetricLogSoftMax>("nn.VolumetricLogSoftMax");
+    t.module<nn::VolumetricMaxPooling, cudnn::VolumetricMaxPooling>("nn.VolumetricMaxPooling");
     t.module<nn::VolumetricSoftMax, cudnn::VolumetricSoftMax>("nn.VolumetricSoftMax");
     // ---- criteria (sorted) ----
     t.criterion<nn::ClassNLLCriterion, cudnn::ClassNLLCriterion>("nn.ClassNLLCriterion");

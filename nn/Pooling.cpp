@@ -74,7 +74,7 @@ Shape Pooling::outputShape(const Tensor& input, const char* method) const {
 
 Shape Pooling::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
   const Shape shape = outputShape(input, method);
-  check_float(where(method), gradOutput, "gradOutput");
+  if (!gradOutput.defined()) throw Error(where(method) + "gradOutput is undefined");
   check_matches(where(method), gradOutput, input, "gradOutput", "input");
   if (gradOutput.sizes() != shape) {
     throw Error(where(method) + "expected gradOutput of the output's shape " + tensor::shape_str(shape) + ", got " +

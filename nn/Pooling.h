@@ -21,7 +21,8 @@ class Pooling : public Module {
   // Throws unless kernel and stride are >= 1 and 0 <= padding <= kernel / 2 (Torch's limit).
   // Without a method the message starts with the type name alone (constructors).
   void checkArguments(const char* method = nullptr) const;
-  // Throws unless gradOutput has input's dtype and the output's shape; returns that shape.
+  // Throws unless gradOutput has input's dtype and device and the output's shape; returns that
+  // shape. Any dtype: the caller checks the input's (the cudnn twins take 16-bit data too).
   Shape checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
   // Torch's: nn.SpatialMaxPooling(2x2, 2,2) or nn.VolumetricMaxPooling(2x2x2, 2,2,2, 1,1,1);
   // kernel, stride and padding in the constructor's order, padding only when non-zero.

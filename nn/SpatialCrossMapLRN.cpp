@@ -41,11 +41,25 @@ SpatialCrossMapLRN::SpatialCrossMapLRN(int64_t size_, double alpha_, double beta
 
 void SpatialCrossMapLRN::checkInput(const Tensor& input, const char* method) const {
   check_float(where(method), input);
+  checkShape(input, method);
+}
+
+void SpatialCrossMapLRN::checkShape(const Tensor& input, const char* method) const {
+  if (!input.defined()) throw Error(where(method) + "input is undefined");
   if (input.dim() != 3 && input.dim() != 4) {
     throw Error(where(method) + "expected 3D [C x H x W] or 4D [N x C x H x W] input, got " +
                 tensor::shape_str(input.sizes()));
   }
   if (size < 1) throw Error(where(method) + "expected size >= 1, got " + std::to_string(size));
+}
+
+void SpatialCrossMapLRN::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
+  if (!gradOutput.defined()) throw Error(where(method) + "gradOutput is undefined");
+  check_matches(where(method), gradOutput, input, "gradOutput", "input");
+  if (gradOutput.sizes() != input.sizes()) {
+    throw Error(where(method) + "expected gradOutput of the input's shape " + tensor::shape_str(input.sizes()) +
+                ", got " + tensor::shape_str(gradOutput.sizes()));
+  }
 }
 
 const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
@@ -87,11 +101,7 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
 // window holds c (i in [c - size / 2, c + (size - 1) / 2]) of g_i x_i scale_i^(-beta - 1).
 const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   checkInput(input, "updateGradInput");
-  check_matches(where("updateGradInput"), gradOutput, input, "gradOutput", "input");
-  if (gradOutput.sizes() != input.sizes()) {
-    throw Error(where("updateGradInput") + "expected gradOutput of the input's shape " +
-                tensor::shape_str(input.sizes()) + ", got " + tensor::shape_str(gradOutput.sizes()));
-  }
+  checkGradOutput(input, gradOutput, "updateGradInput");
   // scale comes from updateOutput on this input (Torch's contract); recomputed when it cannot be.
   if (!scale.defined() || scale.sizes() != input.sizes() || scale.dtype() != input.dtype()) updateOutput(input);
   const Tensor x = input.contiguous();

@@ -21,6 +21,10 @@ class SpatialCrossMapLRN : public Module {
   static ModulePtr fromConfig(const tensor::Json& config);
   // Throws unless input is a float32/float64 tensor of 3 or 4 dims.
   void checkInput(const Tensor& input, const char* method) const;
+  // The same without the dtype (the cudnn twin takes 16-bit data too).
+  void checkShape(const Tensor& input, const char* method) const;
+  // Throws unless gradOutput has input's shape, dtype and device.
+  void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 
   int64_t size;
   double alpha, beta, k;

@@ -6,7 +6,7 @@
 
 namespace cudnn {
 
-void check_lrn_arguments(const std::string& where, int size, double beta, double k) {
+void check_lrn_arguments(const std::string& where, int64_t size, double beta, double k) {
   if (size < CUDNN_LRN_MIN_N || size > CUDNN_LRN_MAX_N || k < CUDNN_LRN_MIN_K || beta < CUDNN_LRN_MIN_BETA) {
     throw tensor::Error(where + "cuDNN takes size " + std::to_string(CUDNN_LRN_MIN_N) + ".." +
                         std::to_string(CUDNN_LRN_MAX_N) + ", k >= " + std::to_string(CUDNN_LRN_MIN_K) + ", beta >= " +

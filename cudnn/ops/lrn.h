@@ -18,6 +18,6 @@ class LRNPlan {
   TensorDescriptor x_desc_, y_desc_;
 };
 
-void check_lrn_arguments(const std::string& where, int size, double beta, double k);
+void check_lrn_arguments(const std::string& where, int64_t size, double beta, double k);
 
 }  // namespace cudnn

@@ -1,0 +1,2 @@
+// SpatialAveragePooling.cpp: all of it is in cudnn/Pooling.{h,cpp}.
+#include "cudnn/SpatialAveragePooling.h"

@@ -1,0 +1,51 @@
+// SpatialCrossMapLRN.cpp
+#include "cudnn/SpatialCrossMapLRN.h"
+
+#include "nn/Buffers.h"
+
+namespace cudnn {
+
+namespace {
+// cuDNN wants [N x C x H x W]: a [C x H x W] tensor is viewed as a batch of one.
+Tensor batched(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(0) : t; }
+}  // namespace
+
+int SpatialCrossMapLRN::checkedSize(const std::string& where) const {
+  check_lrn_arguments(where, size, beta, k);
+  return static_cast<int>(size);
+}
+
+const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
+  const std::string where = this->where("updateOutput");
+  check_on_device(where, input, Tensor());
+  check_cuda(where, input, "input");
+  checkShape(input, "updateOutput");
+  const int n = checkedSize(where);
+  scale = Tensor();
+  const Tensor x = input.contiguous();
+  nn::ensure(output, x.sizes(), x);
+  if (x.numel() > 0) plan_.forward(n, alpha, beta, k, batched(x), batched(output));
+  nn::ensure(y_, x.sizes(), x).copy_(output);
+  return output;
+}
+
+const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  const std::string where = this->where("updateGradInput");
+  check_on_device(where, input, Tensor());
+  check_cuda(where, input, "input");
+  check_cuda(where, gradOutput, "gradOutput");
+  checkShape(input, "updateGradInput");
+  checkGradOutput(input, gradOutput, "updateGradInput");
+  const int n = checkedSize(where);
+  // y comes from updateOutput on this input (Torch's contract); recomputed when it cannot be
+  if (!y_.defined() || y_.sizes() != input.sizes() || y_.dtype() != input.dtype() || y_.device() != input.device()) {
+    updateOutput(input);
+  }
+  const Tensor x = input.contiguous();
+  const Tensor dy = gradOutput.contiguous();
+  nn::ensure(gradInput, x.sizes(), x);
+  if (x.numel() > 0) plan_.backward(n, alpha, beta, k, batched(x), batched(y_), batched(dy), batched(gradInput));
+  return gradInput;
+}
+
+}  // namespace cudnn

@@ -1,0 +1,2 @@
+// VolumetricAveragePooling.cpp: all of it is in cudnn/Pooling.{h,cpp}.
+#include "cudnn/VolumetricAveragePooling.h"
