@@ -15,13 +15,38 @@ void check_lrn_arguments(const std::string& where, int64_t size, double beta, do
   }
 }
 
+// Note [16-bit LRN]
+// cuDNN 9.14 on the H100 answers CUDNN_STATUS_NOT_SUPPORTED to cross-channel LRN on float16
+// and bfloat16 tensors, while other builds run them. Rather than fail (or keep the layer in
+// nn), a refused 16-bit dtype is computed in float32 copies of its operands, which is also
+// what as_input_f32 means for convolutions; the result is rounded once, into the caller's
+// dtype. The refusal is remembered per plan and dtype, so steady state makes one cuDNN call.
+
+bool LRNPlan::computesInFloat32(DType dtype) const {
+  return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u;
+}
+
+void LRNPlan::refuse(cudnnStatus_t status, DType dtype, const char* call) {
+  const bool sixteen_bit = dtype == DType::Float16 || dtype == DType::BFloat16;
+  if (status != CUDNN_STATUS_NOT_SUPPORTED || !sixteen_bit) detail::throw_cudnn_error(status, call, __FILE__, __LINE__);
+  refused_dtypes_ |= 1u << static_cast<unsigned>(dtype);
+}
+
 void LRNPlan::forward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y) {
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(static_cast<unsigned>(size), alpha, beta, k);
   const DType t = x.dtype();
-  CUDNN_CHECK(cudnnLRNCrossChannelForward(handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(),
-                                          x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), y_desc_.set(y),
-                                          y.raw_data()));
+  if (!computesInFloat32(t)) {
+    const cudnnStatus_t status =
+        cudnnLRNCrossChannelForward(handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(),
+                                    x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), y_desc_.set(y), y.raw_data());
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    refuse(status, t, "cudnnLRNCrossChannelForward");
+  }
+  const Tensor x32 = x.to(DType::Float32);
+  Tensor y32 = tensor::empty(y.sizes(), DType::Float32, y.device());
+  forward(size, alpha, beta, k, x32, y32);
+  Tensor(y).copy_(y32);  // a handle on the caller's storage
 }
 
 void LRNPlan::backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y,
@@ -29,9 +54,20 @@ void LRNPlan::backward(int size, double alpha, double beta, double k, const Tens
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(static_cast<unsigned>(size), alpha, beta, k);
   const DType t = x.dtype();
-  CUDNN_CHECK(cudnnLRNCrossChannelBackward(handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(),
-                                           y_desc_.set(y), y.raw_data(), y_desc_.get(), dy.raw_data(), x_desc_.set(x),
-                                           x.raw_data(), Scalar(0, t).ptr(), x_desc_.get(), dx.raw_data()));
+  if (!computesInFloat32(t)) {
+    const cudnnStatus_t status = cudnnLRNCrossChannelBackward(
+        handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(), y_desc_.set(y), y.raw_data(),
+        y_desc_.get(), dy.raw_data(), x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), x_desc_.get(), dx.raw_data());
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    refuse(status, t, "cudnnLRNCrossChannelBackward");
+  }
+  // y is recomputed in float32 rather than widened from its rounded 16-bit copy
+  const Tensor x32 = x.to(DType::Float32);
+  Tensor y32 = tensor::empty(y.sizes(), DType::Float32, y.device());
+  Tensor dx32 = tensor::empty(dx.sizes(), DType::Float32, dx.device());
+  forward(size, alpha, beta, k, x32, y32);
+  backward(size, alpha, beta, k, x32, y32, dy.to(DType::Float32), dx32);
+  Tensor(dx).copy_(dx32);
 }
 
 }  // namespace cudnn
