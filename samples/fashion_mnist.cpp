@@ -3,9 +3,10 @@
 // accuracy per class, and saves the trained model.
 //
 //   fashion_mnist [--data DIR] [--backend nn|cudnn] [--epochs N] [--batch-size N] [--lr X]
-//                 [--seed N] [--limit N] [--save PATH] [--quiet]
+//                 [--seed N] [--limit N] [--no-flip] [--save PATH] [--quiet]
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,7 @@ struct Options {
   double lr = 2e-3;
   uint64_t seed = 1;
   int64_t limit = 0;  // train on the first N images only (0: all)
+  bool flip = true;   // mirror a random half of each training batch
   std::string save = "fashion_mnist_model";
   bool quiet = false;
 };
@@ -61,6 +63,7 @@ const char* kUsage =
     "  --lr X            Adam learning rate (default 0.002, halved each epoch)\n"
     "  --seed N          initialisation and shuffling seed (default 1)\n"
     "  --limit N         train on the first N images only (default: all 60000)\n"
+    "  --no-flip         no augmentation (default: mirror a random half of each batch)\n"
     "  --save PATH       where the trained model goes: PATH.json + PATH.safetensors\n"
     "                    (default fashion_mnist_model; empty to skip)\n"
     "  --quiet           no progress lines\n";
@@ -77,6 +80,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--lr") o.lr = args.number(flag, 1e-8, 10);
     else if (flag == "--seed") o.seed = static_cast<uint64_t>(args.integer(flag, 0, INT64_MAX));
     else if (flag == "--limit") o.limit = args.integer(flag, 0, INT64_MAX);
+    else if (flag == "--no-flip") o.flip = false;
     else if (flag == "--save") o.save = args.value(flag);
     else if (flag == "--quiet") o.quiet = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
@@ -114,6 +118,21 @@ std::string duration(double seconds) {
 
 // Normalises with the training set's statistics, in place.
 void standardise(Tensor& images, double mean, double std) { images.add_(-mean).mul_(1.0 / std); }
+
+// Mirrors each image of a contiguous CPU batch [N x C x H x W] left to right with probability 1/2:
+// clothes look the same mirrored, so the network sees twice the variety (+0.5-1% accuracy).
+void random_flip(Tensor& batch, tensor::Generator& gen) {
+  batch = batch.contiguous();
+  const int64_t n = batch.size(0), rows = batch.size(1) * batch.size(2), w = batch.size(3);
+  float* p = batch.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (gen.randint(2) == 0) continue;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = p + (i * rows + r) * w;
+      std::reverse(row, row + w);
+    }
+  }
+}
 
 // Accuracy of `net` (in evaluation mode) over a dataset, per class too.
 double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device, std::vector<double>& per_class) {
@@ -167,7 +186,7 @@ int run(const Options& o) {
 
   const int64_t n = train.images.size(0);
   const int64_t steps = (n + o.batch - 1) / o.batch;
-  tensor::Generator shuffle(o.seed + 1);
+  tensor::Generator shuffle(o.seed + 1), augment(o.seed + 2);
   const bool tty = isatty(fileno(stdout));
   using clock = std::chrono::steady_clock;
   const auto start_all = clock::now();
@@ -183,7 +202,9 @@ int run(const Options& o) {
     for (int64_t step = 0; step < steps; ++step) {
       const int64_t begin = step * o.batch, len = std::min(o.batch, n - begin);
       const Tensor idx = perm.narrow(0, begin, len);
-      const Tensor x = tensor::index_select(train.images, 0, idx).to(device);
+      Tensor x = tensor::index_select(train.images, 0, idx);
+      if (o.flip) random_flip(x, augment);
+      x = x.to(device);
       const Tensor y = tensor::index_select(train.labels, 0, idx).to(device);
       optimizer.zeroGrad();
       const Tensor& scores = net->forward(x);
