@@ -1,6 +1,8 @@
 """Times the convnet_benchmark networks in PyTorch exactly as samples/benchmark.cpp does
 (same layers, batch sizes, dtype; forward, and zero_grad + forward + backward; a device
 synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
+The input requires a gradient: a Torch-style backward always returns gradInput, the first
+layer's included, so PyTorch is made to do the same work rather than skip that pass.
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json]
@@ -130,12 +132,14 @@ def main():
             shape = ours[name]['input']
         torch.manual_seed(1)
         model = make().to(dev, dtype).train()
-        x = torch.rand(shape, device=dev, dtype=dtype) * 2 - 1
+        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_()
         g = torch.rand_like(model(x)) * 2 - 1
-        fwd = time_ms(lambda: model(x), args.iterations, args.warmup)
+        with torch.no_grad():  # a forward pass keeps no graph, as ours keeps none
+            fwd = time_ms(lambda: model(x), args.iterations, args.warmup)
 
         def train_step():
             model.zero_grad(set_to_none=False)
+            x.grad = None
             model(x).backward(g)
         train = time_ms(train_step, args.iterations, args.warmup)
         r = {'network': name, 'input': shape, 'forward_ms': fwd, 'forward_backward_ms': train}
