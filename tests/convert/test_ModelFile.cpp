@@ -655,8 +655,11 @@ TEST_CASE("a cudnn model loads without a GPU and converts to nn") {
   nn::save_model(*net, tmp / "again");
   CHECK(read_file(tmp / "again.json").find(seq->get(0)->type_name()) != std::string::npos);
 
+  const auto loaded = net->stateDict();
   ModulePtr back = nn::convert(net, nn::backend);
   back->apply([](nn::Module& m) { CHECK(m.type_name().rfind("nn.", 0) == 0); });
+  // the twins' CPU tensors change owner without a copy
+  for (const auto& [name, t] : back->stateDict()) CHECK(t.shares_storage(loaded.at(name)));
   CHECK(back->str() == reference->str());
   expect_same_state(*reference, *back);
   Generator gen(6);

@@ -3,7 +3,8 @@
 // Concat, converted with and without an exclusion predicate. The report lists what was
 // converted, excluded and left without a twin; printing shows the twins inside
 // nn.Sequential; training modes, gradients and parameters survive nn -> cudnn -> nn
-// exactly; and a partly converted network trains one SGD step as the nn network does.
+// exactly; a partly converted network trains one SGD step as the nn network does; and
+// tensors already on the target device change owner without a copy.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include "nn/Residual.h"
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialBatchNormalization.h"
+#include "nn/SpatialConvolution.h"
 #include "nn/View.h"
 #include "tests/cudnn/TwinCheck.h"
 
@@ -232,4 +235,24 @@ TEST_CASE("a partly converted network (one Linear excluded in the middle) trains
       CHECK(max_rel_error(pc[i].second, pr[i].second) < 1e-5);
     }
   }
+}
+
+TEST_CASE("parameters and buffers already on the GPU move into the twins without a copy") {
+  // An nn network moved to the GPU by hand: convert() hands each tensor's storage to the twin.
+  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::SpatialConvolution>(3, 4, 3, 3), std::make_shared<nn::SpatialBatchNormalization>(4),
+      std::make_shared<nn::View>(4 * 3 * 3), std::make_shared<nn::Linear>(4 * 3 * 3, 2)});
+  net->to(gpu);
+  const auto before = net->stateDict();
+  REQUIRE(before.size() == 8);  // conv weight/bias, BN weight/bias/running mean/var, Linear weight/bias
+  nn::ModulePtr cu = nn::convert(net, cudnn::backend);
+  for (const auto& [name, t] : cu->stateDict()) {
+    INFO(name);
+    CHECK(t.shares_storage(before.at(name)));
+  }
+  // and back: the CPU copies are made once, then nn -> nn keeps them
+  nn::ModulePtr back = nn::convert(cu, nn::backend);
+  const auto cpu_state = back->stateDict();
+  for (const auto& [name, t] : cpu_state) CHECK(t.is_cpu());
+  for (const auto& [name, t] : nn::convert(back, nn::backend)->stateDict()) CHECK(t.shares_storage(cpu_state.at(name)));
 }
