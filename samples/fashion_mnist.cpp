@@ -217,8 +217,8 @@ int run(const Options& o) {
     optimizer.lr *= o.lr_decay;
     if (epoch == o.epochs) {
       for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", samples::kFashionMnistClasses[c], per_class[c]);
-      std::printf("test accuracy %.4f after %lld epochs in %s on %s\n", acc, static_cast<long long>(o.epochs),
-                  duration(std::chrono::duration<double>(clock::now() - start_all).count()).c_str(),
+      std::printf("test accuracy %.4f after %lld epoch%s in %s on %s\n", acc, static_cast<long long>(o.epochs),
+                  o.epochs == 1 ? "" : "s", duration(std::chrono::duration<double>(clock::now() - start_all).count()).c_str(),
                   device.str().c_str());
     }
   }
