@@ -4,7 +4,7 @@
 // scripts/bench_torch.py times the same networks the same way in PyTorch, for ratios.
 //
 //   convnet_benchmark [--backend nn|cudnn] [--nets L1,L2,...|all] [--batch N] [--iterations N]
-//             [--warmup N] [--dtype float32|float16|bfloat16] [--flags k=v,...] [--json PATH]
+//             [--warmup N] [--dtype float32|float16|bfloat16] [--flags k=v,...] [--json PATH] [--per-layer]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +38,7 @@ struct Options {
   std::string dtype = "float32";
   std::string flags;
   std::string json;
+  bool per_layer = false;
 };
 
 const char* kUsage =
@@ -49,7 +50,8 @@ const char* kUsage =
     "  --warmup N        untimed iterations first (default 5)\n"
     "  --dtype T         float32 (default), float16 or bfloat16 (cudnn only)\n"
     "  --flags F         cudnn flags, as CUDNN_NN_FLAGS (e.g. benchmark=true,allow_tf32=false)\n"
-    "  --json PATH       also write the results as JSON\n";
+    "  --json PATH       also write the results as JSON\n"
+    "  --per-layer       also time each top-level module alone (forward, forward+backward)\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -79,6 +81,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--dtype") o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
     else if (flag == "--flags") o.flags = args.value(flag);
     else if (flag == "--json") o.json = args.value(flag);
+    else if (flag == "--per-layer") o.per_layer = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -96,6 +99,11 @@ struct Result {
   tensor::Shape input;
   double forward_ms = 0, train_ms = 0;
   size_t peak_bytes = 0;
+  struct Layer {
+    std::string module;
+    double forward_ms, train_ms;
+  };
+  std::vector<Layer> layers;  // with --per-layer, for a network with children
 };
 
 Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
@@ -134,6 +142,23 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->backward(x, g);
   });
   if (device.is_cuda()) r.peak_bytes = tensor::cuda::memory_stats().peak_allocated_bytes;
+  // Each top-level module on the input it sees inside the network, timed alone the same way
+  // (a synchronisation per iteration, so the parts add up to more than the whole).
+  if (o.per_layer && net->children()) {
+    Tensor in = x;
+    for (const nn::ModulePtr& m : *net->children()) {
+      const Tensor out = m->forward(in);
+      const Tensor gm = tensor::uniform(out.sizes(), -1, 1, gen, dtype, device);
+      const double f = time_ms([&] { m->forward(in); });
+      const double t = time_ms([&] {
+        m->zeroGradParameters();
+        m->forward(in);
+        m->backward(in, gm);
+      });
+      r.layers.push_back({m->str().substr(0, m->str().find('\n')), f, t});
+      in = m->forward(in);
+    }
+  }
   return r;
 }
 
@@ -154,6 +179,12 @@ int run(const Options& o) {
     const Result r = run_one(name, o, device, dtype);
     std::printf("%-9s %-22s %12.3f %14.3f %12.0f\n", r.name.c_str(), tensor::shape_str(r.input).c_str(), r.forward_ms,
                 r.train_ms, r.input[0] / (r.train_ms / 1000));
+    for (size_t i = 0; i < r.layers.size(); ++i) {
+      char index[24];
+      std::snprintf(index, sizeof index, "(%zu)", i + 1);
+      std::printf("  %-5s %-44s %10.3f %14.3f\n", index, r.layers[i].module.substr(0, 44).c_str(),
+                  r.layers[i].forward_ms, r.layers[i].train_ms);
+    }
     std::fflush(stdout);
     tensor::Json j(tensor::Json::Object{});
     j.set("network", tensor::Json(r.name));
@@ -163,6 +194,17 @@ int run(const Options& o) {
     j.set("forward_ms", tensor::Json(r.forward_ms));
     j.set("forward_backward_ms", tensor::Json(r.train_ms));
     j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
+    if (!r.layers.empty()) {
+      tensor::Json layers(tensor::Json::Array{});
+      for (const auto& l : r.layers) {
+        tensor::Json lj(tensor::Json::Object{});
+        lj.set("module", tensor::Json(l.module));
+        lj.set("forward_ms", tensor::Json(l.forward_ms));
+        lj.set("forward_backward_ms", tensor::Json(l.train_ms));
+        layers.push(lj);
+      }
+      j.set("layers", layers);
+    }
     results.push(j);
   }
   if (!o.json.empty()) {

@@ -5,7 +5,10 @@ The input requires a gradient: a Torch-style backward always returns gradInput, 
 layer's included, so PyTorch is made to do the same work rather than skip that pass.
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
-        [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json]
+        [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
+
+--per-layer also times each top-level module alone on the input it sees in the network, as
+convnet_benchmark --per-layer does, and matches the rows with ours by position.
 
 PyTorch is a reference to compare against; cudnn-nn does not depend on it.
 """
@@ -101,6 +104,36 @@ def time_ms(step, iterations, warmup):
     return statistics.median(out)
 
 
+def per_layer(model, x, args, ours_layers):
+    """Times each child of a Sequential alone: forward under no_grad, and forward + backward
+    with the child's input requiring a gradient (as ours always computes gradInput)."""
+    rows = []
+    for i, m in enumerate(model):
+        # an in-place ReLU cannot write into a leaf that requires grad; out of place costs the same
+        if getattr(m, 'inplace', False):
+            m.inplace = False
+        xi = x.detach().requires_grad_()
+        with torch.no_grad():
+            y = m(xi)
+            fwd = time_ms(lambda: m(xi), args.iterations, args.warmup)
+        g = torch.rand_like(y) * 2 - 1
+
+        def step():
+            m.zero_grad(set_to_none=False)
+            xi.grad = None
+            m(xi).backward(g)
+        train = time_ms(step, args.iterations, args.warmup)
+        rows.append({'module': str(m), 'forward_ms': fwd, 'forward_backward_ms': train})
+        line = f'  ({i + 1}) {str(m)[:40]:40} {fwd:10.3f}'
+        if i < len(ours_layers):
+            o = ours_layers[i]
+            line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
+                    f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}  {o['module'][:30]}"
+        print(line, flush=True)
+        x = y
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--ours', help="convnet_benchmark's --json output, for ratios")
@@ -111,6 +144,7 @@ def main():
     ap.add_argument('--benchmark', action='store_true', help='torch.backends.cudnn.benchmark = True')
     ap.add_argument('--no-tf32', action='store_true')
     ap.add_argument('--json')
+    ap.add_argument('--per-layer', action='store_true', help='also time each top-level module alone')
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = args.benchmark
     torch.backends.cudnn.allow_tf32 = not args.no_tf32
@@ -153,6 +187,8 @@ def main():
         else:
             line += f" {'':9} {'':6}   {train:11.3f}"
         print(line, flush=True)
+        if args.per_layer and isinstance(model, nn.Sequential):
+            r['layers'] = per_layer(model, x.detach(), args, ours.get(name, {}).get('layers', []))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'results': results}, f, indent=2)
