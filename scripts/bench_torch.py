@@ -123,8 +123,9 @@ def per_layer(model, x, args, ours_layers):
             xi.grad = None
             m(xi).backward(g)
         train = time_ms(step, args.iterations, args.warmup)
-        rows.append({'module': str(m), 'forward_ms': fwd, 'forward_backward_ms': train})
-        line = f'  ({i + 1}) {str(m)[:40]:40} {fwd:10.3f}'
+        name = str(m).split('\n')[0]
+        rows.append({'module': name, 'forward_ms': fwd, 'forward_backward_ms': train})
+        line = f"  {'(%d)' % (i + 1):5} {name[:40]:40} {fwd:10.3f}"
         if i < len(ours_layers):
             o = ours_layers[i]
             line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
