@@ -16,8 +16,8 @@ void check_lrn_arguments(const std::string& where, int64_t size, double beta, do
 }
 
 // Note [16-bit LRN]
-// cuDNN 9.14 on the H100 answers CUDNN_STATUS_NOT_SUPPORTED to cross-channel LRN on float16
-// and bfloat16 tensors, while other builds run them. Rather than fail (or keep the layer in
+// cuDNN 9.14 on the H100 answered CUDNN_STATUS_NOT_SUPPORTED to cross-channel LRN on 16-bit
+// tensors (float16 first, in the twin test), which other builds may run. Rather than fail (or keep the layer in
 // nn), a refused 16-bit dtype is computed in float32 copies of its operands, which is also
 // what as_input_f32 means for convolutions; the result is rounded once, into the caller's
 // dtype. The refusal is remembered per plan and dtype, so steady state makes one cuDNN call.
