@@ -1,0 +1,19 @@
+// GRU.h: gated recurrent unit; gates r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
+// Constructor as cudnn.torch's: (inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional).
+// Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::GRU.
+#pragma once
+
+#include "nn/RNNBase.h"
+
+namespace nn {
+
+class GRU : public RNNBase {
+ public:
+  GRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
+      double dropout = 0, bool bidirectional = false)
+      : RNNBase(RNNMode::GRU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
+  std::string type_name() const override { return "nn.GRU"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
+};
+
+}  // namespace nn

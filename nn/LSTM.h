@@ -1,0 +1,19 @@
+// LSTM.h: long short-term memory; gates i, f, g, o as PyTorch and cuDNN order them.
+// Constructor as cudnn.torch's: (inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional).
+// Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::LSTM.
+#pragma once
+
+#include "nn/RNNBase.h"
+
+namespace nn {
+
+class LSTM : public RNNBase {
+ public:
+  LSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
+      double dropout = 0, bool bidirectional = false)
+      : RNNBase(RNNMode::LSTM, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
+  std::string type_name() const override { return "nn.LSTM"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
+};
+
+}  // namespace nn

@@ -1,0 +1,109 @@
+// RNNBase.h: what RNNReLU, RNNTanh, LSTM and GRU (and BLSTM, BGRU) share: sizes, modes,
+// initial/final states and their gradients, variable sequence lengths, dropout between
+// layers, and the parameters, named and ordered as PyTorch's nn.RNN/LSTM/GRU state_dict
+// (which is also cuDNN's gate order). Input [seqLength x batch x inputDim] ([batch x
+// seqLength x inputDim] with batchFirst), output likewise with outputDim x numDirections.
+// The cell math is in nn/kernels/RNN.*; the twins are cudnn::RNNReLU, ..., on cudnn/ops/rnn.*.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/Module.h"
+
+namespace nn {
+
+// Cell types. Gate counts: ReLU/Tanh 1, LSTM 4 (i, f, g, o), GRU 3 (r, z, n).
+enum class RNNMode { ReLU, Tanh, LSTM, GRU };
+const char* rnn_mode_name(RNNMode mode);  // "relu", "tanh", "lstm", "gru"
+int64_t rnn_gate_count(RNNMode mode);
+
+// Note [RNN parameters]
+// Per layer k and direction d (suffix "" or "_reverse"), in this order: weight_ih_l{k}
+// [gates*outputDim x layerInput], weight_hh_l{k} [gates*outputDim x outputDim],
+// bias_ih_l{k} [gates*outputDim], bias_hh_l{k} [gates*outputDim]; layerInput is inputDim
+// for layer 0 and outputDim*numDirections above it. Within a weight the gate blocks follow
+// PyTorch's order (rows [g*outputDim, (g+1)*outputDim) belong to gate g). The cudnn twin
+// replaces each value/grad by a view into cuDNN's flat weight buffer: code that needs a
+// parameter goes through `params` (never a cached copy), so optimizers, model files and
+// loadStateDict see one set of tensors on both backends.
+struct RNNParameter {
+  std::string name;  // "weight_ih_l0", "bias_hh_l1_reverse", ...
+  Tensor value, grad;
+};
+
+class RNNBase : public Module {
+ public:
+  RNNBase(RNNMode mode, int64_t inputDim, int64_t outputDim, int64_t numLayers = 1,
+          bool batchFirst = false, double dropout = 0, bool bidirectional = false);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  // Also sets gradHiddenInput (and gradCellInput), from gradOutput and, where defined,
+  // gradHiddenOutput / gradCellOutput.
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  void reset(double stdv = -1);  // stdv < 0: Torch's U(-1/sqrt(outputDim), 1/sqrt(outputDim))
+
+  // Carry the final states into the next forward (truncated BPTT over a long sequence);
+  // resetStates() clears what was carried (and hiddenInput/cellInput).
+  void rememberStates(bool remember) { rememberStates_ = remember; }
+  bool remembersStates() const { return rememberStates_; }
+  void resetStates();
+
+  tensor::Json config() const override;
+  std::string str() const override;  // "nn.LSTM(10 -> 20, 2 layers, batchFirst, dropout 0.5)"
+
+  int64_t numDirections() const { return bidirectional ? 2 : 1; }
+  int64_t gateCount() const { return rnn_gate_count(mode); }
+  // index into params of (layer, direction, which): which 0 weight_ih, 1 weight_hh, 2 bias_ih, 3 bias_hh
+  size_t paramIndex(int64_t layer, int64_t direction, int which) const {
+    return static_cast<size_t>(((layer * numDirections() + direction) * 4) + which);
+  }
+
+  // ---- configuration (read-only after construction) ----
+  RNNMode mode;
+  int64_t inputDim, outputDim, numLayers;
+  bool batchFirst;
+  double dropout;  // probability of zeroing a layer's output before the next layer (training only)
+  bool bidirectional;
+
+  // ---- parameters (Note [RNN parameters]) ----
+  std::vector<RNNParameter> params;
+
+  // ---- states: [numLayers*numDirections x batch x outputDim], index layer*numDirections+dir ----
+  // Inputs: undefined means zeros. Outputs after forward; gradients after backward.
+  Tensor hiddenInput, cellInput;          // cellInput: LSTM only
+  Tensor hiddenOutput, cellOutput;        // final states (at each sequence's own last step)
+  Tensor gradHiddenInput, gradCellInput;  // set by backward
+  Tensor gradHiddenOutput, gradCellOutput;  // set by the user before backward; undefined = zeros
+
+  // Per-sequence lengths (batch entries, each in [1, seqLength]); empty = all full length.
+  // Outputs past a sequence's end are zero; its final state is the one at its last step.
+  // The order is free (no sorting needed), on both backends.
+  std::vector<int64_t> sequenceLengths;
+
+ protected:
+  void visitState(StateVisitor& v) override;
+  // Shape checks shared with the twins: input rank/size, batchFirst, lengths, state shapes;
+  // throws naming the module and the shapes. Returns {seqLength, batch}.
+  std::pair<int64_t, int64_t> checkInput(const Tensor& input, const char* method) const;
+  void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+  Shape stateShape(int64_t batch) const { return {numLayers * numDirections(), batch, outputDim}; }
+  // Common config keys for the subclasses' fromConfig.
+  struct Options {
+    int64_t inputDim, outputDim, numLayers;
+    bool batchFirst;
+    double dropout;
+    bool bidirectional;
+  };
+  static Options readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional = true);
+
+  bool rememberStates_ = false;
+  // What the CPU forward keeps for backward (gate activations, per-layer inputs, dropout
+  // masks); the cudnn twin keeps cuDNN's reserve space instead. Implementation-defined.
+  std::vector<Tensor> saved_;
+  Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
+};
+
+}  // namespace nn

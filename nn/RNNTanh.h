@@ -1,0 +1,19 @@
+// RNNTanh.h: an Elman RNN, h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh).
+// Constructor as cudnn.torch's: (inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional).
+// Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::RNNTanh.
+#pragma once
+
+#include "nn/RNNBase.h"
+
+namespace nn {
+
+class RNNTanh : public RNNBase {
+ public:
+  RNNTanh(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
+      double dropout = 0, bool bidirectional = false)
+      : RNNBase(RNNMode::Tanh, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
+  std::string type_name() const override { return "nn.RNNTanh"; }
+  static ModulePtr fromConfig(const tensor::Json& config);
+};
+
+}  // namespace nn
