@@ -67,6 +67,10 @@ class RNNBase : public Module {
   bool batchFirst;
   double dropout;  // probability of zeroing a layer's output before the next layer (training only)
   bool bidirectional;
+  // cudnn twins: persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC) where cuDNN supports the
+  // sizes, else the standard algorithm (said once in verbose mode). No effect on the CPU.
+  bool persist = false;
+  void setPersist(bool on) { persist = on; }
 
   // ---- parameters (Note [RNN parameters]) ----
   std::vector<RNNParameter> params;
