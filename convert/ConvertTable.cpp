@@ -39,6 +39,7 @@ const Tables& tables() {
     t.module<nn::ReLU, cudnn::ReLU>("nn.ReLU");
     t.module<nn::Reshape, cudnn::Reshape>("nn.Reshape");
     t.module<nn::Residual, cudnn::Residual>("nn.Residual");
+    t.module<nn::Select, cudnn::Select>("nn.Select");
     t.module<nn::Sigmoid, cudnn::Sigmoid>("nn.Sigmoid");
     t.module<nn::SoftMax, cudnn::SoftMax>("nn.SoftMax");
     t.module<nn::SpatialAveragePooling, cudnn::SpatialAveragePooling>("nn.SpatialAveragePooling");

@@ -14,6 +14,7 @@
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
+#include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/Sigmoid.h"
 #include "nn/SoftMax.h"
@@ -74,6 +75,7 @@ const std::map<std::string, ModelFactory>& builtin_model_types() {
       {"nn.ReLU", leaf<ReLU>()},
       {"nn.Reshape", leaf<Reshape>()},
       {"nn.Residual", container<Residual>()},
+      {"nn.Select", leaf<Select>()},
       {"nn.Sequential", container<Sequential>()},
       {"nn.Sigmoid", leaf<Sigmoid>()},
       {"nn.SoftMax", leaf<SoftMax>()},

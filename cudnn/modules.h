@@ -16,6 +16,7 @@
 #include "cudnn/ReLU.h"
 #include "cudnn/Reshape.h"
 #include "cudnn/Residual.h"
+#include "cudnn/Select.h"
 #include "cudnn/Sigmoid.h"
 #include "cudnn/SoftMax.h"
 #include "cudnn/SpatialAveragePooling.h"
