@@ -24,6 +24,7 @@
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
+#include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/Sigmoid.h"
 #include "nn/SoftMax.h"
@@ -243,6 +244,7 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::View>(3, 4), {2, 12}});
   c.push_back({make<nn::Reshape>(Shape{3, 4}, false), {1, 12}});  // [3 x 4]; the default reads a batch of 1
   c.push_back({make<nn::Reshape>(Shape{6}), {2, 3}});
+  c.push_back({make<nn::Select>(1, -2), {2, 3, 4}});
   // containers
   c.push_back(
       {make<nn::Concat>(-1, std::initializer_list<ModulePtr>{make<nn::Linear>(4, 3), make<nn::Linear>(4, 2)}), {2, 4}});
