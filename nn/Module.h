@@ -3,7 +3,7 @@
 // A module names its own state once in visitState(); parameters(), zeroGradParameters(),
 // to(), stateDict() and loadStateDict() are derived from it here, for nn modules and their
 // cudnn twins alike. Modules are moved, never copied: a twin is built by moving its nn
-// module into it (see DESIGN.md, "conversion moves state, never re-derives it").
+// module into it (docs/architecture.md, "Twins": conversion moves state, never re-derives it).
 #pragma once
 
 #include <functional>

@@ -1,6 +1,6 @@
 // Unavailable.cpp: tensor/Cuda.h and kernels::cuda() for a build without CUDA. Queries say
 // there is no device; everything that would touch one throws "built without CUDA", from
-// this one place (DESIGN.md).
+// this one place (docs/architecture.md, "Layers").
 #include <string>
 
 #include "tensor/Cuda.h"
