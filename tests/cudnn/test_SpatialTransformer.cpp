@@ -1,0 +1,1 @@
+// test_SpatialTransformer.cpp (written next)
