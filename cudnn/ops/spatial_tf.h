@@ -5,7 +5,8 @@
 // cudnnSpatialTfSamplerForward; backward: cudnnSpatialTfSamplerBackward (image and grid
 // gradients) then cudnnSpatialTfGridGeneratorBackward (theta's). The semantics are
 // nn::spatial_tf's (Note [Spatial transformer grid] in nn/kernels/SpatialTransformer.h), its
-// CPU twin. float32, float64, float16, bfloat16 (Note [16-bit spatial transformer]); N may be 0.
+// CPU twin, NaN and Inf included (Note [Non-finite theta]). float32, float64, float16, bfloat16
+// (Note [16-bit spatial transformer]); N may be 0.
 #pragma once
 
 #include "cudnn/Descriptors.h"
@@ -21,7 +22,7 @@ class SpatialTfPlan {
   // gradImage and gradTheta are written, not accumulated.
   void backward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput, const Tensor& gradImage,
                 const Tensor& gradTheta);
-  // true once cuDNN refused `dtype` (Note [16-bit spatial transformer]): computed in float32 copies
+  // true once cuDNN refused a forward in `dtype` (Note [16-bit spatial transformer]): float32 copies
   bool computesInFloat32(DType dtype) const;
 
  private:

@@ -4,6 +4,7 @@
 // gradient and sums its own theta gradient, so no two threads write one place).
 #include "nn/kernels/SpatialTransformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,10 +19,15 @@ namespace {
 
 constexpr int64_t kParallelGrain = 1 << 15;  // elements below which a pass runs on one thread
 
+template <class T>
+T nan() {
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
 // One output pixel's sample: where it reads and with which weights (Note [Spatial transformer grid]).
 template <class T>
 struct Cell {
-  enum Kind { NonFinite, Outside, Inside } kind = Outside;
+  bool inside = false;  // some corner in the image
   int64_t x0 = 0, y0 = 0;
   T wx0 = 0, wx1 = 0, wy0 = 0, wy1 = 0;  // weights of columns x0, x0 + 1 and rows y0, y0 + 1
   bool vx0 = false, vx1 = false, vy0 = false, vy1 = false;  // inside the image
@@ -34,13 +40,10 @@ Cell<T> locate(const T* th, T xs, T ys, int64_t H, int64_t W) {
   const T ix = (gx + 1) / 2 * static_cast<T>(W - 1);
   const T iy = (gy + 1) / 2 * static_cast<T>(H - 1);
   Cell<T> c;
-  if (!std::isfinite(ix) || !std::isfinite(iy)) {
-    c.kind = Cell<T>::NonFinite;
-    return c;
-  }
-  // a cell with no corner inside; also keeps the floor below within int64 (no overflow)
-  if (ix <= -1 || ix >= static_cast<T>(W) || iy <= -1 || iy >= static_cast<T>(H)) return c;
-  c.kind = Cell<T>::Inside;
+  // no corner inside (a position that overflowed to Inf or NaN included: the comparisons are
+  // false); this also keeps the floor below within int64
+  if (!(ix > -1 && ix < static_cast<T>(W) && iy > -1 && iy < static_cast<T>(H))) return c;
+  c.inside = true;
   c.x0 = static_cast<int64_t>(std::floor(ix));
   c.y0 = static_cast<int64_t>(std::floor(iy));
   c.wx1 = ix - static_cast<T>(c.x0);
@@ -52,6 +55,14 @@ Cell<T> locate(const T* th, T xs, T ys, int64_t H, int64_t W) {
   c.vy0 = c.y0 >= 0;
   c.vy1 = c.y0 + 1 < H;
   return c;
+}
+
+template <class T>
+bool finite_theta(const T* th) {
+  for (int k = 0; k < 6; ++k) {
+    if (!std::isfinite(th[k])) return false;
+  }
+  return true;
 }
 
 struct Sizes {
@@ -68,12 +79,15 @@ void forward(const Sizes& s, const T* img, const T* theta, T* out) {
     const T* th = theta + n * 6;
     const T* im = img + n * s.C * inPlane;
     T* o = out + n * s.C * outPlane + i * s.outW;
+    if (!finite_theta(th)) {  // Note [Spatial transformer NaN]
+      for (int64_t ch = 0; ch < s.C; ++ch) std::fill(o + ch * outPlane, o + ch * outPlane + s.outW, nan<T>());
+      continue;
+    }
     const T ys = static_cast<T>(spatial_tf_coordinate(i, s.outH));
     for (int64_t j = 0; j < s.outW; ++j) {
       const Cell<T> c = locate(th, static_cast<T>(spatial_tf_coordinate(j, s.outW)), ys, s.H, s.W);
-      if (c.kind != Cell<T>::Inside) {
-        const T v = c.kind == Cell<T>::NonFinite ? std::numeric_limits<T>::quiet_NaN() : T(0);
-        for (int64_t ch = 0; ch < s.C; ++ch) o[ch * outPlane + j] = v;
+      if (!c.inside) {
+        for (int64_t ch = 0; ch < s.C; ++ch) o[ch * outPlane + j] = 0;
         continue;
       }
       const int64_t p00 = c.y0 * s.W + c.x0;
@@ -101,18 +115,21 @@ void backward(const Sizes& s, const T* img, const T* theta, const T* gradOut, T*
     const T* im = img + n * s.C * inPlane;
     const T* go = gradOut + n * s.C * outPlane;
     T* gi = gradImg + n * s.C * inPlane;
-    for (int64_t k = 0; k < s.C * inPlane; ++k) gi[k] = 0;
+    if (!finite_theta(th)) {  // Note [Spatial transformer NaN]
+      std::fill(gi, gi + s.C * inPlane, nan<T>());
+      std::fill(gradTheta + n * 6, gradTheta + n * 6 + 6, nan<T>());
+      continue;
+    }
+    std::fill(gi, gi + s.C * inPlane, T(0));
     double acc[6] = {0, 0, 0, 0, 0, 0};
     for (int64_t i = 0; i < s.outH; ++i) {
       const T ys = static_cast<T>(spatial_tf_coordinate(i, s.outH));
       for (int64_t j = 0; j < s.outW; ++j) {
         const T xs = static_cast<T>(spatial_tf_coordinate(j, s.outW));
         const Cell<T> c = locate(th, xs, ys, s.H, s.W);
-        if (c.kind == Cell<T>::Outside) continue;
+        if (!c.inside) continue;
         T dgx, dgy;
-        if (c.kind == Cell<T>::NonFinite) {
-          dgx = dgy = std::numeric_limits<T>::quiet_NaN();
-        } else {
+        {
           const int64_t p00 = c.y0 * s.W + c.x0;
           T gix = 0, giy = 0;
           for (int64_t ch = 0; ch < s.C; ++ch) {

@@ -29,10 +29,11 @@ namespace nn {
 // Note [Spatial transformer NaN]
 // NaN or Inf in the image reaches every output whose cell holds it (0 * NaN is NaN, even for a
 // sample exactly on a pixel), and the theta gradient of those samples; the image gradient
-// depends on gradOutput and the weights only. A non-finite sample position (NaN or Inf in
-// theta) gives NaN for that output pixel in every channel and NaN theta gradients for its
-// sample; it adds nothing to the image gradient. A position further than one pixel outside
-// the image reads only zeros.
+// depends on gradOutput and the weights only. NaN or Inf in a sample's theta leaves its whole
+// transform undefined: that sample's output, image gradient and theta gradient are all NaN
+// (cuDNN alone gives a mix of NaN and numbers there; cudnn::spatial_tf makes it this). A sample
+// position more than one pixel outside the image (one that overflowed to Inf from a finite theta
+// included) reads zeros.
 
 double spatial_tf_coordinate(int64_t i, int64_t n);  // the x or y of output index i of n
 

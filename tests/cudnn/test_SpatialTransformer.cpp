@@ -155,9 +155,9 @@ TEST_CASE("cudnn::spatial_tf in float16 and bfloat16 (smooth images; native or f
     Tensor out;
     cudnn::spatial_tf_forward(plan, smooth_image(1, 1, 4, 4).to(gpu, dt), stftest::thetas({{1, 0, 0, 0, 1, 0}}).to(gpu, dt),
                               4, 4, out);
-    MESSAGE(std::string(name(dt)) << ": cuDNN "
-                                  << (plan.computesInFloat32(dt) ? "refused it, computed in float32 copies"
-                                                                 : "computes it natively"));
+    MESSAGE(std::string(name(dt)) << " forward: cuDNN "
+                                  << std::string(plan.computesInFloat32(dt) ? "refused it, computed in float32 copies"
+                                                                            : "computes it natively"));
   }
 }
 
@@ -200,9 +200,12 @@ TEST_CASE("cudnnSpatialTfSamplerBackward's blending factors (Note [Sampler backw
   const bool dg_overwritten = max_abs_diff(dgB, dgA) <= 1e-4, dg_accumulated = max_abs_diff(dgB, dgA.add(5.0)) <= 1e-4;
   CHECK((dx_overwritten || dx_accumulated));
   CHECK((dg_overwritten || dg_accumulated));
-  MESSAGE(cudnn::version_string() << ": sampler backward with beta = 0: dx "
-                   << (dx_overwritten ? "overwritten" : dx_accumulated ? "accumulated into" : "neither")
-                   << ", dgrid " << (dg_overwritten ? "overwritten" : dg_accumulated ? "accumulated into" : "neither"));
+  auto said = [](bool overwritten, bool accumulated) {
+    return std::string(overwritten ? "overwritten" : accumulated ? "accumulated into" : "neither");
+  };
+  MESSAGE(std::string(cudnn::version_string()) << ": sampler backward with beta = 0: dx "
+                                               << said(dx_overwritten, dx_accumulated) << ", dgrid "
+                                               << said(dg_overwritten, dg_accumulated));
   // the grid generator's backward (no blending factors): written or accumulated?
   Tensor dtheta = full({N, 2, 3}, 5.0, DType::Float32, gpu);
   CUDNN_CHECK(cudnnSpatialTfGridGeneratorBackward(cudnn::handle(), st.get(), dgA.raw_data(), dtheta.raw_data()));
@@ -210,7 +213,7 @@ TEST_CASE("cudnnSpatialTfSamplerBackward's blending factors (Note [Sampler backw
   CUDNN_CHECK(cudnnSpatialTfGridGeneratorBackward(cudnn::handle(), st.get(), dgA.raw_data(), dtheta0.raw_data()));
   const bool th_overwritten = max_abs_diff(dtheta, dtheta0) <= 1e-4;
   CHECK((th_overwritten || max_abs_diff(dtheta, dtheta0.add(5.0)) <= 1e-4));
-  MESSAGE("grid generator backward: dtheta " << (th_overwritten ? "overwritten" : "accumulated into"));
+  MESSAGE(std::string("grid generator backward: dtheta ") << said(th_overwritten, !th_overwritten));
 }
 
 TEST_CASE("NaN in the image propagates alike on both backends; NaN in theta; empty batches") {
@@ -246,20 +249,38 @@ TEST_CASE("NaN in the image propagates alike on both backends; NaN in theta; emp
     same_nan("gradImage", got.gradImage, want.gradImage, tol);
     same_nan("gradTheta", got.gradTheta, want.gradTheta, 1e3 * tol);
   }
-  // NaN in theta: the output of that sample is NaN on both; what cuDNN does to the image
-  // gradient is recorded (nn adds nothing, Note [Spatial transformer NaN])
-  Tensor bad = theta.clone();
-  bad.set({1, 0, 2}, std::nan(""));
+  // NaN or Inf in theta: that sample is NaN throughout on both (Note [Non-finite theta])
   img.set({0, 1, 2, 3}, 0.5);
-  const Tensor yb = cudnn::spatial_tf(img.to(gpu, DType::Float32), bad.to(gpu, DType::Float32), oH, oW).cpu();
-  same_nan("output, NaN theta", yb, nn::spatial_tf(img, bad, oH, oW), 1e-5);
-  const nn::SpatialTfGrads gb =
-      cudnn::spatial_tf_backward(img.to(gpu, DType::Float32), bad.to(gpu, DType::Float32), g.to(gpu, DType::Float32));
-  const nn::SpatialTfGrads wb = nn::spatial_tf_backward(img, bad, g);
-  same_nan("gradTheta, NaN theta", gb.gradTheta, wb.gradTheta, 1e-3);
-  const Tensor gi1 = gb.gradImage.cpu()[1];
-  MESSAGE("NaN theta: cuDNN's image gradient of that sample has " << gi1.ne(gi1).sum().item() << " NaN and "
-                                                                  << gi1.abs().sum().item() << " total magnitude");
+  for (double v : {std::nan(""), double(INFINITY)}) {
+    for (int64_t k : {0, 2, 4}) {
+      INFO("theta[1] entry ", k, " = ", v);
+      Tensor bad = theta.clone();
+      bad.view({-1}).set({6 + k}, v);
+      for (DType dt : {DType::Float32, DType::Float64}) {
+        INFO(std::string(name(dt)));
+        const Tensor xg = img.to(gpu, dt), tg = bad.to(gpu, dt);
+        same_nan("output, non-finite theta", cudnn::spatial_tf(xg, tg, oH, oW), nn::spatial_tf(img, bad, oH, oW), 1e-5);
+        const nn::SpatialTfGrads gb = cudnn::spatial_tf_backward(xg, tg, g.to(gpu, dt));
+        const nn::SpatialTfGrads wb = nn::spatial_tf_backward(img, bad, g);
+        same_nan("gradImage, non-finite theta", gb.gradImage, wb.gradImage, 1e-5);
+        same_nan("gradTheta, non-finite theta", gb.gradTheta, wb.gradTheta, 1e-3);
+      }
+    }
+  }
+  // the twin module: a NaN in the localisation network's bias
+  {
+    cudnn::SpatialTransformer twin(localisation<cudnn::View, cudnn::Linear>(2, 5, 6, 95), oH, oW);
+    nn::SpatialTransformer ref(localisation<nn::View, nn::Linear>(2, 5, 6, 95), oH, oW);
+    ref.to(DType::Float64);
+    twin.to(gpu);
+    for (nn::SpatialTransformer* m : {&ref, static_cast<nn::SpatialTransformer*>(&twin)}) {
+      m->localisation()->namedParameters()[1].second.view({-1}).set({2}, std::nan(""));
+    }
+    const Tensor xs = smooth_image(2, 2, 5, 6);
+    same_nan("module output, NaN bias", twin.forward(xs.to(gpu, DType::Float32)), ref.forward(xs), 1e-5);
+    same_nan("module gradInput, NaN bias", twin.backward(xs.to(gpu, DType::Float32), g.to(gpu, DType::Float32)),
+             ref.backward(xs, g), 1e-4);
+  }
 
   // empty batches: the shapes nn gives, no cuDNN call
   const Tensor e = cudnn::spatial_tf(zeros({0, 3, 4, 4}, DType::Float32, gpu), zeros({0, 2, 3}, DType::Float32, gpu), 2, 5);
