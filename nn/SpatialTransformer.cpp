@@ -43,13 +43,13 @@ void SpatialTransformer::checkInput(const Tensor& input, const char* method) con
 void SpatialTransformer::takeTheta(const Tensor& input, const Tensor& thetaOut) {
   const int64_t N = input.size(0);
   if (thetaOut.sizes() != Shape{N, 6} && thetaOut.sizes() != Shape{N, 2, 3}) {
-    throw Error(where("updateOutput") + "expected the localisation network to output theta of [" +
-                std::to_string(N) + " x 6] or [" + std::to_string(N) + " x 2 x 3] for input " +
-                tensor::shape_str(input.sizes()) + ", got " + tensor::shape_str(thetaOut.sizes()));
+    throw Error(where("updateOutput") + "expected the localisation network to output theta of [" + std::to_string(N) +
+                " x 6] or [" + std::to_string(N) + " x 2 x 3] for input " + tensor::shape_str(input.sizes()) +
+                ", got " + tensor::shape_str(thetaOut.sizes()));
   }
   if (thetaOut.dtype() != input.dtype() || thetaOut.device() != input.device()) {
-    throw Error(where("updateOutput") + "expected theta of the input's dtype and device (" +
-                input.description() + "), got " + thetaOut.description());
+    throw Error(where("updateOutput") + "expected theta of the input's dtype and device (" + input.description() +
+                "), got " + thetaOut.description());
   }
   thetaShape_ = thetaOut.sizes();
   ensure(theta, {N, 2, 3}, input).copy_(thetaOut.reshape({N, 2, 3}));
@@ -97,8 +97,8 @@ void SpatialTransformer::samplerBackward(const Tensor& input, const Tensor& grad
   const int64_t N = input.size(0);
   if (!theta.defined() || theta.size(0) != N || theta.device() != input.device() || theta.dtype() != input.dtype()) {
     throw Error(where(method) + "expected a forward on this input first (theta " +
-                (theta.defined() ? theta.description() : std::string("undefined")) + ", input " +
-                input.description() + ")");
+                (theta.defined() ? theta.description() : std::string("undefined")) + ", input " + input.description() +
+                ")");
   }
   if (!gradOutput.defined()) throw Error(where(method) + "gradOutput is undefined");
   const Shape want{N, input.size(1), outH, outW};
@@ -122,9 +122,8 @@ void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOut
 }
 
 const Tensor& SpatialTransformer::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(input, gradOutput, [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
-    return m.updateGradInput(x, g);
-  });
+  backwardPass(input, gradOutput,
+               [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.updateGradInput(x, g); });
   return gradInput;
 }
 

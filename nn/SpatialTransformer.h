@@ -54,7 +54,7 @@ class SpatialTransformer : public Container {
   template <class Step>
   void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
 
-  Shape thetaShape_;   // the localisation network's output shape in the last forward
+  Shape thetaShape_;    // the localisation network's output shape in the last forward
   Tensor gradScratch_;  // accGradParameters' image gradient (gradInput is left alone)
 };
 

@@ -17,33 +17,34 @@ namespace cudnn {
 // float32 copies of its operands instead, as Note [16-bit LRN] in lrn.cpp does, and the result
 // is rounded once into the caller's dtype; the refusal is remembered per plan and dtype. Where
 // cuDNN takes 16-bit data the grid itself is 16-bit: a sample's position is then rounded to
-// about (W - 1) / 2 * 2^-11 pixels (float16). The 16-bit BACKWARD always runs in float32
-// copies: on the H100 with cuDNN 9.14 the native float16 backward gave theta gradients 15% off
-// (relative norm, [4 x 5 x 16 x 16] sampled to 12 x 20) where the float32 copies are within
-// rounding of the inputs.
+// about (W - 1) / 2 * 2^-11 pixels (float16). On the H100 with cuDNN 9.14, float16 runs natively
+// and bfloat16 is refused (the test prints which). The 16-bit BACKWARD always runs in float32
+// copies: there the native float16 backward gave theta gradients 15% off (relative norm,
+// [4 x 5 x 16 x 16] sampled to 12 x 20), where the float32 copies are within rounding of the inputs.
 //
 // Note [Sampler backward blending]
 // cudnnSpatialTfSamplerBackward blends its results into dx (alpha, beta) and into dgrid
-// (alphaDgrid, betaDgrid): dst = alpha * result + beta * dst, per NVIDIA's documentation. dgrid
-// is computed per output pixel (a gather), but dx is a scatter of every output pixel into four
-// input pixels, and whether beta = 0 really overwrites dx (rather than blending each partial
-// contribution) is not stated. So both buffers are zeroed here and the call accumulates into
-// them (beta = betaDgrid = 1), which is right under either reading; it also lets the channel
-// chunks below add their grid gradients into one dgrid. cudnnSpatialTfGridGeneratorBackward
-// has no blending factors: dtheta is zeroed before it too. tests/cudnn/test_SpatialTransformer.cpp
-// records what beta = 0 does on the runtime it runs on.
+// (alphaDgrid, betaDgrid): dst = alpha * result + beta * dst, per NVIDIA's documentation; dgrid
+// is a gather (one value per output pixel) but dx a scatter of every output pixel into four
+// input pixels, where "beta = 0 overwrites" is not self-evident. Measured on the H100 with cuDNN
+// 9.14 (tests/cudnn/test_SpatialTransformer.cpp prints it on every run): beta = 0 overwrites
+// both dx and dgrid, beta = 1 adds to both; cudnnSpatialTfGridGeneratorBackward (no blending
+// factors) overwrites dtheta. The op still zeroes dx and dgrid and accumulates (beta = betaDgrid
+// = 1), which is right under either reading and lets the channel chunks below add their grid
+// gradients into one dgrid; dtheta is zeroed before the generator's backward too.
 //
 // Note [Size-1 output dims]
 // nn::spatial_tf puts the samples of a size-1 output dim on the centre line (coordinate 0,
-// PyTorch's affine_grid convention), where cuDNN's grid generator would divide by outH - 1 = 0.
+// PyTorch's affine_grid convention), where cuDNN's grid generator would divide by outH - 1 = 0
+// (what it does then is not documented).
 // Such a dim is generated 3 wide (coordinates -1, 0, 1) and the middle line kept; backward puts
 // the grid gradient back on that middle line (zeros on the others) before the generator's backward.
 //
 // Note [Non-finite theta]
 // cuDNN turns a NaN sample position into a partly NaN, partly finite result (seen on the H100,
 // cuDNN 9.14: NaN in one theta entry gave NaN outputs, NaN in 20 of the sample's 60 image
-// gradient entries and some finite entries in its theta gradient). nn::spatial_tf makes a sample with
-// NaN or Inf in its theta NaN throughout (Note [Spatial transformer NaN]); here each sample's
+// gradient entries and some finite entries in its theta gradient). nn::spatial_tf makes a sample
+// with NaN or Inf in its theta NaN throughout (Note [Spatial transformer NaN]); here each sample's
 // theta sum s gives s - s, 0 when theta is finite and NaN otherwise, which is added to that
 // sample's output and gradients: the same answer, with no host synchronisation.
 //
@@ -55,9 +56,9 @@ namespace {
 
 constexpr int64_t kMaxChannels = 1024;
 
-#define SPATIAL_TF_TRY(call)                                                         \
-  do {                                                                               \
-    const cudnnStatus_t spatial_tf_status_ = (call);                                 \
+#define SPATIAL_TF_TRY(call)                                                                   \
+  do {                                                                                         \
+    const cudnnStatus_t spatial_tf_status_ = (call);                                           \
     if (spatial_tf_status_ != CUDNN_STATUS_SUCCESS) return Attempt{spatial_tf_status_, #call}; \
   } while (0)
 
@@ -70,7 +71,8 @@ void check_cuda_arguments(const std::string& where, const Tensor& img, const Sha
   constexpr int64_t limit = std::numeric_limits<int>::max();
   const int64_t gridNumel = outShape[0] * outShape[2] * outShape[3] * 2;
   if (img.numel() > limit || outShape[0] * outShape[1] * outShape[2] * outShape[3] > limit || gridNumel > limit) {
-    throw tensor::Error(where + "expected img, output and grid of at most 2^31 - 1 elements (cuDNN's int sizes), got img " +
+    throw tensor::Error(where +
+                        "expected img, output and grid of at most 2^31 - 1 elements (cuDNN's int sizes), got img " +
                         tensor::shape_str(img.sizes()) + ", output " + tensor::shape_str(outShape));
   }
 }
@@ -85,7 +87,9 @@ Tensor theta_poison(const Tensor& theta, int64_t dims) {
 
 }  // namespace
 
-bool SpatialTfPlan::computesInFloat32(DType dtype) const { return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u; }
+bool SpatialTfPlan::computesInFloat32(DType dtype) const {
+  return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u;
+}
 
 void SpatialTfPlan::refuse(const Attempt& a, DType dtype) {
   const bool sixteen_bit = dtype == DType::Float16 || dtype == DType::BFloat16;
@@ -101,11 +105,13 @@ SpatialTfPlan::Attempt SpatialTfPlan::makeGrid(const Tensor& theta, int64_t C, i
   const int64_t N = theta.size(0), gH = gridSize(outH), gW = gridSize(outW);
   SPATIAL_TF_TRY(grid_desc_.try_set(theta.dtype(), {N, std::min(C, kMaxChannels), gH, gW}));
   nn::ensure(grid_full_, {N, gH, gW, 2}, theta);
-  SPATIAL_TF_TRY(cudnnSpatialTfGridGeneratorForward(handle(), grid_desc_.get(), theta.raw_data(), grid_full_.raw_data()));
+  SPATIAL_TF_TRY(
+      cudnnSpatialTfGridGeneratorForward(handle(), grid_desc_.get(), theta.raw_data(), grid_full_.raw_data()));
   if (gH == outH && gW == outW) {
     grid = grid_full_;
   } else {
-    nn::ensure(grid_, {N, outH, outW, 2}, theta).copy_(grid_full_.narrow(1, gridStart(outH), outH).narrow(2, gridStart(outW), outW));
+    nn::ensure(grid_, {N, outH, outW, 2}, theta)
+        .copy_(grid_full_.narrow(1, gridStart(outH), outH).narrow(2, gridStart(outW), outW));
     grid = grid_;
   }
   return {};
@@ -168,7 +174,8 @@ SpatialTfPlan::Attempt SpatialTfPlan::tryBackward(const Tensor& img, const Tenso
     dgrid = dgrid_full_;
   }
   Tensor(gradTheta).zero_();
-  SPATIAL_TF_TRY(cudnnSpatialTfGridGeneratorBackward(handle(), grid_desc_.get(), dgrid.raw_data(), gradTheta.raw_data()));
+  SPATIAL_TF_TRY(
+      cudnnSpatialTfGridGeneratorBackward(handle(), grid_desc_.get(), dgrid.raw_data(), gradTheta.raw_data()));
   return {};
 }
 

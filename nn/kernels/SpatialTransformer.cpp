@@ -29,7 +29,7 @@ template <class T>
 struct Cell {
   bool inside = false;  // some corner in the image
   int64_t x0 = 0, y0 = 0;
-  T wx0 = 0, wx1 = 0, wy0 = 0, wy1 = 0;  // weights of columns x0, x0 + 1 and rows y0, y0 + 1
+  T wx0 = 0, wx1 = 0, wy0 = 0, wy1 = 0;                     // weights of columns x0, x0 + 1 and rows y0, y0 + 1
   bool vx0 = false, vx1 = false, vy0 = false, vy1 = false;  // inside the image
 };
 
@@ -220,8 +220,8 @@ void check_spatial_tf_gradient(const std::string& where, const Tensor& img, cons
                 ") and outH, outW >= 1, got " + tensor::shape_str(gradOutput.sizes()));
   }
   if (gradOutput.dtype() != img.dtype() || gradOutput.device() != img.device()) {
-    throw Error(where + "expected gradOutput of img's dtype and device, got " + gradOutput.description() +
-                " and img " + img.description());
+    throw Error(where + "expected gradOutput of img's dtype and device, got " + gradOutput.description() + " and img " +
+                img.description());
   }
 }
 

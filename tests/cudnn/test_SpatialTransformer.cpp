@@ -90,8 +90,8 @@ struct OpCase {
   double spread;  // translation range: 0.9 moves part of the grid outside
 };
 const OpCase op_cases[] = {
-    {2, 3, 7, 8, 7, 8, 0.3}, {3, 2, 6, 6, 9, 4, 0.3},     {1, 1, 5, 9, 5, 9, 0.9},    {4, 5, 16, 16, 12, 20, 0.3},
-    {3, 2, 6, 5, 6, 5, 0.9}, {2, 2, 6, 5, 1, 5, 0.3},     {2, 2, 6, 5, 4, 1, 0.3},    {1, 3, 4, 4, 1, 1, 0.3},
+    {2, 3, 7, 8, 7, 8, 0.3}, {3, 2, 6, 6, 9, 4, 0.3},     {1, 1, 5, 9, 5, 9, 0.9}, {4, 5, 16, 16, 12, 20, 0.3},
+    {3, 2, 6, 5, 6, 5, 0.9}, {2, 2, 6, 5, 1, 5, 0.3},     {2, 2, 6, 5, 4, 1, 0.3}, {1, 3, 4, 4, 1, 1, 0.3},
     {2, 1, 1, 6, 3, 4, 0.3}, {5, 4, 32, 24, 17, 13, 0.3},
 };
 
@@ -153,8 +153,8 @@ TEST_CASE("cudnn::spatial_tf in float16 and bfloat16 (smooth images; native or f
     // which path the runtime took (Note [16-bit spatial transformer])
     cudnn::SpatialTfPlan plan;
     Tensor out;
-    cudnn::spatial_tf_forward(plan, smooth_image(1, 1, 4, 4).to(gpu, dt), stftest::thetas({{1, 0, 0, 0, 1, 0}}).to(gpu, dt),
-                              4, 4, out);
+    cudnn::spatial_tf_forward(plan, smooth_image(1, 1, 4, 4).to(gpu, dt),
+                              stftest::thetas({{1, 0, 0, 0, 1, 0}}).to(gpu, dt), 4, 4, out);
     MESSAGE(std::string(name(dt)) << " forward: cuDNN "
                                   << std::string(plan.computesInFloat32(dt) ? "refused it, computed in float32 copies"
                                                                             : "computes it natively"));
@@ -182,7 +182,8 @@ TEST_CASE("cudnnSpatialTfSamplerBackward's blending factors (Note [Sampler backw
   Tensor grid = empty({N, oH, oW, 2}, DType::Float32, gpu);
   CUDNN_CHECK(cudnnSpatialTfGridGeneratorForward(cudnn::handle(), st.get(), theta.raw_data(), grid.raw_data()));
   auto run = [&](double prior, float beta) {
-    Tensor dx = full({N, C, H, W}, prior, DType::Float32, gpu), dgrid = full({N, oH, oW, 2}, prior, DType::Float32, gpu);
+    Tensor dx = full({N, C, H, W}, prior, DType::Float32, gpu),
+           dgrid = full({N, oH, oW, 2}, prior, DType::Float32, gpu);
     const float one = 1;
     CUDNN_CHECK(cudnnSpatialTfSamplerBackward(cudnn::handle(), st.get(), &one, xd.set(x), x.raw_data(), &beta,
                                               xd.set(dx), dx.raw_data(), &one, yd.set(dy), dy.raw_data(),
@@ -203,9 +204,9 @@ TEST_CASE("cudnnSpatialTfSamplerBackward's blending factors (Note [Sampler backw
   auto said = [](bool overwritten, bool accumulated) {
     return std::string(overwritten ? "overwritten" : accumulated ? "accumulated into" : "neither");
   };
-  MESSAGE(std::string(cudnn::version_string()) << ": sampler backward with beta = 0: dx "
-                                               << said(dx_overwritten, dx_accumulated) << ", dgrid "
-                                               << said(dg_overwritten, dg_accumulated));
+  MESSAGE(std::string(cudnn::version_string())
+          << ": sampler backward with beta = 0: dx " << said(dx_overwritten, dx_accumulated) << ", dgrid "
+          << said(dg_overwritten, dg_accumulated));
   // the grid generator's backward (no blending factors): written or accumulated?
   Tensor dtheta = full({N, 2, 3}, 5.0, DType::Float32, gpu);
   CUDNN_CHECK(cudnnSpatialTfGridGeneratorBackward(cudnn::handle(), st.get(), dgA.raw_data(), dtheta.raw_data()));
@@ -283,12 +284,13 @@ TEST_CASE("NaN in the image propagates alike on both backends; NaN in theta; emp
   }
 
   // empty batches: the shapes nn gives, no cuDNN call
-  const Tensor e = cudnn::spatial_tf(zeros({0, 3, 4, 4}, DType::Float32, gpu), zeros({0, 2, 3}, DType::Float32, gpu), 2, 5);
+  const Tensor e =
+      cudnn::spatial_tf(zeros({0, 3, 4, 4}, DType::Float32, gpu), zeros({0, 2, 3}, DType::Float32, gpu), 2, 5);
   CHECK(e.sizes() == Shape{0, 3, 2, 5});
   CHECK(e.is_cuda());
-  const nn::SpatialTfGrads ge = cudnn::spatial_tf_backward(zeros({0, 3, 4, 4}, DType::Float32, gpu),
-                                                           zeros({0, 2, 3}, DType::Float32, gpu),
-                                                           zeros({0, 3, 2, 5}, DType::Float32, gpu));
+  const nn::SpatialTfGrads ge =
+      cudnn::spatial_tf_backward(zeros({0, 3, 4, 4}, DType::Float32, gpu), zeros({0, 2, 3}, DType::Float32, gpu),
+                                 zeros({0, 3, 2, 5}, DType::Float32, gpu));
   CHECK(ge.gradImage.sizes() == Shape{0, 3, 4, 4});
   CHECK(ge.gradTheta.sizes() == Shape{0, 2, 3});
   auto pooled = [](bool twin) -> nn::ModulePtr {  // View(3): a -1 cannot be inferred from 0 elements
@@ -332,8 +334,8 @@ TEST_CASE("cudnn.SpatialTransformer matches nn.SpatialTransformer (output, gradI
       // (16-bit ones may still cross a few: smooth images keep neighbouring slopes close)
       uint64_t seed = base;
       auto make_ref = [&] {
-        auto m = std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(c.C, c.H, c.W, seed, c.matrix),
-                                                          c.outH, c.outW);
+        auto m = std::make_shared<nn::SpatialTransformer>(
+            localisation<nn::View, nn::Linear>(c.C, c.H, c.W, seed, c.matrix), c.outH, c.outW);
         m->to(DType::Float64);
         m->forward(x);
         return m;
@@ -380,7 +382,8 @@ TEST_CASE("cudnn.SpatialTransformer with an nn localisation network (excluded fr
 
 TEST_CASE("cudnn.SpatialTransformer convert round trip, printing, steady state and errors") {
   const Tensor x = smooth_image(2, 2, 3, 3);
-  expect_convert_roundtrip(std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(2, 3, 3, 90), 4, 5), x);
+  expect_convert_roundtrip(
+      std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(2, 3, 3, 90), 4, 5), x);
   expect_convert_roundtrip(
       std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(2, 3, 3, 91, true), 2, 3), x);
   auto net = std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(2, 3, 3, 92), 4, 4);
@@ -411,12 +414,14 @@ TEST_CASE("cudnn.SpatialTransformer convert round trip, printing, steady state a
                        doctest::Contains("cudnn.SpatialTransformer::backward: expected gradOutput on cuda:0"), Error);
   CHECK_THROWS_WITH_AS(cudnn::spatial_tf(zeros({2, 2, 3, 3}), zeros({2, 2, 3}), 4, 4),
                        doctest::Contains("cudnn::spatial_tf: expected img on a CUDA device"), Error);
-  CHECK_THROWS_WITH_AS(cudnn::spatial_tf(zeros({2, 2, 3, 3}, DType::Float32, gpu), zeros({2, 3, 2}, DType::Float32, gpu), 4, 4),
-                       "cudnn::spatial_tf: expected theta [N x 2 x 3] with N = 2 (img [2 x 2 x 3 x 3]), got [2 x 3 x 2]",
-                       Error);
-  CHECK_THROWS_WITH_AS(cudnn::spatial_tf(zeros({2, 2, 3, 3}, DType::Float32, gpu), zeros({2, 2, 3}, DType::Float32, gpu), 0, 4),
-                       "cudnn::spatial_tf: expected outH and outW >= 1, got outH 0, outW 4", Error);
-  CHECK_THROWS_WITH_AS(cudnn::spatial_tf_backward(zeros({2, 2, 3, 3}, DType::Float32, gpu),
-                                                  zeros({2, 2, 3}, DType::Float32, gpu), zeros({2, 3, 4, 4}, DType::Float32, gpu)),
-                       doctest::Contains("cudnn::spatial_tf_backward: expected gradOutput [N x C x outH x outW]"), Error);
+  CHECK_THROWS_WITH_AS(
+      cudnn::spatial_tf(zeros({2, 2, 3, 3}, DType::Float32, gpu), zeros({2, 3, 2}, DType::Float32, gpu), 4, 4),
+      "cudnn::spatial_tf: expected theta [N x 2 x 3] with N = 2 (img [2 x 2 x 3 x 3]), got [2 x 3 x 2]", Error);
+  CHECK_THROWS_WITH_AS(
+      cudnn::spatial_tf(zeros({2, 2, 3, 3}, DType::Float32, gpu), zeros({2, 2, 3}, DType::Float32, gpu), 0, 4),
+      "cudnn::spatial_tf: expected outH and outW >= 1, got outH 0, outW 4", Error);
+  CHECK_THROWS_WITH_AS(
+      cudnn::spatial_tf_backward(zeros({2, 2, 3, 3}, DType::Float32, gpu), zeros({2, 2, 3}, DType::Float32, gpu),
+                                 zeros({2, 3, 4, 4}, DType::Float32, gpu)),
+      doctest::Contains("cudnn::spatial_tf_backward: expected gradOutput [N x C x outH x outW]"), Error);
 }

@@ -57,8 +57,8 @@ inline Tensor generic_theta(Generator& gen, int64_t N, int64_t H, int64_t W, int
       const double a = tensor::uniform({1}, -0.6, 0.6, gen, DType::Float64).item();
       const double s = tensor::uniform({1}, 0.7, 1.2, gen, DType::Float64).item();
       const std::vector<double> e = tensor::uniform({6}, -spread, spread, gen, DType::Float64).to_vector<double>();
-      rows.push_back({s * std::cos(a) + 0.2 * e[0], -s * std::sin(a) + 0.2 * e[1], e[2],
-                      s * std::sin(a) + 0.2 * e[3], s * std::cos(a) + 0.2 * e[4], e[5]});
+      rows.push_back({s * std::cos(a) + 0.2 * e[0], -s * std::sin(a) + 0.2 * e[1], e[2], s * std::sin(a) + 0.2 * e[3],
+                      s * std::cos(a) + 0.2 * e[4], e[5]});
     }
     const Tensor th = thetas(rows);
     if (kink_distance(th, H, W, outH, outW) > margin) return th;

@@ -5,9 +5,9 @@
 // (localisation parameters included), printing, model files and errors.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #include "convert/ModelFile.h"
 #include "nn/Linear.h"
@@ -109,9 +109,9 @@ TEST_CASE("spatial_tf by hand: identity, whole-pixel and half-pixel shifts, a po
   CHECK(right.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 0, 6, 7, 8, 9, 0, 11, 12, 13, 14, 0});
   // half a pixel right: the mean of two neighbours, and half of the last one at the border
   const Tensor half = nn::spatial_tf(img, thetas({{1, 0, 0.25, 0, 1, 0}}), 3, 5);
-  CHECK(max_abs_diff(half, from_vector<double>({0.5, 1.5, 2.5, 3.5, 2, 5.5, 6.5, 7.5, 8.5, 4.5, 10.5, 11.5, 12.5,
-                                                13.5, 7},
-                                               {1, 1, 3, 5})) <= 1e-15);
+  CHECK(max_abs_diff(half,
+                     from_vector<double>({0.5, 1.5, 2.5, 3.5, 2, 5.5, 6.5, 7.5, 8.5, 4.5, 10.5, 11.5, 12.5, 13.5, 7},
+                                         {1, 1, 3, 5})) <= 1e-15);
   // theta 0 with translation (0, 0): every sample at the image centre, pixel (1, 2) = 7
   const Tensor centre = nn::spatial_tf(img, thetas({{0, 0, 0, 0, 0, 0}}), 2, 4);
   CHECK(centre.sizes() == Shape{1, 1, 2, 4});
@@ -133,7 +133,8 @@ TEST_CASE("spatial_tf gradient checks for image and theta (samples away from the
   struct Cfg {
     int64_t N, C, H, W, outH, outW;
   };
-  const Cfg cfgs[] = {{1, 1, 5, 6, 5, 6}, {2, 3, 4, 5, 6, 3}, {3, 2, 6, 4, 3, 7}, {2, 1, 3, 3, 4, 4}, {2, 2, 1, 5, 3, 1}};
+  const Cfg cfgs[] = {
+      {1, 1, 5, 6, 5, 6}, {2, 3, 4, 5, 6, 3}, {3, 2, 6, 4, 3, 7}, {2, 1, 3, 3, 4, 4}, {2, 2, 1, 5, 3, 1}};
   for (const Cfg& c : cfgs) {
     const Tensor img = uniform({c.N, c.C, c.H, c.W}, -1, 1, gen, DType::Float64);
     expect_op_gradients_ok(img, generic_theta(gen, c.N, c.H, c.W, c.outH, c.outW), c.outH, c.outW, gen);
@@ -193,8 +194,8 @@ TEST_CASE("spatial_tf: NaN in the image reaches exactly the samples whose cell h
   // an empty batch: empty outputs and gradients of the right shapes
   const Tensor e = nn::spatial_tf(zeros({0, 3, 4, 4}, DType::Float32), zeros({0, 2, 3}, DType::Float32), 2, 5);
   CHECK(e.sizes() == Shape{0, 3, 2, 5});
-  const nn::SpatialTfGrads ge =
-      nn::spatial_tf_backward(zeros({0, 3, 4, 4}, DType::Float32), zeros({0, 2, 3}, DType::Float32), zeros({0, 3, 2, 5}));
+  const nn::SpatialTfGrads ge = nn::spatial_tf_backward(zeros({0, 3, 4, 4}, DType::Float32),
+                                                        zeros({0, 2, 3}, DType::Float32), zeros({0, 3, 2, 5}));
   CHECK(ge.gradImage.sizes() == Shape{0, 3, 4, 4});
   CHECK(ge.gradTheta.sizes() == Shape{0, 2, 3});
 }
@@ -211,8 +212,8 @@ TEST_CASE("spatial_tf errors name the arguments and their shapes") {
   CHECK_THROWS_WITH_AS(nn::spatial_tf(img, zeros({3, 2, 3}), 4, 4),
                        "nn::spatial_tf: expected theta [N x 2 x 3] with N = 2 (img [2 x 3 x 4 x 5]), got [3 x 2 x 3]",
                        Error);
-  CHECK_THROWS_WITH_AS(nn::spatial_tf(img, theta, 0, 4), "nn::spatial_tf: expected outH and outW >= 1, got outH 0, outW 4",
-                       Error);
+  CHECK_THROWS_WITH_AS(nn::spatial_tf(img, theta, 0, 4),
+                       "nn::spatial_tf: expected outH and outW >= 1, got outH 0, outW 4", Error);
   CHECK_THROWS_WITH_AS(nn::spatial_tf(img, theta, 3, -1),
                        "nn::spatial_tf: expected outH and outW >= 1, got outH 3, outW -1", Error);
   CHECK_THROWS_WITH_AS(nn::spatial_tf(img, zeros({2, 2, 3}, DType::Float64), 4, 4),
@@ -242,7 +243,8 @@ TEST_CASE("SpatialTransformer samples its input on the localisation network's th
   const Tensor x = uniform({3, 2, 3, 4}, -1, 1, gen);
   const Tensor y = st.forward(x);
   CHECK(y.sizes() == Shape{3, 2, 5, 7});
-  const Tensor theta = from_vector<float>({0.9f, -0.2f, 0.1f, 0.3f, 1.1f, -0.05f}, {1, 2, 3}).expand({3, 2, 3}).contiguous();
+  const Tensor theta =
+      from_vector<float>({0.9f, -0.2f, 0.1f, 0.3f, 1.1f, -0.05f}, {1, 2, 3}).expand({3, 2, 3}).contiguous();
   CHECK(max_abs_diff(y, nn::spatial_tf(x, theta, 5, 7)) == 0);
   CHECK(max_abs_diff(st.theta, theta) == 0);
   // gradInput = the sampler's image gradient (the localisation network ignores the input here)
@@ -264,7 +266,8 @@ TEST_CASE("SpatialTransformer gradients through the sampler and the localisation
   };
   const Cfg cfgs[] = {{2, 1, 4, 5, 4, 5, false}, {3, 2, 5, 4, 6, 3, true}, {1, 3, 3, 3, 4, 4, false}};
   for (const Cfg& c : cfgs) {
-    INFO("input ", c.N, "x", c.C, "x", c.H, "x", c.W, " out ", c.outH, "x", c.outW, c.matrix ? ", theta [N x 2 x 3]" : "");
+    INFO("input ", c.N, "x", c.C, "x", c.H, "x", c.W, " out ", c.outH, "x", c.outW,
+         c.matrix ? ", theta [N x 2 x 3]" : "");
     nn::SpatialTransformer st(localisation(c.C, c.H, c.W, gen, c.matrix), c.outH, c.outW);
     st.to(DType::Float64);
     const Tensor x = uniform({c.N, c.C, c.H, c.W}, -1, 1, gen, DType::Float64);
@@ -322,8 +325,9 @@ TEST_CASE("SpatialTransformer: empty batch, state round trip, printing, model fi
   CHECK(a.namedParameters()[0].first == "0.1.weight");
 
   // model files: structure, options and weights come back, with the same results
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("cudnn_nn_test_SpatialTransformer_" + std::to_string(::getpid()))).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("cudnn_nn_test_SpatialTransformer_" + std::to_string(::getpid())))
+          .string();
   nn::SpatialTransformer c(localisation(2, 3, 3, gen, true), 5, 3);
   c.to(DType::Float64);
   nn::save_model(c, path);
@@ -358,16 +362,17 @@ TEST_CASE("SpatialTransformer errors") {
                        "nn.SpatialTransformer::updateOutput: expected 4D input [N x C x H x W] with C, H, W >= 1, got "
                        "[2 x 2 x 3 x 3 x 1]",
                        Error);
-  CHECK_THROWS_WITH_AS(st.backward(zeros({2, 2, 3, 3}), zeros({2, 2, 4, 4})),
-                       "nn.SpatialTransformer::backward: expected a forward on this input first (theta undefined, input "
-                       "float32 [2 x 2 x 3 x 3] on cpu)",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      st.backward(zeros({2, 2, 3, 3}), zeros({2, 2, 4, 4})),
+      "nn.SpatialTransformer::backward: expected a forward on this input first (theta undefined, input "
+      "float32 [2 x 2 x 3 x 3] on cpu)",
+      Error);
   // the localisation network's errors carry its position
-  CHECK_THROWS_WITH_AS(st.forward(zeros({2, 1, 3, 3})),
-                       doctest::Contains("In 1 module of nn.SpatialTransformer: "), Error);
+  CHECK_THROWS_WITH_AS(st.forward(zeros({2, 1, 3, 3})), doctest::Contains("In 1 module of nn.SpatialTransformer: "),
+                       Error);
   // theta of the wrong shape
-  nn::SpatialTransformer five(std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-                                  flatten(), std::make_shared<nn::Linear>(18, 5)}),
+  nn::SpatialTransformer five(std::make_shared<nn::Sequential>(
+                                  std::initializer_list<nn::ModulePtr>{flatten(), std::make_shared<nn::Linear>(18, 5)}),
                               4, 4);
   CHECK_THROWS_WITH_AS(five.forward(zeros({2, 2, 3, 3})),
                        "nn.SpatialTransformer::updateOutput: expected the localisation network to output theta of "
