@@ -51,6 +51,7 @@ const Tables& tables() {
     t.module<nn::SpatialLogSoftMax, cudnn::SpatialLogSoftMax>("nn.SpatialLogSoftMax");
     t.module<nn::SpatialMaxPooling, cudnn::SpatialMaxPooling>("nn.SpatialMaxPooling");
     t.module<nn::SpatialSoftMax, cudnn::SpatialSoftMax>("nn.SpatialSoftMax");
+    t.module<nn::SpatialTransformer, cudnn::SpatialTransformer>("nn.SpatialTransformer");
     t.module<nn::Tanh, cudnn::Tanh>("nn.Tanh");
     t.module<nn::TemporalConvolution, cudnn::TemporalConvolution>("nn.TemporalConvolution");
     t.module<nn::View, cudnn::View>("nn.View");

@@ -27,6 +27,7 @@
 #include "nn/SpatialLogSoftMax.h"
 #include "nn/SpatialMaxPooling.h"
 #include "nn/SpatialSoftMax.h"
+#include "nn/SpatialTransformer.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/View.h"
@@ -88,6 +89,7 @@ const std::map<std::string, ModelFactory>& builtin_model_types() {
       {"nn.SpatialLogSoftMax", leaf<SpatialLogSoftMax>()},
       {"nn.SpatialMaxPooling", leaf<SpatialMaxPooling>()},
       {"nn.SpatialSoftMax", leaf<SpatialSoftMax>()},
+      {"nn.SpatialTransformer", container<SpatialTransformer>()},
       {"nn.Tanh", leaf<Tanh>()},
       {"nn.TemporalConvolution", leaf<TemporalConvolution>()},
       {"nn.View", leaf<View>()},

@@ -111,6 +111,12 @@ cudnnSpatialTransformerDescriptor_t SpatialTransformerDescriptor::set(DType dtyp
   return d;
 }
 
+cudnnStatus_t SpatialTransformerDescriptor::try_set(DType dtype, const Shape& output_sizes) {
+  std::vector<int> dims(output_sizes.begin(), output_sizes.end());
+  return cudnnSetSpatialTransformerNdDescriptor(get(), CUDNN_SAMPLER_BILINEAR, data_type(dtype),
+                                                static_cast<int>(dims.size()), dims.data());
+}
+
 void check_cuda(const std::string& where, const Tensor& t, const char* what) {
   if (!t.defined()) throw tensor::Error(where + what + " is undefined");
   if (!t.is_cuda()) {

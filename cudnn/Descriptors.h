@@ -126,6 +126,8 @@ class SpatialTransformerDescriptor
                         cudnnDestroySpatialTransformerDescriptor> {
  public:
   cudnnSpatialTransformerDescriptor_t set(DType dtype, const Shape& output_sizes);
+  // The same, handing back cuDNN's status (a dtype it refuses) instead of throwing.
+  cudnnStatus_t try_set(DType dtype, const Shape& output_sizes);
 };
 
 // Input checks shared by every op: on a CUDA device, a dtype cuDNN handles, matching dtype.

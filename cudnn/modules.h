@@ -29,6 +29,7 @@
 #include "cudnn/SpatialLogSoftMax.h"
 #include "cudnn/SpatialMaxPooling.h"
 #include "cudnn/SpatialSoftMax.h"
+#include "cudnn/SpatialTransformer.h"
 #include "cudnn/Tanh.h"
 #include "cudnn/TemporalConvolution.h"
 #include "cudnn/View.h"

@@ -37,6 +37,7 @@
 #include "nn/SpatialLogSoftMax.h"
 #include "nn/SpatialMaxPooling.h"
 #include "nn/SpatialSoftMax.h"
+#include "nn/SpatialTransformer.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/View.h"
@@ -253,6 +254,11 @@ std::vector<Case> all_cases() {
                    make<nn::Linear>(4, 4, false)),
                {3, 4}});
   c.push_back({make<nn::Residual>(make<nn::Linear>(4, 4)), {3, 4}});
+  auto stn_view = make<nn::View>(-1);
+  stn_view->setNumInputDims(3);
+  c.push_back({make<nn::SpatialTransformer>(
+                   make<nn::Sequential>(std::initializer_list<ModulePtr>{stn_view, make<nn::Linear>(18, 6)}), 4, 5),
+               {2, 2, 3, 3}});
   c.push_back({make<nn::Sequential>(), {2, 3}});
   return c;
 }

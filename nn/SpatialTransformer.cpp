@@ -1,0 +1,161 @@
+// SpatialTransformer.cpp: the container's plumbing (theta's shape, the two gradient paths)
+// around the sampler of nn/kernels/SpatialTransformer.h.
+#include "nn/SpatialTransformer.h"
+
+#include "nn/Buffers.h"
+#include "nn/ModuleConfig.h"
+#include "nn/kernels/SpatialTransformer.h"
+
+namespace nn {
+
+namespace {
+void check_out_size(const std::string& where, int64_t outH, int64_t outW) {
+  if (outH < 1 || outW < 1) {
+    throw Error(where + "expected outH and outW >= 1, got outH " + std::to_string(outH) + ", outW " +
+                std::to_string(outW));
+  }
+}
+}  // namespace
+
+SpatialTransformer::SpatialTransformer(ModulePtr localisation, int64_t outH_, int64_t outW_)
+    : outH(outH_), outW(outW_) {
+  if (!localisation) throw Error("nn.SpatialTransformer: expected a localisation module, got nullptr");
+  check_out_size("nn.SpatialTransformer: ", outH, outW);
+  add(std::move(localisation));
+}
+
+void SpatialTransformer::checkModules(const char* method) const {
+  if (modules.size() != 1) {
+    throw Error(where(method) + "expected one module (the localisation network), got " +
+                std::to_string(modules.size()) + " modules");
+  }
+  check_out_size(where(method), outH, outW);
+}
+
+void SpatialTransformer::checkInput(const Tensor& input, const char* method) const {
+  if (!input.defined()) throw Error(where(method) + "input is undefined");
+  if (input.dim() != 4 || input.size(1) < 1 || input.size(2) < 1 || input.size(3) < 1) {
+    throw Error(where(method) + "expected 4D input [N x C x H x W] with C, H, W >= 1, got " +
+                tensor::shape_str(input.sizes()));
+  }
+}
+
+void SpatialTransformer::takeTheta(const Tensor& input, const Tensor& thetaOut) {
+  const int64_t N = input.size(0);
+  if (thetaOut.sizes() != Shape{N, 6} && thetaOut.sizes() != Shape{N, 2, 3}) {
+    throw Error(where("updateOutput") + "expected the localisation network to output theta of [" + std::to_string(N) +
+                " x 6] or [" + std::to_string(N) + " x 2 x 3] for input " + tensor::shape_str(input.sizes()) +
+                ", got " + tensor::shape_str(thetaOut.sizes()));
+  }
+  if (thetaOut.dtype() != input.dtype() || thetaOut.device() != input.device()) {
+    throw Error(where("updateOutput") + "expected theta of the input's dtype and device (" + input.description() +
+                "), got " + thetaOut.description());
+  }
+  thetaShape_ = thetaOut.sizes();
+  ensure(theta, {N, 2, 3}, input).copy_(thetaOut.reshape({N, 2, 3}));
+}
+
+const Tensor& SpatialTransformer::updateOutput(const Tensor& input) {
+  checkModules("updateOutput");
+  checkInput(input, "updateOutput");
+  const Tensor& thetaOut = rethrowErrors(0, [&]() -> const Tensor& { return modules[0]->forward(input); });
+  takeTheta(input, thetaOut);
+  sample(input, theta);
+  return output;
+}
+
+// Note [nn.SpatialTransformer on CUDA tensors]
+// As a container it runs on the device of its input (Container::computesOn), its children
+// bridging themselves; the nn sampler computes on the CPU, so for a CUDA input it samples CPU
+// copies and hands the result back on the input's device, as the device bridge does for a leaf.
+void SpatialTransformer::sample(const Tensor& input, const Tensor& th) {
+  check_float(where("updateOutput"), input);
+  if (input.is_cpu()) {
+    spatial_tf_forward(input, th, outH, outW, output);
+    return;
+  }
+  const Tensor y = spatial_tf(input.cpu(), th.cpu(), outH, outW);
+  ensure(output, y.sizes(), input).copy_(y);
+}
+
+void SpatialTransformer::sampleBackward(const Tensor& input, const Tensor& th, const Tensor& gradOutput,
+                                        Tensor& gradImage, Tensor& gradTh) {
+  check_float(where("backward"), input);
+  if (input.is_cpu()) {
+    spatial_tf_backward(input, th, gradOutput, gradImage, gradTh);
+    return;
+  }
+  const SpatialTfGrads g = spatial_tf_backward(input.cpu(), th.cpu(), gradOutput.cpu());
+  ensure(gradImage, g.gradImage.sizes(), input).copy_(g.gradImage);
+  ensure(gradTh, g.gradTheta.sizes(), input).copy_(g.gradTheta);
+}
+
+void SpatialTransformer::samplerBackward(const Tensor& input, const Tensor& gradOutput, Tensor& image,
+                                         const char* method) {
+  checkModules(method);
+  checkInput(input, method);
+  const int64_t N = input.size(0);
+  if (!theta.defined() || theta.size(0) != N || theta.device() != input.device() || theta.dtype() != input.dtype()) {
+    throw Error(where(method) + "expected a forward on this input first (theta " +
+                (theta.defined() ? theta.description() : std::string("undefined")) + ", input " + input.description() +
+                ")");
+  }
+  if (!gradOutput.defined()) throw Error(where(method) + "gradOutput is undefined");
+  const Shape want{N, input.size(1), outH, outW};
+  if (gradOutput.sizes() != want) {
+    throw Error(where(method) + "expected gradOutput of the output's shape " + tensor::shape_str(want) + ", got " +
+                tensor::shape_str(gradOutput.sizes()));
+  }
+  if (gradOutput.dtype() != input.dtype() || gradOutput.device() != input.device()) {
+    throw Error(where(method) + "expected gradOutput of the input's dtype and device (" + input.description() +
+                "), got " + gradOutput.description());
+  }
+  sampleBackward(input, theta, gradOutput, image, gradTheta);
+}
+
+template <class Step>
+void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
+  samplerBackward(input, gradOutput, gradInput, "backward");
+  const Tensor gradThetaOut = gradTheta.view(thetaShape_);
+  const Tensor& gl = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradThetaOut); });
+  gradInput.add_(gl);
+}
+
+const Tensor& SpatialTransformer::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  backwardPass(input, gradOutput,
+               [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.updateGradInput(x, g); });
+  return gradInput;
+}
+
+void SpatialTransformer::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  samplerBackward(input, gradOutput, gradScratch_, "accGradParameters");
+  const Tensor gradThetaOut = gradTheta.view(thetaShape_);
+  rethrowErrors(0, [&]() { modules[0]->accGradParameters(input, gradThetaOut, scale); });
+}
+
+void SpatialTransformer::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+    return m.backward(x, g, scale);
+  });
+}
+
+std::string SpatialTransformer::str() const {
+  std::string s = type_name() + "(outH " + std::to_string(outH) + ", outW " + std::to_string(outW) + ") {";
+  if (!modules.empty()) s += "\n  localisation: " + indent_lines(modules[0]->str(), "  ");
+  return s + "\n}";
+}
+
+tensor::Json SpatialTransformer::config() const { return tensor::Json::Object{{"outH", outH}, {"outW", outW}}; }
+
+ModulePtr SpatialTransformer::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
+  ConfigReader c(config, "nn.SpatialTransformer");
+  const int64_t h = c.integer("outH"), w = c.integer("outW");
+  c.finish();
+  if (children.size() != 1) {
+    throw Error("nn.SpatialTransformer: expected one child (the localisation network), got " +
+                std::to_string(children.size()));
+  }
+  return std::make_shared<SpatialTransformer>(children[0], h, w);
+}
+
+}  // namespace nn

@@ -1,0 +1,61 @@
+// SpatialTransformer.h: the spatial transformer layer of Jaderberg et al. (2015), fitted to the
+// single-input Module interface: its one child, the localisation network, maps the input
+// [N x C x H x W] to theta, which must come out as [N x 6] or [N x 2 x 3] (the rows of each
+// sample's 2 x 3 affine map); the input is then sampled on theta's grid, giving
+// [N x C x outH x outW] (nn::spatial_tf, Note [Spatial transformer grid]). Backward sends
+// gradOutput through the sampler to the input and to theta, and theta's gradient through the
+// localisation network, so its parameters learn; gradInput = the sampler's image gradient + the
+// localisation network's gradInput. Children: modules[0] = localisation. Prints as
+//   nn.SpatialTransformer(16x16) {
+//     localisation: nn.Linear(...)
+//   }
+// Twin: cudnn::SpatialTransformer (the sampling through cuDNN).
+#pragma once
+
+#include "nn/Container.h"
+
+namespace nn {
+
+class SpatialTransformer : public Container {
+ public:
+  SpatialTransformer(ModulePtr localisation, int64_t outH, int64_t outW);
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  // Runs the sampler's backward again to get theta's gradient (backward() runs it once).
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  std::string type_name() const override { return "nn.SpatialTransformer"; }
+  tensor::Json config() const override;
+  // children: as config() leaves them out (model files store them apart): the localisation network
+  static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
+  std::string str() const override;
+
+  ModulePtr localisation() const { return modules.at(0); }
+
+  int64_t outH, outW;
+  // The last forward's theta, [N x 2 x 3], and the last backward's gradient with respect to it.
+  Tensor theta, gradTheta;
+
+ protected:
+  void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
+  // The compute a twin replaces: output = spatial_tf(input, theta, outH, outW), and its backward
+  // into gradImage and gradTheta (written, not accumulated). Arguments are checked before.
+  virtual void sample(const Tensor& input, const Tensor& theta);
+  virtual void sampleBackward(const Tensor& input, const Tensor& theta, const Tensor& gradOutput, Tensor& gradImage,
+                              Tensor& gradTheta);
+
+ private:
+  void checkModules(const char* method) const;
+  void checkInput(const Tensor& input, const char* method) const;
+  // theta_out (the localisation network's output) as [N x 2 x 3], copied into `theta`
+  void takeTheta(const Tensor& input, const Tensor& thetaOut);
+  // gradOutput through the sampler: the image part into `image`, theta's into gradTheta
+  void samplerBackward(const Tensor& input, const Tensor& gradOutput, Tensor& image, const char* method);
+  template <class Step>
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
+
+  Shape thetaShape_;    // the localisation network's output shape in the last forward
+  Tensor gradScratch_;  // accGradParameters' image gradient (gradInput is left alone)
+};
+
+}  // namespace nn
