@@ -15,7 +15,7 @@ namespace nn::kernels {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+__int128 floor_div(__int128 a, __int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // One window along one dim: [begin, end) inside the input, and its length clipped to the
 // padded input [-pad, in + pad) (the count_include_pad divisor).
@@ -59,10 +59,13 @@ int64_t divisor(const Span& st, const Span& sh, const Span& sw, bool count_inclu
 }  // namespace
 
 int64_t pool_output_size(int64_t in, int64_t k, int64_t d, int64_t pad, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - k;
-  int64_t out = (ceil_mode ? -floor_div(-span, d) : floor_div(span, d)) + 1;
-  if (ceil_mode && out > 0 && (out - 1) * d >= in + pad) --out;
-  return out;
+  // The modules ask for 2 pad <= k, so span <= in; in 128 bits nothing below can wrap for
+  // any kernel, stride or padding (Note [Checked sizes] in tensor/DType.cpp).
+  using wide = __int128;
+  const wide span = wide{in} + 2 * wide{pad} - k;
+  wide out = (ceil_mode ? -floor_div(-span, d) : floor_div(span, d)) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * d >= wide{in} + pad) --out;
+  return out > INT64_MAX ? INT64_MAX : out < INT64_MIN ? INT64_MIN : static_cast<int64_t>(out);
 }
 
 template <class T>
