@@ -136,9 +136,9 @@ tensor::Json describe(Module& m, const std::string& path) {
 //      fromConfig that allocates before finish() is left to step 3).
 //   2. the weights file is read and checked (tensor/Safetensors.h), so its size is known.
 //   3. build() under an AllocationLimit proportional to the elements the weights file holds
-//      (kBytesPerElement covers a float32 value and gradient per float16 element, twice
-//      over), then the network's state is checked against the file (names, shapes, dtypes)
-//      before any tensor is cast or copied.
+//      (kBytesPerElement: a float32 value and its gradient are 8 bytes per element; four
+//      times that leaves room for modules' own buffers), then the network's state is
+//      checked against the file (names, shapes, dtypes) before any tensor is cast or copied.
 // So a misspelt key costs nothing, and a network larger than its weights file is refused
 // after allocating at most a small multiple of what the file holds.
 constexpr size_t kBytesPerElement = 32;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "tensor/DType.h"
 #include "tensor/Json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
