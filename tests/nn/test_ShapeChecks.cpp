@@ -147,6 +147,11 @@ TEST_CASE("modules whose sizes overflow are refused, naming the shape") {
   // a window wider than anything, padded by 2^61 on each side: one window per row, no wrap
   const Tensor row = arange(16).view({1, 1, 4, 4});
   CHECK(pool.forward(row).to_vector<float>() == std::vector<float>{3, 7, 11, 15});
+  nn::SpatialAveragePooling avg(int64_t{1} << 62, 1, std::numeric_limits<int64_t>::max(), 1, int64_t{1} << 61, 0);
+  const Tensor mean = avg.forward(row);  // the divisor counts the padding: 2^62 + 4, no overflow
+  CHECK(mean.sizes() == Shape{1, 1, 4, 1});
+  CHECK(mean.get({0, 0, 3, 0}) == doctest::Approx(54.0 / 0x1p62).epsilon(1e-6));
+  CHECK_NOTHROW(avg.backward(row, ones({1, 1, 4, 1})));
 }
 
 TEST_CASE("a nullptr put straight into a container's modules is named by position") {
