@@ -2,11 +2,8 @@
 // the files.
 #include "convert/ModelFile.h"
 
-#include <cerrno>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -14,6 +11,8 @@
 
 #include "convert/ConvertTable.h"
 #include "convert/ModelTypes.h"
+#include "nn/ModuleConfig.h"
+#include "tensor/FileIO.h"
 #include "tensor/Safetensors.h"
 
 namespace nn {
@@ -54,6 +53,10 @@ bool known(const std::string& type) {
   return builtin(type) || builtin(nn_counterpart(type)) || static_cast<bool>(registered(type));
 }
 
+std::map<std::string, std::string> metadata() {
+  return {{"format", kFormat}, {"version", std::to_string(kVersion)}};
+}
+
 std::string label(const std::string& path) { return path.empty() ? "root" : path; }
 std::string child_path(const std::string& path, size_t i) {
   return path.empty() ? std::to_string(i) : path + "." + std::to_string(i);
@@ -70,32 +73,23 @@ std::string stem(const std::string& path) {
 }
 
 std::string read_text(const std::string& file, const char* who) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(std::string(who) + ": cannot read '" + file + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(std::string(who) + ": reading '" + file + "' failed");
-  return text.str();
+  const std::vector<uint8_t> bytes = tensor::read_file(file, who);  // names a directory as one
+  return std::string(bytes.begin(), bytes.end());
 }
 
-// Through a temporary file and a rename, so a failed save never leaves half a file.
-void write_text(const std::string& file, const std::string& text, const char* who) {
-  const std::string tmp = file + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(std::string(who) + ": cannot open '" + tmp + "' for writing: " + std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(std::string(who) + ": writing '" + tmp + "' failed");
-    }
+// JSON has no NaN or infinity (the writer would put null, which no fromConfig reads back):
+// refuse to save what could not be loaded. Modules reject such values when constructed;
+// this catches a public field set afterwards.
+void check_finite(const tensor::Json& v, const std::string& where) {
+  if (v.is_number() && !v.is_integer() && !std::isfinite(v.as_number())) {
+    throw Error("nn::save_model: " + where + " is " + std::to_string(v.as_number()) +
+                ": model files hold finite numbers only");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw Error(std::string(who) + ": cannot rename '" + tmp + "' to '" + file + "': " + ec.message());
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.as_array().size(); ++i) check_finite(v.as_array()[i], where + "[" + std::to_string(i) + "]");
+  }
+  if (v.is_object()) {
+    for (const auto& [key, item] : v.as_object()) check_finite(item, where + "." + key);
   }
 }
 
@@ -116,6 +110,7 @@ tensor::Json describe(Module& m, const std::string& path) {
     throw Error("nn::save_model: " + type + "::config() at " + label(path) + " returned " + config.dump() +
                 ", expected a JSON object");
   }
+  check_finite(config, type + " config at " + label(path));
   node.set("config", std::move(config));
   if (auto* kids = m.children()) {
     tensor::Json::Array children;
@@ -131,52 +126,116 @@ tensor::Json describe(Module& m, const std::string& path) {
 
 // ---- build ----
 
+// Note [Untrusted model files]
+// A model file is untrusted input: a few bytes of JSON can describe a Linear of 2^31 x 2^31
+// or a kernel of gigabytes. load_model therefore works in three steps:
+//   1. validate(): the whole structure, before anything is built: keys, types, children,
+//      and every built-in module's config, through its own fromConfig inside a
+//      ConfigValidation scope (nn/ModuleConfig.h), which stops each fromConfig at its
+//      finish(), before construction; an AllocationLimit of 0 bytes makes sure of it (a
+//      fromConfig that allocates before finish() is left to step 3).
+//   2. the weights file is read and checked (tensor/Safetensors.h), so its size is known.
+//   3. build() under an AllocationLimit proportional to the elements the weights file holds
+//      (kBytesPerElement: a float32 value and its gradient are 8 bytes per element; four
+//      times that leaves room for modules' own buffers), then the network's state is
+//      checked against the file (names, shapes, dtypes) before any tensor is cast or copied.
+// So a misspelt key costs nothing, and a network larger than its weights file is refused
+// after allocating at most a small multiple of what the file holds.
+constexpr size_t kBytesPerElement = 32;
+constexpr size_t kAllocationSlack = size_t{1} << 20;  // modules' own small buffers
+
 struct Builder {
   const std::string& what;
   std::vector<std::string> asNn;  // "cudnn.X" modules built as nn.X (no twin in this build)
 
-  ModulePtr build(const tensor::Json& node, const std::string& path) {
-    const std::string at = what + ": at " + label(path);
-    node.as_object(at);
+  struct Node {
+    std::string at, type, where;
+    const tensor::Json* config;
+    const tensor::Json::Array* children;  // nullptr: none
+  };
+
+  // The checks of a node that need nothing built.
+  Node read(const tensor::Json& node, const std::string& path) const {
+    Node n;
+    n.at = what + ": at " + label(path);
+    node.as_object(n.at);
     for (const auto& [key, _] : node.as_object()) {
       if (key != "type" && key != "training" && key != "config" && key != "children") {
-        throw Error(at + ": unknown key '" + key + "' (a module has type, training, config and children)");
+        throw Error(n.at + ": unknown key '" + key + "' (a module has type, training, config and children)");
       }
     }
-    const std::string type = node.at("type", at).as_string(at + ": type");
-    const std::string where = at + " (" + type + "): ";
-
-    std::vector<ModulePtr> children;
-    if (const tensor::Json* kids = node.find("children")) {
-      const auto& list = kids->as_array(at + ": children");
-      for (size_t i = 0; i < list.size(); ++i) children.push_back(build(list[i], child_path(path, i)));
-    }
+    n.type = node.at("type", n.at).as_string(n.at + ": type");
+    n.where = n.at + " (" + n.type + "): ";
+    if (const tensor::Json* training = node.find("training")) training->as_bool(n.at + ": training");
     static const tensor::Json kEmpty = tensor::Json::Object{};
-    const tensor::Json* config = node.find("config");
+    n.config = node.find("config");
+    if (!n.config) n.config = &kEmpty;
+    const tensor::Json* kids = node.find("children");
+    n.children = kids ? &kids->as_array(n.at + ": children") : nullptr;
+    return n;
+  }
 
-    // a user's type first, then the built-in nn types, then the twins of those
-    ModelFactory factory = registered(type);
-    std::string builds = type;  // the type the factory makes
-    bool twin = false;
-    if (!factory) {
-      const auto& table = detail::builtin_model_types();
-      auto it = table.find(type);
-      if (it == table.end() && !nn_counterpart(type).empty()) {
-        builds = nn_counterpart(type);
-        it = table.find(builds);
-        twin = true;
-      }
-      if (it == table.end()) {
-        throw Error(what + ": unknown module type '" + type + "' at " + label(path) +
-                    ": not a built-in type; register it with nn::register_model_type(\"" + type +
-                    "\", factory) before loading");
-      }
-      factory = it->second;
+  // The factory of `n.type`: a user's type first, then the built-in nn types, then the twins
+  // of those. `builds` gets the type it makes, `user` whether it is a user's.
+  ModelFactory factory(const Node& n, const std::string& path, std::string& builds, bool& twin, bool& user) const {
+    ModelFactory f = registered(n.type);
+    builds = n.type;
+    twin = false;
+    user = static_cast<bool>(f);
+    if (f) return f;
+    const auto& table = detail::builtin_model_types();
+    auto it = table.find(n.type);
+    if (it == table.end() && !nn_counterpart(n.type).empty()) {
+      builds = nn_counterpart(n.type);
+      it = table.find(builds);
+      twin = true;
     }
+    if (it == table.end()) {
+      throw Error(what + ": unknown module type '" + n.type + "' at " + label(path) +
+                  ": not a built-in type; register it with nn::register_model_type(\"" + n.type +
+                  "\", factory) before loading");
+    }
+    return it->second;
+  }
+
+  // Step 1 of Note [Untrusted model files]: the whole tree, children first, nothing built.
+  void validate(const tensor::Json& node, const std::string& path) const {
+    const Node n = read(node, path);
+    if (n.children) {
+      for (size_t i = 0; i < n.children->size(); ++i) validate((*n.children)[i], child_path(path, i));
+    }
+    std::string builds;
+    bool twin = false, user = false;
+    const ModelFactory f = factory(n, path, builds, twin, user);
+    if (user) return;  // a user's factory is not known to stop before allocating
+    ConfigValidation validation;
+    tensor::AllocationLimit nothing(0, "validating a model file allocates nothing");
+    try {
+      f(*n.config, {});
+    } catch (const ConfigValid&) {
+      return;  // every key checked out
+    } catch (const tensor::AllocationLimitExceeded&) {
+      return;  // this fromConfig builds before finish(): its config is checked in build()
+    } catch (const std::exception& e) {
+      throw Error(n.where + e.what());
+    }
+  }
+
+  ModulePtr build(const tensor::Json& node, const std::string& path) {
+    const Node n = read(node, path);
+    const std::string& where = n.where;
+    std::vector<ModulePtr> children;
+    if (n.children) {
+      for (size_t i = 0; i < n.children->size(); ++i) children.push_back(build((*n.children)[i], child_path(path, i)));
+    }
+    const tensor::Json* config = n.config;
+    std::string builds;
+    bool twin = false, user = false;
+    const ModelFactory make = factory(n, path, builds, twin, user);
 
     ModulePtr m;
     try {
-      m = factory(config ? *config : kEmpty, std::move(children));
+      m = make(*config, std::move(children));
     } catch (const std::exception& e) {
       throw Error(where + e.what());
     }
@@ -209,7 +268,7 @@ struct Builder {
     if (!kids || !m.children()) return;
     const auto& list = kids->as_array();
     for (size_t i = 0; i < list.size() && i < m.children()->size(); ++i) {
-      restoreModes(*(*m.children())[i], list[i], child_path(path, i));
+      restoreModes(child_at(m, *m.children(), i, "restoreModes"), list[i], child_path(path, i));
     }
   }
 
@@ -246,6 +305,7 @@ void check_header(const tensor::Json& document, const std::string& what) {
 ModulePtr build_checked(const tensor::Json& document, const std::string& what, Builder& builder) {
   check_header(document, what);
   const tensor::Json& root = document.at("module");
+  builder.validate(root, "");
   ModulePtr net = builder.build(root, "");
   builder.restoreModes(*net, root, "");
   return net;
@@ -268,7 +328,7 @@ void restore_dtypes(Module& net, const std::map<std::string, Tensor>& state) {
     auto it = common.find(path);
     if (it != common.end() && it->second && *it->second != DType::Float32) m.to(*it->second);
     if (auto* kids = m.children()) {
-      for (size_t i = 0; i < kids->size(); ++i) walk(*(*kids)[i], child_path(path, i));
+      for (size_t i = 0; i < kids->size(); ++i) walk(child_at(m, *kids, i, "to"), child_path(path, i));
     }
   };
   walk(net, "");
@@ -277,6 +337,14 @@ void restore_dtypes(Module& net, const std::map<std::string, Tensor>& state) {
 void load_state(Module& net, const std::map<std::string, Tensor>& state, const std::string& what) {
   try {
     net.loadStateDict(state, true);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+}
+
+void check_state(Module& net, const std::map<std::string, Tensor>& state, const std::string& what) {
+  try {
+    net.checkStateDict(state, true);
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
@@ -299,34 +367,72 @@ ModulePtr build_model(const tensor::Json& document, const std::string& what) {
   return net;
 }
 
+// Note [Saving a pair]: both files are written completely (and fsynced) under temporary
+// names before either replaces its target; then the weights are renamed, the structure last.
+// A failure while writing leaves both old files as they were. (Between the two renames a
+// crash leaves new weights beside the old structure; the structure names every tensor's
+// shape, so loading such a pair fails with the mismatches listed rather than loading wrong
+// numbers.)
 void save_model(Module& net, const std::string& path) {
   const std::string base = stem(path);
   const std::string text = describe_model(net).dump(2) + "\n";  // checks every type first
-  save_weights(net, base + ".safetensors");
-  write_text(base + ".json", text, "nn::save_model");
+  const std::vector<uint8_t> bytes = tensor::serialize_safetensors(net.stateDict(), metadata());
+  tensor::PendingFile weights(base + ".safetensors", bytes.data(), bytes.size(), "nn::save_model");
+  tensor::PendingFile structure(base + ".json", text.data(), text.size(), "nn::save_model");
+  weights.commit();
+  structure.commit();
 }
 
-ModulePtr load_model(const std::string& path) {
-  const std::string base = stem(path);
-  const std::string jsonFile = base + ".json", weightsFile = base + ".safetensors";
+namespace {
+// See Note [Untrusted model files].
+ModulePtr load_parts(const std::string& text, const std::string& jsonFile,
+                     const std::function<tensor::SafetensorsFile()>& read_weights, const std::string& weightsFile) {
   const std::string what = "nn::load_model: " + jsonFile;
-  const tensor::Json document = tensor::Json::parse(read_text(jsonFile, "nn::load_model"), what);
+  const tensor::Json document = tensor::Json::parse(text, what);
+  check_header(document, what);
+  const tensor::Json& root = document.at("module");
   Builder builder{what, {}};
-  ModulePtr net = build_checked(document, what, builder);
+  builder.validate(root, "");
   tensor::SafetensorsFile weights;
   try {
-    weights = tensor::load_safetensors(weightsFile);
+    weights = read_weights();
   } catch (const Error& e) {
     throw Error(std::string("nn::load_model: ") + e.what());
   }
+  size_t elements = 0;
+  for (const auto& [_, t] : weights.tensors) elements += static_cast<size_t>(t.numel());
+  ModulePtr net;
+  {
+    const size_t budget = elements * kBytesPerElement + kAllocationSlack;  // elements <= file bytes
+    tensor::AllocationLimit limit(budget, "the network " + jsonFile + " describes needs more memory than the " +
+                                              std::to_string(elements) + " elements of " + weightsFile +
+                                              " can fill (a model file holds all its weights)");
+    net = builder.build(root, "");
+    check_state(*net, weights.tensors, "nn::load_model: " + weightsFile);
+  }
+  builder.restoreModes(*net, root, "");
   restore_dtypes(*net, weights.tensors);
   load_state(*net, weights.tensors, "nn::load_model: " + weightsFile);
   builder.warn();
   return net;
 }
+}  // namespace
+
+ModulePtr load_model(const std::string& path) {
+  const std::string base = stem(path);
+  const std::string jsonFile = base + ".json", weightsFile = base + ".safetensors";
+  return load_parts(read_text(jsonFile, "nn::load_model"), jsonFile,
+                    [&] { return tensor::load_safetensors(weightsFile); }, weightsFile);
+}
+
+ModulePtr load_model(const std::string& json, const uint8_t* weights, size_t size, const std::string& jsonWhat,
+                     const std::string& weightsWhat) {
+  return load_parts(json, jsonWhat, [&] { return tensor::parse_safetensors(weights, size, weightsWhat); },
+                    weightsWhat);
+}
 
 void save_weights(Module& net, const std::string& path) {
-  tensor::save_safetensors(path, net.stateDict(), {{"format", kFormat}, {"version", std::to_string(kVersion)}});
+  tensor::save_safetensors(path, net.stateDict(), metadata());
 }
 
 void load_weights(Module& net, const std::string& path) {

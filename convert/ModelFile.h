@@ -53,6 +53,7 @@
 // not saved: it is lost by convert() to nn as well.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -66,6 +67,10 @@ namespace nn {
 // Throws before writing anything when a module's type is unknown.
 void save_model(Module& net, const std::string& path);
 ModulePtr load_model(const std::string& path);
+// load_model from bytes already in memory: the JSON document and the safetensors file;
+// `jsonWhat` and `weightsWhat` name them in errors (load_model passes the file names).
+ModulePtr load_model(const std::string& json, const uint8_t* weights, size_t size, const std::string& jsonWhat,
+                     const std::string& weightsWhat);
 
 // The weights alone, to or from exactly `path` (a .safetensors file), into an existing
 // network (strict, as load_model).

@@ -15,15 +15,12 @@ Tensor Linear::checked(const Tensor& input, const char* method) const {
   return asBatch(input, method);
 }
 
-Tensor Linear::checkedGrad(const Tensor& gradOutput, int64_t batch, const char* method) const {
+Tensor Linear::checkedGrad(const Tensor& input, const Tensor& gradOutput, const char* method) const {
   const std::string w = where(method);
+  checkGradOutputShape(input, gradOutput, method);
   check_cuda(w, gradOutput, "gradOutput");
   nn::check_matches(w, gradOutput, weight, "gradOutput");
-  if (gradOutput.numel() != batch * outputSize) {
-    throw tensor::Error(w + "expected gradOutput of " + tensor::shape_str({batch, outputSize}) + " (" +
-                std::to_string(batch * outputSize) + " elements), got " + tensor::shape_str(gradOutput.sizes()));
-  }
-  return gradOutput.reshape({batch, outputSize}).contiguous();
+  return gradOutput.reshape({input.dim() == 1 ? 1 : input.size(0), outputSize}).contiguous();
 }
 
 const Tensor& Linear::updateOutput(const Tensor& input) {
@@ -38,7 +35,7 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
 
 const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   const Tensor x = checked(input, "updateGradInput");
-  const Tensor gy = checkedGrad(gradOutput, x.size(0), "updateGradInput");
+  const Tensor gy = checkedGrad(input, gradOutput, "updateGradInput");
   nn::ensure(gradInput, x.sizes(), x);
   gemm(false, false, gy, weight, gradInput);
   if (input.dim() == 1) gradInput = gradInput.view({inputSize});
@@ -48,7 +45,7 @@ const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOut
 void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const Tensor x = checked(input, "accGradParameters").contiguous();
   const int64_t batch = x.size(0);
-  const Tensor gy = checkedGrad(gradOutput, batch, "accGradParameters");
+  const Tensor gy = checkedGrad(input, gradOutput, "accGradParameters");
   gemm(true, false, gy, x, gradWeight, scale, 1.0);
   if (bias.defined()) {
     if (!ones_.defined() || ones_.size(0) != batch || ones_.dtype() != x.dtype() || ones_.device() != x.device()) {

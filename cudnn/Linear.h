@@ -22,7 +22,7 @@ class Linear : public Twin<nn::Linear> {
   // [batch x inputSize] view of a checked input (CUDA, a cuDNN dtype, the weight's dtype and device).
   tensor::Tensor checked(const tensor::Tensor& input, const char* method) const;
   // gradOutput as a contiguous [batch x outputSize] matrix, after its checks.
-  tensor::Tensor checkedGrad(const tensor::Tensor& gradOutput, int64_t batch, const char* method) const;
+  tensor::Tensor checkedGrad(const tensor::Tensor& input, const tensor::Tensor& gradOutput, const char* method) const;
 
   tensor::Tensor ones_;  // [batch x 1] of ones, for the bias gradient
 };

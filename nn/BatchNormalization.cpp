@@ -17,12 +17,12 @@ BatchNormalization::BatchNormalization(int64_t nOutput_, double eps_, double mom
 
 BatchNormalization::BatchNormalization(int64_t nOutput_, double eps_, double momentum_, bool affine_, int64_t nDim_)
     : nOutput(nOutput_), nDim(nDim_), eps(eps_), momentum(momentum_), affine(affine_) {
-  if (nOutput <= 0 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1)) {
+  if (nOutput <= 0 || !(eps >= 0 && std::isfinite(eps)) || !(momentum >= 0 && momentum <= 1)) {
     std::ostringstream msg;
     // type_name() is not virtual yet inside a constructor
     msg << (nDim == 4 ? "nn.SpatialBatchNormalization" : nDim == 5 ? "nn.VolumetricBatchNormalization"
                                                                    : "nn.BatchNormalization")
-        << ": expected nOutput > 0, eps >= 0 and momentum in [0, 1], got nOutput " << nOutput
+        << ": expected nOutput > 0, a finite eps >= 0 and momentum in [0, 1], got nOutput " << nOutput
         << ", eps " << eps << ", momentum " << momentum;
     throw Error(msg.str());
   }

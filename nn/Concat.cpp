@@ -40,7 +40,7 @@ const Tensor& Concat::updateOutput(const Tensor& input) {
   if (modules.empty()) throw Error(where("updateOutput") + "expected at least one module, got none");
   std::vector<Tensor> outs(modules.size());
   for (size_t i = 0; i < modules.size(); ++i) {
-    outs[i] = rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(input); });
+    outs[i] = rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(input); });
   }
   const Shape shape = outputShape(outs);
   dim_ = dimension < 0 ? dimension + static_cast<int64_t>(shape.size()) : dimension;
@@ -72,7 +72,7 @@ void Concat::backwardPass(const Tensor& gradOutput, Step step) {
                 tensor::shape_str(gradOutput.sizes()));
   }
   for (size_t i = 0; i < modules.size(); ++i) {
-    const Tensor g = rethrowErrors(i, [&]() -> const Tensor& { return step(*modules[i], gradSlice(gradOutput, i)); });
+    const Tensor g = rethrowErrors(i, [&]() -> const Tensor& { return step(child_at(*this, modules, i, "backward"), gradSlice(gradOutput, i)); });
     if (i == 0) {
       ensure(gradInput, g.sizes(), g).copy_(g);
     } else {
@@ -92,7 +92,9 @@ void Concat::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
                 std::to_string(modules.size()) + " modules");
   }
   for (size_t i = 0; i < modules.size(); ++i) {
-    rethrowErrors(i, [&]() { modules[i]->accGradParameters(input, gradSlice(gradOutput, i), scale); });
+    rethrowErrors(i, [&]() {
+      child_at(*this, modules, i, "accGradParameters").accGradParameters(input, gradSlice(gradOutput, i), scale);
+    });
   }
 }
 
@@ -105,7 +107,7 @@ std::string Concat::str() const {
   // Torch's layout: children hang off a vertical rule between "input" and "output".
   std::string s = type_name() + " {\n  input";
   for (size_t i = 0; i < modules.size(); ++i) {
-    s += "\n    |`-> (" + std::to_string(i + 1) + "): " + indent_lines(modules[i]->str(), "    |    ");
+    s += "\n    |`-> (" + std::to_string(i + 1) + "): " + indent_lines(child_at(*this, modules, i, "str").str(), "    |    ");
   }
   return s + "\n     ... -> output\n}";
 }

@@ -149,19 +149,36 @@ Shape ConvolutionBase::outputSizes(const Shape& input, const char* method) const
   if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
   const int64_t first_spatial = batched ? 2 : 1;
   std::vector<int64_t> in(s.nd), sizes(s.nd), extent(s.nd), padded(s.nd);
-  bool ok = true;
+  bool ok = true, fits = true;
+  // In 128 bits: kernels, strides and padding from a config can be anything up to 2^63, and
+  // none of these products may wrap (Note [Checked sizes] in tensor/DType.cpp).
+  using wide = __int128;
+  auto narrow = [&fits](wide v) {
+    if (v > INT64_MAX || v < INT64_MIN) fits = false;
+    return fits ? static_cast<int64_t>(v) : int64_t{0};
+  };
   for (int i = 0; i < s.nd; ++i) {
     in[i] = input[first_spatial + i];
-    extent[i] = s.dilation[i] * (s.k[i] - 1) + 1;  // the dilated kernel's extent
-    padded[i] = in[i] + 2 * s.pad[i];
+    const wide ext = wide{s.dilation[i]} * (s.k[i] - 1) + 1;  // the dilated kernel's extent
+    const wide pad = wide{in[i]} + 2 * wide{s.pad[i]};
+    wide size = 0;
     if (transposed_) {
-      sizes[i] = (in[i] - 1) * s.stride[i] - 2 * s.pad[i] + extent[i] + s.adj[i];
+      size = (wide{in[i]} - 1) * s.stride[i] - 2 * wide{s.pad[i]} + ext + s.adj[i];
     } else {
-      const int64_t span = padded[i] - extent[i];
-      sizes[i] = (span >= 0 ? span / s.stride[i] : -((-span + s.stride[i] - 1) / s.stride[i])) + 1;
+      const wide span = pad - ext;
+      size = (span >= 0 ? span / s.stride[i] : -((-span + s.stride[i] - 1) / s.stride[i])) + 1;
     }
+    extent[i] = narrow(ext);
+    padded[i] = narrow(pad);
+    sizes[i] = narrow(size);
     ok = ok && sizes[i] >= 1 && in[i] >= 1;
     out[first_spatial + i] = sizes[i];
+  }
+  if (!fits) {
+    throw Error(at + "the output size of input " + tensor::shape_str(input) + " with kernel " +
+                join(first(s.k, s.nd), "x") + ", stride " + join(first(s.stride, s.nd), "x") + ", padding " +
+                join(first(s.pad, s.nd), "x") + " and dilation " + join(first(s.dilation, s.nd), "x") +
+                " overflows int64");
   }
   if (!ok) {
     const std::string geometry = "kernel " + join(first(s.k, s.nd), "x") + " with stride " +

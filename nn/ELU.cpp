@@ -1,13 +1,22 @@
 // ELU.cpp
 #include "nn/ELU.h"
 
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "nn/ModuleConfig.h"
 
 namespace nn {
 
-ELU::ELU(double alpha_, bool inplace_) : Pointwise(inplace_), alpha(alpha_) {}
+ELU::ELU(double alpha_, bool inplace_) : Pointwise(inplace_), alpha(alpha_) {
+  // a non-finite alpha computes nothing useful and cannot be written to a model file
+  if (!std::isfinite(alpha)) {
+    std::ostringstream msg;
+    msg << "nn.ELU: expected a finite alpha, got " << alpha;
+    throw Error(msg.str());
+  }
+}
 
 std::string ELU::str() const {
   char buf[64];

@@ -10,7 +10,12 @@ const Tensor& Identity::updateOutput(const Tensor& input) {
   return output;
 }
 
-const Tensor& Identity::updateGradInput(const Tensor&, const Tensor& gradOutput) {
+const Tensor& Identity::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  if (!gradOutput.defined() || gradOutput.sizes() != input.sizes()) {
+    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
+                tensor::shape_str(input.sizes()) + ", got " +
+                (gradOutput.defined() ? tensor::shape_str(gradOutput.sizes()) : std::string("an undefined tensor")));
+  }
   gradInput = gradOutput;
   return gradInput;
 }

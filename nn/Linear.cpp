@@ -52,6 +52,15 @@ Tensor Linear::asBatch(const Tensor& input, const char* method) const {
   return input.dim() == 1 ? input.view({1, inputSize}) : input;
 }
 
+void Linear::checkGradOutputShape(const Tensor& input, const Tensor& gradOutput, const char* method) const {
+  const Shape expected = input.dim() == 1 ? Shape{outputSize} : Shape{input.size(0), outputSize};
+  if (!gradOutput.defined() || gradOutput.sizes() != expected) {
+    throw Error(where(method) + "expected gradOutput of the output's shape " + tensor::shape_str(expected) +
+                " (for input " + tensor::shape_str(input.sizes()) + "), got " +
+                (gradOutput.defined() ? tensor::shape_str(gradOutput.sizes()) : std::string("an undefined tensor")));
+  }
+}
+
 const Tensor& Linear::updateOutput(const Tensor& input) {
   const Tensor x = batched(input, "updateOutput").contiguous();
   const int64_t batch = x.size(0);
@@ -73,6 +82,8 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
 
 const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   const Tensor x = batched(input, "updateGradInput");
+  checkGradOutputShape(input, gradOutput, "updateGradInput");
+  check_matches(where("updateGradInput"), gradOutput, weight, "gradOutput");
   const Tensor gy = gradOutput.reshape({x.size(0), outputSize}).contiguous();
   ensure(gradInput, x.sizes(), x);
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
@@ -87,6 +98,8 @@ const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOut
 void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const Tensor x = batched(input, "accGradParameters").contiguous();
   const int64_t batch = x.size(0);
+  checkGradOutputShape(input, gradOutput, "accGradParameters");
+  check_matches(where("accGradParameters"), gradOutput, weight, "gradOutput");
   const Tensor gy = gradOutput.reshape({batch, outputSize}).contiguous();
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);

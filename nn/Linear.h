@@ -30,6 +30,9 @@ class Linear : public Module {
   Tensor batched(const Tensor& input, const char* method) const;
   // The shape half of batched() alone (the cudnn twin checks dtypes and devices its own way).
   Tensor asBatch(const Tensor& input, const char* method) const;
+  // Throws unless gradOutput has the output's shape for `input` ([outputSize] or
+  // [batch x outputSize]): shapes, not element counts, so [3 x 2] for [2 x 3] is refused.
+  void checkGradOutputShape(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 };
 
 }  // namespace nn

@@ -14,9 +14,10 @@ void MSECriterion::checkInput(const Tensor& input, const Tensor& target, const c
 }
 
 void MSECriterion::checkSizes(const Tensor& input, const Tensor& target, const char* method) const {
-  if (target.numel() != input.numel()) {
-    throw Error(where(method) + "expected a target of " + std::to_string(input.numel()) + " elements (input " +
-                tensor::shape_str(input.sizes()) + "), got " + tensor::shape_str(target.sizes()));
+  // shapes, not element counts: a [3 x 2] target for a [2 x 3] input pairs the wrong elements
+  if (target.sizes() != input.sizes()) {
+    throw Error(where(method) + "expected a target of the input's shape " + tensor::shape_str(input.sizes()) +
+                ", got " + tensor::shape_str(target.sizes()));
   }
 }
 

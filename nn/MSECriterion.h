@@ -1,7 +1,7 @@
 // MSECriterion.h: loss = sum (input - target)^2, divided by the number of elements under
-// sizeAverage; gradInput = 2 (input - target) / n. Input and target hold the same number of
-// elements (Torch's contract; shapes may differ, gradInput has the input's); the target
-// has the input's dtype. Twin: cudnn::MSECriterion.
+// sizeAverage; gradInput = 2 (input - target) / n. Input and target have the same shape
+// (stricter than Torch, which compared element counts and so paired [3 x 2] with [2 x 3]
+// silently) and dtype. Twin: cudnn::MSECriterion.
 #pragma once
 
 #include "nn/Criterion.h"
@@ -20,7 +20,7 @@ class MSECriterion : public Criterion {
 
  protected:
   void checkInput(const Tensor& input, const Tensor& target, const char* method) const;
-  // The element-count half of checkInput (the cudnn twin checks dtypes its own way).
+  // The shape half of checkInput (the cudnn twin checks dtypes its own way).
   void checkSizes(const Tensor& input, const Tensor& target, const char* method) const;
 };
 

@@ -60,7 +60,7 @@ void Module::visitTree(StateVisitor& visitor, const std::string& prefix) {
   visitState(prefixed);
   if (auto* kids = children()) {
     for (size_t i = 0; i < kids->size(); ++i) {
-      if ((*kids)[i]) (*kids)[i]->visitTree(visitor, prefix + std::to_string(i) + ".");
+      child_at(*this, *kids, i, "visitTree").visitTree(visitor, prefix + std::to_string(i) + ".");
     }
   }
 }
@@ -115,14 +115,18 @@ std::map<std::string, Tensor> Module::stateDict() {
   return {c.out.begin(), c.out.end()};
 }
 
-void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool strict) {
-  struct Targets : StateVisitor {
-    std::map<std::string, Tensor*> slots;
-    void parameter(const std::string& n, Tensor& v, Tensor&) override { slots[n] = &v; }
-    void buffer(const std::string& n, Tensor& v) override {
-      if (v.defined()) slots[n] = &v;
-    }
-  } targets;
+namespace {
+struct StateSlots : StateVisitor {
+  std::map<std::string, Tensor*> slots;
+  void parameter(const std::string& n, Tensor& v, Tensor&) override { slots[n] = &v; }
+  void buffer(const std::string& n, Tensor& v) override {
+    if (v.defined()) slots[n] = &v;
+  }
+};
+}  // namespace
+
+void Module::checkStateDict(const std::map<std::string, Tensor>& state, bool strict) {
+  StateSlots targets;
   visitTree(targets, "");
   std::vector<std::string> problems;
   for (const auto& [name, slot] : targets.slots) {
@@ -134,6 +138,9 @@ void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool stri
     if (it->second.sizes() != slot->sizes()) {
       problems.push_back("'" + name + "' has shape " + tensor::shape_str(it->second.sizes()) +
                          ", expected " + tensor::shape_str(slot->sizes()));
+    } else if (tensor::is_floating(it->second.dtype()) != tensor::is_floating(slot->dtype())) {
+      problems.push_back("'" + name + "' is " + tensor::name(it->second.dtype()) + ", expected " +
+                         (tensor::is_floating(slot->dtype()) ? "a floating dtype" : tensor::name(slot->dtype())));
     }
   }
   if (strict) {
@@ -147,6 +154,12 @@ void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool stri
     for (const auto& p : problems) msg << "\n  " << p;
     throw Error(msg.str());
   }
+}
+
+void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool strict) {
+  checkStateDict(state, strict);
+  StateSlots targets;
+  visitTree(targets, "");
   for (const auto& [name, slot] : targets.slots) {
     auto it = state.find(name);
     if (it != state.end()) slot->copy_(it->second);
@@ -162,20 +175,20 @@ void Module::zeroGradParameters() {
 void Module::train() {
   training_ = true;
   if (auto* kids = children()) {
-    for (auto& k : *kids) k->train();
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "train").train();
   }
 }
 
 void Module::evaluate() {
   training_ = false;
   if (auto* kids = children()) {
-    for (auto& k : *kids) k->evaluate();
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "evaluate").evaluate();
   }
 }
 
 Module& Module::to(Device device) {
   if (auto* kids = children()) {
-    for (auto& k : *kids) k->to(device);
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(device);
   }
   if (!computesOn(device)) return *this;
   struct Mover : StateVisitor {
@@ -198,7 +211,7 @@ Module& Module::to(Device device) {
 
 Module& Module::to(DType dtype) {
   if (auto* kids = children()) {
-    for (auto& k : *kids) k->to(dtype);
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(dtype);
   }
   struct Caster : StateVisitor {
     DType t;
@@ -221,8 +234,16 @@ Module& Module::to(DType dtype) {
 void Module::apply(const std::function<void(Module&)>& fn) {
   fn(*this);
   if (auto* kids = children()) {
-    for (auto& k : *kids) k->apply(fn);
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "apply").apply(fn);
   }
+}
+
+Module& child_at(const Module& parent, const std::vector<ModulePtr>& kids, size_t i, const char* method) {
+  if (!kids.at(i)) {
+    throw Error(parent.type_name() + "::" + method + ": module " + std::to_string(i + 1) + " of " +
+                std::to_string(kids.size()) + " is nullptr (put into modules directly: add() refuses nullptr)");
+  }
+  return *kids[i];
 }
 
 std::string indent_lines(const std::string& text, const std::string& pad) {

@@ -65,6 +65,8 @@ class Module {
   // Copies values into this module's tensors (converting dtype and device). With strict,
   // missing keys, unexpected keys and shape mismatches are all listed in one Error.
   void loadStateDict(const std::map<std::string, Tensor>& state, bool strict = true);
+  // The checks of loadStateDict alone (names, shapes, floating or not), copying nothing.
+  void checkStateDict(const std::map<std::string, Tensor>& state, bool strict = true);
 
   // ---- mode and placement ----
   virtual void train();
@@ -119,6 +121,11 @@ class Module {
  private:
   Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;
 };
+
+// kids[i] of `parent`, or an Error naming the parent, `method` and the position when it is
+// nullptr: a container's `modules` is public (convert() replaces children through it), so a
+// nullptr can be put there directly, past add()'s check.
+Module& child_at(const Module& parent, const std::vector<ModulePtr>& kids, size_t i, const char* method);
 
 // Torch's printing helpers: containers indent their children's lines.
 std::string indent_lines(const std::string& text, const std::string& pad);

@@ -3,8 +3,18 @@
 
 namespace nn {
 
+namespace {
+thread_local bool validating = false;
+}
+
+ConfigValidation::ConfigValidation() : outer_(validating) { validating = true; }
+ConfigValidation::~ConfigValidation() { validating = outer_; }
+bool ConfigValidation::active() { return validating; }
+
 ConfigReader::ConfigReader(const tensor::Json& config, const std::string& type)
-    : ConfigReader(config, type + " config", Nested{}) {}
+    : ConfigReader(config, type + " config", Nested{}) {
+  top_ = true;
+}
 
 ConfigReader::ConfigReader(const tensor::Json& config, std::string what, Nested)
     : config_(config), what_(std::move(what)) {
@@ -70,7 +80,10 @@ void ConfigReader::finish() const {
   for (const auto& [key, _] : config_.as_object(what_)) {
     if (!read_.count(key)) unknown += (n++ ? ", '" : "'") + key + "'";
   }
-  if (n == 0) return;
+  if (n == 0) {
+    if (top_ && validating) throw ConfigValid{};
+    return;
+  }
   for (const auto& key : read_) known += (known.empty() ? "" : ", ") + key;
   throw tensor::Error(what_ + ": unknown key" + (n > 1 ? "s " : " ") + unknown + " (" +
                       (known.empty() ? std::string("it takes none") : "it takes " + known) + ")");

@@ -14,6 +14,25 @@
 
 namespace nn {
 
+// Thrown by a module's top-level ConfigReader::finish() inside a ConfigValidation scope, once
+// every key checked out: fromConfig reads and checks all keys before constructing anything,
+// so this stops it before it allocates. nn::load_model validates a whole model file this
+// way before building any of it (Note [Untrusted model files] in convert/ModelFile.cpp).
+// Not a std::exception, so that no `catch (const std::exception&)` takes it for an error.
+struct ConfigValid {};
+
+class ConfigValidation {
+ public:
+  ConfigValidation();
+  ~ConfigValidation();
+  ConfigValidation(const ConfigValidation&) = delete;
+  ConfigValidation& operator=(const ConfigValidation&) = delete;
+  static bool active();
+
+ private:
+  bool outer_;
+};
+
 class ConfigReader {
  public:
   // `type` names the module in errors ("nn.Linear"); config must be a JSON object.
@@ -36,7 +55,8 @@ class ConfigReader {
   // finish() it too.
   ConfigReader object(const std::string& key);
 
-  // Throws naming every key that was not read (unknown to this module type).
+  // Throws naming every key that was not read (unknown to this module type); inside a
+  // ConfigValidation scope, a module's reader then throws ConfigValid.
   void finish() const;
 
  private:
@@ -48,6 +68,7 @@ class ConfigReader {
   tensor::Json config_;
   std::string what_;  // "nn.Linear config"
   std::set<std::string> read_;
+  bool top_ = false;  // a module's reader, not object()'s
 };
 
 }  // namespace nn

@@ -48,9 +48,11 @@ const Tensor& Reshape::updateOutput(const Tensor& input) {
 }
 
 const Tensor& Reshape::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  if (gradOutput.numel() != input.numel()) {
-    throw Error(where("updateGradInput") + "expected gradOutput of " + std::to_string(input.numel()) +
-                " elements (input " + tensor::shape_str(input.sizes()) + "), got " +
+  // the output's shape, not just its element count: another arrangement pairs wrong elements
+  const Shape expected = outputShape(input);
+  if (gradOutput.sizes() != expected) {
+    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
+                tensor::shape_str(expected) + " (input " + tensor::shape_str(input.sizes()) + "), got " +
                 tensor::shape_str(gradOutput.sizes()));
   }
   gradInput = gradOutput.reshape(input.sizes());

@@ -18,6 +18,7 @@ void Residual::checkModules(const char* method) const {
     throw Error(where(method) + "expected a block and an optional shortcut (1 or 2 modules), got " +
                 std::to_string(modules.size()) + " modules");
   }
+  for (size_t i = 0; i < modules.size(); ++i) child_at(*this, modules, i, method);
 }
 
 const Tensor& Residual::updateOutput(const Tensor& input) {
@@ -39,6 +40,12 @@ const Tensor& Residual::updateOutput(const Tensor& input) {
 template <class Step>
 void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
   checkModules("backward");
+  // The identity path adds gradOutput in place, which would broadcast a smaller one; its
+  // output has the input's shape (a shortcut module checks gradOutput itself).
+  if (modules.size() == 1 && gradOutput.sizes() != input.sizes()) {
+    throw Error(where("backward") + "expected gradOutput of the output's shape " + tensor::shape_str(input.sizes()) +
+                ", got " + tensor::shape_str(gradOutput.sizes()));
+  }
   const Tensor& gb = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradOutput); });
   ensure(gradInput, gb.sizes(), gb).copy_(gb);
   if (modules.size() > 1) {
@@ -70,8 +77,8 @@ void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, doubl
 
 std::string Residual::str() const {
   std::string s = type_name() + " {";
-  if (!modules.empty()) s += "\n  block: " + indent_lines(modules[0]->str(), "  ");
-  s += "\n  shortcut: " + (modules.size() > 1 ? indent_lines(modules[1]->str(), "  ") : std::string("identity"));
+  if (!modules.empty()) s += "\n  block: " + indent_lines(child_at(*this, modules, 0, "str").str(), "  ");
+  s += "\n  shortcut: " + (modules.size() > 1 ? indent_lines(child_at(*this, modules, 1, "str").str(), "  ") : std::string("identity"));
   return s + "\n}";
 }
 

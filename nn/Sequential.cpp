@@ -14,7 +14,7 @@ const Tensor& Sequential::updateOutput(const Tensor& input) {
   Tensor current = input;
   for (size_t i = 0; i < modules.size(); ++i) {
     inputs_[i] = current;
-    current = rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(current); });
+    current = rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(current); });
   }
   output = current;
   return output;
@@ -31,7 +31,7 @@ void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Ste
   for (size_t i = modules.size(); i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
     gradOutputs_[i] = grad;
-    grad = rethrowErrors(i, [&]() { return step(*modules[i], in, grad); });
+    grad = rethrowErrors(i, [&]() { return step(child_at(*this, modules, i, "backward"), in, grad); });
   }
   gradInput = grad;
 }
@@ -52,7 +52,7 @@ void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput
   gradOutputs_.back() = gradOutput;
   for (size_t i = modules.size(); i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
-    rethrowErrors(i, [&]() { modules[i]->accGradParameters(in, gradOutputs_[i], scale); });
+    rethrowErrors(i, [&]() { child_at(*this, modules, i, "accGradParameters").accGradParameters(in, gradOutputs_[i], scale); });
   }
 }
 
@@ -67,7 +67,7 @@ std::string Sequential::str() const {
   for (size_t i = 0; i < modules.size(); ++i) s += " -> (" + std::to_string(i + 1) + ")";
   s += " -> output]";
   for (size_t i = 0; i < modules.size(); ++i) {
-    s += "\n  (" + std::to_string(i + 1) + "): " + indent_lines(modules[i]->str(), "  ");
+    s += "\n  (" + std::to_string(i + 1) + "): " + indent_lines(child_at(*this, modules, i, "str").str(), "  ");
   }
   return s + "\n}";
 }

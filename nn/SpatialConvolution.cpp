@@ -37,13 +37,16 @@ ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0), groups = c.integer("groups", 1);
+  const int64_t dilationW = c.integer("dilationW", 1), dilationH = c.integer("dilationH", 1);
+  const bool bias = c.flag("bias", true);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<SpatialConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, groups);
-  m->dilationW = c.integer("dilationW", 1);
-  m->dilationH = c.integer("dilationH", 1);
+  m->dilationW = dilationW;
+  m->dilationH = dilationH;
   m->checkConfig("nn.SpatialConvolution: ");
-  if (!c.flag("bias", true)) m->noBias();
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  if (!bias) m->noBias();
+  m->algo = algo;
   return m;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "nn/Buffers.h"
 #include "nn/ModuleConfig.h"
@@ -37,6 +38,13 @@ struct Planes {
 SpatialCrossMapLRN::SpatialCrossMapLRN(int64_t size_, double alpha_, double beta_, double k_)
     : size(size_), alpha(alpha_), beta(beta_), k(k_) {
   if (size < 1) throw Error("nn.SpatialCrossMapLRN: expected size >= 1, got " + std::to_string(size));
+  // non-finite values compute nothing useful and cannot be written to a model file
+  if (!std::isfinite(alpha) || !std::isfinite(beta) || !std::isfinite(k)) {
+    std::ostringstream msg;
+    msg << "nn.SpatialCrossMapLRN: expected finite alpha, beta and k, got alpha " << alpha << ", beta " << beta
+        << ", k " << k;
+    throw Error(msg.str());
+  }
 }
 
 void SpatialCrossMapLRN::checkInput(const Tensor& input, const char* method) const {

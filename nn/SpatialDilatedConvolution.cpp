@@ -22,17 +22,19 @@ ModulePtr SpatialDilatedConvolution::fromConfig(const tensor::Json& config) {
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   const int64_t dilationW = c.integer("dilationW", 1), dilationH = c.integer("dilationH", 1);
+  const int64_t groups = c.integer("groups", 1);
+  const bool bias = c.flag("bias", true);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<SpatialDilatedConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, dilationW, dilationH);
   // Torch's constructor has no groups; the field does (set after construction, as a user would)
-  const int64_t groups = c.integer("groups", 1);
   if (groups != 1) {
     m->groups = groups;
     m->weight = Tensor();  // reallocated in the new shape
     m->initParameters();
   }
-  if (!c.flag("bias", true)) m->noBias();
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  if (!bias) m->noBias();
+  m->algo = algo;
   return m;
 }
 

@@ -39,10 +39,12 @@ ModulePtr SpatialFullConvolution::fromConfig(const tensor::Json& config) {
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   const int64_t adjW = c.integer("adjW", 0), adjH = c.integer("adjH", 0), groups = c.integer("groups", 1);
+  const bool bias = c.flag("bias", true);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<SpatialFullConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, adjW, adjH, groups);
-  if (!c.flag("bias", true)) m->noBias();
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  if (!bias) m->noBias();
+  m->algo = algo;
   return m;
 }
 

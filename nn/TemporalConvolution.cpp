@@ -218,9 +218,10 @@ ModulePtr TemporalConvolution::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, "nn.TemporalConvolution");
   const int64_t in = c.integer("inputFrameSize"), out = c.integer("outputFrameSize");
   const int64_t kW = c.integer("kW"), dW = c.integer("dW", 1);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<TemporalConvolution>(in, out, kW, dW);
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  m->algo = algo;
   return m;
 }
 

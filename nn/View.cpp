@@ -52,9 +52,15 @@ Shape View::outputShape(const Tensor& input) const {
   const bool inferred = std::find(size.begin(), size.end(), -1) != size.end();
   int64_t batch = inferred ? 1 : perSample / numElements;
   for (int64_t d = 0; d < rank - sampleDims; ++d) batch *= input.size(d);
-  if (batch == 1 && (!numInputDims || rank <= *numInputDims)) return size;
-  Shape shape{batch};
+  Shape shape;
+  if (!(batch == 1 && (!numInputDims || rank <= *numInputDims))) shape.push_back(batch);
   shape.insert(shape.end(), size.begin(), size.end());
+  // the -1 size resolved, so that the shape compares with gradOutput's
+  int64_t known = 1;
+  for (int64_t s : shape) known *= s == -1 ? 1 : s;
+  for (int64_t& s : shape) {
+    if (s == -1) s = input.numel() / known;
+  }
   return shape;
 }
 
@@ -64,9 +70,11 @@ const Tensor& View::updateOutput(const Tensor& input) {
 }
 
 const Tensor& View::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  if (gradOutput.numel() != input.numel()) {
-    throw Error(where("updateGradInput") + "expected gradOutput of " + std::to_string(input.numel()) +
-                " elements (input " + tensor::shape_str(input.sizes()) + "), got " +
+  // the output's shape, not just its element count: another arrangement pairs wrong elements
+  const Shape expected = outputShape(input);
+  if (gradOutput.sizes() != expected) {
+    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
+                tensor::shape_str(expected) + " (input " + tensor::shape_str(input.sizes()) + "), got " +
                 tensor::shape_str(gradOutput.sizes()));
   }
   gradInput = gradOutput.reshape(input.sizes());

@@ -38,10 +38,12 @@ ModulePtr VolumetricConvolution::fromConfig(const tensor::Json& config) {
   const int64_t dT = c.integer("dT", 1), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padT = c.integer("padT", 0), padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   const int64_t groups = c.integer("groups", 1);
+  const bool bias = c.flag("bias", true);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<VolumetricConvolution>(nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH, groups);
-  if (!c.flag("bias", true)) m->noBias();
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  if (!bias) m->noBias();
+  m->algo = algo;
   return m;
 }
 

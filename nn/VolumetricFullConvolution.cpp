@@ -44,11 +44,13 @@ ModulePtr VolumetricFullConvolution::fromConfig(const tensor::Json& config) {
   const int64_t padT = c.integer("padT", 0), padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   const int64_t adjT = c.integer("adjT", 0), adjW = c.integer("adjW", 0), adjH = c.integer("adjH", 0);
   const int64_t groups = c.integer("groups", 1);
+  const bool bias = c.flag("bias", true);
+  const ConvAlgorithms algo = ConvAlgorithms::fromConfig(c);
+  c.finish();  // every key read and checked before anything is allocated
   auto m = std::make_shared<VolumetricFullConvolution>(nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH, adjT,
                                                        adjW, adjH, groups);
-  if (!c.flag("bias", true)) m->noBias();
-  m->algo = ConvAlgorithms::fromConfig(c);
-  c.finish();
+  if (!bias) m->noBias();
+  m->algo = algo;
   return m;
 }
 

@@ -2,9 +2,13 @@
 // anything wrong prints the problem and the usage text and exits with status 2.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 
@@ -51,6 +55,17 @@ class Args {
       list += std::string(list.empty() ? "" : ", ") + o;
     }
     fail(flag + " expects one of " + list + ", got '" + v + "'");
+  }
+
+  // Fails now, before any work, unless a file can be created beside `path` (the directory
+  // exists and takes new files): a long run must not end in "cannot write". Probes with a
+  // file of its own, so `path` itself is not touched.
+  void writable(const std::string& flag, const std::string& path) const {
+    const std::string probe = path + ".probe." + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) fail(flag + ": cannot write '" + path + "': " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
 
   [[noreturn]] void fail(const std::string& message) const {

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "samples/Args.h"
 #include "samples/Networks.h"
 #include "tensor/Cuda.h"
+#include "tensor/FileIO.h"
 #include "tensor/Json.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
@@ -80,7 +80,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--warmup") o.warmup = args.integer(flag, 0, 100000);
     else if (flag == "--dtype") o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
     else if (flag == "--flags") o.flags = args.value(flag);
-    else if (flag == "--json") o.json = args.value(flag);
+    else if (flag == "--json") args.writable(flag, o.json = args.value(flag));
     else if (flag == "--per-layer") o.per_layer = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
@@ -216,7 +216,8 @@ int run(const Options& o) {
     if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
 #endif
     doc.set("results", results);
-    std::ofstream(o.json) << doc.dump(2) << "\n";
+    const std::string text = doc.dump(2) + "\n";
+    tensor::write_file_atomic(o.json, text.data(), text.size(), "convnet_benchmark --json");
   }
   return 0;
 }

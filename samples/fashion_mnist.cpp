@@ -88,6 +88,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
+  if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   return o;
 }
 

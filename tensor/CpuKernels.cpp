@@ -355,9 +355,30 @@ void addcmul(const Tensor& out, const Tensor& a, const Tensor& b, double value) 
 void addcdiv(const Tensor& out, const Tensor& a, const Tensor& b, double value) { addc<true>(out, a, b, value); }
 
 // Sums accumulate in double for the floating types (float64 sums stay float64-exact enough
-// and float32 sums of millions of terms stay accurate); integers in int64.
+// and float32 sums of millions of terms stay accurate). Integers accumulate in uint64_t and
+// are read without a detour through double: signed overflow would be undefined behaviour,
+// while unsigned sums wrap, and converting back gives int64's two's-complement wrap-around
+// (what NumPy and PyTorch return for an overflowing integer sum).
 template <class T>
-using sum_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+using sum_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+template <class S, class T>
+S sum_term(T v) {
+  if constexpr (std::is_integral_v<S>) {
+    return static_cast<S>(v);  // int64 -> uint64 is modular: well defined
+  } else {
+    return static_cast<S>(to_double(v));
+  }
+}
+
+template <class T, class S>
+T sum_result(S acc) {
+  if constexpr (std::is_integral_v<S>) {
+    return static_cast<T>(static_cast<int64_t>(acc));  // modular since C++20
+  } else {
+    return cast_to<T>(acc);
+  }
+}
 
 void reduce(Reduce op, const Tensor& in, int64_t outer, int64_t n, int64_t inner,
             const Tensor& values, const Tensor& indices) {
@@ -372,8 +393,8 @@ void reduce(Reduce op, const Tensor& in, int64_t outer, int64_t n, int64_t inner
       if (outputs == 1) {
         S acc = 0;
 #pragma omp parallel for reduction(+ : acc) if (n > 4 * kBlock)
-        for (int64_t i = 0; i < n; ++i) acc += static_cast<S>(to_double(x[i]));
-        out[0] = cast_to<T>(acc);
+        for (int64_t i = 0; i < n; ++i) acc += sum_term<S>(x[i]);
+        out[0] = sum_result<T>(acc);
         return;
       }
 #pragma omp parallel for if (outputs * n > 4 * kBlock)
@@ -381,9 +402,9 @@ void reduce(Reduce op, const Tensor& in, int64_t outer, int64_t n, int64_t inner
         std::vector<S> acc(static_cast<size_t>(inner), S(0));
         const T* row = x + o * n * inner;
         for (int64_t k = 0; k < n; ++k) {
-          for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<S>(to_double(row[k * inner + i]));
+          for (int64_t i = 0; i < inner; ++i) acc[i] += sum_term<S>(row[k * inner + i]);
         }
-        for (int64_t i = 0; i < inner; ++i) out[o * inner + i] = cast_to<T>(acc[i]);
+        for (int64_t i = 0; i < inner; ++i) out[o * inner + i] = sum_result<T>(acc[i]);
       }
       return;
     }

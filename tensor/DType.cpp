@@ -55,10 +55,48 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
-int64_t shape_numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+// Note [Checked sizes]
+// Every size that decides how much memory to allocate is computed with overflow checks:
+// a shape read from a file or a config ([2147483648 x 2147483648] from a model file, a
+// conv kernel of 2^40) must end in an Error, never in a wrapped product that allocates a
+// small buffer and then writes past it. The checks run once per shape (creation, views,
+// resize), not per element. Zero sizes do not hide huge ones: [0 x 2^62 x 2^62] is refused
+// as well, because its contiguous strides would overflow.
+namespace {
+// The product of max(size, 1) over `s`, times `unit`; false when a size is negative or the
+// product overflows int64.
+bool checked_extent(const Shape& s, int64_t unit, int64_t* extent, int64_t* numel) {
+  int64_t e = unit, n = 1;
+  for (int64_t d : s) {
+    if (d < 0) return false;
+    if (__builtin_mul_overflow(e, d == 0 ? int64_t{1} : d, &e)) return false;
+    n = d == 0 ? 0 : n * d;  // |n| <= e: cannot overflow once e did not
+  }
+  *extent = e;
+  *numel = n;
+  return true;
+}
+
+std::string negative_or_overflow(const Shape& s, const char* what) {
+  for (int64_t d : s) {
+    if (d < 0) return "it has a negative size";
+  }
+  return std::string(what) + " overflows int64";
+}
+}  // namespace
+
+int64_t shape_numel(const Shape& s, const char* op) {
+  int64_t extent = 0, numel = 0;
+  TENSOR_CHECK(checked_extent(s, 1, &extent, &numel), op, ": invalid shape ", shape_str(s), ": ",
+               negative_or_overflow(s, "its element count"));
+  return numel;
+}
+
+size_t shape_nbytes(const Shape& s, DType dtype, const char* op) {
+  int64_t extent = 0, numel = 0;
+  TENSOR_CHECK(checked_extent(s, static_cast<int64_t>(itemsize(dtype)), &extent, &numel), op, ": invalid shape ",
+               shape_str(s), " for ", name(dtype), ": ", negative_or_overflow(s, "its size in bytes"));
+  return static_cast<size_t>(numel) * itemsize(dtype);
 }
 
 }  // namespace tensor

@@ -109,6 +109,12 @@ std::ostream& operator<<(std::ostream&, const Device&);
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[8 x 4 x 32 x 32]", "[]" for a scalar
-int64_t shape_numel(const Shape& s);
+// The element count of `s`. Throws, naming `op` and the shape, when a size is negative or
+// when the product of the sizes overflows int64 (zero sizes count as 1 there, so that the
+// strides and offsets of an empty tensor fit too). See Note [Checked sizes] in DType.cpp.
+int64_t shape_numel(const Shape& s, const char* op = "tensor::shape_numel");
+// The bytes a contiguous `dtype` tensor of shape `s` needs, checked as shape_numel, and so
+// that every byte offset fits in int64; the error names the shape and the dtype.
+size_t shape_nbytes(const Shape& s, DType dtype, const char* op = "tensor::shape_nbytes");
 
 }  // namespace tensor

@@ -5,8 +5,10 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <set>
+#include <string_view>
 
+#include "tensor/FileIO.h"
 #include "tensor/Json.h"
 
 namespace tensor {
@@ -53,8 +55,18 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
   const uint8_t* payload = data + 8 + header_len;
   const uint64_t payload_size = size - 8 - header_len;
 
+  // Note [Validate, then allocate]: every entry is checked (dtype, shape, offsets, sizes)
+  // and the ranges are checked for overlaps before the first tensor is allocated, so a
+  // header cannot make the reader allocate more than the data section holds.
+  struct Entry {
+    const std::string* name;
+    DType dtype;
+    Shape shape;
+    uint64_t begin, end;
+  };
   SafetensorsFile file;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<Entry> entries;
+  std::set<std::string_view> names;
   for (const auto& [name, entry] : header.as_object()) {
     if (name == "__metadata__") {
       for (const auto& [k, v] : entry.as_object(what + ": __metadata__")) {
@@ -63,17 +75,13 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
       continue;
     }
     const std::string where = what + ": tensor '" + name + "'";
-    TENSOR_CHECK(!file.tensors.count(name), where, " appears twice");
+    TENSOR_CHECK(names.insert(name).second, where, " appears twice");
     const DType dtype = st_dtype(entry.at("dtype", where).as_string(where + " dtype"), where);
     Shape shape;
-    uint64_t numel = 1;
     for (const Json& d : entry.at("shape", where).as_array(where + " shape")) {
-      const int64_t s = d.as_int(where + " shape entry");
-      TENSOR_CHECK(s >= 0, where, ": negative size ", s);
-      TENSOR_CHECK(s == 0 || numel <= UINT64_MAX / static_cast<uint64_t>(s), where, ": shape overflows");
-      numel *= static_cast<uint64_t>(s);
-      shape.push_back(s);
+      shape.push_back(d.as_int(where + " shape entry"));
     }
+    const uint64_t nbytes = shape_nbytes(shape, dtype, where.c_str());  // sizes >= 0, no overflow
     const auto& offsets = entry.at("data_offsets", where).as_array(where + " data_offsets");
     TENSOR_CHECK(offsets.size() == 2, where, ": data_offsets must have 2 entries, has ", offsets.size());
     const int64_t begin = offsets[0].as_int(where + " data_offsets[0]");
@@ -81,32 +89,35 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
     TENSOR_CHECK(begin >= 0 && begin <= end, where, ": bad data_offsets [", begin, ", ", end, "]");
     TENSOR_CHECK(static_cast<uint64_t>(end) <= payload_size, where, ": data_offsets [", begin, ", ",
                  end, "] run past the end of the data (", payload_size, " bytes; truncated file?)");
-    TENSOR_CHECK(numel <= UINT64_MAX / itemsize(dtype) &&
-                     numel * itemsize(dtype) == static_cast<uint64_t>(end - begin),
-                 where, ": ", shape_str(shape), " of ", st_name(dtype), " needs ",
-                 numel * itemsize(dtype), " bytes but data_offsets span ", end - begin);
-    ranges.emplace_back(begin, end);
-    Tensor t = empty(shape, dtype);
-    if (end > begin) std::memcpy(t.raw_data(), payload + begin, static_cast<size_t>(end - begin));
-    file.tensors.emplace(name, std::move(t));
+    TENSOR_CHECK(nbytes == static_cast<uint64_t>(end - begin), where, ": ", shape_str(shape), " of ",
+                 st_name(dtype), " needs ", nbytes, " bytes but data_offsets span ", end - begin);
+    entries.push_back({&name, dtype, std::move(shape), static_cast<uint64_t>(begin), static_cast<uint64_t>(end)});
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    TENSOR_CHECK(ranges[i].first >= ranges[i - 1].second || ranges[i].first == ranges[i].second,
-                 what, ": tensors overlap in the data section");
+  // Overlaps: sorted by start, each non-empty range must begin at or after the furthest end
+  // of all the ranges before it (not just its neighbour's: an empty range between two
+  // overlapping ones must not hide them).
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries) {
+    if (e.end > e.begin) order.push_back(&e);
+  }
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  const Entry* furthest = nullptr;
+  for (const Entry* e : order) {
+    TENSOR_CHECK(!furthest || e->begin >= furthest->end, what, ": tensors '", *furthest->name, "' [",
+                 furthest->begin, ", ", furthest->end, ") and '", *e->name, "' [", e->begin, ", ", e->end,
+                 ") overlap in the data section");
+    if (!furthest || e->end > furthest->end) furthest = e;
+  }
+  for (const Entry& e : entries) {
+    Tensor t = empty(e.shape, e.dtype);
+    if (e.end > e.begin) std::memcpy(t.raw_data(), payload + e.begin, static_cast<size_t>(e.end - e.begin));
+    file.tensors.emplace(*e.name, std::move(t));
   }
   return file;
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  TENSOR_CHECK(in.good(), "tensor::load_safetensors: cannot open '", path, "'");
-  const std::streamsize size = in.tellg();
-  TENSOR_CHECK(size >= 0, "tensor::load_safetensors: cannot read the size of '", path, "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  TENSOR_CHECK(size == 0 || in.read(reinterpret_cast<char*>(bytes.data()), size).good(),
-               "tensor::load_safetensors: cannot read '", path, "'");
+  const std::vector<uint8_t> bytes = read_file(path, "tensor::load_safetensors");
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 
@@ -150,15 +161,7 @@ std::vector<uint8_t> serialize_safetensors(const std::map<std::string, Tensor>& 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   const std::vector<uint8_t> bytes = serialize_safetensors(tensors, metadata);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    TENSOR_CHECK(out.good(), "tensor::save_safetensors: cannot open '", tmp, "' for writing");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    TENSOR_CHECK(out.good(), "tensor::save_safetensors: write to '", tmp, "' failed");
-  }
-  TENSOR_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "tensor::save_safetensors: cannot rename '",
-               tmp, "' to '", path, "'");
+  write_file_atomic(path, bytes.data(), bytes.size(), "tensor::save_safetensors");
 }
 
 }  // namespace tensor

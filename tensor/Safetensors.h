@@ -25,7 +25,8 @@ SafetensorsFile load_safetensors(const std::string& path);
 
 std::vector<uint8_t> serialize_safetensors(const std::map<std::string, Tensor>& tensors,
                                            const std::map<std::string, std::string>& metadata = {});
-// Writes to a temporary file and renames it, so a failed save never leaves half a file.
+// Through tensor::write_file_atomic (FileIO.h): `path` ends up holding either its previous
+// bytes or the complete new file, never half a file, and no temporary file is left behind.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "tensor/DType.h"
 
@@ -28,5 +29,31 @@ class Storage {
 };
 
 using StoragePtr = std::shared_ptr<Storage>;
+
+// Caps the bytes that Storage may allocate on this thread while the scope lives (the
+// innermost scope counts; freeing does not give bytes back). A Storage past the cap throws
+// AllocationLimitExceeded naming `why`. nn::load_model builds a network from an untrusted file under one, so
+// the file cannot make it allocate more than its weights can fill.
+class AllocationLimitExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
+class AllocationLimit {
+ public:
+  AllocationLimit(size_t bytes, std::string why);
+  ~AllocationLimit();
+  AllocationLimit(const AllocationLimit&) = delete;
+  AllocationLimit& operator=(const AllocationLimit&) = delete;
+
+  size_t used() const { return used_; }
+  // Called by Storage: counts `nbytes`, or throws when they do not fit.
+  static void charge(size_t nbytes, Device device);
+
+ private:
+  size_t limit_, used_ = 0;
+  std::string why_;
+  AllocationLimit* outer_;
+};
 
 }  // namespace tensor

@@ -63,7 +63,9 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from, const ch
       infer_at = static_cast<int>(i);
     } else {
       TENSOR_CHECK(out[i] >= 0, op, ": invalid size ", out[i], " in ", shape_str(shape));
-      known *= out[i];
+      // an overflowing product cannot equal numel (which fits): refuse it as a mismatch
+      TENSOR_CHECK(!__builtin_mul_overflow(known, out[i], &known), op, ": cannot view ", shape_str(from), " (",
+                   numel, " elements) as ", shape_str(shape), ": its element count overflows int64");
     }
   }
   if (infer_at >= 0) {
@@ -71,7 +73,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from, const ch
                  numel, " elements) as ", shape_str(shape));
     out[infer_at] = numel / known;
   }
-  TENSOR_CHECK(shape_numel(out) == numel, op, ": cannot view ", shape_str(from), " (", numel,
+  TENSOR_CHECK(shape_numel(out, op) == numel, op, ": cannot view ", shape_str(from), " (", numel,
                " elements) as ", shape_str(shape));
   return out;
 }
@@ -209,7 +211,10 @@ Tensor::Tensor(StoragePtr storage, int64_t offset, Shape sizes, Shape strides, D
   compute_numel();
 }
 
-void Tensor::compute_numel() { numel_ = shape_numel(sizes_); }
+// See Note [Checked sizes] (DType.cpp): every view's shape is checked once, here.
+void Tensor::compute_numel() {
+  numel_ = static_cast<int64_t>(shape_nbytes(sizes_, dtype_, "tensor::Tensor") / itemsize(dtype_));
+}
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
 
@@ -262,9 +267,9 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   check_defined(*this, "Tensor::narrow");
   TENSOR_CHECK(dim() > 0, "Tensor::narrow: cannot narrow a 0-d tensor");
   d = wrap_dim(d, dim(), "Tensor::narrow");
-  TENSOR_CHECK(start >= 0 && length >= 0 && start + length <= sizes_[d], "Tensor::narrow: range [",
-               start, ", ", start + length, ") out of bounds for dimension ", d, " of ",
-               shape_str(sizes_));
+  TENSOR_CHECK(start >= 0 && length >= 0 && start <= sizes_[d] && length <= sizes_[d] - start,
+               "Tensor::narrow: range of length ", length, " at ", start, " out of bounds for dimension ", d,
+               " of ", shape_str(sizes_));
   Shape sizes = sizes_;
   sizes[d] = length;
   return Tensor(storage_, offset_ + start * strides_[d], sizes, strides_, dtype_);
@@ -427,11 +432,10 @@ Tensor Tensor::to(Device device, DType dtype) const {
 }
 
 Tensor& Tensor::resize_(const Shape& shape) {
-  for (int64_t s : shape) TENSOR_CHECK(s >= 0, "Tensor::resize_: invalid shape ", shape_str(shape));
-  const size_t needed = static_cast<size_t>(offset_ + shape_numel(shape)) * itemsize(dtype_);
-  if (!storage_ || storage_->nbytes() < needed) {
-    storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * itemsize(dtype_),
-                                         device());
+  const size_t nbytes = shape_nbytes(shape, dtype_, "Tensor::resize_");
+  const size_t offset_bytes = static_cast<size_t>(offset_) * itemsize(dtype_);
+  if (!storage_ || storage_->nbytes() < offset_bytes || storage_->nbytes() - offset_bytes < nbytes) {
+    storage_ = std::make_shared<Storage>(nbytes, device());
     offset_ = 0;
   }
   sizes_ = shape;
@@ -727,8 +731,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
 // ------------------------------------------------------------------------------ creation
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape) TENSOR_CHECK(s >= 0, "tensor::empty: invalid shape ", shape_str(shape));
-  const size_t nbytes = static_cast<size_t>(shape_numel(shape)) * itemsize(dtype);
+  const size_t nbytes = shape_nbytes(shape, dtype, "tensor::empty");
   return Tensor(std::make_shared<Storage>(nbytes, device), 0, shape, contiguous_strides(shape), dtype);
 }
 
@@ -750,6 +753,8 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   TENSOR_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
                "tensor::arange: invalid range start=", start, " end=", end, " step=", step);
   const double count = std::ceil((end - start) / step);
+  TENSOR_CHECK(count < 0x1p62, "tensor::arange: ", count, " elements (start=", start, " end=", end, " step=",
+               step, ") are too many");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[i] = start + step * static_cast<double>(i);

@@ -15,7 +15,7 @@ namespace nn::kernels {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+__int128 floor_div(__int128 a, __int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // One window along one dim: [begin, end) inside the input, and its length clipped to the
 // padded input [-pad, in + pad) (the count_include_pad divisor).
@@ -26,9 +26,11 @@ struct Span {
 std::vector<Span> spans_of(int64_t out, int64_t in, int64_t k, int64_t d, int64_t pad) {
   std::vector<Span> s(static_cast<size_t>(out));
   for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * d - pad;
-    const int64_t stop = std::min(start + k, in + pad);
-    s[o] = {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
+    // 128 bits: a kernel or stride near 2^63 must not wrap (the clipped results fit)
+    const __int128 start = __int128{o} * d - pad;
+    const __int128 stop = std::min<__int128>(start + k, __int128{in} + pad);
+    s[o] = {static_cast<int64_t>(std::max<__int128>(start, 0)), static_cast<int64_t>(std::min<__int128>(stop, in)),
+            static_cast<int64_t>(std::min<__int128>(stop - start, INT64_MAX))};
   }
   return s;
 }
@@ -48,21 +50,30 @@ struct Windows {
         w(spans_of(g.out[2], g.in[2], g.k[2], g.d[2], g.pad[2])),
         in_plane(g.in[0] * g.in[1] * g.in[2]),
         out_plane(g.out[0] * g.out[1] * g.out[2]),
-        parallel(g.planes * (in_plane + out_plane * g.k[0] * g.k[1] * g.k[2]) >= kParallelGrain) {}
+        // an estimate, in double: kernel sizes from a config may be huge
+        parallel(static_cast<double>(g.planes) *
+                     (static_cast<double>(in_plane) + static_cast<double>(out_plane) * static_cast<double>(g.k[0]) *
+                                                          static_cast<double>(g.k[1]) * static_cast<double>(g.k[2])) >=
+                 kParallelGrain) {}
 };
 
-int64_t divisor(const Span& st, const Span& sh, const Span& sw, bool count_include_pad) {
-  return count_include_pad ? st.padded * sh.padded * sw.padded
-                           : (st.end - st.begin) * (sh.end - sh.begin) * (sw.end - sw.begin);
+// In double: the padded window of a huge kernel is huge, and its product would overflow.
+double divisor(const Span& st, const Span& sh, const Span& sw, bool count_include_pad) {
+  auto d = [](int64_t v) { return static_cast<double>(v); };
+  return count_include_pad ? d(st.padded) * d(sh.padded) * d(sw.padded)
+                           : d(st.end - st.begin) * d(sh.end - sh.begin) * d(sw.end - sw.begin);
 }
 
 }  // namespace
 
 int64_t pool_output_size(int64_t in, int64_t k, int64_t d, int64_t pad, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - k;
-  int64_t out = (ceil_mode ? -floor_div(-span, d) : floor_div(span, d)) + 1;
-  if (ceil_mode && out > 0 && (out - 1) * d >= in + pad) --out;
-  return out;
+  // The modules ask for 2 pad <= k, so span <= in; in 128 bits nothing below can wrap for
+  // any kernel, stride or padding (Note [Checked sizes] in tensor/DType.cpp).
+  using wide = __int128;
+  const wide span = wide{in} + 2 * wide{pad} - k;
+  wide out = (ceil_mode ? -floor_div(-span, d) : floor_div(span, d)) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * d >= wide{in} + pad) --out;
+  return out > INT64_MAX ? INT64_MAX : out < INT64_MIN ? INT64_MIN : static_cast<int64_t>(out);
 }
 
 template <class T>

@@ -488,7 +488,8 @@ void addcdiv(const Tensor& out, const Tensor& a, const Tensor& b, double value) 
 // thread folds its share serially, the block folds the by partials in a shared-memory tree,
 // and when gridDim.x > 1 a second launch folds the per-block partials the same way. Small
 // reduced dimensions (n < 64) use bx = kThreads: one thread per output. Sums accumulate in
-// float for float/float16/bfloat16, double for float64, int64 for the integers; Max/Min
+// float for float/float16/bfloat16, double for float64, uint64 for the integers (wrapping
+// as two's complement, like the CPU's: signed overflow would be undefined); Max/Min
 // keep the first index on ties and the first NaN when there is one.
 
 constexpr int64_t kThreadPerOutputBelow = 64;
@@ -501,7 +502,7 @@ struct Partial {
 };
 
 template <class T>
-using sum_acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, acc_t<T>>;
+using sum_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, acc_t<T>>;
 
 template <class Acc>
 struct SumOp {
@@ -548,7 +549,7 @@ struct FinalWriter {
   int64_t* indices;  // may be null
   __device__ void operator()(int64_t o, Partial<Acc> v) const {
     if constexpr (std::is_same_v<T, int64_t>) {
-      values[o] = v.value;
+      values[o] = static_cast<int64_t>(v.value);  // modular: the wrapped sum
     } else {
       values[o] = cast_to<T>(v.value);
     }

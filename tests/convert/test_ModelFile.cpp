@@ -514,7 +514,7 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
 
   CHECK_THROWS_WITH_AS(
       nn::load_model(tmp / "absent"),
-      ("nn::load_model: cannot read '" + (tmp / "absent.json") + "': No such file or directory").c_str(), Error);
+      ("nn::load_model: cannot open '" + (tmp / "absent.json") + "': No such file or directory").c_str(), Error);
   const std::string broken = std::string("{") + kHeader + R"(, "module": {"type": }})";
   CHECK_THROWS_WITH_AS(
       load_with(broken),
@@ -564,7 +564,8 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
   write_file(tmp / "noweights.json", module(R"({"type": "nn.ReLU"})"));
   CHECK_THROWS_WITH_AS(
       nn::load_model(tmp / "noweights"),
-      ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") + "'").c_str(),
+      ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") +
+       "': No such file or directory").c_str(),
       Error);
   // config and training may be left out: defaults
   ModulePtr relu = load_with(module(R"({"type": "nn.ReLU"})"));

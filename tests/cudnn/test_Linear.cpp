@@ -149,7 +149,11 @@ TEST_CASE("cudnn.Linear printing and errors") {
   const Tensor x = zeros({2, 4}, DType::Float32, gpu);
   twin.forward(x);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 5}, DType::Float32, gpu)),
-                       "cudnn.Linear::updateGradInput: expected gradOutput of [2 x 3] (6 elements), got [2 x 5]", Error);
+                       "cudnn.Linear::updateGradInput: expected gradOutput of the output's shape [2 x 3] (for input [2 x 4]), got "
+                       "[2 x 5]",
+                       Error);
+  CHECK_THROWS_WITH_AS(twin.backward(x, zeros({3, 2}, DType::Float32, gpu)),
+                       doctest::Contains("expected gradOutput of the output's shape [2 x 3]"), Error);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 3})),
                        doctest::Contains("cudnn.Linear::updateGradInput: expected gradOutput on a CUDA device"), Error);
 }

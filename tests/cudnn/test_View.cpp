@@ -82,6 +82,6 @@ TEST_CASE("cudnn.View convert round trip, printing and errors") {
   const Tensor x = zeros({4, 3}, DType::Float32, gpu);
   twin.forward(x);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({5}, DType::Float32, gpu)),
-                       "cudnn.View::updateGradInput: expected gradOutput of 12 elements (input [4 x 3]), got [5]",
+                       doctest::Contains("cudnn.View::updateGradInput: expected gradOutput of the output's shape "),
                        Error);
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "nn/BatchNormalization.h"
 #include "tests/common/GradCheck.h"
@@ -201,9 +202,11 @@ TEST_CASE("BatchNormalization state round trip (running statistics included), pr
                        "[2 x 4] on cpu), got float32 [4 x 2] on cpu",
                        Error);
   CHECK_THROWS_WITH_AS(nn::BatchNormalization(0),
-                       "nn.BatchNormalization: expected nOutput > 0, eps >= 0 and momentum in [0, 1], got nOutput 0, "
+                       "nn.BatchNormalization: expected nOutput > 0, a finite eps >= 0 and momentum in [0, 1], got nOutput 0, "
                        "eps 1e-05, momentum 0.1",
                        Error);
   CHECK_THROWS_AS(nn::BatchNormalization(3, -1), Error);
+  CHECK_THROWS_AS(nn::BatchNormalization(3, std::numeric_limits<double>::infinity()), Error);
+  CHECK_THROWS_AS(nn::BatchNormalization(3, std::nan("")), Error);
   CHECK_THROWS_AS(nn::BatchNormalization(3, 1e-5, 2), Error);
 }

@@ -10,7 +10,7 @@ using namespace testing;
 TEST_CASE("MSECriterion by hand") {
   // differences 1, 0, -2, -0.5: squares sum to 5.25
   const Tensor x = from_vector<double>({1, 2, 3, 4}, {2, 2});
-  const Tensor y = from_vector<double>({0, 2, 5, 4.5});  // same elements, another shape
+  const Tensor y = from_vector<double>({0, 2, 5, 4.5}, {2, 2});
   nn::MSECriterion mse;
   CHECK(mse.forward(x, y) == doctest::Approx(5.25 / 4).epsilon(1e-15));
   const Tensor g = mse.backward(x, y);
@@ -39,7 +39,12 @@ TEST_CASE("MSECriterion gradients, printing and errors") {
   CHECK(mse.str() == "nn.MSECriterion");
   CHECK(mse.stateDict().empty());
   CHECK_THROWS_WITH_AS(mse.forward(zeros({2, 2}), zeros({5})),
-                       "nn.MSECriterion::updateOutput: expected a target of 4 elements (input [2 x 2]), got [5]", Error);
+                       "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 2], got [5]", Error);
+  // the same element count in another shape pairs the wrong elements: refused too
+  CHECK_THROWS_WITH_AS(mse.forward(zeros({2, 3}), zeros({3, 2})),
+                       "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 3], got [3 x 2]", Error);
+  CHECK_THROWS_WITH_AS(mse.backward(zeros({4}), zeros({2, 2})),
+                       "nn.MSECriterion::updateGradInput: expected a target of the input's shape [4], got [2 x 2]", Error);
   CHECK_THROWS_WITH_AS(mse.backward(zeros({2, 2}), zeros({4}, DType::Float64)),
                        doctest::Contains("nn.MSECriterion::updateGradInput: expected target of input's dtype and device"),
                        Error);

@@ -75,5 +75,10 @@ TEST_CASE("View gradients, state round trip, printing and errors") {
   nn::View ok(4);
   ok.forward(zeros({2, 4}));
   CHECK_THROWS_WITH_AS(ok.backward(zeros({2, 4}), zeros({7})),
-                       "nn.View::updateGradInput: expected gradOutput of 8 elements (input [2 x 4]), got [7]", Error);
+                       "nn.View::updateGradInput: expected gradOutput of the output's shape [2 x 4] (input [2 x 4]), got [7]",
+                       Error);
+  CHECK_THROWS_WITH_AS(ok.backward(zeros({2, 4}), zeros({4, 2})),
+                       "nn.View::updateGradInput: expected gradOutput of the output's shape [2 x 4] (input [2 x 4]), got "
+                       "[4 x 2]",
+                       Error);
 }

@@ -113,7 +113,59 @@ TEST_CASE("malformed headers are reported with the file and the problem") {
                                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12))
             .find("overlap") != std::string::npos);
   CHECK_THROWS_WITH_AS(load_safetensors("/nonexistent/x.safetensors"),
-                       "tensor::load_safetensors: cannot open '/nonexistent/x.safetensors'", Error);
+                       doctest::Contains("tensor::load_safetensors: cannot open '/nonexistent/x.safetensors'"), Error);
+}
+
+namespace {
+std::string file_error(const std::string& name) {
+  try {
+    load_safetensors(std::string(CUDNN_NN_TEST_DATA) + "/fuzz/" + name + ".safetensors");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+// The files come from scripts/make_fuzz_seeds.py and seed the fuzz target too.
+TEST_CASE("hostile files: sizes that overflow, hidden overlaps (tests/data/fuzz)") {
+  // [2^31 x 2^31] float32 is 2^64 bytes: it used to wrap to 0 and match data_offsets [0, 0]
+  CHECK(file_error("shape_overflow").find("[2147483648 x 2147483648] for float32: its size in bytes overflows int64") !=
+        std::string::npos);
+  CHECK(file_error("bytes_overflow").find("[4611686018427387904] for float64: its size in bytes overflows") !=
+        std::string::npos);
+  // an empty tensor whose other sizes overflow (its strides would) is refused too
+  CHECK(file_error("zero_size_huge_dims").find("[0 x 4611686018427387904 x 4611686018427387904] for float32") !=
+        std::string::npos);
+  CHECK(file_error("negative_size").find("negative size") != std::string::npos);
+  // a [0, 16) and c [8, 16) overlap; the empty b at 8 sorts between them and used to hide it
+  CHECK(file_error("overlap_hidden_by_empty").find("tensors 'a' [0, 16) and 'c' [8, 16) overlap") !=
+        std::string::npos);
+  // b lies inside a; c after both: only all-ranges checking (not neighbours) sees a/b
+  CHECK(file_error("overlap_nested").find("tensors 'a' [0, 16) and 'b' [4, 8) overlap") != std::string::npos);
+  CHECK(file_error("offsets_past_end").find("run past the end") != std::string::npos);
+  const SafetensorsFile ok = load_safetensors(std::string(CUDNN_NN_TEST_DATA) + "/fuzz/valid.safetensors");
+  CHECK(ok.tensors.at("weight").to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  CHECK(ok.tensors.at("empty").sizes() == Shape{0, 3});
+  CHECK(ok.metadata.at("format") == "cudnn-nn model");
+}
+
+TEST_CASE("many tensors pointing at one range are refused before any is allocated") {
+  // 2000 names over the same 4 KiB: without the overlap check first, 8 MB would be copied
+  std::string json = "{";
+  for (int i = 0; i < 2000; ++i) {
+    json += (i ? "," : "") + std::string("\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[1024],"data_offsets":[0,4096]})";
+  }
+  json += "}";
+  CHECK(parse_error(with_header(json, 4096)).find("overlap") != std::string::npos);
+}
+
+TEST_CASE("a directory is named as one") {
+  CHECK_THROWS_WITH_AS(load_safetensors(CUDNN_NN_TEST_DATA),
+                       doctest::Contains(("tensor::load_safetensors: '" + std::string(CUDNN_NN_TEST_DATA) +
+                                          "' is a directory, expected a file")
+                                             .c_str()),
+                       Error);
 }
 
 TEST_CASE("random corruption of a header never crashes") {
