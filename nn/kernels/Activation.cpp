@@ -67,11 +67,11 @@ template <class T>
 void activation_backward(Activation mode, double coef, const T* y, const T* dy, T* dx, int64_t n) {
   const T c = static_cast<T>(coef);
   switch (mode) {
-    // a NaN output gives a NaN gradient (Note [NaN and Inf]): o itself is selected then
+    // a NaN output is not > 0: its gradient is 0, as cuDNN's (Note [NaN and Inf])
     case Activation::ReLU:
-      return map2(y, dy, dx, n, [](T o, T g) { return o > T(0) ? g : (o == o ? T(0) : o); });
+      return map2(y, dy, dx, n, [](T o, T g) { return o > T(0) ? g : T(0); });
     case Activation::ClippedReLU:
-      return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) && o < c ? g : (o == o ? T(0) : o); });
+      return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) && o < c ? g : T(0); });
     case Activation::Tanh:
       return map2(y, dy, dx, n, [](T o, T g) { return g * (T(1) - o * o); });
     case Activation::Sigmoid:
