@@ -252,7 +252,10 @@ void expect_batch_norm_nonfinite(const std::vector<tensor::Shape>& shapes, uint6
       Nn ref = make_batch_norm<Nn>(s[1], c);
       Cu twin = make_batch_norm<Cu>(s[1], c);
       randomize_batch_norm(ref, gen, !training);
-      if (training) ref.train(); else ref.evaluate();
+      if (training)
+        ref.train();
+      else
+        ref.evaluate();
       expect_twin_nonfinite_matches(ref, twin, batch_norm_input(s, true, gen));
     }
   }

@@ -81,7 +81,8 @@ void expect_class_criterion_nonfinite(const std::vector<tensor::Shape>& inputs, 
         for (bool weighted : {false, true}) {
           INFO("input ", tensor::shape_str(s), avg ? " sizeAverage" : " sum", weighted ? " weighted" : "",
                at.empty() ? " default positions" : " at targets and off target");
-          const tensor::Tensor w = weighted ? tensor::uniform({classes}, 0.1, 2, gen, DType::Float64) : tensor::Tensor();
+          const tensor::Tensor w =
+              weighted ? tensor::uniform({classes}, 0.1, 2, gen, DType::Float64) : tensor::Tensor();
           NnCriterion ref(w, avg, -100);
           TwinCriterion twin(w, avg, -100);
           expect_twin_criterion_nonfinite_matches(ref, twin, tensor::uniform(s, -3, 0, gen, DType::Float64), t, at);

@@ -50,7 +50,8 @@ Tensor with_nonfinite(const Tensor& input, const std::vector<int64_t>& positions
   Tensor x = input.to(tensor::Device::cpu(), DType::Float64).contiguous().clone();
   const int64_t n = x.numel();
   std::vector<int64_t> at = positions;
-  if (at.empty()) at = n >= 8 ? std::vector<int64_t>{n / 7, 3 * n / 7 + 1, 5 * n / 7 + 2} : std::vector<int64_t>{0, 1, 2};
+  if (at.empty())
+    at = n >= 8 ? std::vector<int64_t>{n / 7, 3 * n / 7 + 1, 5 * n / 7 + 2} : std::vector<int64_t>{0, 1, 2};
   if (static_cast<int64_t>(at.size()) > n) at.resize(static_cast<size_t>(n));
   const double values[3] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                             -std::numeric_limits<double>::infinity()};
@@ -103,7 +104,10 @@ void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, cons
   twin.to(gpu);
   twin.to(dtype);
   twin.loadStateDict(reference.stateDict());
-  if (reference.isTraining()) twin.train(); else twin.evaluate();
+  if (reference.isTraining())
+    twin.train();
+  else
+    twin.evaluate();
   reference.zeroGradParameters();
   twin.zeroGradParameters();
   const Tensor x = with_nonfinite(input.to(DType::Float64), positions);
@@ -125,7 +129,8 @@ void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, cons
   }
   const auto rb = reference.namedBuffers(), tb = twin.namedBuffers();
   REQUIRE(rb.size() == tb.size());
-  for (size_t i = 0; i < rb.size(); ++i) expect_same_nonfinite(rb[i].first.c_str(), tb[i].second, rb[i].second, tol.forward);
+  for (size_t i = 0; i < rb.size(); ++i)
+    expect_same_nonfinite(rb[i].first.c_str(), tb[i].second, rb[i].second, tol.forward);
 }
 
 void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,

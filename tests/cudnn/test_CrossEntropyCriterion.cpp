@@ -84,5 +84,6 @@ TEST_CASE("cudnn.CrossEntropyCriterion printing and errors") {
 }
 
 TEST_CASE("cudnn.CrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
-  expect_class_criterion_nonfinite<nn::CrossEntropyCriterion, cudnn::CrossEntropyCriterion>({{7, 5}, {5}, {4, 3}}, 3901);
+  expect_class_criterion_nonfinite<nn::CrossEntropyCriterion, cudnn::CrossEntropyCriterion>({{7, 5}, {5}, {4, 3}},
+                                                                                            3901);
 }

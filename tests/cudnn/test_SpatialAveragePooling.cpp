@@ -162,6 +162,7 @@ TEST_CASE("cudnn.SpatialAveragePooling steady state: no device allocation after 
   }
 }
 
-TEST_CASE("cudnn.SpatialAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+TEST_CASE(
+    "cudnn.SpatialAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
   pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, false);
 }

@@ -61,5 +61,6 @@ TEST_CASE("cudnn.SpatialCrossEntropyCriterion printing and errors") {
 }
 
 TEST_CASE("cudnn.SpatialCrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
-  expect_class_criterion_nonfinite<nn::SpatialCrossEntropyCriterion, cudnn::SpatialCrossEntropyCriterion>({{2, 4, 3, 5}, {1, 3, 2, 2}}, 3901);
+  expect_class_criterion_nonfinite<nn::SpatialCrossEntropyCriterion, cudnn::SpatialCrossEntropyCriterion>(
+      {{2, 4, 3, 5}, {1, 3, 2, 2}}, 3901);
 }

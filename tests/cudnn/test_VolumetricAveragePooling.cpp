@@ -103,6 +103,7 @@ TEST_CASE("cudnn.VolumetricAveragePooling steady state: no device allocation aft
   }
 }
 
-TEST_CASE("cudnn.VolumetricAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+TEST_CASE(
+    "cudnn.VolumetricAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
   pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, false);
 }

@@ -42,6 +42,8 @@ TEST_CASE("cudnn.VolumetricCrossEntropyCriterion printing and errors") {
                        Error);
 }
 
-TEST_CASE("cudnn.VolumetricCrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
-  expect_class_criterion_nonfinite<nn::VolumetricCrossEntropyCriterion, cudnn::VolumetricCrossEntropyCriterion>({{2, 3, 2, 3, 4}}, 3901);
+TEST_CASE(
+    "cudnn.VolumetricCrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  expect_class_criterion_nonfinite<nn::VolumetricCrossEntropyCriterion, cudnn::VolumetricCrossEntropyCriterion>(
+      {{2, 3, 2, 3, 4}}, 3901);
 }

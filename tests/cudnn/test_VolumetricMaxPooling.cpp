@@ -123,6 +123,7 @@ TEST_CASE("cudnn.VolumetricMaxPooling steady state: no device allocation after a
   }
 }
 
-TEST_CASE("cudnn.VolumetricMaxPooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+TEST_CASE(
+    "cudnn.VolumetricMaxPooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
   pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, true);
 }

@@ -94,14 +94,18 @@ struct LimitGuard {
 };
 }  // namespace
 
-TEST_CASE("out of memory: a clear error, a training step that fails changes nothing, and it trains after the limit is raised") {
+TEST_CASE(
+    "out of memory: a clear error, a training step that fails changes nothing, and it trains after the limit is "
+    "raised") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   LimitGuard guard;
   Generator gen(8101);
   const auto initial = make_net()->stateDict();
   const Tensor x = uniform({32, 64}, -1, 1, gen).to(gpu);
-  const Tensor t = tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5,
-                                                 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1}, {32}).to(gpu);
+  const Tensor t =
+      tensor::from_vector<int64_t>(
+          {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1}, {32})
+          .to(gpu);
   Trainer ok(initial), failing(initial);
   for (int k = 0; k < 2; ++k) ok.step(x, t);  // the reference: two steps, no limit
 

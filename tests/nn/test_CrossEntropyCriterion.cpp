@@ -104,7 +104,8 @@ TEST_CASE("CrossEntropyCriterion state, printing and errors") {
                        Error);
 }
 
-TEST_CASE("CrossEntropyCriterion: a NaN or +Inf in a row makes the loss and that row's gradient NaN (Note [NaN and Inf])") {
+TEST_CASE(
+    "CrossEntropyCriterion: a NaN or +Inf in a row makes the loss and that row's gradient NaN (Note [NaN and Inf])") {
   nn::CrossEntropyCriterion c;
   const Tensor t = from_vector<int64_t>({0, 2}, {2});
   const Tensor x = from_vector<double>({1, kNaN, 2, 0, 1, 2}, {2, 3});

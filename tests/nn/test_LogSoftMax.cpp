@@ -87,8 +87,10 @@ TEST_CASE("LogSoftMax: a row with a NaN or +Inf is NaN, -Inf entries give -Inf (
   // rows: NaN; +Inf; -Inf with log(1), log(3) (softmax 0, 1/4, 3/4); all -Inf
   const Tensor x = from_vector<double>({1, kNaN, 2, 0, kInf, 1, -kInf, 0, std::log(3.0), -kInf, -kInf, -kInf}, {4, 3});
   const Tensor y = m.forward(x);
-  expect_values("output", y, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, -kInf, std::log(0.25), std::log(0.75), kNaN, kNaN, kNaN});
-  const std::vector<double> g = m.backward(x, from_vector<double>(std::vector<double>(12, 0.5), {4, 3})).to_vector<double>();
+  expect_values("output", y,
+                {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, -kInf, std::log(0.25), std::log(0.75), kNaN, kNaN, kNaN});
+  const std::vector<double> g =
+      m.backward(x, from_vector<double>(std::vector<double>(12, 0.5), {4, 3})).to_vector<double>();
   for (int i : {0, 1, 2, 3, 4, 5, 9, 10, 11}) CHECK(std::isnan(g[i]));
   for (int i : {6, 7, 8}) CHECK(std::isfinite(g[i]));
 }

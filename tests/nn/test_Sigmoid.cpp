@@ -73,10 +73,15 @@ TEST_CASE("Sigmoid: NaN propagates, infinities take their limits, forward and ba
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (bool inplace : {false, true}) {
       INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
-      nn::Sigmoid m; m.inplace = inplace;
+      nn::Sigmoid m;
+      m.inplace = inplace;
       const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
-      expect_values("output", m.forward(x.clone()), {kNaN, 1, 0, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))}, 1e-6);
-      expect_values("gradInput", m.backward(x, ones({5}, dt)), {kNaN, 0, 0, std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0))), std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0)))}, 1e-6);
+      expect_values("output", m.forward(x.clone()), {kNaN, 1, 0, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))},
+                    1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)),
+                    {kNaN, 0, 0, std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0))),
+                     std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0)))},
+                    1e-6);
     }
   }
 }

@@ -3,8 +3,8 @@
 
 #include "nn/SpatialAveragePooling.h"
 #include "tests/common/GradCheck.h"
-#include "tests/nn/PoolingReference.h"
 #include "tests/nn/NonFinite.h"
+#include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;
@@ -173,12 +173,12 @@ TEST_CASE("SpatialAveragePooling on a batch large enough to run in parallel") {
   }
 }
 
-TEST_CASE("SpatialAveragePooling: NaN and infinities enter the window sums, the gradient does not read the input (Note [NaN and Inf])") {
+TEST_CASE(
+    "SpatialAveragePooling: NaN and infinities enter the window sums, the gradient does not read the input (Note [NaN "
+    "and Inf])") {
   nn::SpatialAveragePooling m(2, 2, 2, 2);
-  const Tensor x = from_vector<double>({0.5, 0.25, -1, kInf,
-   -0.5, kNaN, 2, 1,
-   -kInf, -2, 3, 0.125,
-   0.75, -3, -0.25, 4}, {1, 4, 4});
+  const Tensor x =
+      from_vector<double>({0.5, 0.25, -1, kInf, -0.5, kNaN, 2, 1, -kInf, -2, 3, 0.125, 0.75, -3, -0.25, 4}, {1, 4, 4});
   expect_values("output", m.forward(x), {kNaN, kInf, -kInf, (3 + 0.125 - 0.25 + 4) / 4});
   expect_values("gradInput", m.backward(x, ones({1, 2, 2}, DType::Float64)), std::vector<double>(16, 0.25));
   // +Inf and -Inf in one window: NaN

@@ -150,7 +150,9 @@ TEST_CASE("SpatialBatchNormalization state round trip, printing and errors") {
                        doctest::Contains("nn.SpatialBatchNormalization: expected nOutput > 0"), Error);
 }
 
-TEST_CASE("SpatialBatchNormalization: a channel with a non-finite value is NaN in training, element-wise in evaluation (Note [NaN and Inf])") {
+TEST_CASE(
+    "SpatialBatchNormalization: a channel with a non-finite value is NaN in training, element-wise in evaluation (Note "
+    "[NaN and Inf])") {
   for (double bad : {kNaN, kInf, -kInf}) {
     INFO("non-finite value ", bad);
     nn::SpatialBatchNormalization m(2);

@@ -5,8 +5,8 @@
 
 #include "nn/SpatialMaxPooling.h"
 #include "tests/common/GradCheck.h"
-#include "tests/nn/PoolingReference.h"
 #include "tests/nn/NonFinite.h"
+#include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;
@@ -234,15 +234,13 @@ TEST_CASE("SpatialMaxPooling on a batch large enough to run in parallel") {
   pooltest::expect_batch_matches_samples(m, x, gen);
 }
 
-TEST_CASE("SpatialMaxPooling: a NaN window gives NaN and takes the gradient, +Inf wins, -Inf loses (Note [NaN and Inf])") {
+TEST_CASE(
+    "SpatialMaxPooling: a NaN window gives NaN and takes the gradient, +Inf wins, -Inf loses (Note [NaN and Inf])") {
   for (bool ceil : {false, true}) {
     INFO(std::string(ceil ? "ceil mode, a 5 x 5 input (extra windows)" : "floor mode"));
     nn::SpatialMaxPooling m(2, 2);
     m.ceil_mode = ceil;
-    std::vector<double> v = {0.5, 0.25, -1, kInf,
-   -0.5, kNaN, 2, 1,
-   -kInf, -2, 3, 0.125,
-   0.75, -3, -0.25, 4};
+    std::vector<double> v = {0.5, 0.25, -1, kInf, -0.5, kNaN, 2, 1, -kInf, -2, 3, 0.125, 0.75, -3, -0.25, 4};
     Shape shape{1, 4, 4};
     if (ceil) {  // a fifth row and column: ceil mode adds windows over them; a NaN in the corner one
       std::vector<double> w(25, -5.0);

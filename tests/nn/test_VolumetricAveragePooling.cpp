@@ -4,8 +4,8 @@
 #include "nn/SpatialAveragePooling.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "tests/common/GradCheck.h"
-#include "tests/nn/PoolingReference.h"
 #include "tests/nn/NonFinite.h"
+#include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;

@@ -4,8 +4,8 @@
 #include "nn/SpatialMaxPooling.h"
 #include "nn/VolumetricMaxPooling.h"
 #include "tests/common/GradCheck.h"
-#include "tests/nn/PoolingReference.h"
 #include "tests/nn/NonFinite.h"
+#include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;
@@ -167,9 +167,9 @@ TEST_CASE("VolumetricMaxPooling: a NaN window gives NaN and takes the gradient, 
   nn::VolumetricMaxPooling m(2, 2, 2);
   std::vector<double> v(16);
   for (int i = 0; i < 16; ++i) v[i] = i * 0.5 - 4;
-  v[5] = kNaN;    // in window 0 (depth 0-1, rows 0-1, columns 0-1)
-  v[14] = kInf;   // in window 1 (columns 2-3)... of a [1 x 2 x 2 x 4] input
-  v[8] = -kInf;   // in window 0 too: NaN still wins
+  v[5] = kNaN;   // in window 0 (depth 0-1, rows 0-1, columns 0-1)
+  v[14] = kInf;  // in window 1 (columns 2-3)... of a [1 x 2 x 2 x 4] input
+  v[8] = -kInf;  // in window 0 too: NaN still wins
   const Tensor x = from_vector<double>(v, {1, 2, 2, 4});
   expect_values("output", m.forward(x), {kNaN, kInf});
   const std::vector<double> g = m.backward(x, ones({1, 1, 1, 2}, DType::Float64)).to_vector<double>();

@@ -543,7 +543,7 @@ TEST_CASE("cuda: a memory limit refuses what would exceed it, after releasing th
   CHECK(message.find("free of ") != std::string::npos);
   CHECK(message.find("its limit is ") != std::string::npos);
   CHECK(cuda::memory_stats(0).reserved_bytes == cuda::memory_stats(0).allocated_bytes);  // the cache was released
-  CHECK_NOTHROW(empty({1 << 20}, DType::Float32, kGpu));  // no limit: fine again
+  CHECK_NOTHROW(empty({1 << 20}, DType::Float32, kGpu));                                 // no limit: fine again
 }
 
 TEST_CASE("cuda: shutdown gives cached blocks and the stream back; live tensors stay; work resumes") {
