@@ -1,8 +1,9 @@
 // Handle.h: the cuDNN and cuBLAS handles and the convolution workspace.
 // One cuDNN and one cuBLAS handle per device and thread, created lazily on the device's
-// stream (Note [One stream per device] in tensor/Cuda.h) and never destroyed: a process
-// exit may already have torn down the CUDA context, so handles are not owned by statics
-// or by layers. Each handle has one workspace that grows on demand, capped by the
+// stream (Note [One stream per device] in tensor/Cuda.h). They are not owned by statics or
+// by layers: tensor::cuda::shutdown() and the exit hook destroy them through a shutdown
+// hook this layer registers (Note [CUDA teardown] in tensor/Cuda.h), never a static
+// destructor. Each handle has one workspace that grows on demand, capped by the
 // workspace_limit flag, carved from the caching allocator.
 #pragma once
 
@@ -23,7 +24,8 @@ void* workspace(size_t bytes);
 size_t workspace_size();
 
 // Bytes a new workspace may take now: the device's free memory plus what the caching
-// allocator holds unused, less a safety margin, plus the workspace already held.
+// allocator holds unused, less a safety margin (and within tensor::cuda::set_memory_limit),
+// plus the workspace already held.
 size_t workspace_available();
 
 // cuDNN versions: the headers this was built with, and the library loaded at run time.

@@ -2,6 +2,7 @@
 #include "nn/Adam.h"
 
 #include <cmath>
+#include <vector>
 
 namespace nn {
 
@@ -41,18 +42,29 @@ Tensor& Adam::moment(size_t i, const char* name) {
 
 void Adam::step() {
   checkOptions("step");
-  for (size_t i = 0; i < params_.size(); ++i) {
+  // Note [Atomic step]: the moments of new parameters and every temporary first (a failed
+  // allocation leaves no moment, counter or parameter changed), then only in-place updates
+  const size_t n = params_.size();
+  std::vector<Tensor> denom(n), decayedGrad(n), m0(n), v0(n);
+  for (size_t i = 0; i < n; ++i) {
+    denom[i] = tensor::empty_like(params_[i]);
+    if (weightDecay != 0) decayedGrad[i] = tensor::empty_like(params_[i]);
+    if (!state_[i].count("exp_avg")) m0[i] = tensor::zeros_like(params_[i]);
+    if (!state_[i].count("exp_avg_sq")) v0[i] = tensor::zeros_like(params_[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
     Tensor& p = params_[i];
-    const Tensor g = decayed(p, grads_[i], weightDecay);
+    if (m0[i].defined()) state_[i]["exp_avg"] = m0[i];
+    if (v0[i].defined()) state_[i]["exp_avg_sq"] = v0[i];
+    const Tensor g = weightDecay != 0 ? decayedGrad[i].copy_(grads_[i]).add_(p, weightDecay) : grads_[i];
     const auto t = static_cast<double>(nextStep(i));
     Tensor& m = moment(i, "exp_avg");
     Tensor& v = moment(i, "exp_avg_sq");
     m.mul_(beta1).add_(g, 1 - beta1);
     v.mul_(beta2).addcmul_(g, g, 1 - beta2);
     const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
-    Tensor denom = v.sqrt();
-    denom.div_(std::sqrt(bias2)).add_(eps);
-    p.addcdiv_(m, denom, -lr / bias1);
+    denom[i].copy_(v).sqrt_().div_(std::sqrt(bias2)).add_(eps);
+    p.addcdiv_(m, denom[i], -lr / bias1);
   }
 }
 

@@ -4,6 +4,10 @@
 // Updates are tensor ops only, so they run wherever the parameters live (CPU or CUDA).
 // Build the optimizer after the module's to(device)/to(dtype): those replace the module's
 // tensors, and an optimizer built before would keep updating the old ones.
+// Note [Atomic step]: step() makes every buffer it needs (new state, temporaries) before it
+// writes any parameter or state, then updates in place only; so a step that fails for lack
+// of memory (tensor::cuda::allocate throws) leaves parameters, state and counters as they
+// were, and the same step can be retried. Its peak memory is one temporary per parameter.
 #pragma once
 
 #include <map>

@@ -2,6 +2,7 @@
 #include "nn/SGD.h"
 
 #include <cmath>
+#include <vector>
 
 namespace nn {
 
@@ -38,18 +39,30 @@ void SGD::checkOptions(const char* method) const {
 
 void SGD::step() {
   checkOptions("step");
-  for (size_t i = 0; i < params_.size(); ++i) {
+  // Note [Atomic step]: every buffer first, then only in-place updates
+  const size_t n = params_.size();
+  std::vector<Tensor> scratch(n), fresh(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (weightDecay != 0 || nesterov) scratch[i] = tensor::empty_like(params_[i]);
+    if (momentum != 0 && !state_[i].count("momentum_buffer")) fresh[i] = tensor::empty_like(params_[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
     Tensor& p = params_[i];
-    Tensor d = decayed(p, grads_[i], weightDecay);
+    Tensor d = grads_[i];
+    if (weightDecay != 0) d = scratch[i].copy_(grads_[i]).add_(p, weightDecay);
     if (momentum != 0) {
-      auto [it, fresh] = state_[i].try_emplace("momentum_buffer");
-      Tensor& buf = it->second;
-      if (fresh) {
-        buf = d.clone();
+      Tensor& buf = state_[i]["momentum_buffer"];
+      if (fresh[i].defined()) {
+        buf = fresh[i].copy_(d);
       } else {
         buf.mul_(momentum).add_(d, 1 - dampening);
       }
-      d = nesterov ? d.add(buf, momentum) : buf;
+      if (nesterov) {
+        if (weightDecay == 0) scratch[i].copy_(d);
+        d = scratch[i].add_(buf, momentum);
+      } else {
+        d = buf;
+      }
     }
     p.add_(d, -lr);
   }

@@ -28,8 +28,36 @@ struct MemoryStats {
 };
 MemoryStats memory_stats(int index = -1);
 void empty_cache();  // give every cached, unused block back to the driver
+// Allocation: a request the device cannot serve first gives the cached blocks back and
+// retries; if it still fails it throws tensor::Error naming the request, the device, its
+// free and total memory and the allocator's reserved, in-tensor and cached bytes.
 void* allocate(size_t nbytes, int index);
 void deallocate(void* ptr, int index);
+
+// A cap on the bytes the caching allocator may hold from the driver on a device (reserved
+// bytes, cached ones included); 0, the default, is no cap. A request beyond it is treated as
+// the device being out of memory (the cache is released first). For tests of out-of-memory
+// paths and for sharing a device; -1: the current device.
+void set_memory_limit(size_t bytes, int index = -1);
+size_t memory_limit(int index = -1);
+
+// Note [CUDA teardown]
+// shutdown() releases what the library holds on every device, in order: first the hooks of
+// upper layers (cudnn's handles and workspaces), newest first, then the caching allocator's
+// cached blocks and the device streams. Blocks still in tensors stay theirs (they go back
+// when those tensors do). The library can be used again afterwards: handles and streams are
+// made again on demand; no other thread may use CUDA through it during the call.
+// It also runs by itself at exit, from an atexit hook registered once CUDA is initialised
+// (and again after each register_shutdown_hook): exit runs those hooks and static
+// destructors newest first, so ours runs while the CUDA runtime, registered before it, is
+// still alive. Nothing CUDA lives in a static object's destructor (as PyTorch avoids), and
+// every status on this path (cudaErrorCudartUnloading at a late exit) is ignored, never
+// thrown. Blocks freed after the exit hook go straight back to the driver.
+void shutdown();
+// Registers f to run at shutdown(), before the allocator releases its cache. f must not
+// throw (an exception is caught and reported on stderr). Used by the cudnn layer, which the
+// tensor layer may not know.
+void register_shutdown_hook(void (*f)());
 
 // Copies between host and device memory or within devices, ordered on the device's stream.
 // Host destinations are complete when this returns.

@@ -17,6 +17,7 @@ __global__ void clipped_relu_backward_kernel(const T* y, const T* dy, T* dx, int
   using A = tensor::acc_t<T>;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const A o = static_cast<A>(y[i]);
+    // a NaN output gets 0, as cuDNN and nn::kernels give (Note [NaN and Inf] in nn/kernels/Activation.h)
     dx[i] = o > A(0) && o < ceiling ? dy[i] : T(A(0));
   }
 }

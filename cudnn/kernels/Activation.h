@@ -2,7 +2,8 @@
 // CLIPPED_RELU backward reads the input x (pass-through where 0 < x <= ceiling); after an
 // in-place forward x holds y, where clipped entries equal the ceiling and would pass. This
 // kernel computes the gradient from the output alone, as nn::kernels does:
-//   dx = dy where 0 < y < ceiling (the ceiling rounded to y's dtype), 0 elsewhere.
+//   dx = dy where 0 < y < ceiling (the ceiling rounded to y's dtype), 0 elsewhere, a NaN y
+//   included, as cuDNN's own backward (Note [NaN and Inf] in nn/kernels/Activation.h).
 // y, dy, dx: contiguous, one shape and dtype, on one CUDA device; dx may be dy.
 #pragma once
 

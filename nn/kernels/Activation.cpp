@@ -44,10 +44,11 @@ template <class T>
 void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t n) {
   const T c = static_cast<T>(coef);
   switch (mode) {
+    // See Note [NaN and Inf]: each comparison is false for a NaN, which selects v itself
     case Activation::ReLU:
-      return map1(x, y, n, [](T v) { return v > T(0) ? v : T(0); });
+      return map1(x, y, n, [](T v) { return v <= T(0) ? T(0) : v; });
     case Activation::ClippedReLU:
-      return map1(x, y, n, [c](T v) { return v > T(0) ? (v < c ? v : c) : T(0); });
+      return map1(x, y, n, [c](T v) { return v <= T(0) ? T(0) : (v >= c ? c : v); });
     case Activation::Tanh:
       return map1(x, y, n, [](T v) { return vtanh(v); });
     case Activation::Sigmoid:
@@ -66,6 +67,7 @@ template <class T>
 void activation_backward(Activation mode, double coef, const T* y, const T* dy, T* dx, int64_t n) {
   const T c = static_cast<T>(coef);
   switch (mode) {
+    // a NaN output is not > 0: its gradient is 0, as cuDNN's (Note [NaN and Inf])
     case Activation::ReLU:
       return map2(y, dy, dx, n, [](T o, T g) { return o > T(0) ? g : T(0); });
     case Activation::ClippedReLU:

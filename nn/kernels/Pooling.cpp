@@ -95,7 +95,8 @@ void max_pool_forward(const PoolGeometry& g, const T* input, T* output, int64_t*
               const int64_t row = (t * H + h) * W;
               for (int64_t w = sw.begin; w < sw.end; ++w) {
                 const T v = x[row + w];
-                if (v > best || std::isnan(v)) {
+                // the first NaN wins and stays (Note [NaN and Inf] in kernels/Activation.h)
+                if (v > best || (std::isnan(v) && !std::isnan(best))) {
                   best = v;
                   best_i = row + w;
                 }

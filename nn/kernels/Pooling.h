@@ -24,8 +24,9 @@ struct PoolGeometry {
 // dropped. Can be < 1 for an input too small for the kernel: the caller checks.
 int64_t pool_output_size(int64_t in, int64_t k, int64_t d, int64_t pad, bool ceil_mode);
 
-// Max pooling: the first maximum of each window in row-major order wins ties (as THNN), a NaN
-// wins over numbers; `indices` gets its flat offset within the plane (t * H + h) * W + w.
+// Max pooling: the first maximum of each window in row-major order wins ties (as THNN), the
+// first NaN wins over numbers (Note [NaN and Inf] in kernels/Activation.h); `indices` gets
+// its flat offset within the plane (t * H + h) * W + w.
 template <class T>
 void max_pool_forward(const PoolGeometry& g, const T* input, T* output, int64_t* indices);
 // gradInput (zeroed here) receives each gradOutput entry at its window's recorded maximum.

@@ -4,10 +4,12 @@
 // ones) and served from a per-device free list (size -> block), taking the smallest cached
 // block that fits and is at most twice the rounded request; cudaMalloc runs only when none
 // does. Blocks are never split. See Note [One stream per device] in Cuda.h for why a freed
-// block can be handed out again at once.
+// block can be handed out again at once, and Note [CUDA teardown] there for how all of it is
+// given back at shutdown() and at exit.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -55,13 +57,16 @@ struct DeviceState {
   std::multimap<size_t, void*> free_blocks;     // cached, unused: size -> pointer
   std::unordered_map<void*, size_t> used_blocks;  // in tensors: pointer -> size
   MemoryStats stats;
+  size_t limit = 0;  // set_memory_limit; 0: none
 };
 
 // Process-wide state. Deliberately leaked: Storage destructors of static tensors may run
-// after other static destructors, and streams must not be destroyed at exit (STYLE.md).
+// after other static destructors; what it holds on the devices is given back by shutdown()
+// and the exit hook instead (Note [CUDA teardown] in Cuda.h).
 struct Runtime {
   std::mutex mutex;
   std::vector<DeviceState> devices;
+  bool exited = false;  // the exit hook ran: blocks freed later go straight to the driver
 
   Runtime() : devices(static_cast<size_t>(query_device_count())) {}
 
@@ -87,13 +92,98 @@ size_t round_size(size_t nbytes) {
   return (nbytes + granularity - 1) / granularity * granularity;
 }
 
+// The shutdown hooks of upper layers, and the exit hook's registrations.
+struct Hooks {
+  std::mutex mutex;
+  std::vector<void (*)()> hooks;
+  int exit_registrations = 0;
+  static Hooks& get() {
+    static Hooks* hooks = new Hooks();  // leaked, like Runtime
+    return *hooks;
+  }
+};
+
+void release_all(bool at_exit) noexcept;
+void at_exit() { release_all(true); }
+
+// Registers the exit hook (again). Called once CUDA is initialised (the first stream or
+// device block) and after each new shutdown hook, so that the newest registration runs
+// before the teardown of anything those hooks use. atexit guarantees 32 registrations; a
+// handful is all that is needed.
+void register_exit_hook_locked(Hooks& h) {
+  if (h.exit_registrations >= 8) return;
+  if (std::atexit(at_exit) == 0) ++h.exit_registrations;
+}
+
+void ensure_exit_hook() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Hooks& h = Hooks::get();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    register_exit_hook_locked(h);
+  });
+}
+
 // Must be called with the runtime's mutex held.
 cudaStream_t stream_locked(DeviceState& state, int index) {
   if (!state.stream) {
     DeviceGuard guard(index);
     CUDA_CHECK(cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking));
+    ensure_exit_hook();
   }
   return state.stream;
+}
+
+// Ignores a status on the teardown path (the runtime may be unloading): clears it.
+void ignore_status(cudaError_t status) {
+  if (status != cudaSuccess) cudaGetLastError();
+}
+
+// shutdown() and the exit hook: the upper layers' hooks (newest first), then every cached
+// block and stream of every device. Never throws.
+void release_all(bool at_exit) noexcept {
+  std::vector<void (*)()> hooks;
+  {
+    Hooks& h = Hooks::get();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    hooks = h.hooks;
+  }
+  for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) {
+    try {
+      (*it)();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tensor::cuda::shutdown: a shutdown hook failed: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "tensor::cuda::shutdown: a shutdown hook failed\n");
+    }
+  }
+  try {
+    Runtime& runtime = Runtime::get();
+    std::lock_guard<std::mutex> lock(runtime.mutex);
+    if (at_exit) runtime.exited = true;
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) {
+      cudaGetLastError();
+      previous = -1;
+    }
+    for (size_t i = 0; i < runtime.devices.size(); ++i) {
+      DeviceState& state = runtime.devices[i];
+      if (!state.stream && state.free_blocks.empty()) continue;
+      ignore_status(cudaSetDevice(static_cast<int>(i)));
+      if (state.stream) ignore_status(cudaStreamSynchronize(state.stream));
+      for (const auto& [size, ptr] : state.free_blocks) {
+        ignore_status(cudaFree(ptr));
+        state.stats.reserved_bytes -= size;
+        ++state.stats.device_frees;
+      }
+      state.free_blocks.clear();
+      if (state.stream) ignore_status(cudaStreamDestroy(state.stream));
+      state.stream = nullptr;
+    }
+    if (previous >= 0) ignore_status(cudaSetDevice(previous));
+  } catch (const std::exception& e) {  // a mutex error; nothing else here throws
+    std::fprintf(stderr, "tensor::cuda::shutdown: %s\n", e.what());
+  }
 }
 
 // Gives every cached block of a device back to the driver. Mutex held; the device's
@@ -183,24 +273,30 @@ void* allocate(size_t nbytes, int index) {
     state.free_blocks.erase(cached);
   } else {
     DeviceGuard guard(index);
-    cudaError_t status = cudaMalloc(&ptr, size);
+    const auto within_limit = [&] { return state.limit == 0 || stats.reserved_bytes + size <= state.limit; };
+    cudaError_t status = within_limit() ? cudaMalloc(&ptr, size) : cudaErrorMemoryAllocation;
+    const size_t cached_before = stats.reserved_bytes - stats.allocated_bytes;
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear it, or the next launch check would report it
       release_cached_locked(state, index);
-      status = cudaMalloc(&ptr, size);
+      status = within_limit() ? cudaMalloc(&ptr, size) : cudaErrorMemoryAllocation;
     }
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      ignore_status(cudaMemGetInfo(&free_bytes, &total_bytes));
       throw Error(::tensor::detail::concat(
-          "tensor::cuda::allocate: out of memory on cuda:", index, " allocating ", nbytes,
-          " bytes (", human_bytes(nbytes), "); the caching allocator holds ",
-          human_bytes(stats.reserved_bytes), " of which ", human_bytes(stats.allocated_bytes),
-          " are in tensors"));
+          "tensor::cuda::allocate: out of memory on cuda:", index, ": cannot allocate ", nbytes, " bytes (",
+          human_bytes(nbytes), "); the device has ", human_bytes(free_bytes), " free of ", human_bytes(total_bytes),
+          "; the caching allocator holds ", human_bytes(stats.reserved_bytes), " (", human_bytes(stats.allocated_bytes),
+          " in tensors) after releasing ", human_bytes(cached_before), " of cached blocks and retrying",
+          state.limit ? "; its limit is " + human_bytes(state.limit) + " (tensor::cuda::set_memory_limit)" : ""));
     }
     if (status != cudaSuccess) {
       cudaGetLastError();
       detail::throw_cuda_error(status, "cudaMalloc", __FILE__, __LINE__);
     }
+    ensure_exit_hook();
     stats.reserved_bytes += size;
     ++stats.device_mallocs;
   }
@@ -232,10 +328,46 @@ void deallocate(void* ptr, int index) {
     const size_t size = used->second;
     state.used_blocks.erase(used);
     state.stats.allocated_bytes -= size;
+    if (runtime.exited) {  // after the exit hook: nobody will take it from the cache
+      int previous = -1;
+      ignore_status(cudaGetDevice(&previous));
+      ignore_status(cudaSetDevice(index));
+      ignore_status(cudaFree(ptr));
+      if (previous >= 0) ignore_status(cudaSetDevice(previous));
+      state.stats.reserved_bytes -= size;
+      ++state.stats.device_frees;
+      return;
+    }
     state.free_blocks.emplace(size, ptr);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tensor::cuda::deallocate: %s\n", e.what());
   }
+}
+
+void set_memory_limit(size_t bytes, int index) {
+  index = resolve(index, "tensor::cuda::set_memory_limit");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  runtime.devices[static_cast<size_t>(index)].limit = bytes;
+}
+
+size_t memory_limit(int index) {
+  index = resolve(index, "tensor::cuda::memory_limit");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  return runtime.devices[static_cast<size_t>(index)].limit;
+}
+
+void shutdown() { release_all(false); }
+
+void register_shutdown_hook(void (*f)()) {
+  if (!f) return;
+  Hooks& h = Hooks::get();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  bool known = false;
+  for (auto* g : h.hooks) known = known || g == f;
+  if (!known) h.hooks.push_back(f);
+  register_exit_hook_locked(h);
 }
 
 void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t nbytes,

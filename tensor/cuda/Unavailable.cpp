@@ -27,6 +27,10 @@ MemoryStats memory_stats(int) { return {}; }
 void empty_cache() { unavailable("tensor::cuda::empty_cache"); }
 void* allocate(size_t, int) { unavailable("tensor::cuda::allocate"); }
 void deallocate(void*, int) {}  // nothing can have been allocated; must not throw
+void set_memory_limit(size_t, int) { unavailable("tensor::cuda::set_memory_limit"); }
+size_t memory_limit(int) { return 0; }
+void shutdown() {}  // nothing to release
+void register_shutdown_hook(void (*)()) {}
 void copy_bytes(void*, bool, const void*, bool, size_t, int) {
   unavailable("tensor::cuda::copy_bytes");
 }

@@ -240,4 +240,25 @@ void expect_batch_norm_errors(const tensor::Shape& good) {
                        (name + "::updateOutput: expected eps >= 0 (CUDNN_BN_MIN_EPSILON), got -1").c_str(), Error);
 }
 
+// NaN, +Inf and -Inf inputs (Note [NaN and Inf] in nn/kernels/Activation.h), training and
+// evaluation: nn's non-finite and finite outputs, gradients and running statistics; float32.
+template <class Nn, class Cu>
+void expect_batch_norm_nonfinite(const std::vector<tensor::Shape>& shapes, uint64_t seed = 73) {
+  tensor::Generator gen(seed);
+  for (const tensor::Shape& s : shapes) {
+    for (bool training : {true, false}) {
+      INFO("input ", tensor::shape_str(s), std::string(training ? ", training" : ", evaluation"));
+      const BatchNormConfig& c = batch_norm_configs().front();
+      Nn ref = make_batch_norm<Nn>(s[1], c);
+      Cu twin = make_batch_norm<Cu>(s[1], c);
+      randomize_batch_norm(ref, gen, !training);
+      if (training)
+        ref.train();
+      else
+        ref.evaluate();
+      expect_twin_nonfinite_matches(ref, twin, batch_norm_input(s, true, gen));
+    }
+  }
+}
+
 }  // namespace testing

@@ -58,4 +58,38 @@ void expect_class_criterion_matches(const std::vector<tensor::Shape>& inputs, ui
   }
 }
 
+// NaN, +Inf and -Inf in the input (Note [NaN and Inf] in nn/kernels/Activation.h), float32,
+// sizeAverage on and off, weighted and not: the loss and gradient are nn's, non-finite or not.
+// Besides the default positions, the three values are put at the targets of samples 0 and 1
+// and off target in sample 2, so a criterion reading only the target entry sees both kinds.
+template <class NnCriterion, class TwinCriterion>
+void expect_class_criterion_nonfinite(const std::vector<tensor::Shape>& inputs, uint64_t seed) {
+  using tensor::DType;
+  tensor::Generator gen(seed);
+  for (const tensor::Shape& s : inputs) {
+    const int64_t classes = s.size() == 1 ? s[0] : s[1];
+    const tensor::Tensor t = class_targets(gen, class_target_shape(s), classes);
+    // flat input offsets of (sample i, class c) for [N x C] inputs; others use the defaults
+    std::vector<std::vector<int64_t>> placements = {{}};
+    if (s.size() == 2 && s[0] >= 3 && classes >= 2) {
+      const tensor::Tensor tc = t.contiguous();
+      const int64_t* tp = tc.data<int64_t>();
+      placements.push_back({tp[0], classes + tp[1], 2 * classes + (tp[2] + 1) % classes});
+    }
+    for (const auto& at : placements) {
+      for (bool avg : {true, false}) {
+        for (bool weighted : {false, true}) {
+          INFO("input ", tensor::shape_str(s), avg ? " sizeAverage" : " sum", weighted ? " weighted" : "",
+               at.empty() ? " default positions" : " at targets and off target");
+          const tensor::Tensor w =
+              weighted ? tensor::uniform({classes}, 0.1, 2, gen, DType::Float64) : tensor::Tensor();
+          NnCriterion ref(w, avg, -100);
+          TwinCriterion twin(w, avg, -100);
+          expect_twin_criterion_nonfinite_matches(ref, twin, tensor::uniform(s, -3, 0, gen, DType::Float64), t, at);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace testing

@@ -112,4 +112,21 @@ inline void expect_pointwise_convert_and_errors(const PointwiseFactory& makeNn, 
                        tensor::Error);
 }
 
+// NaN, +Inf and -Inf inputs (Note [NaN and Inf] in nn/kernels/Activation.h): nn's non-finite
+// and finite values, forward and backward, over [3 x 5] and [2 x 3 x 4 x 5], in place and not,
+// float32 and float64.
+inline void expect_pointwise_nonfinite_matches(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu) {
+  tensor::Generator gen(61);
+  for (const tensor::Shape& s : {tensor::Shape{3, 5}, tensor::Shape{2, 3, 4, 5}}) {
+    for (bool inplace : {false, true}) {
+      for (tensor::DType dt : {tensor::DType::Float32, tensor::DType::Float64}) {
+        INFO("input ", tensor::shape_str(s), std::string(inplace ? ", in place" : ", not in place"));
+        nn::ModulePtr ref = makeNn(inplace), twin = makeCu(inplace);
+        expect_twin_nonfinite_matches(*ref, *twin, tensor::uniform(s, -2, 2, gen, tensor::DType::Float64), {}, dt,
+                                      TwinTolerance::for_dtype(dt));
+      }
+    }
+  }
+}
+
 }  // namespace testing

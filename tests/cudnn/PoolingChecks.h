@@ -205,4 +205,20 @@ inline void expect_pool_errors(nn::Module& twin, size_t spatial) {
   CHECK(twin.backward(x, tensor::zeros(out, DType::Float32, gpu)).sizes() == ok);
 }
 
+// NaN, +Inf and -Inf in [2 x C x spatial] inputs, one per plane (Note [NaN and Inf] in
+// nn/kernels/Activation.h): nn's non-finite and finite outputs and gradients, in float32,
+// through cuDNN and through our ceil-mode kernel alike.
+inline void expect_pool_twins_nonfinite(const std::vector<PoolCfg>& cfgs, const PoolFactory& makeNn,
+                                        const PoolFactory& makeCu, bool max, int64_t channels = 3) {
+  tensor::Generator gen(71);
+  for (const PoolCfg& c : cfgs) {
+    INFO(c.what);
+    Shape shape{2, channels};
+    for (int64_t s : c.spatial) shape.push_back(s);
+    const Tensor x = max ? distinct_input(shape, c.k.size(), gen) : tensor::uniform(shape, -1, 1, gen, DType::Float64);
+    nn::ModulePtr ref = makeNn(c), twin = makeCu(c);
+    testing::expect_twin_nonfinite_matches(*ref, *twin, x);
+  }
+}
+
 }  // namespace pooltwin

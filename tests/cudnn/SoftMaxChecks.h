@@ -98,4 +98,17 @@ void expect_softmax_convert_and_errors(const tensor::Shape& good, const tensor::
                        doctest::Contains((name + "::updateGradInput: no output for input").c_str()), tensor::Error);
 }
 
+// NaN, +Inf and -Inf inputs (Note [NaN and Inf] in nn/kernels/Activation.h), accurate mode:
+// rows holding a NaN or +Inf are NaN on both backends, the others nn's values; float32.
+template <class Nn, class Cu>
+void expect_softmax_nonfinite(const std::vector<tensor::Shape>& shapes, uint64_t seed = 67) {
+  tensor::Generator gen(seed);
+  for (const tensor::Shape& s : shapes) {
+    INFO("input ", tensor::shape_str(s));
+    Nn ref;
+    Cu twin;
+    expect_twin_nonfinite_matches(ref, twin, tensor::uniform(s, -3, 3, gen, tensor::DType::Float64));
+  }
+}
+
 }  // namespace testing

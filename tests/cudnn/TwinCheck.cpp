@@ -3,6 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+#include <sstream>
+
 #include "convert/Convert.h"
 #include "tensor/Safetensors.h"
 
@@ -41,6 +45,113 @@ void compare(const char* what, const Tensor& got, const Tensor& want, double tol
   CHECK(err <= tol);
 }
 }  // namespace
+
+Tensor with_nonfinite(const Tensor& input, const std::vector<int64_t>& positions) {
+  Tensor x = input.to(tensor::Device::cpu(), DType::Float64).contiguous().clone();
+  const int64_t n = x.numel();
+  std::vector<int64_t> at = positions;
+  if (at.empty())
+    at = n >= 8 ? std::vector<int64_t>{n / 7, 3 * n / 7 + 1, 5 * n / 7 + 2} : std::vector<int64_t>{0, 1, 2};
+  if (static_cast<int64_t>(at.size()) > n) at.resize(static_cast<size_t>(n));
+  const double values[3] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity()};
+  double* p = x.data<double>();
+  for (size_t i = 0; i < at.size(); ++i) {
+    REQUIRE(at[i] >= 0);
+    REQUIRE(at[i] < n);
+    p[at[i]] = values[i % 3];
+  }
+  return x.to(input.dtype());
+}
+
+namespace {
+// 0 finite, 1 NaN, 2 +Inf, 3 -Inf
+int kind_of(double v) { return std::isnan(v) ? 1 : std::isinf(v) ? (v > 0 ? 2 : 3) : 0; }
+}  // namespace
+
+void expect_same_nonfinite(const char* what, const Tensor& got, const Tensor& want, double tol) {
+  INFO(std::string(what), ": twin ", got.description(), " vs nn ", want.description());
+  REQUIRE(got.sizes() == want.sizes());
+  const Tensor a = got.to(tensor::Device::cpu(), DType::Float64).contiguous();
+  const Tensor b = want.to(tensor::Device::cpu(), DType::Float64).contiguous();
+  const double* pa = a.data<double>();
+  const double* pb = b.data<double>();
+  int64_t mismatches = 0, nonfinite = 0;
+  double diff2 = 0, ref2 = 0;
+  std::ostringstream listed;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int ka = kind_of(pa[i]), kb = kind_of(pb[i]);
+    if (kb != 0) ++nonfinite;
+    if (ka != kb) {
+      if (mismatches < 12) listed << " [" << i << "] twin " << pa[i] << " nn " << pb[i] << ";";
+      ++mismatches;
+    } else if (ka == 0) {
+      diff2 += (pa[i] - pb[i]) * (pa[i] - pb[i]);
+      ref2 += pb[i] * pb[i];
+    }
+  }
+  INFO(mismatches, " element(s) differ in kind (NaN / +Inf / -Inf / finite):", listed.str());
+  CHECK(mismatches == 0);
+  const double err = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  INFO("relative error of the finite values ", err, " (tolerance ", tol, "); ", nonfinite, " non-finite in nn's");
+  CHECK(err <= tol);
+}
+
+void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, const Tensor& input,
+                                   const std::vector<int64_t>& positions, DType dtype, TwinTolerance tol) {
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)), " with NaN and Inf inputs");
+  reference.to(DType::Float64);
+  twin.to(gpu);
+  twin.to(dtype);
+  twin.loadStateDict(reference.stateDict());
+  if (reference.isTraining())
+    twin.train();
+  else
+    twin.evaluate();
+  reference.zeroGradParameters();
+  twin.zeroGradParameters();
+  const Tensor x = with_nonfinite(input.to(DType::Float64), positions);
+  const Tensor xg = x.to(gpu, dtype);
+  tensor::manual_seed(99);
+  const Tensor y = reference.forward(x.clone()).clone();
+  tensor::manual_seed(99);
+  const Tensor yg = twin.forward(xg.clone()).clone();
+  expect_same_nonfinite("output", yg, y, tol.forward);
+  tensor::Generator gen(4243);
+  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, DType::Float64);
+  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
+  const Tensor gxg = twin.backward(xg.clone(), g.to(gpu, dtype)).clone();
+  expect_same_nonfinite("gradInput", gxg, gx, tol.backward);
+  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
+  REQUIRE(rp.size() == tp.size());
+  for (size_t i = 0; i < rp.size(); ++i) {
+    expect_same_nonfinite(("grad of " + rp[i].first).c_str(), tp[i].second, rp[i].second, tol.backward);
+  }
+  const auto rb = reference.namedBuffers(), tb = twin.namedBuffers();
+  REQUIRE(rb.size() == tb.size());
+  for (size_t i = 0; i < rb.size(); ++i)
+    expect_same_nonfinite(rb[i].first.c_str(), tb[i].second, rb[i].second, tol.forward);
+}
+
+void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
+                                             const Tensor& target, const std::vector<int64_t>& positions, DType dtype,
+                                             TwinTolerance tol) {
+  INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)), " with NaN and Inf inputs");
+  reference.to(DType::Float64);
+  twin.to(gpu);
+  twin.to(dtype);
+  const Tensor x = with_nonfinite(input.to(DType::Float64), positions);
+  const Tensor xg = x.to(gpu, dtype);
+  const bool like_input = target.dtype() == input.dtype();
+  const Tensor t = like_input ? target.to(DType::Float64) : target;
+  const Tensor tg = like_input ? target.to(gpu, dtype) : target.to(gpu);
+  const double loss = reference.forward(x, t);
+  const double loss_g = twin.forward(xg, tg);
+  INFO("loss: twin ", loss_g, ", nn ", loss);
+  CHECK(kind_of(loss_g) == kind_of(loss));
+  if (kind_of(loss) == 0 && kind_of(loss_g) == 0) CHECK(loss_g == doctest::Approx(loss).epsilon(tol.forward * 10));
+  expect_same_nonfinite("gradInput", twin.backward(xg, tg), reference.backward(x, t), tol.backward);
+}
 
 void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& input, DType dtype, TwinTolerance tol,
                          bool noncontiguous) {

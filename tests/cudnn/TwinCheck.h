@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "nn/Criterion.h"
 #include "nn/Module.h"
@@ -31,6 +32,31 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const tensor::
 void expect_twin_criterion_matches(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,
                                    const tensor::Tensor& target, tensor::DType dtype = tensor::DType::Float32,
                                    TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
+
+// Non-finite inputs (Note [NaN and Inf] in nn/kernels/Activation.h): `input` with NaN, +Inf
+// and -Inf written at fixed flat positions (by default about 1/7, 3/7 and 5/7 of the way
+// through; `positions` lists others, cycling through NaN, +Inf, -Inf).
+tensor::Tensor with_nonfinite(const tensor::Tensor& input, const std::vector<int64_t>& positions = {});
+
+// Twin against nn (float64, CPU) on such an input: element by element, both say NaN, +Inf or
+// -Inf at the same places of the output, gradInput (from a finite gradOutput), every parameter
+// gradient and every buffer, and the finite values agree within the tolerance. Mismatches are
+// listed with their positions and both values, so the test measures what the twin does.
+void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, const tensor::Tensor& input,
+                                   const std::vector<int64_t>& positions = {},
+                                   tensor::DType dtype = tensor::DType::Float32,
+                                   TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
+
+// The same for a criterion: the losses are both NaN, the same infinity, or close; the
+// gradients agree element by element. The target is kept as given (converted like the input
+// when it has the input's dtype, as expect_twin_criterion_matches does).
+void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,
+                                             const tensor::Tensor& target, const std::vector<int64_t>& positions = {},
+                                             tensor::DType dtype = tensor::DType::Float32,
+                                             TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
+
+// Element-wise agreement of two tensors on NaN / +Inf / -Inf and on the finite values.
+void expect_same_nonfinite(const char* what, const tensor::Tensor& got, const tensor::Tensor& want, double tol);
 
 // convert(nn module -> cudnn) gives the expected type name and the same outputs as the nn
 // module; converting back gives an nn module with bit-identical state (same storage when

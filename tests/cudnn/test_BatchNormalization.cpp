@@ -115,3 +115,8 @@ TEST_CASE("cudnn.BatchNormalization steady state: no device allocation after a w
     }
   }
 }
+
+TEST_CASE(
+    "cudnn.BatchNormalization: NaN and +-Inf inputs give nn's values, training and evaluation (Note [NaN and Inf])") {
+  expect_batch_norm_nonfinite<Nn, Cu>(batched);
+}

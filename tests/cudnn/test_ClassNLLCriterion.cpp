@@ -130,3 +130,7 @@ TEST_CASE("cudnn.ClassNLLCriterion errors name the bad target and its position, 
                        "got int64 [2 x 3] on cuda:0",
                        Error);
 }
+
+TEST_CASE("cudnn.ClassNLLCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  expect_class_criterion_nonfinite<nn::ClassNLLCriterion, cudnn::ClassNLLCriterion>({{7, 5}, {5}, {4, 3}}, 3901);
+}

@@ -84,3 +84,7 @@ TEST_CASE("cudnn.ClippedReLU steady state: no device allocation after a warm-up"
     }
   }
 }
+
+TEST_CASE("cudnn.ClippedReLU: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  for (auto& [makeNn, makeCu] : variants) expect_pointwise_nonfinite_matches(makeNn, makeCu);
+}

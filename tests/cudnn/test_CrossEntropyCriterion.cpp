@@ -82,3 +82,8 @@ TEST_CASE("cudnn.CrossEntropyCriterion printing and errors") {
                        "device), got float32 [3] on cpu",
                        Error);
 }
+
+TEST_CASE("cudnn.CrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  expect_class_criterion_nonfinite<nn::CrossEntropyCriterion, cudnn::CrossEntropyCriterion>({{7, 5}, {5}, {4, 3}},
+                                                                                            3901);
+}

@@ -4,6 +4,8 @@
 // non-contiguous inputs, a convert round trip and the errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "cudnn/MSECriterion.h"
 #include "nn/MSECriterion.h"
 #include "tests/cudnn/TwinCheck.h"
@@ -86,4 +88,27 @@ TEST_CASE("cudnn.MSECriterion convert round trip, printing and errors") {
                        "cudnn.MSECriterion::updateOutput: expected a float32, float64, float16 or bfloat16 input, got "
                        "int64 [2] on cuda:0",
                        Error);
+}
+
+TEST_CASE("cudnn.MSECriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  Generator gen(4211);
+  for (const Shape& s : {Shape{4, 5}, Shape{33, 17}}) {
+    for (bool avg : {true, false}) {
+      INFO("input ", shape_str(s), avg ? " sizeAverage" : " sum");
+      nn::MSECriterion ref(avg);
+      cudnn::MSECriterion twin(avg);
+      const Tensor x = uniform(s, -1, 1, gen, DType::Float64), t = uniform(s, -1, 1, gen, DType::Float64);
+      expect_twin_criterion_nonfinite_matches(ref, twin, x, t);  // NaN, +Inf and -Inf: a NaN loss
+      // +Inf and -Inf alone: an infinite loss, infinite gradients at those two entries
+      Tensor xi = x.clone();
+      xi.view({-1}).narrow(0, 3, 1).fill_(INFINITY);
+      xi.view({-1}).narrow(0, 5, 1).fill_(-INFINITY);
+      const double loss = ref.forward(xi, t);
+      CHECK(loss == INFINITY);
+      twin.to(gpu);
+      CHECK(twin.forward(xi.to(gpu, DType::Float32), t.to(gpu, DType::Float32)) == loss);
+      expect_same_nonfinite("gradInput", twin.backward(xi.to(gpu, DType::Float32), t.to(gpu, DType::Float32)),
+                            ref.backward(xi, t), 1e-4);
+    }
+  }
 }

@@ -59,3 +59,7 @@ TEST_CASE("cudnn.ReLU steady state: no device allocation after a warm-up") {
     }
   }
 }
+
+TEST_CASE("cudnn.ReLU: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  for (auto& [makeNn, makeCu] : variants) expect_pointwise_nonfinite_matches(makeNn, makeCu);
+}

@@ -62,3 +62,7 @@ TEST_CASE("cudnn.Sigmoid steady state: no device allocation after a warm-up") {
     }
   }
 }
+
+TEST_CASE("cudnn.Sigmoid: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  for (auto& [makeNn, makeCu] : variants) expect_pointwise_nonfinite_matches(makeNn, makeCu);
+}

@@ -58,3 +58,7 @@ TEST_CASE("cudnn.SoftMax steady state: no device allocation after a warm-up") {
   m.to(gpu);
   expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
 }
+
+TEST_CASE("cudnn.SoftMax: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  expect_softmax_nonfinite<Nn, Cu>(shapes);
+}

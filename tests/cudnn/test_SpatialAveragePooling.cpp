@@ -161,3 +161,8 @@ TEST_CASE("cudnn.SpatialAveragePooling steady state: no device allocation after 
     expect_no_steady_state_allocations(*m, uniform({2, 3, c.spatial[0], c.spatial[1]}, -1, 1, gen).to(gpu));
   }
 }
+
+TEST_CASE(
+    "cudnn.SpatialAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+  pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, false);
+}

@@ -109,3 +109,9 @@ TEST_CASE("cudnn.SpatialBatchNormalization steady state: no device allocation af
     }
   }
 }
+
+TEST_CASE(
+    "cudnn.SpatialBatchNormalization: NaN and +-Inf inputs give nn's values, training and evaluation (Note [NaN and "
+    "Inf])") {
+  expect_batch_norm_nonfinite<Nn, Cu>(batched);
+}

@@ -59,3 +59,8 @@ TEST_CASE("cudnn.SpatialCrossEntropyCriterion printing and errors") {
                        "(0-based) or ignoreIndex -100, got 2 at target[1, 0, 2]",
                        Error);
 }
+
+TEST_CASE("cudnn.SpatialCrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  expect_class_criterion_nonfinite<nn::SpatialCrossEntropyCriterion, cudnn::SpatialCrossEntropyCriterion>(
+      {{2, 4, 3, 5}, {1, 3, 2, 2}}, 3901);
+}

@@ -156,3 +156,7 @@ TEST_CASE("cudnn.SpatialMaxPooling steady state: no device allocation after a wa
     expect_no_steady_state_allocations(*m, uniform({2, 3, c.spatial[0], c.spatial[1]}, -1, 1, gen).to(gpu));
   }
 }
+
+TEST_CASE("cudnn.SpatialMaxPooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+  pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, true);
+}

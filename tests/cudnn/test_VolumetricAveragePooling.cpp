@@ -102,3 +102,8 @@ TEST_CASE("cudnn.VolumetricAveragePooling steady state: no device allocation aft
                                        uniform({2, 2, c.spatial[0], c.spatial[1], c.spatial[2]}, -1, 1, gen).to(gpu));
   }
 }
+
+TEST_CASE(
+    "cudnn.VolumetricAveragePooling: NaN and +-Inf inputs give nn's values, floor and ceil mode (Note [NaN and Inf])") {
+  pooltwin::expect_pool_twins_nonfinite(cfgs, make_nn, make_cu, false);
+}

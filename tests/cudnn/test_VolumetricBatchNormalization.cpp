@@ -108,3 +108,9 @@ TEST_CASE("cudnn.VolumetricBatchNormalization steady state: no device allocation
     }
   }
 }
+
+TEST_CASE(
+    "cudnn.VolumetricBatchNormalization: NaN and +-Inf inputs give nn's values, training and evaluation (Note [NaN and "
+    "Inf])") {
+  expect_batch_norm_nonfinite<Nn, Cu>(batched);
+}

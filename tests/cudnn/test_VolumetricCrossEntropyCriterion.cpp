@@ -41,3 +41,9 @@ TEST_CASE("cudnn.VolumetricCrossEntropyCriterion printing and errors") {
                        "(0-based) or ignoreIndex -100, got -3 at target[0, 1, 1, 0]",
                        Error);
 }
+
+TEST_CASE(
+    "cudnn.VolumetricCrossEntropyCriterion: NaN and +-Inf inputs give nn's loss and gradient (Note [NaN and Inf])") {
+  expect_class_criterion_nonfinite<nn::VolumetricCrossEntropyCriterion, cudnn::VolumetricCrossEntropyCriterion>(
+      {{2, 3, 2, 3, 4}}, 3901);
+}

@@ -59,3 +59,7 @@ TEST_CASE("cudnn.VolumetricLogSoftMax steady state: no device allocation after a
   m.to(gpu);
   expect_no_steady_state_allocations(m, uniform(shapes.back(), -2, 2, gen).to(gpu));
 }
+
+TEST_CASE("cudnn.VolumetricLogSoftMax: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  expect_softmax_nonfinite<Nn, Cu>(shapes);
+}

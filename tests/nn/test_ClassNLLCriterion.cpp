@@ -3,6 +3,7 @@
 
 #include "nn/ClassNLLCriterion.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -130,4 +131,14 @@ TEST_CASE("ClassNLLCriterion state, dtype conversion, printing and errors") {
                        "nn.ClassNLLCriterion: expected 1-d class weights, got [2 x 2]", Error);
   CHECK_THROWS_WITH_AS(nn::ClassNLLCriterion(zeros({2}, DType::Int64)),
                        "nn.ClassNLLCriterion: expected float32 or float64 weights, got int64 [2] on cpu", Error);
+}
+
+TEST_CASE("ClassNLLCriterion: reads the input at the target only: a NaN elsewhere is ignored (Note [NaN and Inf])") {
+  nn::ClassNLLCriterion c;
+  const Tensor t = from_vector<int64_t>({0, 2}, {2});
+  const Tensor off = from_vector<double>({-1, kNaN, kInf, -kInf, -2, -3}, {2, 3});
+  CHECK(c.forward(off, t) == doctest::Approx(2));
+  expect_values("gradInput", c.backward(off, t), {-0.5, 0, 0, 0, 0, -0.5});
+  CHECK(std::isnan(c.forward(from_vector<double>({kNaN, 0, 0, 0, 0, -3}, {2, 3}), t)));
+  CHECK(c.forward(from_vector<double>({-kInf, 0, 0, 0, 0, -3}, {2, 3}), t) == kInf);
 }

@@ -3,6 +3,7 @@
 
 #include "nn/ClippedReLU.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -61,4 +62,16 @@ TEST_CASE("ClippedReLU state round trip, printing and errors") {
   CHECK_THROWS_WITH_AS(a.forward(zeros({2}, DType::Float16)),
                        "nn.ClippedReLU::updateOutput: expected float32 or float64 input, got float16 [2] on cpu",
                        Error);
+}
+
+TEST_CASE("ClippedReLU: NaN propagates, infinities take their limits, forward and backward (Note [NaN and Inf])") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (bool inplace : {false, true}) {
+      INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
+      nn::ClippedReLU m(6, inplace);
+      const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
+      expect_values("output", m.forward(x.clone()), {kNaN, 6, 0, 1, 0}, 1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)), {0, 0, 0, 1, 0}, 1e-6);
+    }
+  }
 }

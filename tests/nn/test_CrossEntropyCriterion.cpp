@@ -6,6 +6,7 @@
 #include "nn/ClassNLLCriterion.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -101,4 +102,17 @@ TEST_CASE("CrossEntropyCriterion state, printing and errors") {
                        "nn.CrossEntropyCriterion::updateOutput: expected float32 or float64 input, got int64 [3 x 2] on "
                        "cpu",
                        Error);
+}
+
+TEST_CASE(
+    "CrossEntropyCriterion: a NaN or +Inf in a row makes the loss and that row's gradient NaN (Note [NaN and Inf])") {
+  nn::CrossEntropyCriterion c;
+  const Tensor t = from_vector<int64_t>({0, 2}, {2});
+  const Tensor x = from_vector<double>({1, kNaN, 2, 0, 1, 2}, {2, 3});
+  CHECK(std::isnan(c.forward(x, t)));
+  const std::vector<double> g = c.backward(x, t).to_vector<double>();
+  for (int i : {0, 1, 2}) CHECK(std::isnan(g[i]));
+  for (int i : {3, 4, 5}) CHECK(std::isfinite(g[i]));
+  // -Inf off target: a finite loss
+  CHECK(std::isfinite(c.forward(from_vector<double>({1, -kInf, 2, 0, 1, 2}, {2, 3}), t)));
 }

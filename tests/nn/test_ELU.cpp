@@ -5,6 +5,7 @@
 
 #include "nn/ELU.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -77,4 +78,16 @@ TEST_CASE("ELU state round trip, printing and errors") {
   expect_prints_type(a);
   CHECK_THROWS_WITH_AS(a.forward(zeros({3}, DType::Int64)),
                        "nn.ELU::updateOutput: expected float32 or float64 input, got int64 [3] on cpu", Error);
+}
+
+TEST_CASE("ELU: NaN propagates, infinities take their limits, forward and backward (Note [NaN and Inf])") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (bool inplace : {false, true}) {
+      INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
+      nn::ELU m(1.0, inplace);
+      const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
+      expect_values("output", m.forward(x.clone()), {kNaN, kInf, -1, 1, std::expm1(-1.0)}, 1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)), {kNaN, 1, 0, 1, std::exp(-1.0)}, 1e-6);
+    }
+  }
 }

@@ -6,6 +6,7 @@
 #include "nn/LogSoftMax.h"
 #include "nn/SoftMax.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -79,4 +80,17 @@ TEST_CASE("LogSoftMax state round trip, printing and errors") {
   CHECK_THROWS_WITH_AS(a.forward(zeros({3}, DType::BFloat16)),
                        "nn.LogSoftMax::updateOutput: expected float32 or float64 input, got bfloat16 [3] on cpu",
                        Error);
+}
+
+TEST_CASE("LogSoftMax: a row with a NaN or +Inf is NaN, -Inf entries give -Inf (Note [NaN and Inf])") {
+  nn::LogSoftMax m;
+  // rows: NaN; +Inf; -Inf with log(1), log(3) (softmax 0, 1/4, 3/4); all -Inf
+  const Tensor x = from_vector<double>({1, kNaN, 2, 0, kInf, 1, -kInf, 0, std::log(3.0), -kInf, -kInf, -kInf}, {4, 3});
+  const Tensor y = m.forward(x);
+  expect_values("output", y,
+                {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, -kInf, std::log(0.25), std::log(0.75), kNaN, kNaN, kNaN});
+  const std::vector<double> g =
+      m.backward(x, from_vector<double>(std::vector<double>(12, 0.5), {4, 3})).to_vector<double>();
+  for (int i : {0, 1, 2, 3, 4, 5, 9, 10, 11}) CHECK(std::isnan(g[i]));
+  for (int i : {6, 7, 8}) CHECK(std::isfinite(g[i]));
 }

@@ -3,6 +3,7 @@
 
 #include "nn/MSECriterion.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -50,4 +51,14 @@ TEST_CASE("MSECriterion gradients, printing and errors") {
                        Error);
   CHECK_THROWS_WITH_AS(mse.forward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)),
                        "nn.MSECriterion::updateOutput: expected float32 or float64 input, got int64 [2] on cpu", Error);
+}
+
+TEST_CASE("MSECriterion: NaN and infinities carry into the loss and the gradient (Note [NaN and Inf])") {
+  nn::MSECriterion c;
+  const Tensor t = zeros({4}, DType::Float64);
+  CHECK(std::isnan(c.forward(from_vector<double>({1, kNaN, 0, 0}, {4}), t)));
+  expect_values("gradInput", c.backward(from_vector<double>({1, kNaN, 0, 0}, {4}), t), {0.5, kNaN, 0, 0});
+  const Tensor inf = from_vector<double>({1, kInf, -kInf, 0}, {4});
+  CHECK(c.forward(inf, t) == kInf);
+  expect_values("gradInput", c.backward(inf, t), {0.5, kInf, -kInf, 0});
 }

@@ -3,6 +3,7 @@
 
 #include "nn/ReLU.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -93,4 +94,16 @@ TEST_CASE("ReLU float32 agrees with float64, state round trip, printing and erro
   nn::ReLU fresh;
   CHECK_THROWS_WITH_AS(fresh.updateGradInput(zeros({2}), zeros({2})),
                        "nn.ReLU::updateGradInput: no output to differentiate: call updateOutput first", Error);
+}
+
+TEST_CASE("ReLU: NaN propagates, infinities take their limits, forward and backward (Note [NaN and Inf])") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (bool inplace : {false, true}) {
+      INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
+      nn::ReLU m(inplace);
+      const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
+      expect_values("output", m.forward(x.clone()), {kNaN, kInf, 0, 1, 0}, 1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)), {0, 1, 0, 1, 0}, 1e-6);
+    }
+  }
 }

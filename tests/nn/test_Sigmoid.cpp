@@ -5,6 +5,7 @@
 
 #include "nn/Sigmoid.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -66,4 +67,21 @@ TEST_CASE("Sigmoid state round trip, printing and errors") {
   expect_prints_type(a);
   CHECK_THROWS_WITH_AS(a.forward(zeros({3}, DType::Int64)),
                        "nn.Sigmoid::updateOutput: expected float32 or float64 input, got int64 [3] on cpu", Error);
+}
+
+TEST_CASE("Sigmoid: NaN propagates, infinities take their limits, forward and backward (Note [NaN and Inf])") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (bool inplace : {false, true}) {
+      INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
+      nn::Sigmoid m;
+      m.inplace = inplace;
+      const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
+      expect_values("output", m.forward(x.clone()), {kNaN, 1, 0, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0))},
+                    1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)),
+                    {kNaN, 0, 0, std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0))),
+                     std::exp(-1.0) / ((1 + std::exp(-1.0)) * (1 + std::exp(-1.0)))},
+                    1e-6);
+    }
+  }
 }

@@ -5,6 +5,7 @@
 
 #include "nn/SoftMax.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -105,4 +106,16 @@ TEST_CASE("SoftMax state round trip, printing and errors") {
                        "nn.SoftMax::updateGradInput: expected gradOutput of the input's shape and dtype (float32 [2 x "
                        "3] on cpu), got float32 [2 x 4] on cpu",
                        Error);
+}
+
+TEST_CASE("SoftMax: a row with a NaN or +Inf is NaN, -Inf entries give 0 (Note [NaN and Inf])") {
+  nn::SoftMax m;
+  // rows: NaN; +Inf; -Inf with log(1), log(3) (softmax 0, 1/4, 3/4); all -Inf
+  const Tensor x = from_vector<double>({1, kNaN, 2, 0, kInf, 1, -kInf, 0, std::log(3.0), -kInf, -kInf, -kInf}, {4, 3});
+  const Tensor y = m.forward(x);
+  expect_values("output", y, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, 0.25, 0.75, kNaN, kNaN, kNaN});
+  const std::vector<double> g =
+      m.backward(x, from_vector<double>(std::vector<double>(12, 0.5), {4, 3})).to_vector<double>();
+  for (int i : {0, 1, 2, 3, 4, 5, 9, 10, 11}) CHECK(std::isnan(g[i]));
+  for (int i : {6, 7, 8}) CHECK(std::isfinite(g[i]));
 }

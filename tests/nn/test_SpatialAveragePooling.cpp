@@ -3,6 +3,7 @@
 
 #include "nn/SpatialAveragePooling.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 #include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
@@ -170,4 +171,17 @@ TEST_CASE("SpatialAveragePooling on a batch large enough to run in parallel") {
     CHECK(max_abs_diff(m.forward(x), ref) <= 1e-14);
     pooltest::expect_batch_matches_samples(m, x, gen);
   }
+}
+
+TEST_CASE(
+    "SpatialAveragePooling: NaN and infinities enter the window sums, the gradient does not read the input (Note [NaN "
+    "and Inf])") {
+  nn::SpatialAveragePooling m(2, 2, 2, 2);
+  const Tensor x =
+      from_vector<double>({0.5, 0.25, -1, kInf, -0.5, kNaN, 2, 1, -kInf, -2, 3, 0.125, 0.75, -3, -0.25, 4}, {1, 4, 4});
+  expect_values("output", m.forward(x), {kNaN, kInf, -kInf, (3 + 0.125 - 0.25 + 4) / 4});
+  expect_values("gradInput", m.backward(x, ones({1, 2, 2}, DType::Float64)), std::vector<double>(16, 0.25));
+  // +Inf and -Inf in one window: NaN
+  const Tensor both = from_vector<double>({kInf, -kInf, 1, 2}, {1, 2, 2});
+  expect_values("output", m.forward(both), {kNaN});
 }

@@ -5,6 +5,7 @@
 
 #include "nn/SpatialBatchNormalization.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -147,4 +148,33 @@ TEST_CASE("SpatialBatchNormalization state round trip, printing and errors") {
   CHECK(m.forward(zeros({1, 3, 1, 1})).sizes() == Shape{1, 3, 1, 1});
   CHECK_THROWS_WITH_AS(nn::SpatialBatchNormalization(-2),
                        doctest::Contains("nn.SpatialBatchNormalization: expected nOutput > 0"), Error);
+}
+
+TEST_CASE(
+    "SpatialBatchNormalization: a channel with a non-finite value is NaN in training, element-wise in evaluation (Note "
+    "[NaN and Inf])") {
+  for (double bad : {kNaN, kInf, -kInf}) {
+    INFO("non-finite value ", bad);
+    nn::SpatialBatchNormalization m(2);
+    // [2 x 2 x 1 x 2]: channel 0 holds the value, channel 1 is finite
+    std::vector<double> v = {1, bad, 3, 4, 5, 6, 7, 8};
+    const Tensor x = from_vector<double>(v, {2, 2, 1, 2});
+    m.to(DType::Float64);
+    m.train();
+    const std::vector<double> y = m.forward(x).to_vector<double>();
+    for (int i : {0, 1, 4, 5}) CHECK(std::isnan(y[i]));
+    for (int i : {2, 3, 6, 7}) CHECK(std::isfinite(y[i]));
+    const std::vector<double> g = m.backward(x, ones({2, 2, 1, 2}, DType::Float64)).to_vector<double>();
+    for (int i : {0, 1, 4, 5}) CHECK(std::isnan(g[i]));
+    for (int i : {2, 3, 6, 7}) CHECK(std::isfinite(g[i]));
+    CHECK(std::isnan(m.running_var.to_vector<double>()[0]));
+    CHECK(std::isfinite(m.running_var.to_vector<double>()[1]));
+    m.evaluate();
+    nn::SpatialBatchNormalization e(2);
+    e.to(DType::Float64);
+    e.evaluate();
+    const std::vector<double> ye = e.forward(x).to_vector<double>();
+    for (int i = 0; i < 8; ++i) CHECK(std::isfinite(ye[i]) == (i != 1));
+    if (!std::isnan(bad)) CHECK(ye[1] == bad);  // x / sqrt(1 + eps): the same infinity
+  }
 }

@@ -5,6 +5,7 @@
 
 #include "nn/SpatialMaxPooling.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 #include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
@@ -231,4 +232,34 @@ TEST_CASE("SpatialMaxPooling on a batch large enough to run in parallel") {
   const Tensor x = uniform({8, 16, 24, 23}, -1, 1, gen);
   CHECK(max_abs_diff(m.forward(x), pooltest::naive_pool(x, m.outputShape(x), {{3, 3}, {2, 2}, {1, 1}})) == 0);
   pooltest::expect_batch_matches_samples(m, x, gen);
+}
+
+TEST_CASE(
+    "SpatialMaxPooling: a NaN window gives NaN and takes the gradient, +Inf wins, -Inf loses (Note [NaN and Inf])") {
+  for (bool ceil : {false, true}) {
+    INFO(std::string(ceil ? "ceil mode, a 5 x 5 input (extra windows)" : "floor mode"));
+    nn::SpatialMaxPooling m(2, 2);
+    m.ceil_mode = ceil;
+    std::vector<double> v = {0.5, 0.25, -1, kInf, -0.5, kNaN, 2, 1, -kInf, -2, 3, 0.125, 0.75, -3, -0.25, 4};
+    Shape shape{1, 4, 4};
+    if (ceil) {  // a fifth row and column: ceil mode adds windows over them; a NaN in the corner one
+      std::vector<double> w(25, -5.0);
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) w[r * 5 + c] = v[r * 4 + c];
+      w[24] = kNaN;
+      v = w;
+      shape = {1, 5, 5};
+    }
+    const Tensor x = from_vector<double>(v, shape);
+    const Tensor y = m.forward(x);
+    const Tensor g = m.backward(x, ones(y.sizes(), DType::Float64));
+    if (!ceil) {
+      expect_values("output", y, {kNaN, kInf, 0.75, 4});
+      expect_values("gradInput", g, {0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1});
+    } else {
+      expect_values("output", y, {kNaN, kInf, -5, 0.75, 4, -5, -5, -5, kNaN});
+      CHECK(g.to_vector<double>()[24] == 1);  // the corner NaN took its window's gradient
+      CHECK(g.to_vector<double>()[6] == 1);   // the first NaN too
+    }
+  }
 }

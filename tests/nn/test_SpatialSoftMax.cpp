@@ -5,6 +5,7 @@
 
 #include "nn/SpatialSoftMax.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -76,4 +77,11 @@ TEST_CASE("SpatialSoftMax state round trip, printing and errors") {
                        Error);
   CHECK_THROWS_WITH_AS(a.forward(zeros({3, 2, 2}, DType::Int64)),
                        doctest::Contains("::updateOutput: expected float32 or float64 input, got int64"), Error);
+}
+
+TEST_CASE("SpatialSoftMax: the planes at a NaN's or +Inf's position are NaN, the others finite (Note [NaN and Inf])") {
+  nn::SpatialSoftMax m;
+  // [1 x 2 x 1 x 3]: position 0 holds a NaN, position 1 a +Inf, position 2 a -Inf
+  const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, 2, 3}, {1, 2, 1, 3});
+  expect_values("output", m.forward(x), {kNaN, kNaN, 0, kNaN, kNaN, 1});
 }

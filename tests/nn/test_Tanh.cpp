@@ -5,6 +5,7 @@
 
 #include "nn/Tanh.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;
@@ -72,4 +73,18 @@ TEST_CASE("Tanh state round trip, printing and errors") {
                        "nn.Tanh::updateGradInput: expected gradOutput of the output's shape and dtype (float32 [2 x 2] "
                        "on cpu), got float64 [2 x 2] on cpu",
                        Error);
+}
+
+TEST_CASE("Tanh: NaN propagates, infinities take their limits, forward and backward (Note [NaN and Inf])") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (bool inplace : {false, true}) {
+      INFO(std::string(name(dt)), std::string(inplace ? " in place" : ""));
+      nn::Tanh m;
+      m.inplace = inplace;
+      const Tensor x = from_vector<double>({kNaN, kInf, -kInf, 1, -1}, {5}).to(dt);
+      expect_values("output", m.forward(x.clone()), {kNaN, 1, -1, std::tanh(1.0), -std::tanh(1.0)}, 1e-6);
+      expect_values("gradInput", m.backward(x, ones({5}, dt)),
+                    {kNaN, 0, 0, 1 - std::tanh(1.0) * std::tanh(1.0), 1 - std::tanh(1.0) * std::tanh(1.0)}, 1e-6);
+    }
+  }
 }

@@ -4,6 +4,7 @@
 #include "nn/SpatialAveragePooling.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 #include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
@@ -164,4 +165,14 @@ TEST_CASE("VolumetricAveragePooling on a batch large enough to run in parallel")
     CHECK(max_abs_diff(m.forward(x), ref) <= 1e-14);
     pooltest::expect_batch_matches_samples(m, x, gen);
   }
+}
+
+TEST_CASE("VolumetricAveragePooling: NaN and infinities enter the window sums (Note [NaN and Inf])") {
+  nn::VolumetricAveragePooling m(2, 2, 2);
+  std::vector<double> v(16, 1.0);
+  v[5] = kNaN;
+  v[14] = -kInf;
+  const Tensor x = from_vector<double>(v, {1, 2, 2, 4});
+  expect_values("output", m.forward(x), {kNaN, -kInf});
+  expect_values("gradInput", m.backward(x, ones({1, 1, 1, 2}, DType::Float64)), std::vector<double>(16, 0.125));
 }

@@ -4,6 +4,7 @@
 #include "nn/SpatialMaxPooling.h"
 #include "nn/VolumetricMaxPooling.h"
 #include "tests/common/GradCheck.h"
+#include "tests/nn/NonFinite.h"
 #include "tests/nn/PoolingReference.h"
 
 using namespace tensor;
@@ -160,4 +161,19 @@ TEST_CASE("VolumetricMaxPooling on a batch large enough to run in parallel") {
   const Tensor x = uniform({8, 2, 8, 16, 15}, -1, 1, gen);
   CHECK(max_abs_diff(m.forward(x), pooltest::naive_pool(x, m.outputShape(x), {{2, 3, 3}, {2, 2, 2}, {1, 1, 1}})) == 0);
   pooltest::expect_batch_matches_samples(m, x, gen);
+}
+
+TEST_CASE("VolumetricMaxPooling: a NaN window gives NaN and takes the gradient, +Inf wins (Note [NaN and Inf])") {
+  nn::VolumetricMaxPooling m(2, 2, 2);
+  std::vector<double> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = i * 0.5 - 4;
+  v[5] = kNaN;   // in window 0 (depth 0-1, rows 0-1, columns 0-1)
+  v[14] = kInf;  // in window 1 (columns 2-3)... of a [1 x 2 x 2 x 4] input
+  v[8] = -kInf;  // in window 0 too: NaN still wins
+  const Tensor x = from_vector<double>(v, {1, 2, 2, 4});
+  expect_values("output", m.forward(x), {kNaN, kInf});
+  const std::vector<double> g = m.backward(x, ones({1, 1, 1, 2}, DType::Float64)).to_vector<double>();
+  CHECK(g[5] == 1);
+  CHECK(g[14] == 1);
+  CHECK(g[0] + g[1] + g[4] + g[8] + g[9] + g[12] + g[13] == 0);
 }

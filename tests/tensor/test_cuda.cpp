@@ -522,3 +522,38 @@ TEST_CASE("cuda: an impossible allocation throws and leaves the device usable") 
   CHECK(ones({1000}, DType::Float32, kGpu).sum().item() == 1000);
   CHECK_THROWS_AS(cuda::allocate(SIZE_MAX, 0), Error);
 }
+
+TEST_CASE("cuda: a memory limit refuses what would exceed it, after releasing the cache, and names itself") {
+  cuda::empty_cache();
+  const size_t base = cuda::memory_stats(0).reserved_bytes;
+  { const Tensor warm = empty({1 << 18}, DType::Float32, kGpu); }  // 1 MiB, now cached
+  CHECK(cuda::memory_stats(0).reserved_bytes > base);
+  cuda::set_memory_limit(base + (3u << 20), 0);
+  CHECK(cuda::memory_limit(0) == base + (3u << 20));
+  CHECK_NOTHROW(empty({1 << 18}, DType::Float32, kGpu));  // served from the cache
+  std::string message;
+  try {
+    (void)empty({1 << 20}, DType::Float32, kGpu);  // 4 MiB: over the limit even with the cache released
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  cuda::set_memory_limit(0, 0);
+  INFO(message);
+  CHECK(message.find("tensor::cuda::allocate: out of memory on cuda:0: cannot allocate 4194304 bytes (4.00 MiB)") == 0);
+  CHECK(message.find("free of ") != std::string::npos);
+  CHECK(message.find("its limit is ") != std::string::npos);
+  CHECK(cuda::memory_stats(0).reserved_bytes == cuda::memory_stats(0).allocated_bytes);  // the cache was released
+  CHECK_NOTHROW(empty({1 << 20}, DType::Float32, kGpu));                                 // no limit: fine again
+}
+
+TEST_CASE("cuda: shutdown gives cached blocks and the stream back; live tensors stay; work resumes") {
+  const Tensor live = arange(0, 1000, 1, DType::Float32).to(kGpu);
+  { const Tensor cached = empty({1 << 20}, DType::Float32, kGpu); }
+  cuda::shutdown();
+  const cuda::MemoryStats s = cuda::memory_stats(0);
+  CHECK(s.reserved_bytes == s.allocated_bytes);
+  CHECK(s.allocated_bytes >= live.nbytes());
+  CHECK(identical(live.cpu(), arange(0, 1000, 1, DType::Float32)));  // a new stream, the same data
+  CHECK(identical(live.mul(2).cpu(), arange(0, 2000, 2, DType::Float32)));
+  cuda::shutdown();  // twice is fine
+}
