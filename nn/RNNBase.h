@@ -100,14 +100,35 @@ class RNNBase : public Module {
     bool batchFirst;
     double dropout;
     bool bidirectional;
+    bool persist = false, rememberStates = false;
   };
   static Options readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional = true);
+  // What fromConfig sets after construction: persist and rememberStates.
+  void applyOptions(const Options& options);
+  // rememberStates: the last forward's final states become hiddenInput/cellInput (copies).
+  // updateOutput calls it first, before checkInput (the twins' too).
+  void carryStates();
+  // BLSTM/BGRU (and their twins): the type fixes the direction, so config() has no "bidirectional".
+  bool impliedBidirectional() const;
+  // The last forward as the backward checks it (input shape, dtype, lengths, training mode).
+  struct ForwardRecord {
+    Shape inputShape;
+    DType dtype = DType::Float32;
+    std::vector<int64_t> lengths;
+    bool training = false;  // false also when there was no forward since construction / to()
+  };
+  ForwardRecord forward_;
+  // "expected a forward() in training mode with input [..] first": throws unless the last
+  // forward was a training one on `input`'s shape, dtype and the current sequenceLengths.
+  void checkTrainingForward(const Tensor& input, const char* method) const;
 
   bool rememberStates_ = false;
   // What the CPU forward keeps for backward (gate activations, per-layer inputs, dropout
   // masks); the cudnn twin keeps cuDNN's reserve space instead. Implementation-defined.
   std::vector<Tensor> saved_;
   Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
+  bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
+  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (a view of the input, or saved_'s copy)
 };
 
 }  // namespace nn
