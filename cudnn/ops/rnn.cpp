@@ -401,8 +401,8 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
         return;
       }
       if (!(k.persist && !e->ran && refusal(st))) check(st, "cudnnRNNForward", __LINE__);
-      drop_entry(m, k);
     }
+    drop_entry(m, k);
     // cuDNN refused the persistent algorithm here: the standard one from now on
     m.refusedPersist.push_back(k);
     if (!m.saidPersist) {
