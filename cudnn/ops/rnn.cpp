@@ -261,7 +261,8 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
     const cudnnDropoutDescriptor_t dd = dropping ? m.dropout.set(m.p, m.seed) : m.noDropout.set(0, 0);
     const cudnnStatus_t st = cudnnSetRNNDescriptor_v8(
         fresh->rnn.get(), fresh->algo, cell_mode(b.mode()), CUDNN_RNN_DOUBLE_BIAS,
-        b.directions() == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, data_type(b.dtype()),
+        b.directions() == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
+        b.inputMode() == RNNInputMode::Skip ? CUDNN_SKIP_INPUT : CUDNN_LINEAR_INPUT, data_type(b.dtype()),
         math_precision(b.dtype()), k.math, static_cast<int32_t>(k.inputDim), static_cast<int32_t>(b.hidden()),
         static_cast<int32_t>(b.hidden()), static_cast<int32_t>(b.depth()), dd,
         k.batchFirst || k.varlen ? CUDNN_RNN_PADDED_IO_ENABLED : CUDNN_RNN_PADDED_IO_DISABLED);

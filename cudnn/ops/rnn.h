@@ -86,6 +86,7 @@ class RNNBlock {
   int64_t depth() const { return depth_; }
   int64_t directions() const { return direction_ == RNNDirection::Bidirectional ? 2 : 1; }
   nn::RNNMode mode() const { return mode_; }
+  RNNInputMode inputMode() const { return inputMode_; }
 
   struct Impl;  // descriptors, cache and the last forward (rnn.cpp)
 
