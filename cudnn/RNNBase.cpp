@@ -82,7 +82,10 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
           throw tensor::Error(m.type_name() + ": expected " + p.name + (k ? " (grad)" : "") + " of " +
                               tensor::shape_str(v.sizes()) + ", got " + t.description());
         }
-        if (t.defined()) Tensor(v).copy_(t); else Tensor(v).zero_();
+        if (t.defined())
+          Tensor(v).copy_(t);
+        else
+          Tensor(v).zero_();
         t = v;
       }
     }

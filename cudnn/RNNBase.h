@@ -46,7 +46,7 @@ class RNNCompute {
 
   std::unique_ptr<RNNBlock> block_;
   Tensor w_, dw_, dwScratch_;
-  std::vector<Tensor> views_;  // per parameter: value view, grad view
+  std::vector<Tensor> views_;   // per parameter: value view, grad view
   Tensor h0_, c0_, dhy_, dcy_;  // private copies of states on the device
   bool seeded_ = false;
   uint64_t seed_ = 0;
@@ -91,7 +91,8 @@ class RNNBase : public Twin<Base> {
     this->checkGradOutput(input, gradOutput, "accGradParameters");
     this->checkTrainingForward(input, "accGradParameters");
     if (!compute_.backwardDataDone()) {
-      throw tensor::Error(where + "expected updateGradInput() after the forward first (backward() calls both), got none");
+      throw tensor::Error(where +
+                          "expected updateGradInput() after the forward first (backward() calls both), got none");
     }
     compute_.backwardWeights(scale);
   }

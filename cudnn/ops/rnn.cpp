@@ -42,10 +42,14 @@ constexpr size_t kMaxEntries = 16;
 
 cudnnRNNMode_t cell_mode(nn::RNNMode m) {
   switch (m) {
-    case nn::RNNMode::ReLU: return CUDNN_RNN_RELU;
-    case nn::RNNMode::Tanh: return CUDNN_RNN_TANH;
-    case nn::RNNMode::LSTM: return CUDNN_LSTM;
-    case nn::RNNMode::GRU: return CUDNN_GRU;
+    case nn::RNNMode::ReLU:
+      return CUDNN_RNN_RELU;
+    case nn::RNNMode::Tanh:
+      return CUDNN_RNN_TANH;
+    case nn::RNNMode::LSTM:
+      return CUDNN_LSTM;
+    case nn::RNNMode::GRU:
+      return CUDNN_GRU;
   }
   return CUDNN_LSTM;
 }
@@ -56,10 +60,13 @@ cudnnDataType_t math_precision(DType d) { return d == DType::Float64 ? CUDNN_DAT
 // float32: TF32 only when allow_tf32 (FMA math keeps it off); 16-bit data: tensor cores
 cudnnMathType_t math_type(DType d) {
   switch (d) {
-    case DType::Float32: return config().allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    case DType::Float32:
+      return config().allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     case DType::Float16:
-    case DType::BFloat16: return CUDNN_TENSOR_OP_MATH;
-    default: return CUDNN_DEFAULT_MATH;
+    case DType::BFloat16:
+      return CUDNN_TENSOR_OP_MATH;
+    default:
+      return CUDNN_DEFAULT_MATH;
   }
 }
 
@@ -136,7 +143,12 @@ struct RNNBlock::Impl {
 
 RNNBlock::RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode, RNNInputMode inputMode,
                    RNNDirection direction)
-    : dtype_(dtype), hidden_(hidden), depth_(depth), mode_(mode), inputMode_(inputMode), direction_(direction),
+    : dtype_(dtype),
+      hidden_(hidden),
+      depth_(depth),
+      mode_(mode),
+      inputMode_(inputMode),
+      direction_(direction),
       impl_(std::make_unique<Impl>()) {
   data_type(dtype);  // throws for dtypes cuDNN has no use for
   if (hidden <= 0 || depth <= 0) {
@@ -150,7 +162,8 @@ RNNBlock::RNNBlock(RNNBlock&&) noexcept = default;
 RNNBlock& RNNBlock::operator=(RNNBlock&&) noexcept = default;
 
 void RNNBlock::setDropout(double p, uint64_t seed) {
-  if (p < 0 || p >= 1) throw tensor::Error("cudnn::RNNBlock::setDropout: expected p in [0, 1), got " + std::to_string(p));
+  if (p < 0 || p >= 1)
+    throw tensor::Error("cudnn::RNNBlock::setDropout: expected p in [0, 1), got " + std::to_string(p));
   if (p == impl_->p && seed == impl_->seed) return;
   impl_->p = p;
   impl_->seed = seed;
@@ -165,7 +178,8 @@ bool RNNBlock::backwardDataDone() const { return impl_->last.valid && impl_->las
 // ------------------------------------------------------------------------------ weights
 
 int64_t RNNBlock::paramSize(int64_t inputDim) {
-  if (inputDim <= 0) throw tensor::Error("cudnn::RNNBlock::paramSize: expected inputDim > 0, got " + std::to_string(inputDim));
+  if (inputDim <= 0)
+    throw tensor::Error("cudnn::RNNBlock::paramSize: expected inputDim > 0, got " + std::to_string(inputDim));
   if (inputMode_ == RNNInputMode::Skip && inputDim != hidden_) {
     throw tensor::Error("cudnn::RNNBlock::paramSize: skip input mode expects inputDim == hidden (" +
                         std::to_string(hidden_) + "), got " + std::to_string(inputDim));
@@ -229,9 +243,8 @@ std::vector<RNNGate> RNNBlock::splitParams(const Tensor& params, int64_t layer, 
     PlainTensorDescriptor md, bd;
     void* mp = nullptr;
     void* bp = nullptr;
-    CUDNN_CHECK(cudnnGetRNNWeightParams(handle(), impl_->layout.get(), static_cast<int32_t>(layer),
-                                        impl_->layoutBytes, params.raw_data(), static_cast<int32_t>(id), md.get(), &mp,
-                                        bd.get(), &bp));
+    CUDNN_CHECK(cudnnGetRNNWeightParams(handle(), impl_->layout.get(), static_cast<int32_t>(layer), impl_->layoutBytes,
+                                        params.raw_data(), static_cast<int32_t>(id), md.get(), &mp, bd.get(), &bp));
     gates[static_cast<size_t>(id)] = {view(mp, md.get(), true), view(bp, bd.get(), false)};
   }
   return gates;
@@ -276,8 +289,8 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
       throw tensor::Error("cudnn::RNNBlock: cuDNN's weight space is " + std::to_string(bytes) + " bytes for " +
                           key_str(k) + " but " + std::to_string(m.layoutBytes) + " for the weight layout");
     }
-    fresh->hd.set(b.dtype(), {b.depth() * b.directions(), k.batch, b.hidden()},
-                  {k.batch * b.hidden(), b.hidden(), 1}, 3);
+    fresh->hd.set(b.dtype(), {b.depth() * b.directions(), k.batch, b.hidden()}, {k.batch * b.hidden(), b.hidden(), 1},
+                  3);
     m.cache.push_back(std::move(fresh));
     e = m.cache.back().get();
   }
@@ -291,17 +304,17 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
                                                      : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED;
     double zero = 0;  // paddingFill, read as the data's type: all-zero bits are 0 in each
     CUDNN_CHECK(cudnnSetRNNDataDescriptor(e->xd.get(), data_type(b.dtype()), layout, static_cast<int>(k.seq),
-                                          static_cast<int>(k.batch), static_cast<int>(k.inputDim),
-                                          e->lengths.data(), &zero));
+                                          static_cast<int>(k.batch), static_cast<int>(k.inputDim), e->lengths.data(),
+                                          &zero));
     CUDNN_CHECK(cudnnSetRNNDataDescriptor(e->yd.get(), data_type(b.dtype()), layout, static_cast<int>(k.seq),
                                           static_cast<int>(k.batch), static_cast<int>(b.hidden() * b.directions()),
                                           e->lengths.data(), &zero));
     const size_t nbytes = e->lengths.size() * sizeof(int32_t);
     if (!e->devLengths.defined() || e->devLengths.nbytes() < nbytes) e->devLengths = empty_bytes(nbytes, s.x);
     tensor::cuda::copy_bytes(e->devLengths.raw_data(), true, e->lengths.data(), false, nbytes, s.x.device().index);
-    const cudnnStatus_t st =
-        cudnnGetRNNTempSpaceSizes(handle(), e->rnn.get(), k.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                                  e->xd.get(), &e->work, &e->reserve);
+    const cudnnStatus_t st = cudnnGetRNNTempSpaceSizes(handle(), e->rnn.get(),
+                                                       k.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                                       e->xd.get(), &e->work, &e->reserve);
     if (st != CUDNN_STATUS_SUCCESS) {
       if (k.persist && refusal(st)) return nullptr;
       check(st, "cudnnGetRNNTempSpaceSizes", __LINE__);
@@ -331,13 +344,14 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   const std::string where = "cudnn::RNNBlock::forward: ";
   check_cuda(where, x, "x");
   check_same(where, x, "x", params, "params");
-  if (x.dim() != 3 || !x.is_contiguous()) throw tensor::Error(where + "expected a contiguous 3-d x, got " + x.description());
+  if (x.dim() != 3 || !x.is_contiguous())
+    throw tensor::Error(where + "expected a contiguous 3-d x, got " + x.description());
   tensor::cuda::DeviceGuard guard(x.device().index);
   const int64_t T = s.batchFirst ? x.size(1) : x.size(0), B = s.batchFirst ? x.size(0) : x.size(1);
   const int64_t I = x.size(2), H = hidden_, LD = depth_ * directions();
   if (params.numel() != paramSize(I)) {
-    throw tensor::Error(where + "expected a weight buffer of " + std::to_string(paramSize(I)) + " elements for input size " +
-                        std::to_string(I) + ", got " + params.description());
+    throw tensor::Error(where + "expected a weight buffer of " + std::to_string(paramSize(I)) +
+                        " elements for input size " + std::to_string(I) + ", got " + params.description());
   }
   nn::ensure(y, s.batchFirst ? Shape{B, T, directions() * H} : Shape{T, B, directions() * H}, x);
   nn::ensure(hy, {LD, B, H}, x);
@@ -346,9 +360,15 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   m.last = {};
   if (B == 0 || T == 0) {  // nothing for cuDNN to do: the states pass through
     y.zero_();
-    if (s.h0.defined()) hy.copy_(s.h0); else hy.zero_();
+    if (s.h0.defined())
+      hy.copy_(s.h0);
+    else
+      hy.zero_();
     if (lstm) {
-      if (s.c0.defined()) cy.copy_(s.c0); else cy.zero_();
+      if (s.c0.defined())
+        cy.copy_(s.c0);
+      else
+        cy.zero_();
     }
     m.last.valid = true;
     m.last.training = s.training;
@@ -362,14 +382,17 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   Key k{I, T, B, s.batchFirst, varlen, s.training, false, math_type(dtype_)};
   if (m.persist) {
     std::string why;
-    if (dtype_ == DType::Float64) why = "float64 data";
-    else if (varlen) why = "variable sequence lengths";
+    if (dtype_ == DType::Float64)
+      why = "float64 data";
+    else if (varlen)
+      why = "variable sequence lengths";
     Key pk = k;
     pk.persist = true;
     for (const Key& r : m.refusedPersist) {
       if (r == pk) why = "cuDNN refused it for these sizes";
     }
-    if (why.empty()) k.persist = true;
+    if (why.empty())
+      k.persist = true;
     else if (!m.saidPersist) {
       m.saidPersist = true;
       say("RNN " + key_str(k) + ": persistent kernels not used (" + why + "): standard algorithm");
@@ -380,13 +403,13 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     if (e) {
       Tensor work = empty_bytes(e->work, x);
-      if (s.training && (!m.reserve.defined() || m.reserve.nbytes() < e->reserve)) m.reserve = empty_bytes(e->reserve, x);
+      if (s.training && (!m.reserve.defined() || m.reserve.nbytes() < e->reserve))
+        m.reserve = empty_bytes(e->reserve, x);
       st = cudnnRNNForward(handle(), e->rnn.get(), s.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
                            static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(), x.raw_data(),
                            e->yd.get(), y.raw_data(), e->hd.get(), ptr_or_null(s.h0), hy.raw_data(), e->hd.get(),
-                           ptr_or_null(s.c0), lstm ? cy.raw_data() : nullptr, m.layoutBytes, params.raw_data(),
-                           e->work, work.raw_data(), s.training ? e->reserve : 0,
-                           s.training ? m.reserve.raw_data() : nullptr);
+                           ptr_or_null(s.c0), lstm ? cy.raw_data() : nullptr, m.layoutBytes, params.raw_data(), e->work,
+                           work.raw_data(), s.training ? e->reserve : 0, s.training ? m.reserve.raw_data() : nullptr);
       if (st == CUDNN_STATUS_SUCCESS) {
         if (k.persist && !e->ran) say("RNN " + key_str(k) + ": persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC)");
         e->ran = true;
@@ -422,8 +445,9 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
   const std::string where = "cudnn::RNNBlock::backwardData: ";
   if (!m.last.valid) throw tensor::Error(where + "expected a forward before backward, got none");
   if (!m.last.training) {
-    throw tensor::Error(where + "expected a training-mode forward before backward, got an evaluate-mode (inference) "
-                                "one, which keeps no reserve space: call train() and forward again");
+    throw tensor::Error(where +
+                        "expected a training-mode forward before backward, got an evaluate-mode (inference) "
+                        "one, which keeps no reserve space: call train() and forward again");
   }
   const Tensor& x = m.last.x;
   tensor::cuda::DeviceGuard guard(x.device().index);
@@ -434,9 +458,15 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
   if (lstm) nn::ensure(dcx, {LD, m.last.batch, hidden_}, x);
   if (m.last.empty) {  // the states' gradients pass through
     dx.zero_();
-    if (dhy.defined()) dhx.copy_(dhy); else dhx.zero_();
+    if (dhy.defined())
+      dhx.copy_(dhy);
+    else
+      dhx.zero_();
     if (lstm) {
-      if (dcy.defined()) dcx.copy_(dcy); else dcx.zero_();
+      if (dcy.defined())
+        dcx.copy_(dcy);
+      else
+        dcx.zero_();
     }
     return;
   }
@@ -445,8 +475,9 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
   if (m.last.dataRuns > 0) {
     // cuDNN's backward consumed the reserve space: run the forward again (same inputs)
     if (m.p > 0 && depth_ > 1) {
-      throw tensor::Error(where + "expected one backward per forward with dropout between layers (a second "
-                                  "one would draw a new dropout mask): forward again first");
+      throw tensor::Error(where +
+                          "expected one backward per forward with dropout between layers (a second "
+                          "one would draw a new dropout mask): forward again first");
     }
     CUDNN_CHECK(cudnnRNNForward(handle(), e->rnn.get(), CUDNN_FWD_MODE_TRAINING,
                                 static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(), x.raw_data(),
@@ -457,9 +488,9 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
   if (e->key.varlen) dx.zero_();  // positions past a sequence's end get no gradient
   CUDNN_CHECK(cudnnRNNBackwardData_v8(
       handle(), e->rnn.get(), static_cast<const int32_t*>(e->devLengths.raw_data()), e->yd.get(), m.last.y.raw_data(),
-      dy.raw_data(), e->xd.get(), dx.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), ptr_or_null(dhy),
-      dhx.raw_data(), e->hd.get(), ptr_or_null(m.last.c0), ptr_or_null(dcy), lstm ? dcx.raw_data() : nullptr,
-      m.layoutBytes, params.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
+      dy.raw_data(), e->xd.get(), dx.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), ptr_or_null(dhy), dhx.raw_data(),
+      e->hd.get(), ptr_or_null(m.last.c0), ptr_or_null(dcy), lstm ? dcx.raw_data() : nullptr, m.layoutBytes,
+      params.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
   ++m.last.dataRuns;
 }
 
@@ -482,11 +513,10 @@ void RNNBlock::backwardWeights(const Tensor& dparams) {
   tensor::cuda::DeviceGuard guard(x.device().index);
   Impl::Entry* e = m.last.entry;
   Tensor work = empty_bytes(e->work, x);
-  CUDNN_CHECK(cudnnRNNBackwardWeights_v8(handle(), e->rnn.get(), CUDNN_WGRAD_MODE_ADD,
-                                         static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(),
-                                         x.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), e->yd.get(),
-                                         m.last.y.raw_data(), m.layoutBytes, dparams.raw_data(), e->work,
-                                         work.raw_data(), e->reserve, m.reserve.raw_data()));
+  CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
+      handle(), e->rnn.get(), CUDNN_WGRAD_MODE_ADD, static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(),
+      x.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), e->yd.get(), m.last.y.raw_data(), m.layoutBytes,
+      dparams.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
 }
 
 // ------------------------------------------------------------------------------ Theano's form
@@ -494,7 +524,8 @@ void RNNBlock::backwardWeights(const Tensor& dparams) {
 std::vector<Tensor> RNNBlock::apply(const Tensor& params, const Tensor& x, const Tensor& h0, const Tensor& c0) {
   const std::string where = "cudnn::RNNBlock::apply: ";
   check_cuda(where, x, "x");
-  if (x.dim() != 3) throw tensor::Error(where + "expected x of [T x B x inputDim], got " + tensor::shape_str(x.sizes()));
+  if (x.dim() != 3)
+    throw tensor::Error(where + "expected x of [T x B x inputDim], got " + tensor::shape_str(x.sizes()));
   const Shape state = {depth_ * directions(), x.size(1), hidden_};
   for (const auto& [t, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
     if (t->defined() && t->sizes() != state) {
@@ -502,7 +533,8 @@ std::vector<Tensor> RNNBlock::apply(const Tensor& params, const Tensor& x, const
                           tensor::shape_str(t->sizes()));
     }
   }
-  if (c0.defined() && mode_ != nn::RNNMode::LSTM) throw tensor::Error(where + "expected no c0 for a " + nn::rnn_mode_name(mode_) + " block");
+  if (c0.defined() && mode_ != nn::RNNMode::LSTM)
+    throw tensor::Error(where + "expected no c0 for a " + nn::rnn_mode_name(mode_) + " block");
   RNNSequence s;
   s.x = x.contiguous();
   s.h0 = h0.defined() ? h0.contiguous() : Tensor();

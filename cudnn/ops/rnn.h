@@ -38,8 +38,8 @@ struct RNNSequence {
 
 class RNNBlock {
  public:
-  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode,
-           RNNInputMode inputMode = RNNInputMode::Linear, RNNDirection direction = RNNDirection::Unidirectional);
+  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode, RNNInputMode inputMode = RNNInputMode::Linear,
+           RNNDirection direction = RNNDirection::Unidirectional);
   ~RNNBlock();
   RNNBlock(RNNBlock&&) noexcept;
   RNNBlock& operator=(RNNBlock&&) noexcept;

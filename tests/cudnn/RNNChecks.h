@@ -41,8 +41,8 @@ struct RNNCase {
   bool batchFirst = false;
   int64_t seq = 4, batch = 3;
   std::vector<int64_t> lengths = {};  // empty: all seq
-  bool states = false;           // initial states in, gradients on the final states
-  bool evaluate = false;         // forward in evaluate mode (cuDNN's inference), no backward
+  bool states = false;                // initial states in, gradients on the final states
+  bool evaluate = false;              // forward in evaluate mode (cuDNN's inference), no backward
   double dropout = 0;
   bool persist = false;
 };
@@ -100,7 +100,8 @@ inline std::pair<tensor::Tensor, tensor::Tensor> rounded_uniform(const tensor::S
 
 // The twin (in `dtype` on the GPU) and the nn module (float64, CPU) on the same weights.
 template <class Nn, class Cu>
-std::pair<std::shared_ptr<Nn>, std::shared_ptr<Cu>> rnn_pair(const RNNCase& c, bool bidirectional, tensor::DType dtype) {
+std::pair<std::shared_ptr<Nn>, std::shared_ptr<Cu>> rnn_pair(const RNNCase& c, bool bidirectional,
+                                                             tensor::DType dtype) {
   auto ref = make_rnn<Nn>(c, bidirectional);
   auto twin = make_rnn<Cu>(c, bidirectional);
   ref->to(tensor::DType::Float64);
@@ -117,7 +118,8 @@ template <class Nn, class Cu>
 void expect_rnn_twin_matches(const RNNCase& c, bool bidirectional, tensor::DType dtype, TwinTolerance tol,
                              uint64_t seed) {
   using tensor::Tensor;
-  INFO(std::string(c.name), " in ", std::string(tensor::name(dtype)), bidirectional ? ", bidirectional" : "", " (seed ", seed, ")");
+  INFO(std::string(c.name), " in ", std::string(tensor::name(dtype)), bidirectional ? ", bidirectional" : "", " (seed ",
+       seed, ")");
   tensor::manual_seed(seed);
   auto [ref, twin] = rnn_pair<Nn, Cu>(c, bidirectional, dtype);
   CHECK(twin->type_name() == "cudnn" + ref->type_name().substr(2));
@@ -129,8 +131,8 @@ void expect_rnn_twin_matches(const RNNCase& c, bool bidirectional, tensor::DType
   tensor::Generator gen(seed);
   const int64_t T = c.seq, B = c.batch, LD = c.layers * ref->numDirections();
   const bool lstm = ref->mode == nn::RNNMode::LSTM;
-  auto [xg, x] = rounded_uniform(c.batchFirst ? tensor::Shape{B, T, c.inputDim} : tensor::Shape{T, B, c.inputDim}, gen,
-                                 dtype);
+  auto [xg, x] =
+      rounded_uniform(c.batchFirst ? tensor::Shape{B, T, c.inputDim} : tensor::Shape{T, B, c.inputDim}, gen, dtype);
   ref->sequenceLengths = c.lengths;
   twin->sequenceLengths = c.lengths;
   if (c.states) {
@@ -280,10 +282,10 @@ void expect_rnn_lifecycle(uint64_t seed) {
     auto twin = make_rnn<Cu>(c, false);
     twin->to(gpu);
     twin->sequenceLengths = {6, 3, 5};
-    twin->hiddenInput = tensor::uniform({c.layers * twin->numDirections(), c.batch, c.hidden}, -1, 1, gen,
-                                        tensor::DType::Float32, gpu);
-    expect_no_steady_state_allocations(*twin, tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen,
-                                                              tensor::DType::Float32, gpu));
+    twin->hiddenInput =
+        tensor::uniform({c.layers * twin->numDirections(), c.batch, c.hidden}, -1, 1, gen, tensor::DType::Float32, gpu);
+    expect_no_steady_state_allocations(
+        *twin, tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen, tensor::DType::Float32, gpu));
   }
 
   SUBCASE("convert both ways keeps the weights bit-exact") {
@@ -338,8 +340,7 @@ void expect_rnn_lifecycle(uint64_t seed) {
                          tensor::Error);
     twin->train();
     twin->forward(x);
-    CHECK_THROWS_WITH_AS(twin->accGradParameters(x, y), doctest::Contains("expected updateGradInput()"),
-                         tensor::Error);
+    CHECK_THROWS_WITH_AS(twin->accGradParameters(x, y), doctest::Contains("expected updateGradInput()"), tensor::Error);
     CHECK_THROWS_WITH_AS(twin->forward(x.cpu()), doctest::Contains("expected input on a CUDA device"), tensor::Error);
     CHECK_THROWS_WITH_AS(twin->forward(x.to(tensor::DType::Float64)), doctest::Contains("dtype"), tensor::Error);
     // updateGradInput twice after one forward (Torch allows it): the same answer

@@ -40,7 +40,8 @@ TEST_CASE("cudnn.RNNReLU dropout between layers: drops a fraction p, scales by 1
   const Tensor y1 = twin.forward(x).cpu();
   const double n = static_cast<double>(y1.numel());
   const double kept = level / (1 - p);
-  const Tensor zero = y1.eq(0.0).to(tensor::DType::Float64), scaled = y1.sub(kept).abs().lt(1e-6).to(tensor::DType::Float64);
+  const Tensor zero = y1.eq(0.0).to(tensor::DType::Float64),
+               scaled = y1.sub(kept).abs().lt(1e-6).to(tensor::DType::Float64);
   const double zeros = zero.sum().item(), scaledCount = scaled.sum().item();
   INFO("fraction dropped ", zeros / n, " of ", n, ", p = ", p);
   CHECK(zeros + scaledCount == n);  // every element is dropped or scaled by 1/(1-p)

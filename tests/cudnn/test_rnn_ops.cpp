@@ -23,10 +23,14 @@ const Device gpu = Device::cuda(0);
 
 std::shared_ptr<nn::RNNBase> make_nn(nn::RNNMode mode, int64_t I, int64_t H, int64_t L, bool bidirectional) {
   switch (mode) {
-    case nn::RNNMode::ReLU: return std::make_shared<nn::RNNReLU>(I, H, L, false, 0, bidirectional);
-    case nn::RNNMode::Tanh: return std::make_shared<nn::RNNTanh>(I, H, L, false, 0, bidirectional);
-    case nn::RNNMode::LSTM: return std::make_shared<nn::LSTM>(I, H, L, false, 0, bidirectional);
-    case nn::RNNMode::GRU: return std::make_shared<nn::GRU>(I, H, L, false, 0, bidirectional);
+    case nn::RNNMode::ReLU:
+      return std::make_shared<nn::RNNReLU>(I, H, L, false, 0, bidirectional);
+    case nn::RNNMode::Tanh:
+      return std::make_shared<nn::RNNTanh>(I, H, L, false, 0, bidirectional);
+    case nn::RNNMode::LSTM:
+      return std::make_shared<nn::LSTM>(I, H, L, false, 0, bidirectional);
+    case nn::RNNMode::GRU:
+      return std::make_shared<nn::GRU>(I, H, L, false, 0, bidirectional);
   }
   return nullptr;
 }
@@ -146,7 +150,8 @@ TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inferen
   CHECK_THROWS_WITH_AS(block.splitParams(zeros({3}, DType::Float32, gpu), 0, I),
                        doctest::Contains("expected a contiguous float32"), Error);
   CHECK_THROWS_WITH_AS(block.splitParams(params, 1, I), doctest::Contains("expected a pseudo-layer in [0, 1)"), Error);
-  CHECK_THROWS_WITH_AS(block.apply(params, zeros({2, 1, I}, DType::Float32, gpu), zeros({1, 2, H}, DType::Float32, gpu)),
-                       doctest::Contains("expected h0 of [1 x 1 x 4]"), Error);
+  CHECK_THROWS_WITH_AS(
+      block.apply(params, zeros({2, 1, I}, DType::Float32, gpu), zeros({1, 2, H}, DType::Float32, gpu)),
+      doctest::Contains("expected h0 of [1 x 1 x 4]"), Error);
   CHECK_THROWS_AS(cudnn::RNNBlock(DType::Int64, H, 1, nn::RNNMode::GRU), Error);
 }
