@@ -261,7 +261,13 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
     }
     layer0Input_ = x0;
   }
-  const Tensor h0 = cpu_state(hiddenInput), c0 = lstm ? cpu_state(cellInput) : Tensor();
+  // a state set to the last final state without a copy (m.hiddenInput = m.hiddenOutput) is
+  // copied before the final states are rewritten in place
+  auto initial = [&](const Tensor& s, const Tensor& out) {
+    const Tensor t = cpu_state(s);
+    return t.defined() && out.defined() && t.shares_storage(out) ? t.clone() : t;
+  };
+  const Tensor h0 = initial(hiddenInput, hiddenOutput), c0 = lstm ? initial(cellInput, cellOutput) : Tensor();
   ensure(hiddenOutput, stateShape(B), input);
   if (lstm) {
     ensure(cellOutput, stateShape(B), input);
