@@ -155,6 +155,7 @@ inline void expect_all_gradients_ok(const Factory& make, bool bidirectionalOnly 
         m->to(DType::Float64);
         const int64_t seq = 4, batch = 3;
         const Tensor x = tensor::uniform(input_shape(*m, seq, batch), -1, 1, gen, DType::Float64);
+        if (layers == 2) testing::expect_gradients_ok(*m, x);  // the shared checker agrees (input, parameters)
         for (bool states : {false, true}) {
           StateGradOptions o;
           o.initialStates = states;
