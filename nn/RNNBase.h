@@ -134,7 +134,7 @@ class RNNBase : public Module {
   std::vector<Tensor> saved_;
   Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
   bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
-  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (a view of the input, or saved_'s copy)
+  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (the input itself, or a copy)
 };
 
 }  // namespace nn

@@ -50,23 +50,26 @@ struct StateGradOptions {
   bool finalGrads = true;     // the loss includes the final states (gradHiddenOutput/gradCellOutput set)
   int64_t maxSamples = 40;    // entries checked per tensor
   double eps = 1e-6, tolerance = 1e-6;
-  uint64_t seed = 4242;       // the module is reseeded with it before every forward (dropout)
+  uint64_t seed = 4242;  // the module is reseeded with it before every forward (dropout)
 };
 
 // L = sum(y * R) + sum(hn * Rh) + sum(cn * Rc) for a float64 module; the analytic gradients
 // from one backward are compared with central differences at sampled entries of the input,
 // hiddenInput, cellInput and every parameter (kinks, where the one-sided differences
 // disagree, are skipped). Returns the number of entries checked.
-inline int64_t expect_state_gradients_ok(nn::RNNBase& m, const Tensor& input, const StateGradOptions& o = {}) {
+inline int64_t expect_state_gradients_ok(nn::RNNBase& m, const Tensor& input,
+                                         const StateGradOptions& o = {}) {
   Generator gen(o.seed);
   Tensor x = input.clone();
   const int64_t seq = x.size(time_dim(m)), batch = x.size(batch_dim(m));
   const Shape states = {m.numLayers * m.numDirections(), batch, m.outputDim};
   m.hiddenInput = o.initialStates ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
-  m.cellInput = o.initialStates && is_lstm(m) ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
+  m.cellInput =
+      o.initialStates && is_lstm(m) ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
   const Tensor R = tensor::uniform(output_shape(m, seq, batch), -1, 1, gen, DType::Float64);
   const Tensor Rh = o.finalGrads ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
-  const Tensor Rc = o.finalGrads && is_lstm(m) ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
+  const Tensor Rc =
+      o.finalGrads && is_lstm(m) ? tensor::uniform(states, -1, 1, gen, DType::Float64) : Tensor();
   auto loss = [&]() {
     tensor::manual_seed(o.seed);
     const Tensor& y = m.forward(x);
@@ -155,7 +158,8 @@ inline void expect_all_gradients_ok(const Factory& make, bool bidirectionalOnly 
         m->to(DType::Float64);
         const int64_t seq = 4, batch = 3;
         const Tensor x = tensor::uniform(input_shape(*m, seq, batch), -1, 1, gen, DType::Float64);
-        if (layers == 2) testing::expect_gradients_ok(*m, x);  // the shared checker agrees (input, parameters)
+        if (layers == 2)
+          testing::expect_gradients_ok(*m, x);  // the shared checker agrees (input, parameters)
         for (bool states : {false, true}) {
           StateGradOptions o;
           o.initialStates = states;
@@ -228,7 +232,8 @@ inline void expect_matches_pytorch(const std::string& name, const Factory& make)
 
 // ---- variable lengths: each sequence alone gives what it gives in the padded batch ----
 
-inline void expect_lengths_match_single(nn::RNNBase& m, const Tensor& x, const std::vector<int64_t>& lengths) {
+inline void expect_lengths_match_single(nn::RNNBase& m, const Tensor& x,
+                                        const std::vector<int64_t>& lengths) {
   Generator gen(99);
   const int64_t bd = batch_dim(m), td = time_dim(m), batch = x.size(bd), seq = x.size(td);
   const Shape states = {m.numLayers * m.numDirections(), batch, m.outputDim};
@@ -300,7 +305,8 @@ inline void expect_dropout_exact(const Factory& make, bool bidirectional) {
   // evaluate mode keeps nothing for backward, so backward says so
   b->evaluate();
   b->forward(x);
-  CHECK_THROWS_WITH_AS(b->backward(x, ya), doctest::Contains("expected a forward() in training mode"), tensor::Error);
+  CHECK_THROWS_WITH_AS(b->backward(x, ya), doctest::Contains("expected a forward() in training mode"),
+                       tensor::Error);
 }
 
 // ---- rememberStates: two chunks give what the whole sequence gives ----
@@ -380,35 +386,38 @@ inline void expect_errors_ok(const Factory& make) {
   const std::string t = m->type_name();
   const int64_t S = 2 * m->numDirections();  // numLayers * numDirections
   CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 3})),
-                       (t + "::updateOutput: expected input of [seqLength x batch x 3], got [5 x 3]").c_str(), Error);
-  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 4})),
-                       (t + "::updateOutput: expected input of [seqLength x batch x 3], got [5 x 2 x 4]").c_str(),
+                       (t + "::updateOutput: expected input of [seqLength x batch x 3], got [5 x 3]").c_str(),
                        Error);
+  CHECK_THROWS_WITH_AS(
+      m->forward(tensor::zeros({5, 2, 4})),
+      (t + "::updateOutput: expected input of [seqLength x batch x 3], got [5 x 2 x 4]").c_str(), Error);
   CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3}, DType::Float64)),
                        Contains("expected input of weight_ih_l0's dtype and device (float32 on cpu)"), Error);
   m->hiddenInput = tensor::zeros({S, 3, 4});
-  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})),
-                       (t + "::updateOutput: expected hiddenInput of [" + std::to_string(S) +
-                        " x 2 x 4] (numLayers*numDirections x batch x outputDim), got [" + std::to_string(S) +
-                        " x 3 x 4]")
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m->forward(tensor::zeros({5, 2, 3})),
+      (t + "::updateOutput: expected hiddenInput of [" + std::to_string(S) +
+       " x 2 x 4] (numLayers*numDirections x batch x outputDim), got [" + std::to_string(S) + " x 3 x 4]")
+          .c_str(),
+      Error);
   m->hiddenInput = Tensor();
   m->cellInput = tensor::zeros({S, 2, 5});
-  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})),
-                       Contains(is_lstm(*m) ? "expected cellInput of [" : "expected no cellInput (LSTM only)"), Error);
+  CHECK_THROWS_WITH_AS(
+      m->forward(tensor::zeros({5, 2, 3})),
+      Contains(is_lstm(*m) ? "expected cellInput of [" : "expected no cellInput (LSTM only)"), Error);
   m->cellInput = Tensor();
   m->sequenceLengths = {5, 0};
-  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})),
-                       (t + "::updateOutput: expected sequenceLengths of 2 entries (one per batch entry) in [1, 5], "
-                            "got [5, 0]")
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m->forward(tensor::zeros({5, 2, 3})),
+      (t + "::updateOutput: expected sequenceLengths of 2 entries (one per batch entry) in [1, 5], "
+           "got [5, 0]")
+          .c_str(),
+      Error);
   m->sequenceLengths = {5, 6};
   CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})), Contains("got [5, 6]"), Error);
   m->sequenceLengths = {5};
-  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})), Contains("expected sequenceLengths of 2 entries"),
-                       Error);
+  CHECK_THROWS_WITH_AS(m->forward(tensor::zeros({5, 2, 3})),
+                       Contains("expected sequenceLengths of 2 entries"), Error);
   m->sequenceLengths.clear();
   // backward: gradOutput's shape first, then a training forward on this input
   const Tensor x = tensor::zeros({5, 2, 3});
@@ -418,25 +427,29 @@ inline void expect_errors_ok(const Factory& make) {
                            .c_str(),
                        Error);
   const Tensor gy = tensor::zeros({5, 2, 4 * m->numDirections()});
-  CHECK_THROWS_WITH_AS(m->backward(x, gy), Contains((t + "::updateGradInput: expected a forward() in training mode").c_str()),
+  CHECK_THROWS_WITH_AS(m->backward(x, gy),
+                       Contains((t + "::updateGradInput: expected a forward() in training mode").c_str()),
                        Error);
   m->forward(tensor::zeros({4, 2, 3}));
-  CHECK_THROWS_WITH_AS(m->backward(tensor::zeros({5, 2, 3}), gy), Contains("got last forward: training mode, float32 [4 x 2 x 3]"),
-                       Error);
+  CHECK_THROWS_WITH_AS(m->backward(tensor::zeros({5, 2, 3}), gy),
+                       Contains("got last forward: training mode, float32 [4 x 2 x 3]"), Error);
   m->forward(x);
   m->gradHiddenOutput = tensor::zeros({S, 2, 5});
-  CHECK_THROWS_WITH_AS(m->backward(x, gy), Contains(("expected gradHiddenOutput of [" + std::to_string(S) + " x 2 x 4]").c_str()),
+  CHECK_THROWS_WITH_AS(m->backward(x, gy),
+                       Contains(("expected gradHiddenOutput of [" + std::to_string(S) + " x 2 x 4]").c_str()),
                        Error);
   m->gradHiddenOutput = Tensor();
-  CHECK_THROWS_WITH_AS(m->accGradParameters(x, gy), Contains("expected updateGradInput() after the forward first"),
-                       Error);
+  CHECK_THROWS_WITH_AS(m->accGradParameters(x, gy),
+                       Contains("expected updateGradInput() after the forward first"), Error);
   m->backward(x, gy);
   CHECK(m->gradInput.sizes() == x.sizes());
   // the constructor
-  CHECK_THROWS_WITH_AS(make(0, 4, 1, false, false, 0.0), Contains("expected positive inputDim and outputDim"), Error);
+  CHECK_THROWS_WITH_AS(make(0, 4, 1, false, false, 0.0), Contains("expected positive inputDim and outputDim"),
+                       Error);
   CHECK_THROWS_WITH_AS(make(3, 4, 0, false, false, 0.0), Contains("expected numLayers >= 1, got 0"), Error);
   CHECK_THROWS_WITH_AS(make(3, 4, 2, false, false, 1.0), Contains("expected dropout in [0, 1)"), Error);
-  CHECK_THROWS_WITH_AS(make(3, 4, 2, false, false, std::nan("")), Contains("expected dropout in [0, 1)"), Error);
+  CHECK_THROWS_WITH_AS(make(3, 4, 2, false, false, std::nan("")), Contains("expected dropout in [0, 1)"),
+                       Error);
 }
 
 // Names and shapes of the parameters, in PyTorch's state_dict order, and Torch's initialisation.
@@ -460,7 +473,8 @@ inline void expect_parameters_ok(const Factory& make) {
     CHECK(named[i].first == names[i]);
     CHECK(named[i].second.sizes() == shapes[i]);
     CHECK(m->params[i].name == names[i]);
-    CHECK(m->paramIndex(static_cast<int64_t>(i / (4 * D)), static_cast<int64_t>(i / 4 % D), static_cast<int>(i % 4)) == i);
+    CHECK(m->paramIndex(static_cast<int64_t>(i / (4 * D)), static_cast<int64_t>(i / 4 % D),
+                        static_cast<int>(i % 4)) == i);
     // U(-1/sqrt(hidden), 1/sqrt(hidden)) = U(-0.25, 0.25)
     CHECK(named[i].second.abs().max().item() <= 0.25);
   }

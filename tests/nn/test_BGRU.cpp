@@ -9,7 +9,8 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   (void)bi;
   return std::make_shared<nn::BGRU>(in, hidden, layers, batchFirst, p);
 }

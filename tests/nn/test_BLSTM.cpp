@@ -1,5 +1,6 @@
-// test_BLSTM.cpp: nn.BLSTM (the bidirectional LSTM) against PyTorch, finite differences (tests/nn/RNNCheck.h),
-// variable lengths against single sequences, dropout, rememberStates, model files, errors.
+// test_BLSTM.cpp: nn.BLSTM (the bidirectional LSTM) against PyTorch, finite differences
+// (tests/nn/RNNCheck.h), variable lengths against single sequences, dropout, rememberStates, model files,
+// errors.
 #include <doctest/doctest.h>
 
 #include "nn/BLSTM.h"
@@ -9,7 +10,8 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   (void)bi;
   return std::make_shared<nn::BLSTM>(in, hidden, layers, batchFirst, p);
 }

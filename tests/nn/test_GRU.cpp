@@ -1,5 +1,6 @@
-// test_GRU.cpp: nn.GRU (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))) against PyTorch, finite differences (tests/nn/RNNCheck.h),
-// variable lengths against single sequences, dropout, rememberStates, model files, errors.
+// test_GRU.cpp: nn.GRU (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))) against PyTorch, finite
+// differences (tests/nn/RNNCheck.h), variable lengths against single sequences, dropout, rememberStates,
+// model files, errors.
 #include <doctest/doctest.h>
 
 #include "nn/GRU.h"
@@ -9,7 +10,8 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   return std::make_shared<nn::GRU>(in, hidden, layers, batchFirst, p, bi);
 }
 

@@ -1,5 +1,6 @@
 // test_LSTM.cpp: nn.LSTM (gates i, f, g, o) against PyTorch, finite differences (tests/nn/RNNCheck.h),
-// variable lengths against single sequences, dropout, rememberStates, model files, errors; a PyTorch state_dict file loads straight in.
+// variable lengths against single sequences, dropout, rememberStates, model files, errors; a PyTorch
+// state_dict file loads straight in.
 #include <doctest/doctest.h>
 
 #include "nn/LSTM.h"
@@ -9,14 +10,16 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   return std::make_shared<nn::LSTM>(in, hidden, layers, batchFirst, p, bi);
 }
 
 }  // namespace
 
 TEST_CASE("LSTM matches PyTorch (float64: outputs, final states, every gradient)") {
-  for (const char* name : {"lstm_deep", "lstm_bi", "lstm_varlen", "lstm_file"}) rnncheck::expect_matches_pytorch(name, make);
+  for (const char* name : {"lstm_deep", "lstm_bi", "lstm_varlen", "lstm_file"})
+    rnncheck::expect_matches_pytorch(name, make);
 }
 
 TEST_CASE("LSTM gradients: layers, directions, batchFirst, states, lengths, dropout") {
@@ -68,8 +71,9 @@ TEST_CASE("LSTM: a PyTorch LSTM's state_dict, saved with safetensors, loads stra
   CHECK(max_rel_error(m.cellOutput, ref.at("lstm_file.cn")) < 1e-10);
   // and a module of another size says which tensors do not fit
   nn::LSTM wrong(5, 3, 2);
-  CHECK_THROWS_WITH_AS(nn::load_weights(wrong, std::string(CUDNN_NN_TEST_DATA) + "/nn/lstm_state_dict.safetensors"),
-                       doctest::Contains("'weight_hh_l0' has shape [16 x 4], expected [12 x 3]"), Error);
+  CHECK_THROWS_WITH_AS(
+      nn::load_weights(wrong, std::string(CUDNN_NN_TEST_DATA) + "/nn/lstm_state_dict.safetensors"),
+      doctest::Contains("'weight_hh_l0' has shape [16 x 4], expected [12 x 3]"), Error);
 }
 
 TEST_CASE("LSTM float32 agrees with float64") {

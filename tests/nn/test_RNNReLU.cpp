@@ -1,5 +1,6 @@
-// test_RNNReLU.cpp: nn.RNNReLU (h = relu(W_ih x + b_ih + W_hh h + b_hh)) against PyTorch, finite differences (tests/nn/RNNCheck.h),
-// variable lengths against single sequences, dropout (statistically too), rememberStates, model files, errors.
+// test_RNNReLU.cpp: nn.RNNReLU (h = relu(W_ih x + b_ih + W_hh h + b_hh)) against PyTorch, finite differences
+// (tests/nn/RNNCheck.h), variable lengths against single sequences, dropout (statistically too),
+// rememberStates, model files, errors.
 #include <doctest/doctest.h>
 
 #include "nn/RNNReLU.h"
@@ -9,14 +10,16 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   return std::make_shared<nn::RNNReLU>(in, hidden, layers, batchFirst, p, bi);
 }
 
 }  // namespace
 
 TEST_CASE("RNNReLU matches PyTorch (float64: outputs, final states, every gradient)") {
-  for (const char* name : {"relu_deep", "relu_bi", "relu_varlen"}) rnncheck::expect_matches_pytorch(name, make);
+  for (const char* name : {"relu_deep", "relu_bi", "relu_varlen"})
+    rnncheck::expect_matches_pytorch(name, make);
 }
 
 TEST_CASE("RNNReLU gradients: layers, directions, batchFirst, states, lengths, dropout") {

@@ -1,5 +1,6 @@
-// test_RNNTanh.cpp: nn.RNNTanh (h = tanh(W_ih x + b_ih + W_hh h + b_hh)) against PyTorch, finite differences (tests/nn/RNNCheck.h),
-// variable lengths against single sequences, dropout, rememberStates, model files, errors.
+// test_RNNTanh.cpp: nn.RNNTanh (h = tanh(W_ih x + b_ih + W_hh h + b_hh)) against PyTorch, finite differences
+// (tests/nn/RNNCheck.h), variable lengths against single sequences, dropout, rememberStates, model files,
+// errors.
 #include <doctest/doctest.h>
 
 #include "nn/RNNTanh.h"
@@ -9,14 +10,16 @@ using namespace tensor;
 
 namespace {
 
-std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst, double p) {
+std::shared_ptr<nn::RNNBase> make(int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
+                                  double p) {
   return std::make_shared<nn::RNNTanh>(in, hidden, layers, batchFirst, p, bi);
 }
 
 }  // namespace
 
 TEST_CASE("RNNTanh matches PyTorch (float64: outputs, final states, every gradient)") {
-  for (const char* name : {"tanh_deep", "tanh_bi", "tanh_varlen"}) rnncheck::expect_matches_pytorch(name, make);
+  for (const char* name : {"tanh_deep", "tanh_bi", "tanh_varlen"})
+    rnncheck::expect_matches_pytorch(name, make);
 }
 
 TEST_CASE("RNNTanh gradients: layers, directions, batchFirst, states, lengths, dropout") {
