@@ -377,6 +377,27 @@ inline void expect_model_file_ok(const std::shared_ptr<nn::RNNBase>& m, const Te
   m->train();
 }
 
+// ---- float32 (VecMath's exp/tanh) agrees with float64 ----
+
+inline void expect_float32_matches_float64(const Factory& make) {
+  Generator gen(4);
+  auto a = make(6, 5, 2, true, false, 0.0), b = make(6, 5, 2, true, false, 0.0);
+  b->to(DType::Float64);
+  b->loadStateDict(a->stateDict());
+  a->sequenceLengths = b->sequenceLengths = {7, 3, 5};
+  const Tensor x = tensor::uniform(input_shape(*a, 7, 3), -2, 2, gen);
+  const Tensor gy = tensor::uniform(output_shape(*a, 7, 3), -1, 1, gen);
+  CHECK(tensor::max_abs_diff(a->forward(x), b->forward(x.to(DType::Float64))) < 1e-5);
+  CHECK(tensor::max_abs_diff(a->hiddenOutput, b->hiddenOutput) < 1e-5);
+  a->zeroGradParameters();
+  b->zeroGradParameters();
+  CHECK(tensor::max_abs_diff(a->backward(x, gy), b->backward(x.to(DType::Float64), gy.to(DType::Float64))) <
+        1e-5);
+  CHECK(tensor::max_abs_diff(a->gradHiddenInput, b->gradHiddenInput) < 1e-5);
+  const auto ga = a->gradParameters(), gb = b->gradParameters();
+  for (size_t k = 0; k < ga.size(); ++k) CHECK(tensor::max_abs_diff(ga[k], gb[k]) < 1e-4);
+}
+
 // ---- errors name the module, the contract and what came ----
 
 inline void expect_errors_ok(const Factory& make) {

@@ -42,6 +42,7 @@ TEST_CASE("BGRU dropout (exact with p = 0 and in evaluate mode) and rememberStat
 
 TEST_CASE("BGRU parameters, accumulation, model file, printing, errors") {
   rnncheck::expect_parameters_ok(make);
+  rnncheck::expect_float32_matches_float64(make);
   Generator gen(2);
   auto m = make(3, 4, 2, true, true, 0.25);
   m->to(DType::Float64);

@@ -43,6 +43,7 @@ TEST_CASE("LSTM dropout (exact with p = 0 and in evaluate mode) and rememberStat
 
 TEST_CASE("LSTM parameters, accumulation, model file, printing, errors") {
   rnncheck::expect_parameters_ok(make);
+  rnncheck::expect_float32_matches_float64(make);
   Generator gen(2);
   auto m = make(3, 4, 2, false, true, 0.25);
   m->to(DType::Float64);
@@ -74,16 +75,4 @@ TEST_CASE("LSTM: a PyTorch LSTM's state_dict, saved with safetensors, loads stra
   CHECK_THROWS_WITH_AS(
       nn::load_weights(wrong, std::string(CUDNN_NN_TEST_DATA) + "/nn/lstm_state_dict.safetensors"),
       doctest::Contains("'weight_hh_l0' has shape [16 x 4], expected [12 x 3]"), Error);
-}
-
-TEST_CASE("LSTM float32 agrees with float64") {
-  Generator gen(4);
-  nn::LSTM a(6, 5, 2, false, 0, true), b(6, 5, 2, false, 0, true);
-  b.to(DType::Float64);
-  b.loadStateDict(a.stateDict());
-  const Tensor x = uniform({7, 3, 6}, -1, 1, gen);
-  const Tensor gy = uniform({7, 3, 10}, -1, 1, gen);
-  CHECK(max_abs_diff(a.forward(x), b.forward(x.to(DType::Float64))) < 1e-5);
-  CHECK(max_abs_diff(a.backward(x, gy), b.backward(x.to(DType::Float64), gy.to(DType::Float64))) < 1e-5);
-  CHECK(max_abs_diff(a.params[0].grad, b.params[0].grad) < 1e-4);
 }

@@ -43,6 +43,7 @@ TEST_CASE("RNNTanh dropout (exact with p = 0 and in evaluate mode) and rememberS
 
 TEST_CASE("RNNTanh parameters, accumulation, model file, printing, errors") {
   rnncheck::expect_parameters_ok(make);
+  rnncheck::expect_float32_matches_float64(make);
   Generator gen(2);
   auto m = make(3, 4, 2, true, true, 0.25);
   m->to(DType::Float64);
