@@ -64,7 +64,9 @@ struct Slots {
   size_t input(int64_t l) const { return static_cast<size_t>(l); }
   size_t mask(int64_t l) const { return static_cast<size_t>(L + l); }
   size_t top() const { return static_cast<size_t>(2 * L); }
-  size_t dir(int64_t l, int64_t d, int k) const { return static_cast<size_t>(2 * L + 1 + 4 * (l * D + d) + k); }
+  size_t dir(int64_t l, int64_t d, int k) const {
+    return static_cast<size_t>(2 * L + 1 + 4 * (l * D + d) + k);
+  }
   size_t work(int k) const { return static_cast<size_t>(2 * L + 1 + 4 * L * D + k); }
   size_t count() const { return work(4); }
 };
@@ -94,8 +96,8 @@ RNNBase::RNNBase(RNNMode mode_, int64_t inputDim_, int64_t outputDim_, int64_t n
       bidirectional(bidirectional_) {
   const std::string type = mode_type(mode);
   if (inputDim <= 0 || outputDim <= 0) {
-    throw Error(type + ": expected positive inputDim and outputDim, got " + std::to_string(inputDim) + " -> " +
-                std::to_string(outputDim));
+    throw Error(type + ": expected positive inputDim and outputDim, got " + std::to_string(inputDim) +
+                " -> " + std::to_string(outputDim));
   }
   if (numLayers < 1) throw Error(type + ": expected numLayers >= 1, got " + std::to_string(numLayers));
   if (!(dropout >= 0 && dropout < 1)) {
@@ -124,9 +126,7 @@ void RNNBase::visitState(StateVisitor& v) {
   for (auto& p : params) v.parameter(p.name, p.value, p.grad);
 }
 
-void RNNBase::resetStates() {
-  hiddenInput = cellInput = hiddenOutput = cellOutput = Tensor();
-}
+void RNNBase::resetStates() { hiddenInput = cellInput = hiddenOutput = cellOutput = Tensor(); }
 
 void RNNBase::carryStates() {
   if (!rememberStates_) return;
@@ -173,8 +173,8 @@ std::pair<int64_t, int64_t> RNNBase::checkInput(const Tensor& input, const char*
                                    : ""));
     }
     if (s.dtype() != input.dtype()) {
-      throw Error(where(method) + "expected " + name + " of the input's dtype (" + tensor::name(input.dtype()) +
-                  "), got " + s.description());
+      throw Error(where(method) + "expected " + name + " of the input's dtype (" +
+                  tensor::name(input.dtype()) + "), got " + s.description());
     }
   };
   check_state(hiddenInput, "hiddenInput");
@@ -211,7 +211,8 @@ void RNNBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, con
   if (mode == RNNMode::LSTM) {
     check_state(gradCellOutput, "gradCellOutput");
   } else if (gradCellOutput.defined()) {
-    throw Error(where(method) + "expected no gradCellOutput (LSTM only), got " + gradCellOutput.description());
+    throw Error(where(method) + "expected no gradCellOutput (LSTM only), got " +
+                gradCellOutput.description());
   }
 }
 
@@ -220,8 +221,8 @@ void RNNBase::checkTrainingForward(const Tensor& input, const char* method) cons
       forward_.lengths != sequenceLengths) {
     std::string last = "none";
     if (!forward_.inputShape.empty()) {
-      last = std::string(forward_.training ? "training" : "evaluate") + " mode, " + tensor::name(forward_.dtype) +
-             " " + tensor::shape_str(forward_.inputShape) +
+      last = std::string(forward_.training ? "training" : "evaluate") + " mode, " +
+             tensor::name(forward_.dtype) + " " + tensor::shape_str(forward_.inputShape) +
              (forward_.lengths.empty() ? "" : ", sequenceLengths " + lengths_str(forward_.lengths));
     }
     throw Error(where(method) + "expected a forward() in training mode on this input first (" +
@@ -261,7 +262,13 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
     }
     layer0Input_ = x0;
   }
-  const Tensor h0 = cpu_state(hiddenInput), c0 = lstm ? cpu_state(cellInput) : Tensor();
+  // a state set to the last final state without a copy (m.hiddenInput = m.hiddenOutput) is
+  // copied before the final states are rewritten in place
+  auto initial = [&](const Tensor& s, const Tensor& out) {
+    const Tensor t = cpu_state(s);
+    return t.defined() && out.defined() && t.shares_storage(out) ? t.clone() : t;
+  };
+  const Tensor h0 = initial(hiddenInput, hiddenOutput), c0 = lstm ? initial(cellInput, cellOutput) : Tensor();
   ensure(hiddenOutput, stateShape(B), input);
   if (lstm) {
     ensure(cellOutput, stateShape(B), input);
@@ -295,12 +302,13 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
         sv.extra = (lstm || mode == RNNMode::GRU) ? saved_[slot.dir(l, d, 2)].data<T>() : nullptr;
         sv.cprev = lstm ? saved_[slot.dir(l, d, 3)].data<T>() : nullptr;
         const size_t i = paramIndex(l, d, 0);
-        kernels::rnn_layer_forward<T>(
-            g, x.data<T>(), params[i].value.data<T>(), params[i + 1].value.data<T>(), params[i + 2].value.data<T>(),
-            params[i + 3].value.data<T>(), h0.defined() ? h0.data<T>() + s * B * H : nullptr,
-            c0.defined() ? c0.data<T>() + s * B * H : nullptr, y.data<T>() + d * H, C,
-            hiddenOutput.data<T>() + s * B * H, lstm ? cellOutput.data<T>() + s * B * H : nullptr, sv,
-            work.data<T>());
+        kernels::rnn_layer_forward<T>(g, x.data<T>(), params[i].value.data<T>(),
+                                      params[i + 1].value.data<T>(), params[i + 2].value.data<T>(),
+                                      params[i + 3].value.data<T>(),
+                                      h0.defined() ? h0.data<T>() + s * B * H : nullptr,
+                                      c0.defined() ? c0.data<T>() + s * B * H : nullptr, y.data<T>() + d * H,
+                                      C, hiddenOutput.data<T>() + s * B * H,
+                                      lstm ? cellOutput.data<T>() + s * B * H : nullptr, sv, work.data<T>());
       });
     }
     if (drop && l < L - 1) {
@@ -391,8 +399,9 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
   checkGradOutput(input, gradOutput, "accGradParameters");
   checkTrainingForward(input, "accGradParameters");
   if (!gradGatesValid_) {
-    throw Error(where("accGradParameters") + "expected updateGradInput() after the forward first (backward() "
-                                             "calls both), got none");
+    throw Error(where("accGradParameters") +
+                "expected updateGradInput() after the forward first (backward() "
+                "calls both), got none");
   }
   const auto [S, B] = checkInput(input, "accGradParameters");
   const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
@@ -409,8 +418,8 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
         const size_t i = paramIndex(l, d, 0);
         for (int k = 0; k < 4; ++k) {
           if (!params[i + k].grad.is_contiguous()) {
-            throw Error(where("accGradParameters") + "expected contiguous gradients, got " + params[i + k].name +
-                        " " + params[i + k].grad.description());
+            throw Error(where("accGradParameters") + "expected contiguous gradients, got " +
+                        params[i + k].name + " " + params[i + k].grad.description());
           }
         }
         const T* gi = gradGates_.data<T>() + (l * D + d) * K * N * G;
@@ -451,14 +460,19 @@ std::string RNNBase::str() const {
 }
 
 tensor::Json RNNBase::config() const {
-  tensor::Json::Object o{{"inputDim", inputDim}, {"outputDim", outputDim}, {"numLayers", numLayers},
-                         {"batchFirst", batchFirst}, {"dropout", dropout},   {"persist", persist},
+  tensor::Json::Object o{{"inputDim", inputDim},
+                         {"outputDim", outputDim},
+                         {"numLayers", numLayers},
+                         {"batchFirst", batchFirst},
+                         {"dropout", dropout},
+                         {"persist", persist},
                          {"rememberStates", rememberStates_}};
   if (!impliedBidirectional()) o.emplace_back("bidirectional", bidirectional);
   return o;
 }
 
-RNNBase::Options RNNBase::readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional) {
+RNNBase::Options RNNBase::readOptions(const tensor::Json& config, const std::string& type,
+                                      bool readBidirectional) {
   ConfigReader c(config, type);
   Options o;
   o.inputDim = c.integer("inputDim");

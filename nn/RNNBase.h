@@ -40,13 +40,17 @@ class RNNBase : public Module {
 
   const Tensor& updateOutput(const Tensor& input) override;
   // Also sets gradHiddenInput (and gradCellInput), from gradOutput and, where defined,
-  // gradHiddenOutput / gradCellOutput.
+  // gradHiddenOutput / gradCellOutput. Backward needs the last forward to have been in training
+  // mode on this input's shape, dtype and sequenceLengths (an evaluate-mode forward keeps
+  // nothing, as cuDNN's inference mode); otherwise it throws saying so. accGradParameters
+  // consumes what updateGradInput computed (gradGates_), so it follows it, as in backward().
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's U(-1/sqrt(outputDim), 1/sqrt(outputDim))
 
-  // Carry the final states into the next forward (truncated BPTT over a long sequence);
-  // resetStates() clears what was carried (and hiddenInput/cellInput).
+  // Carry the final states into the next forward (truncated BPTT over a long sequence): at the
+  // start of each forward, hiddenInput/cellInput become copies of the last hiddenOutput/cellOutput.
+  // resetStates() clears what was carried (hiddenOutput/cellOutput, and hiddenInput/cellInput).
   void rememberStates(bool remember) { rememberStates_ = remember; }
   bool remembersStates() const { return rememberStates_; }
   void resetStates();
@@ -77,6 +81,8 @@ class RNNBase : public Module {
 
   // ---- states: [numLayers*numDirections x batch x outputDim], index layer*numDirections+dir ----
   // Inputs: undefined means zeros. Outputs after forward; gradients after backward.
+  // Of the input's dtype. The nn modules take states on any device (a network whose nn module
+  // is bridged from CUDA tensors, Note [Device bridging]) and give theirs on the CPU.
   Tensor hiddenInput, cellInput;          // cellInput: LSTM only
   Tensor hiddenOutput, cellOutput;        // final states (at each sequence's own last step)
   Tensor gradHiddenInput, gradCellInput;  // set by backward
@@ -128,7 +134,7 @@ class RNNBase : public Module {
   std::vector<Tensor> saved_;
   Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
   bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
-  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (a view of the input, or saved_'s copy)
+  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (the input itself, or a copy)
 };
 
 }  // namespace nn

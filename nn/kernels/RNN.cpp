@@ -201,8 +201,8 @@ void rnn_layer_backward(const RNNLayerGeometry& g, const T* w_hh, const RNNLayer
 #pragma omp simd
       for (int64_t j = 0; j < H; ++j) dhb[j] += dyr[j];
       cell_backward(g.cell, H, saved.gates + row * G, saved.hprev + row * H,
-                    lstm ? saved.cprev + row * H : nullptr, saved.extra ? saved.extra + row * H : nullptr, dhb,
-                    lstm ? dc + b * H : nullptr, gi, gh);
+                    lstm ? saved.cprev + row * H : nullptr, saved.extra ? saved.extra + row * H : nullptr,
+                    dhb, lstm ? dc + b * H : nullptr, gi, gh);
     }
     // dh_{t-1} += dgates_hh W_hh (skipped entries have zero rows: their dh passes unchanged)
     if (B > 0) gemm<T>(false, false, B, H, G, T(1), gh_t, G, w_hh, H, T(1), dh, H);
@@ -211,11 +211,11 @@ void rnn_layer_backward(const RNNLayerGeometry& g, const T* w_hh, const RNNLayer
   if (lstm) std::memcpy(dc0, dc, static_cast<size_t>(B * H) * sizeof(T));
 }
 
-#define RNN_INSTANTIATE(T)                                                                                    \
-  template void rnn_layer_forward<T>(const RNNLayerGeometry&, const T*, const T*, const T*, const T*,        \
-                                     const T*, const T*, const T*, T*, int64_t, T*, T*,                      \
-                                     const RNNLayerSaved<T>&, T*);                                            \
-  template void rnn_layer_backward<T>(const RNNLayerGeometry&, const T*, const RNNLayerSaved<T>&, const T*,  \
+#define RNN_INSTANTIATE(T)                                                                                  \
+  template void rnn_layer_forward<T>(const RNNLayerGeometry&, const T*, const T*, const T*, const T*,       \
+                                     const T*, const T*, const T*, T*, int64_t, T*, T*,                     \
+                                     const RNNLayerSaved<T>&, T*);                                          \
+  template void rnn_layer_backward<T>(const RNNLayerGeometry&, const T*, const RNNLayerSaved<T>&, const T*, \
                                       int64_t, const T*, const T*, T*, T*, T*, T*, T*);
 RNN_INSTANTIATE(float)
 RNN_INSTANTIATE(double)
