@@ -21,7 +21,8 @@ namespace cudnn::detail {
 namespace {
 
 // A parameter's gates [g*H, (g+1)*H) as one view: consecutive in the buffer, or an error.
-Tensor joined(const std::vector<RNNGate>& gates, size_t first, size_t count, bool matrix, const std::string& name) {
+Tensor joined(const std::vector<RNNGate>& gates, size_t first, size_t count, bool matrix,
+              const std::string& name) {
   const Tensor& g0 = matrix ? gates[first].weight : gates[first].bias;
   if (!g0.defined()) throw tensor::Error("cudnn::RNNBase: cuDNN keeps no " + name + " (skip input mode?)");
   for (size_t g = 1; g < count; ++g) {
@@ -93,8 +94,9 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
   }
   tensor::cuda::DeviceGuard guard(m.device().index);
   if (!block_ || block_->dtype() != dt) {
-    block_ = std::make_unique<RNNBlock>(dt, m.outputDim, m.numLayers, m.mode, RNNInputMode::Linear,
-                                        m.bidirectional ? RNNDirection::Bidirectional : RNNDirection::Unidirectional);
+    block_ = std::make_unique<RNNBlock>(
+        dt, m.outputDim, m.numLayers, m.mode, RNNInputMode::Linear,
+        m.bidirectional ? RNNDirection::Bidirectional : RNNDirection::Unidirectional);
   }
   const int64_t n = block_->paramSize(m.inputDim);
   Tensor w = tensor::zeros({n}, dt, m.device()), dw = tensor::zeros({n}, dt, m.device());
@@ -103,8 +105,8 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
   for (size_t i = 0; i < P; ++i) {
     nn::RNNParameter& p = m.params[i];
     if (p.value.sizes() != values[i].sizes()) {
-      throw tensor::Error(m.type_name() + ": expected " + p.name + " of " + tensor::shape_str(values[i].sizes()) +
-                          ", got " + p.value.description());
+      throw tensor::Error(m.type_name() + ": expected " + p.name + " of " +
+                          tensor::shape_str(values[i].sizes()) + ", got " + p.value.description());
     }
     Tensor(values[i]).copy_(p.value);
     if (p.grad.defined()) Tensor(grads[i]).copy_(p.grad);

@@ -91,8 +91,8 @@ class RNNBase : public Twin<Base> {
     this->checkGradOutput(input, gradOutput, "accGradParameters");
     this->checkTrainingForward(input, "accGradParameters");
     if (!compute_.backwardDataDone()) {
-      throw tensor::Error(where +
-                          "expected updateGradInput() after the forward first (backward() calls both), got none");
+      throw tensor::Error(
+          where + "expected updateGradInput() after the forward first (backward() calls both), got none");
     }
     compute_.backwardWeights(scale);
   }

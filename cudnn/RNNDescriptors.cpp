@@ -16,7 +16,8 @@ cudnnDropoutDescriptor_t DropoutDescriptor::set(double p, uint64_t seed) {
       states_ = tensor::empty({static_cast<int64_t>(bytes)}, tensor::DType::UInt8,
                               tensor::Device::cuda(tensor::cuda::current_device()));
     }
-    CUDNN_CHECK(cudnnSetDropoutDescriptor(d, handle(), static_cast<float>(p), states_.raw_data(), bytes, seed));
+    CUDNN_CHECK(
+        cudnnSetDropoutDescriptor(d, handle(), static_cast<float>(p), states_.raw_data(), bytes, seed));
   } else {
     CUDNN_CHECK(cudnnSetDropoutDescriptor(d, handle(), 0.0f, nullptr, 0, seed));
   }

@@ -22,8 +22,8 @@ using PlainTensorDescriptor =
 // seed (a kernel over the whole buffer) and that every training forward then advances. Nothing
 // re-seeds it behind our back: set(p, seed) seeds it, and only a different p or seed seeds it
 // again. p = 0 needs no state buffer (cuDNN then never drops).
-class DropoutDescriptor
-    : public Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor, cudnnDestroyDropoutDescriptor> {
+class DropoutDescriptor : public Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                            cudnnDestroyDropoutDescriptor> {
  public:
   // On the current device. Returns the descriptor.
   cudnnDropoutDescriptor_t set(double p, uint64_t seed);

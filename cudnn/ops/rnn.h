@@ -38,7 +38,8 @@ struct RNNSequence {
 
 class RNNBlock {
  public:
-  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode, RNNInputMode inputMode = RNNInputMode::Linear,
+  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode,
+           RNNInputMode inputMode = RNNInputMode::Linear,
            RNNDirection direction = RNNDirection::Unidirectional);
   ~RNNBlock();
   RNNBlock(RNNBlock&&) noexcept;
@@ -59,7 +60,8 @@ class RNNBlock {
   std::vector<Tensor> apply(const Tensor& params, const Tensor& x, const Tensor& h0, const Tensor& c0 = {});
   // The gradients of the last apply() for dy (and dhy, dcy; undefined: zeros):
   // {dx, dh0, dc0 (lstm; else undefined), dparams}.
-  std::vector<Tensor> grad(const Tensor& params, const Tensor& dy, const Tensor& dhy = {}, const Tensor& dcy = {});
+  std::vector<Tensor> grad(const Tensor& params, const Tensor& dy, const Tensor& dhy = {},
+                           const Tensor& dcy = {});
 
   // ---- what the modules use ----
   // Dropout between layers (training forwards only), seeded explicitly (Note [Dropout seeding]).

@@ -78,7 +78,8 @@ constexpr bool takes_bidirectional() {
   return std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>;
 }
 
-inline void expect_close(const std::string& what, const tensor::Tensor& got, const tensor::Tensor& want, double tol) {
+inline void expect_close(const std::string& what, const tensor::Tensor& got, const tensor::Tensor& want,
+                         double tol) {
   INFO(what);
   REQUIRE(got.defined() == want.defined());
   if (!want.defined()) return;
@@ -92,9 +93,11 @@ inline void expect_close(const std::string& what, const tensor::Tensor& got, con
 }
 
 // A tensor of `dtype` on the GPU and the same (rounded) values in float64 on the CPU.
-inline std::pair<tensor::Tensor, tensor::Tensor> rounded_uniform(const tensor::Shape& s, tensor::Generator& gen,
+inline std::pair<tensor::Tensor, tensor::Tensor> rounded_uniform(const tensor::Shape& s,
+                                                                 tensor::Generator& gen,
                                                                  tensor::DType dtype) {
-  const tensor::Tensor g = tensor::uniform(s, -1, 1, gen, tensor::DType::Float64).to(tensor::Device::cuda(0), dtype);
+  const tensor::Tensor g =
+      tensor::uniform(s, -1, 1, gen, tensor::DType::Float64).to(tensor::Device::cuda(0), dtype);
   return {g, g.to(tensor::Device::cpu(), tensor::DType::Float64)};
 }
 
@@ -118,8 +121,8 @@ template <class Nn, class Cu>
 void expect_rnn_twin_matches(const RNNCase& c, bool bidirectional, tensor::DType dtype, TwinTolerance tol,
                              uint64_t seed) {
   using tensor::Tensor;
-  INFO(std::string(c.name), " in ", std::string(tensor::name(dtype)), bidirectional ? ", bidirectional" : "", " (seed ",
-       seed, ")");
+  INFO(std::string(c.name), " in ", std::string(tensor::name(dtype)), bidirectional ? ", bidirectional" : "",
+       " (seed ", seed, ")");
   tensor::manual_seed(seed);
   auto [ref, twin] = rnn_pair<Nn, Cu>(c, bidirectional, dtype);
   CHECK(twin->type_name() == "cudnn" + ref->type_name().substr(2));
@@ -131,8 +134,8 @@ void expect_rnn_twin_matches(const RNNCase& c, bool bidirectional, tensor::DType
   tensor::Generator gen(seed);
   const int64_t T = c.seq, B = c.batch, LD = c.layers * ref->numDirections();
   const bool lstm = ref->mode == nn::RNNMode::LSTM;
-  auto [xg, x] =
-      rounded_uniform(c.batchFirst ? tensor::Shape{B, T, c.inputDim} : tensor::Shape{T, B, c.inputDim}, gen, dtype);
+  auto [xg, x] = rounded_uniform(
+      c.batchFirst ? tensor::Shape{B, T, c.inputDim} : tensor::Shape{T, B, c.inputDim}, gen, dtype);
   ref->sequenceLengths = c.lengths;
   twin->sequenceLengths = c.lengths;
   if (c.states) {
@@ -282,14 +285,15 @@ void expect_rnn_lifecycle(uint64_t seed) {
     auto twin = make_rnn<Cu>(c, false);
     twin->to(gpu);
     twin->sequenceLengths = {6, 3, 5};
-    twin->hiddenInput =
-        tensor::uniform({c.layers * twin->numDirections(), c.batch, c.hidden}, -1, 1, gen, tensor::DType::Float32, gpu);
+    twin->hiddenInput = tensor::uniform({c.layers * twin->numDirections(), c.batch, c.hidden}, -1, 1, gen,
+                                        tensor::DType::Float32, gpu);
     expect_no_steady_state_allocations(
         *twin, tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen, tensor::DType::Float32, gpu));
   }
 
   SUBCASE("convert both ways keeps the weights bit-exact") {
-    expect_convert_roundtrip(make_rnn<Nn>(c, false), tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen));
+    expect_convert_roundtrip(make_rnn<Nn>(c, false),
+                             tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen));
   }
 
   SUBCASE("model file round trip") {
@@ -322,7 +326,8 @@ void expect_rnn_lifecycle(uint64_t seed) {
     for (int step = 0; step < 3; ++step) {
       auto [xg, x] = rounded_uniform({c.seq, c.batch, c.inputDim}, gen, tensor::DType::Float64);
       expect_close("output of step " + std::to_string(step), twin->forward(xg), ref->forward(x), 1e-10);
-      expect_close("hiddenOutput of step " + std::to_string(step), twin->hiddenOutput, ref->hiddenOutput, 1e-10);
+      expect_close("hiddenOutput of step " + std::to_string(step), twin->hiddenOutput, ref->hiddenOutput,
+                   1e-10);
     }
     twin->resetStates();
     ref->resetStates();
@@ -340,9 +345,12 @@ void expect_rnn_lifecycle(uint64_t seed) {
                          tensor::Error);
     twin->train();
     twin->forward(x);
-    CHECK_THROWS_WITH_AS(twin->accGradParameters(x, y), doctest::Contains("expected updateGradInput()"), tensor::Error);
-    CHECK_THROWS_WITH_AS(twin->forward(x.cpu()), doctest::Contains("expected input on a CUDA device"), tensor::Error);
-    CHECK_THROWS_WITH_AS(twin->forward(x.to(tensor::DType::Float64)), doctest::Contains("dtype"), tensor::Error);
+    CHECK_THROWS_WITH_AS(twin->accGradParameters(x, y), doctest::Contains("expected updateGradInput()"),
+                         tensor::Error);
+    CHECK_THROWS_WITH_AS(twin->forward(x.cpu()), doctest::Contains("expected input on a CUDA device"),
+                         tensor::Error);
+    CHECK_THROWS_WITH_AS(twin->forward(x.to(tensor::DType::Float64)), doctest::Contains("dtype"),
+                         tensor::Error);
     // updateGradInput twice after one forward (Torch allows it): the same answer
     twin->forward(x);
     const Tensor g1 = twin->updateGradInput(x, y).clone();

@@ -1,5 +1,6 @@
 // test_GRU.cpp: cudnn.GRU (the GRU on cuDNN's RNN API) against nn.GRU, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and variable lengths against running each sequence alone.
+// shared recurrent checks (tests/cudnn/RNNChecks.h), and variable lengths against running each sequence
+// alone.
 #include <doctest/doctest.h>
 
 #include "cudnn/GRU.h"
@@ -41,6 +42,7 @@ TEST_CASE("cudnn.GRU with variable lengths equals running each sequence alone") 
     const Tensor yb = twin.forward(xb);
     CHECK(tensor::max_abs_diff(y.narrow(0, 0, lengths[b]).narrow(1, b, 1), yb) < 1e-12);
     CHECK(tensor::max_abs_diff(h.narrow(1, b, 1), twin.hiddenOutput) < 1e-12);
-    if (lengths[b] < T) CHECK(y.narrow(0, lengths[b], T - lengths[b]).narrow(1, b, 1).abs().max().item() == 0);
+    if (lengths[b] < T)
+      CHECK(y.narrow(0, lengths[b], T - lengths[b]).narrow(1, b, 1).abs().max().item() == 0);
   }
 }

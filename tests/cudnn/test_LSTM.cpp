@@ -1,5 +1,6 @@
 // test_LSTM.cpp: cudnn.LSTM (the LSTM on cuDNN's RNN API) against nn.LSTM, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and the persistent kernels on sizes cuDNN takes them for.
+// shared recurrent checks (tests/cudnn/RNNChecks.h), and the persistent kernels on sizes cuDNN takes them
+// for.
 #include <doctest/doctest.h>
 
 #include "cudnn/LSTM.h"

@@ -1,5 +1,6 @@
 // test_RNNReLU.cpp: cudnn.RNNReLU (the ReLU RNN on cuDNN's RNN API) against nn.RNNReLU, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and cuDNN's dropout between layers checked statistically.
+// shared recurrent checks (tests/cudnn/RNNChecks.h), and cuDNN's dropout between layers checked
+// statistically.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -22,7 +23,9 @@ TEST_CASE("cudnn.RNNReLU steady state, convert, model file, rememberStates and e
   expect_rnn_lifecycle<nn::RNNReLU, cudnn::RNNReLU>(3460);
 }
 
-TEST_CASE("cudnn.RNNReLU dropout between layers: drops a fraction p, scales by 1/(1-p), reproducible from its seed") {
+TEST_CASE(
+    "cudnn.RNNReLU dropout between layers: drops a fraction p, scales by 1/(1-p), reproducible from its "
+    "seed") {
   using tensor::Tensor;
   cudnn::ScopedConfig flags("allow_tf32=false");  // TF32 would round the kept 0.5 / 0.7 in layer 1's GEMM
   const tensor::Device gpu = tensor::Device::cuda(0);

@@ -44,13 +44,15 @@ TEST_CASE("cudnn::RNNBlock: gates in Theano's order, apply and grad equal nn's f
   for (nn::RNNMode mode : {nn::RNNMode::ReLU, nn::RNNMode::Tanh, nn::RNNMode::LSTM, nn::RNNMode::GRU}) {
     for (int64_t L : {1, 2}) {
       for (bool bidirectional : {false, true}) {
-        INFO(std::string(nn::rnn_mode_name(mode)), ", ", L, " layers", bidirectional ? ", bidirectional" : "");
+        INFO(std::string(nn::rnn_mode_name(mode)), ", ", L, " layers",
+             bidirectional ? ", bidirectional" : "");
         manual_seed(3202);
         auto ref = make_nn(mode, I, H, L, bidirectional);
         ref->to(DType::Float64);
         const int64_t D = ref->numDirections(), G = ref->gateCount();
-        cudnn::RNNBlock block(DType::Float64, H, L, mode, cudnn::RNNInputMode::Linear,
-                              bidirectional ? cudnn::RNNDirection::Bidirectional : cudnn::RNNDirection::Unidirectional);
+        cudnn::RNNBlock block(
+            DType::Float64, H, L, mode, cudnn::RNNInputMode::Linear,
+            bidirectional ? cudnn::RNNDirection::Bidirectional : cudnn::RNNDirection::Unidirectional);
         const int64_t n = block.paramSize(I);
         int64_t total = 0;
         for (const auto& p : ref->params) total += p.value.numel();
@@ -130,15 +132,16 @@ TEST_CASE("cudnn::RNNBlock skip input mode: layer 0 takes x as it is") {
   const Tensor x = uniform({T, B, H}, -1, 1, gen, DType::Float64, gpu);
   const auto out = block.apply(params, x, Tensor());
   CHECK(max_abs_diff(out[0], x.tanh()) < 1e-12);
-  CHECK_THROWS_WITH_AS(block.paramSize(H + 1), doctest::Contains("skip input mode expects inputDim == hidden"), Error);
+  CHECK_THROWS_WITH_AS(block.paramSize(H + 1),
+                       doctest::Contains("skip input mode expects inputDim == hidden"), Error);
 }
 
 TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inference forward, bad buffers") {
   const int64_t I = 3, H = 4;
   cudnn::RNNBlock block(DType::Float32, H, 1, nn::RNNMode::LSTM);
   const Tensor params = zeros({block.paramSize(I)}, DType::Float32, gpu);
-  CHECK_THROWS_WITH_AS(block.grad(params, zeros({2, 1, H}, DType::Float32, gpu)), doctest::Contains("apply() first"),
-                       Error);
+  CHECK_THROWS_WITH_AS(block.grad(params, zeros({2, 1, H}, DType::Float32, gpu)),
+                       doctest::Contains("apply() first"), Error);
   cudnn::RNNSequence s;
   s.x = zeros({2, 1, I}, DType::Float32, gpu);
   s.training = false;
@@ -149,7 +152,8 @@ TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inferen
                        doctest::Contains("expected a training-mode forward before backward"), Error);
   CHECK_THROWS_WITH_AS(block.splitParams(zeros({3}, DType::Float32, gpu), 0, I),
                        doctest::Contains("expected a contiguous float32"), Error);
-  CHECK_THROWS_WITH_AS(block.splitParams(params, 1, I), doctest::Contains("expected a pseudo-layer in [0, 1)"), Error);
+  CHECK_THROWS_WITH_AS(block.splitParams(params, 1, I),
+                       doctest::Contains("expected a pseudo-layer in [0, 1)"), Error);
   CHECK_THROWS_WITH_AS(
       block.apply(params, zeros({2, 1, I}, DType::Float32, gpu), zeros({1, 2, H}, DType::Float32, gpu)),
       doctest::Contains("expected h0 of [1 x 1 x 4]"), Error);
