@@ -29,14 +29,20 @@ const Tables& tables() {
     Tables t;
     // ---- modules (sorted) ----
     t.module<nn::BatchNormalization, cudnn::BatchNormalization>("nn.BatchNormalization");
+    t.module<nn::BGRU, cudnn::BGRU>("nn.BGRU");
+    t.module<nn::BLSTM, cudnn::BLSTM>("nn.BLSTM");
     t.module<nn::ClippedReLU, cudnn::ClippedReLU>("nn.ClippedReLU");
     t.module<nn::Concat, cudnn::Concat>("nn.Concat");
     t.module<nn::Dropout, cudnn::Dropout>("nn.Dropout");
     t.module<nn::ELU, cudnn::ELU>("nn.ELU");
+    t.module<nn::GRU, cudnn::GRU>("nn.GRU");
     t.module<nn::Identity, cudnn::Identity>("nn.Identity");
     t.module<nn::Linear, cudnn::Linear>("nn.Linear");
     t.module<nn::LogSoftMax, cudnn::LogSoftMax>("nn.LogSoftMax");
+    t.module<nn::LSTM, cudnn::LSTM>("nn.LSTM");
     t.module<nn::ReLU, cudnn::ReLU>("nn.ReLU");
+    t.module<nn::RNNReLU, cudnn::RNNReLU>("nn.RNNReLU");
+    t.module<nn::RNNTanh, cudnn::RNNTanh>("nn.RNNTanh");
     t.module<nn::Reshape, cudnn::Reshape>("nn.Reshape");
     t.module<nn::Residual, cudnn::Residual>("nn.Residual");
     t.module<nn::Select, cudnn::Select>("nn.Select");

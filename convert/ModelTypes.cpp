@@ -4,16 +4,22 @@
 #include "convert/ModelTypes.h"
 
 #include "nn/BatchNormalization.h"
+#include "nn/BGRU.h"
+#include "nn/BLSTM.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
+#include "nn/GRU.h"
 #include "nn/Identity.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
+#include "nn/LSTM.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
+#include "nn/RNNReLU.h"
+#include "nn/RNNTanh.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/Sigmoid.h"
@@ -66,16 +72,22 @@ const std::map<std::string, ModelFactory>& builtin_model_types() {
   static const std::map<std::string, ModelFactory> types = {
       // sorted, one per line
       {"nn.BatchNormalization", leaf<BatchNormalization>()},
+      {"nn.BGRU", leaf<BGRU>()},
+      {"nn.BLSTM", leaf<BLSTM>()},
       {"nn.ClippedReLU", leaf<ClippedReLU>()},
       {"nn.Concat", container<Concat>()},
       {"nn.Dropout", leaf<Dropout>()},
       {"nn.ELU", leaf<ELU>()},
+      {"nn.GRU", leaf<GRU>()},
       {"nn.Identity", leaf<Identity>()},
       {"nn.Linear", leaf<Linear>()},
       {"nn.LogSoftMax", leaf<LogSoftMax>()},
+      {"nn.LSTM", leaf<LSTM>()},
       {"nn.ReLU", leaf<ReLU>()},
       {"nn.Reshape", leaf<Reshape>()},
       {"nn.Residual", container<Residual>()},
+      {"nn.RNNReLU", leaf<RNNReLU>()},
+      {"nn.RNNTanh", leaf<RNNTanh>()},
       {"nn.Select", leaf<Select>()},
       {"nn.Sequential", container<Sequential>()},
       {"nn.Sigmoid", leaf<Sigmoid>()},

@@ -40,13 +40,17 @@ class RNNBase : public Module {
 
   const Tensor& updateOutput(const Tensor& input) override;
   // Also sets gradHiddenInput (and gradCellInput), from gradOutput and, where defined,
-  // gradHiddenOutput / gradCellOutput.
+  // gradHiddenOutput / gradCellOutput. Backward needs the last forward to have been in training
+  // mode on this input's shape, dtype and sequenceLengths (an evaluate-mode forward keeps
+  // nothing, as cuDNN's inference mode); otherwise it throws saying so. accGradParameters
+  // consumes what updateGradInput computed (gradGates_), so it follows it, as in backward().
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's U(-1/sqrt(outputDim), 1/sqrt(outputDim))
 
-  // Carry the final states into the next forward (truncated BPTT over a long sequence);
-  // resetStates() clears what was carried (and hiddenInput/cellInput).
+  // Carry the final states into the next forward (truncated BPTT over a long sequence): at the
+  // start of each forward, hiddenInput/cellInput become copies of the last hiddenOutput/cellOutput.
+  // resetStates() clears what was carried (hiddenOutput/cellOutput, and hiddenInput/cellInput).
   void rememberStates(bool remember) { rememberStates_ = remember; }
   bool remembersStates() const { return rememberStates_; }
   void resetStates();
@@ -77,6 +81,8 @@ class RNNBase : public Module {
 
   // ---- states: [numLayers*numDirections x batch x outputDim], index layer*numDirections+dir ----
   // Inputs: undefined means zeros. Outputs after forward; gradients after backward.
+  // Of the input's dtype. The nn modules take states on any device (a network whose nn module
+  // is bridged from CUDA tensors, Note [Device bridging]) and give theirs on the CPU.
   Tensor hiddenInput, cellInput;          // cellInput: LSTM only
   Tensor hiddenOutput, cellOutput;        // final states (at each sequence's own last step)
   Tensor gradHiddenInput, gradCellInput;  // set by backward
@@ -100,14 +106,35 @@ class RNNBase : public Module {
     bool batchFirst;
     double dropout;
     bool bidirectional;
+    bool persist = false, rememberStates = false;
   };
   static Options readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional = true);
+  // What fromConfig sets after construction: persist and rememberStates.
+  void applyOptions(const Options& options);
+  // rememberStates: the last forward's final states become hiddenInput/cellInput (copies).
+  // updateOutput calls it first, before checkInput (the twins' too).
+  void carryStates();
+  // BLSTM/BGRU (and their twins): the type fixes the direction, so config() has no "bidirectional".
+  bool impliedBidirectional() const;
+  // The last forward as the backward checks it (input shape, dtype, lengths, training mode).
+  struct ForwardRecord {
+    Shape inputShape;
+    DType dtype = DType::Float32;
+    std::vector<int64_t> lengths;
+    bool training = false;  // false also when there was no forward since construction / to()
+  };
+  ForwardRecord forward_;
+  // "expected a forward() in training mode with input [..] first": throws unless the last
+  // forward was a training one on `input`'s shape, dtype and the current sequenceLengths.
+  void checkTrainingForward(const Tensor& input, const char* method) const;
 
   bool rememberStates_ = false;
   // What the CPU forward keeps for backward (gate activations, per-layer inputs, dropout
   // masks); the cudnn twin keeps cuDNN's reserve space instead. Implementation-defined.
   std::vector<Tensor> saved_;
   Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
+  bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
+  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (the input itself, or a copy)
 };
 
 }  // namespace nn

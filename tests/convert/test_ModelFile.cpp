@@ -13,17 +13,23 @@
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
 #include "nn/BatchNormalization.h"
+#include "nn/BGRU.h"
+#include "nn/BLSTM.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
+#include "nn/GRU.h"
 #include "nn/Identity.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
+#include "nn/LSTM.h"
 #include "nn/ModuleConfig.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
+#include "nn/RNNReLU.h"
+#include "nn/RNNTanh.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/Sigmoid.h"
@@ -245,6 +251,17 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::View>(3, 4), {2, 12}});
   c.push_back({make<nn::Reshape>(Shape{3, 4}, false), {1, 12}});  // [3 x 4]; the default reads a batch of 1
   c.push_back({make<nn::Reshape>(Shape{6}), {2, 3}});
+  // recurrent: layers, batchFirst, dropout (the mask reseeded), bidirectional, persist (kept for the twins)
+  c.push_back({make<nn::RNNReLU>(3, 4, 2, true, 0.3), {2, 5, 3}});
+  c.push_back({make<nn::RNNTanh>(3, 4, 1, false, 0, true), {5, 2, 3}});
+  auto lstm = make<nn::LSTM>(3, 4, 2, false, 0.2, true);
+  lstm->setPersist(true);
+  c.push_back({lstm, {5, 2, 3}});
+  c.push_back({make<nn::GRU>(3, 2, 3, true), {2, 4, 3}});
+  c.push_back({make<nn::BLSTM>(2, 3, 2, true, 0.1), {2, 4, 2}});
+  auto bgru = make<nn::BGRU>(2, 3);
+  bgru->rememberStates(true);
+  c.push_back({bgru, {4, 2, 2}});
   c.push_back({make<nn::Select>(1, -2), {2, 3, 4}});
   // containers
   c.push_back(
@@ -281,6 +298,10 @@ TEST_CASE("every module type round-trips with non-default options") {
     }
     if (auto temporal = std::dynamic_pointer_cast<nn::TemporalConvolution>(c.module)) {
       CHECK(as<nn::TemporalConvolution>(back)->algo == temporal->algo);
+    }
+    if (auto rnn = std::dynamic_pointer_cast<nn::RNNBase>(c.module)) {
+      CHECK(as<nn::RNNBase>(back)->persist == rnn->persist);
+      CHECK(as<nn::RNNBase>(back)->remembersStates() == rnn->remembersStates());
     }
   }
 }

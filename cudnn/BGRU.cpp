@@ -1,0 +1,2 @@
+// BGRU.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/BGRU.h"

@@ -1,0 +1,2 @@
+// BLSTM.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/BLSTM.h"

@@ -1,0 +1,2 @@
+// GRU.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/GRU.h"

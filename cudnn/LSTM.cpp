@@ -1,0 +1,2 @@
+// LSTM.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/LSTM.h"

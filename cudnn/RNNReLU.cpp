@@ -1,0 +1,2 @@
+// RNNReLU.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/RNNReLU.h"

@@ -1,0 +1,2 @@
+// RNNTanh.cpp: all of the computation is in cudnn::RNNBase.
+#include "cudnn/RNNTanh.h"
