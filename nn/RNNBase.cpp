@@ -239,6 +239,12 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   const auto [S, B] = checkInput(input, "updateOutput");
   check_float(where("updateOutput"), input);
   check_matches(where("updateOutput"), input, params[0].value, "input", "weight_ih_l0");
+  for (const auto& p : params) {  // replaced by hand (m.params[i].value = ...)? the kernels read raw rows
+    if (!p.value.is_contiguous() || p.value.dtype() != input.dtype() || !p.value.is_cpu()) {
+      throw Error(where("updateOutput") + "expected contiguous " + tensor::name(input.dtype()) +
+                  " parameters on cpu, got " + p.name + " " + p.value.description());
+    }
+  }
   const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
   const bool lstm = mode == RNNMode::LSTM;
   const bool drop = training_ && dropout > 0;

@@ -464,6 +464,11 @@ inline void expect_errors_ok(const Factory& make) {
                        Contains("expected updateGradInput() after the forward first"), Error);
   m->backward(x, gy);
   CHECK(m->gradInput.sizes() == x.sizes());
+  // a parameter replaced by hand with a strided view
+  const Shape whh = m->params[1].value.sizes();
+  m->params[1].value = tensor::zeros({whh[1], whh[0]}).t();
+  CHECK_THROWS_WITH_AS(m->forward(x), Contains("expected contiguous float32 parameters on cpu, got weight_hh_l0"),
+                       Error);
   // the constructor
   CHECK_THROWS_WITH_AS(make(0, 4, 1, false, false, 0.0), Contains("expected positive inputDim and outputDim"),
                        Error);
