@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "nn/Dropout.h"
+#include "nn/LSTM.h"
 #include "nn/Linear.h"
 #include "nn/ReLU.h"
 #include "nn/Residual.h"
@@ -104,7 +105,9 @@ std::shared_ptr<nn::Sequential> resnet50() {
 
 }  // namespace
 
-std::vector<std::string> benchmark_names() { return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50"}; }
+std::vector<std::string> benchmark_names() {
+  return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50", "lstm"};
+}
 
 Benchmark make_benchmark(const std::string& name) {
   if (name == "L1") return {name, layer(3, 96, 11), {128, 3, 128, 128}};
@@ -115,6 +118,11 @@ Benchmark make_benchmark(const std::string& name) {
   if (name == "alexnet") return {name, alexnet(), {128, 3, 224, 224}};
   if (name == "vgg11") return {name, vgg11(), {64, 3, 224, 224}};
   if (name == "resnet50") return {name, resnet50(), {32, 3, 224, 224}};
+  if (name == "lstm") {  // sequence first: [50 x 64 x 512]
+    auto s = std::make_shared<nn::Sequential>();
+    s->add(std::make_shared<nn::LSTM>(512, 512, 2));
+    return {name, s, {50, 64, 512}, 1};
+  }
   std::string known;
   for (const auto& n : benchmark_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::runtime_error("unknown benchmark '" + name + "' (known: " + known + ")");

@@ -1,7 +1,8 @@
 // Networks.h: the networks the samples build, from nn modules only (convert() them for the
 // GPU): the convnet-benchmarks layers L1-L5, AlexNet ("one weird trick" variant, as
 // convnet-benchmarks times it), VGG-11 (configuration A), ResNet-50 (bottleneck blocks
-// through nn::Residual), and the cudnn.torch README's two-layer example.
+// through nn::Residual), a 2-layer LSTM (hidden 512, sequence 50, batch 64), and the
+// cudnn.torch README's two-layer example.
 #pragma once
 
 #include <memory>
@@ -17,9 +18,10 @@ struct Benchmark {
   std::string name;
   std::shared_ptr<nn::Module> net;
   tensor::Shape input;  // with the batch size convnet-benchmarks uses
+  size_t batchDim = 0;  // which entry of `input` is the batch (1 for the sequence-first lstm)
 };
 
-// name: L1..L5, alexnet, vgg11, resnet50; throws listing the names for anything else.
+// name: L1..L5, alexnet, vgg11, resnet50, lstm; throws listing the names for anything else.
 Benchmark make_benchmark(const std::string& name);
 std::vector<std::string> benchmark_names();
 

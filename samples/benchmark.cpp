@@ -44,7 +44,7 @@ struct Options {
 const char* kUsage =
     "usage: convnet_benchmark [options]\n"
     "  --backend B       cudnn (default; converts and runs on the GPU) or nn (CPU)\n"
-    "  --nets LIST       comma-separated: L1,L2,L3,L4,L5,alexnet,vgg11,resnet50 or all (default)\n"
+    "  --nets LIST       comma-separated: L1,L2,L3,L4,L5,alexnet,vgg11,resnet50,lstm or all (default)\n"
     "  --batch N         override every benchmark's batch size\n"
     "  --iterations N    timed iterations per measurement (default 20; the median is reported)\n"
     "  --warmup N        untimed iterations first (default 5)\n"
@@ -97,6 +97,7 @@ double median(std::vector<double> v) {
 struct Result {
   std::string name;
   tensor::Shape input;
+  int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
   size_t peak_bytes = 0;
   struct Layer {
@@ -108,7 +109,7 @@ struct Result {
 
 Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
   samples::Benchmark b = samples::make_benchmark(name);
-  if (o.batch) b.input[0] = o.batch;
+  if (o.batch) b.input[b.batchDim] = o.batch;
   std::shared_ptr<nn::Module> net = b.net;
   if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
   net->to(dtype);
@@ -135,6 +136,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   Result r;
   r.name = name;
   r.input = b.input;
+  r.batch = b.input[b.batchDim];
   r.forward_ms = time_ms([&] { net->forward(x); });
   r.train_ms = time_ms([&] {
     net->zeroGradParameters();
@@ -178,7 +180,7 @@ int run(const Options& o) {
   for (const auto& name : o.nets) {
     const Result r = run_one(name, o, device, dtype);
     std::printf("%-9s %-22s %12.3f %14.3f %12.0f\n", r.name.c_str(), tensor::shape_str(r.input).c_str(), r.forward_ms,
-                r.train_ms, r.input[0] / (r.train_ms / 1000));
+                r.train_ms, r.batch / (r.train_ms / 1000));
     for (size_t i = 0; i < r.layers.size(); ++i) {
       char index[24];
       std::snprintf(index, sizeof index, "(%zu)", i + 1);

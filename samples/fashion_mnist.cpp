@@ -1,9 +1,11 @@
-// fashion_mnist: trains a 2-conv + pooling + batch-norm network on Fashion-MNIST, on the CPU
+// fashion_mnist: trains a 2-conv + pooling + batch-norm network (or, with --model lstm, a
+// 2-layer LSTM reading each image's 28 rows as a sequence) on Fashion-MNIST, on the CPU
 // (nn) or, with --backend cudnn, converted to cuDNN on the GPU; prints progress, test
 // accuracy per class, and saves the trained model.
 //
-//   fashion_mnist [--data DIR] [--backend nn|cudnn] [--epochs N] [--batch-size N] [--lr X]
-//                 [--lr-decay F] [--hidden N] [--seed N] [--limit N] [--save PATH] [--quiet]
+//   fashion_mnist [--data DIR] [--backend nn|cudnn] [--model conv|lstm] [--epochs N]
+//                 [--batch-size N] [--lr X] [--lr-decay F] [--hidden N] [--seed N] [--limit N]
+//                 [--save PATH] [--quiet]
 #include <unistd.h>
 
 #include <chrono>
@@ -22,8 +24,10 @@
 #include "nn/Adam.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/Dropout.h"
+#include "nn/LSTM.h"
 #include "nn/Linear.h"
 #include "nn/ReLU.h"
+#include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/SpatialBatchNormalization.h"
 #include "nn/SpatialConvolution.h"
@@ -42,11 +46,12 @@ namespace {
 struct Options {
   std::string data = samples::kDefaultFashionMnistDir;
   std::string backend = "nn";
+  std::string model = "conv";
   int64_t epochs = 7;
   int64_t batch = 128;
   double lr = 2e-3;
   double lr_decay = 0.7;  // the learning rate is multiplied by this after each epoch
-  int64_t hidden = 256;   // units of the classifier's hidden layer
+  int64_t hidden = 0;     // conv: the classifier's hidden units (256); lstm: the LSTM's (128)
   uint64_t seed = 1;
   int64_t limit = 0;  // train on the first N images only (0: all)
   std::string save = "fashion_mnist_model";
@@ -58,11 +63,13 @@ const char* kUsage =
     "  --data DIR        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist,\n"
     "                    from the Debian package dataset-fashion-mnist)\n"
     "  --backend B       nn (CPU, default) or cudnn (convert and train on the GPU)\n"
+    "  --model M         conv (default: 2 convolutions, batch norm, pooling) or lstm\n"
+    "                    (a 2-layer LSTM over the image's 28 rows, classified from its last step)\n"
     "  --epochs N        passes over the training set (default 7)\n"
     "  --batch-size N    images per step (default 128)\n"
     "  --lr X            Adam learning rate (default 0.002)\n"
     "  --lr-decay F      multiply the learning rate by F after each epoch (default 0.7)\n"
-    "  --hidden N        hidden units before the 10 scores (default 256)\n"
+    "  --hidden N        hidden units before the 10 scores (default 256; lstm: 128)\n"
     "  --seed N          initialisation and shuffling seed (default 1)\n"
     "  --limit N         train on the first N images only (default: all 60000)\n"
     "  --save PATH       where the trained model goes: PATH.json + PATH.safetensors\n"
@@ -76,6 +83,7 @@ Options parse(int argc, char** argv) {
     const std::string flag = args.flag();
     if (flag == "--data") o.data = args.value(flag);
     else if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
+    else if (flag == "--model") o.model = args.choice(flag, {"conv", "lstm"});
     else if (flag == "--epochs") o.epochs = args.integer(flag, 1, 1000);
     else if (flag == "--batch-size") o.batch = args.integer(flag, 1, 65536);
     else if (flag == "--lr") o.lr = args.number(flag, 1e-8, 10);
@@ -88,12 +96,13 @@ Options parse(int argc, char** argv) {
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
+  if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : 256;
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   return o;
 }
 
 // conv 3x3 -> BN -> ReLU -> 2x2 max pool, twice; then `hidden` units, dropout, 10 scores.
-std::shared_ptr<nn::Sequential> build_network(int64_t hidden) {
+std::shared_ptr<nn::Sequential> build_conv_network(int64_t hidden) {
   auto net = std::make_shared<nn::Sequential>();
   net->add(std::make_shared<nn::SpatialConvolution>(1, 32, 3, 3, 1, 1, 1, 1));
   net->add(std::make_shared<nn::SpatialBatchNormalization>(32));
@@ -107,6 +116,19 @@ std::shared_ptr<nn::Sequential> build_network(int64_t hidden) {
   net->add(std::make_shared<nn::Linear>(64 * 7 * 7, hidden));
   net->add(std::make_shared<nn::ReLU>(true));
   net->add(std::make_shared<nn::Dropout>(0.25));
+  net->add(std::make_shared<nn::Linear>(hidden, 10));
+  return net;
+}
+
+// Each image as a sequence of its 28 rows (batch first), a 2-layer LSTM of `hidden` units,
+// and 10 scores from the top layer's last step, which is its final hidden state.
+std::shared_ptr<nn::Sequential> build_lstm_network(int64_t hidden) {
+  auto net = std::make_shared<nn::Sequential>();
+  auto rows = std::make_shared<nn::View>(28, 28);
+  rows->setNumInputDims(3);  // [batch x 1 x 28 x 28] -> [batch x 28 x 28], a batch of one too
+  net->add(rows);
+  net->add(std::make_shared<nn::LSTM>(28, hidden, 2, /*batchFirst=*/true));
+  net->add(std::make_shared<nn::Select>(1, -1));
   net->add(std::make_shared<nn::Linear>(hidden, 10));
   return net;
 }
@@ -156,7 +178,7 @@ int run(const Options& o) {
   standardise(train.images, mean, std);
   standardise(test.images, mean, std);
 
-  std::shared_ptr<nn::Module> net = build_network(o.hidden);
+  std::shared_ptr<nn::Module> net = o.model == "lstm" ? build_lstm_network(o.hidden) : build_conv_network(o.hidden);
   nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
   Device device = Device::cpu();
   if (o.backend == "cudnn") {

@@ -67,6 +67,17 @@ class Bottleneck(nn.Module):
         return self.relu(self.block(x) + (x if self.shortcut is None else self.shortcut(x)))
 
 
+class LSTMNet(nn.Module):
+    """convnet_benchmark's lstm row: nn.LSTM's output alone (sequence first), as ours returns."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(512, 512, 2)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
 def resnet50():
     layers = [conv(3, 64, 7, 2, 3), nn.BatchNorm2d(64), nn.ReLU(True), nn.MaxPool2d(3, 2, 1)]
     i = 64
@@ -88,6 +99,7 @@ NETS = {
     'alexnet': (alexnet, [128, 3, 224, 224]),
     'vgg11': (vgg11, [64, 3, 224, 224]),
     'resnet50': (resnet50, [32, 3, 224, 224]),
+    'lstm': (LSTMNet, [50, 64, 512]),  # 2 layers, hidden 512, sequence 50, batch 64
 }
 
 
