@@ -13,6 +13,15 @@ TEST_CASE("cudnn.LSTM matches nn.LSTM: output, final states and every gradient, 
   expect_rnn_family<nn::LSTM, cudnn::LSTM>(3600);
 }
 
+TEST_CASE("cudnn.LSTM float32 is exact float32 math even where TF32 is allowed (Note [float32 RNN math])") {
+  // TF32 rounds the GEMM inputs to 10 mantissa bits (relative error ~1e-3 on hidden 64):
+  // float32's tolerances hold only if cuDNN runs FMA math, as it must for RNNs.
+  cudnn::ScopedConfig flags("allow_tf32=true");
+  const RNNCase c{"2 layers, hidden 64, TF32 allowed", 64, 64, 2, false, 8, 5, {}, true};
+  expect_rnn_twin_matches<nn::LSTM, cudnn::LSTM>(c, false, tensor::DType::Float32,
+                                                 TwinTolerance::for_dtype(tensor::DType::Float32), 3640);
+}
+
 TEST_CASE("cudnn.LSTM parameters are views into one flat cuDNN weight buffer") {
   expect_flat_parameters<nn::LSTM, cudnn::LSTM>(3650);
 }

@@ -1,6 +1,5 @@
 // test_MSECriterion.cpp: cudnn.MSECriterion (tensor ops on the device, the loss reduced in
-// float64) against nn.MSECriterion in every dtype (sizeAverage on and off, a target of another
-// shape, odd sizes, a large float16 input whose sum of squares exceeds float16's range),
+// float64) against nn.MSECriterion in every dtype (sizeAverage on and off, odd sizes, a large float16 input whose sum of squares exceeds float16's range),
 // non-contiguous inputs, a convert round trip and the errors.
 #include <doctest/doctest.h>
 
@@ -17,13 +16,13 @@ namespace {
 const Device gpu = Device::cuda(0);
 }
 
-TEST_CASE("cudnn.MSECriterion matches nn.MSECriterion (sizeAverage, target shapes, odd sizes) in every dtype") {
+TEST_CASE("cudnn.MSECriterion matches nn.MSECriterion (sizeAverage, ranks, odd sizes) in every dtype") {
   Generator gen(4201);
   INFO("seed 4201");
   struct Case {
     Shape input, target;
   };
-  const Case cases[] = {{{4, 5}, {4, 5}}, {{7}, {7}}, {{2, 3, 4}, {24}}, {{1, 1}, {1}}, {{33, 17}, {33, 17}}};
+  const Case cases[] = {{{4, 5}, {4, 5}}, {{7}, {7}}, {{2, 3, 4}, {2, 3, 4}}, {{1, 1}, {1, 1}}, {{33, 17}, {33, 17}}};
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     for (const Case& c : cases) {
       for (bool avg : {true, false}) {
@@ -55,7 +54,13 @@ TEST_CASE("cudnn.MSECriterion takes non-contiguous inputs and targets") {
   const Tensor xt = from_vector<double>({1, 3, 2, 4}, {2, 2}).to(gpu).t();
   const Tensor yt = from_vector<double>({0, 5, 2, 4.5}, {2, 2}).to(gpu).t();
   CHECK(mse.forward(xt, yt) == doctest::Approx(5.25 / 4).epsilon(1e-15));
-  CHECK(mse.forward(x.to(gpu), y.to(gpu)) == doctest::Approx(5.25 / 4).epsilon(1e-15));
+  CHECK(mse.forward(x.to(gpu), y.view({2, 2}).to(gpu)) == doctest::Approx(5.25 / 4).epsilon(1e-15));
+  // a target with the right count but another shape is refused on both backends (issue 15)
+  CHECK_THROWS_WITH_AS(mse.forward(x.to(gpu), y.to(gpu)),
+                       "cudnn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 2], got [4]",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::MSECriterion().forward(x, y),
+                       "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 2], got [4]", Error);
   CHECK(mse.backward(xt, yt).to_vector<double>() == std::vector<double>{0.5, 0, -1, -0.25});
   CHECK(mse.gradInput.is_cuda());
 }
