@@ -9,11 +9,10 @@ namespace nn {
 
 class BLSTM : public RNNBase {
  public:
-  BLSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
-      double dropout = 0)
+  BLSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0)
       : RNNBase(RNNMode::LSTM, inputDim, outputDim, numLayers, batchFirst, dropout, true) {}
   std::string type_name() const override { return "nn.BLSTM"; }
-  static ModulePtr fromConfig(const tensor::Json& config);
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BLSTM>(config, "nn.BLSTM"); }
 };
 
 }  // namespace nn

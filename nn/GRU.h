@@ -9,11 +9,11 @@ namespace nn {
 
 class GRU : public RNNBase {
  public:
-  GRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
-      double dropout = 0, bool bidirectional = false)
+  GRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
+      bool bidirectional = false)
       : RNNBase(RNNMode::GRU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
   std::string type_name() const override { return "nn.GRU"; }
-  static ModulePtr fromConfig(const tensor::Json& config);
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<GRU>(config, "nn.GRU"); }
 };
 
 }  // namespace nn

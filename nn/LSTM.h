@@ -9,11 +9,11 @@ namespace nn {
 
 class LSTM : public RNNBase {
  public:
-  LSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
-      double dropout = 0, bool bidirectional = false)
+  LSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
+       bool bidirectional = false)
       : RNNBase(RNNMode::LSTM, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
   std::string type_name() const override { return "nn.LSTM"; }
-  static ModulePtr fromConfig(const tensor::Json& config);
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<LSTM>(config, "nn.LSTM"); }
 };
 
 }  // namespace nn

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nn/Module.h"
@@ -111,6 +113,21 @@ class RNNBase : public Module {
   static Options readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional = true);
   // What fromConfig sets after construction: persist and rememberStates.
   void applyOptions(const Options& options);
+  // Every type's fromConfig: reads the options (bidirectional only where the type takes it as
+  // an argument; BLSTM and BGRU imply it), constructs M, applies the rest.
+  template <class M>
+  static ModulePtr fromConfigAs(const tensor::Json& config, const std::string& type) {
+    constexpr bool takesDirection = std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>;
+    const Options o = readOptions(config, type, takesDirection);
+    std::shared_ptr<M> m;
+    if constexpr (takesDirection) {
+      m = std::make_shared<M>(o.inputDim, o.outputDim, o.numLayers, o.batchFirst, o.dropout, o.bidirectional);
+    } else {
+      m = std::make_shared<M>(o.inputDim, o.outputDim, o.numLayers, o.batchFirst, o.dropout);
+    }
+    m->applyOptions(o);
+    return m;
+  }
   // rememberStates: the last forward's final states become hiddenInput/cellInput (copies).
   // updateOutput calls it first, before checkInput (the twins' too).
   void carryStates();

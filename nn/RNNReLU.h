@@ -9,11 +9,11 @@ namespace nn {
 
 class RNNReLU : public RNNBase {
  public:
-  RNNReLU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
-      double dropout = 0, bool bidirectional = false)
+  RNNReLU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
+          bool bidirectional = false)
       : RNNBase(RNNMode::ReLU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
   std::string type_name() const override { return "nn.RNNReLU"; }
-  static ModulePtr fromConfig(const tensor::Json& config);
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNReLU>(config, "nn.RNNReLU"); }
 };
 
 }  // namespace nn

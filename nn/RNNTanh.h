@@ -9,11 +9,11 @@ namespace nn {
 
 class RNNTanh : public RNNBase {
  public:
-  RNNTanh(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false,
-      double dropout = 0, bool bidirectional = false)
+  RNNTanh(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
+          bool bidirectional = false)
       : RNNBase(RNNMode::Tanh, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
   std::string type_name() const override { return "nn.RNNTanh"; }
-  static ModulePtr fromConfig(const tensor::Json& config);
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNTanh>(config, "nn.RNNTanh"); }
 };
 
 }  // namespace nn

@@ -5,6 +5,8 @@
 // allocating what the file describes. A failed save leaves the previous pair loadable.
 #include <doctest/doctest.h>
 
+#include "tests/common/ErrorText.h"
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -27,21 +29,14 @@
 #include "tensor/FileIO.h"
 
 using namespace tensor;
+using testing::error_of;
+using testing::has;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kData = std::string(CUDNN_NN_TEST_DATA) + "/convert/";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The error of loading tests/data/convert/<name>, and the seconds it took.
 std::pair<std::string, double> load_error(const std::string& name) {

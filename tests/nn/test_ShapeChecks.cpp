@@ -6,6 +6,8 @@
 // values are refused at construction.
 #include <doctest/doctest.h>
 
+#include "tests/common/ErrorText.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -37,17 +39,10 @@
 #include "nn/VolumetricMaxPooling.h"
 
 using namespace tensor;
+using testing::error_of;
+using testing::has;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // gradOutput with output's elements in another shape: the last two sizes swapped, or for a
 // 1-d output one more dimension.

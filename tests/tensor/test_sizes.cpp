@@ -4,6 +4,8 @@
 // Also integer sums that overflow: they wrap (two's complement), without undefined behaviour.
 #include <doctest/doctest.h>
 
+#include "tests/common/ErrorText.h"
+
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -12,17 +14,10 @@
 #include "tensor/Tensor.h"
 
 using namespace tensor;
+using testing::error_of;
+using testing::has;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 constexpr int64_t k31 = int64_t{1} << 31, k32 = int64_t{1} << 32, k40 = int64_t{1} << 40, k62 = int64_t{1} << 62;
 }  // namespace
 
