@@ -225,6 +225,7 @@ void DistributedDataParallel::launch(Bucket& b) {
 
 void DistributedDataParallel::finishBackward() {
   inBackward_ = false;
+  launchedInBackward_ = nextBucket_;
   for (; nextBucket_ < buckets_.size(); ++nextBucket_) launch(buckets_[nextBucket_]);
   if (!buckets_.empty()) group_->wait(group_->commStream(), "the gradient all-reduce");
 }

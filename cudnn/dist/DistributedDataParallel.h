@@ -46,6 +46,9 @@ class DistributedDataParallel : public nn::Container {
   std::string type_name() const override { return "dist.DistributedDataParallel"; }
   std::string str() const override;
 
+  // How many buckets the last backward launched from module hooks, before the network's
+  // backward returned (the rest were launched at its end): the overlap, for tests.
+  size_t bucketsLaunchedInBackward() const { return launchedInBackward_; }
   // The buckets in launch order, as parameter paths ("3.weight"): for tests and logging.
   std::vector<std::vector<std::string>> bucketLayout() const;
 
@@ -87,6 +90,7 @@ class DistributedDataParallel : public nn::Container {
   std::vector<std::pair<nn::Module*, std::vector<size_t>>> owners_;  // module -> its params
   std::vector<nn::Module*> hooked_;
   size_t nextBucket_ = 0;
+  size_t launchedInBackward_ = 0;
   bool inBackward_ = false;
 };
 

@@ -143,16 +143,22 @@ void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) cons
 }
 
 std::string ProcessGroup::trouble() {
-  if (comm_) {
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
-    if (r != ncclSuccess) state = r;
-    if (state != ncclSuccess && state != ncclInProgress) {
-      const char* last = ncclGetLastError(comm_);
-      return std::string("NCCL reports ") + ncclGetErrorString(state) + (last && last[0] ? std::string(": ") + last : "");
-    }
+  // A lost peer first: it names the rank, where NCCL's own error (a closed socket) may not.
+  std::string lost = rendezvous_ ? rendezvous_->lostPeer() : std::string();
+  if (!lost.empty() || !comm_) return lost;
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+  if (r != ncclSuccess) state = r;
+  if (state == ncclSuccess || state == ncclInProgress) return "";
+  const char* last = ncclGetLastError(comm_);
+  std::string why = std::string("NCCL reports ") + ncclGetErrorString(state) + (last && last[0] ? std::string(": ") + last : "");
+  // NCCL may see a dead peer's socket close before the rendezvous does: a moment for the name.
+  const auto until = Clock::now() + std::chrono::seconds(1);
+  while (lost.empty() && rendezvous_ && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    lost = rendezvous_->lostPeer();
   }
-  return rendezvous_ ? rendezvous_->lostPeer() : std::string();
+  return lost.empty() ? why : why + " (" + lost + ")";
 }
 
 void ProcessGroup::settle(const std::string& what) {

@@ -52,9 +52,10 @@ inline double train(nn::Module& net, tensor::Device device, int steps, int64_t t
   double loss = 0;
   for (int s = 0; s < steps; ++s) {
     auto [x, y] = batch(s, total);
-    const tensor::Tensor xs = x.narrow(0, begin, rows).to(device), ys = y.narrow(0, begin, rows).to(device);
+    const tensor::Tensor xs = x.narrow(0, begin, rows).to(device);
     sgd.zeroGrad();
     const tensor::Tensor& out = net.forward(xs);
+    const tensor::Tensor ys = y.narrow(0, begin, rows).to(out.device());  // DataParallelTable: the first GPU
     loss = criterion->forward(out, ys);
     net.backward(xs, criterion->backward(out, ys));
     sgd.step();
