@@ -145,7 +145,15 @@ void DistributedDataParallel::broadcastState(bool parameters) {
   for (auto& [name, t] : module().namedBuffers()) tensors.push_back(t);
   if (tensors.empty()) return;
   group_->groupStart();
-  for (Tensor& t : tensors) group_->broadcast(t, 0);
+  try {
+    for (Tensor& t : tensors) group_->broadcast(t, 0);
+  } catch (...) {
+    try {
+      group_->groupEnd();
+    } catch (...) {
+    }
+    throw;
+  }
   group_->groupEnd();
   if (parameters) group_->wait(nullptr, "the broadcast of rank 0's parameters and buffers");
 }

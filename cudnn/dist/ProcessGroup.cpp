@@ -162,6 +162,7 @@ std::string ProcessGroup::trouble() {
 }
 
 void ProcessGroup::settle(const std::string& what) {
+  if (groupDepth_ > 0) return;  // calls inside a group are only recorded; groupEnd() settles them
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
   Backoff backoff;
   for (int polls = 0;; ++polls) {
@@ -219,9 +220,12 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
 void ProcessGroup::groupStart() {
   checkUsable("groupStart");
   NCCL_CHECK(ncclGroupStart());
+  ++groupDepth_;
 }
 
 void ProcessGroup::groupEnd() {
+  if (groupDepth_ == 0) throw tensor::Error(where_ + "groupEnd: expected groupStart() first");
+  --groupDepth_;
   const ncclResult_t r = ncclGroupEnd();
   if (r != ncclSuccess && r != ncclInProgress) {
     const char* last = ncclGetLastError(comm_);

@@ -77,6 +77,7 @@ class ProcessGroup {
   void* event_ = nullptr;  // for wait()
   std::unique_ptr<Rendezvous> rendezvous_;
   std::string abortReason_;
+  int groupDepth_ = 0;  // open groupStart() calls
   std::string where_;  // "cudnn::dist (rank r of n): "
 };
 
