@@ -186,8 +186,11 @@ std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const std::
       throw tensor::Error(where + "cannot listen on port " + std::to_string(world.masterPort) + ": " + err +
                           " (another job on this port? choose another MASTER_PORT)");
     }
-    std::map<std::string, int> gpu_owner;  // "host/device" -> rank
-    if (!device.empty()) gpu_owner[host + "/" + device] = 0;
+    // "host/GPU id" -> rank. The id is the device string up to " (": its UUID, the same
+    // whatever CUDA_VISIBLE_DEVICES numbers it as on each rank.
+    auto gpu_key = [](const std::string& h, const std::string& d) { return h + "/" + d.substr(0, d.find(" (")); };
+    std::map<std::string, std::pair<int, std::string>> gpu_owner;  // -> rank, its device string
+    if (!device.empty()) gpu_owner[gpu_key(host, device)] = {0, device};
     std::map<int, std::string> rank_host;
     rank_host[0] = host;
     std::vector<int> unclaimed;  // connections whose rank is not known (bad hello)
@@ -229,11 +232,11 @@ std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const std::
         rank_host[h.rank] = h.host;
         ++arrived;
         if (!h.device.empty()) {
-          const auto [it, fresh] = gpu_owner.emplace(h.host + "/" + h.device, h.rank);
+          const auto [it, fresh] = gpu_owner.emplace(gpu_key(h.host, h.device), std::make_pair(h.rank, h.device));
           if (!fresh) {
-            fatal = tensor::detail::concat("GPU ", h.device, " on host ", h.host, " is used by rank ", it->second,
-                                           " and rank ", h.rank,
-                                           ": give each rank its own GPU (LOCAL_RANK, CUDA_VISIBLE_DEVICES)");
+            fatal = tensor::detail::concat("one GPU on host ", h.host, " is used by rank ", it->second.first, " (",
+                                           it->second.second, ") and rank ", h.rank, " (", h.device,
+                                           "): give each rank its own GPU (LOCAL_RANK, CUDA_VISIBLE_DEVICES)");
           }
         }
       }

@@ -29,6 +29,12 @@ echo "$out"
 check "a stuck rank is stopped when another fails" '[ $st -eq 4 ]'
 check "within 20 s (not the stuck rank's 600 s)" '[ $((SECONDS - start)) -lt 20 ]'
 
+out=$("$launch" -n 2 --nnodes 3 --node-rank 1 --master-addr host0 --master-port 1234 \
+  bash -c 'echo "env $RANK/$WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT"' 2>&1); st=$?
+echo "$out"
+check "the second of 3 hosts runs ranks 2 and 3 of 6" \
+  '[ $st -eq 0 ] && grep -q "env 2/6 local 0/2 at host0:1234" <<<"$out" && grep -q "env 3/6 local 1/2 at host0:1234" <<<"$out"'
+
 out=$("$launch" -n x "$probe" 2>&1); st=$?
 check "bad -n is an error naming it" '[ $st -eq 2 ] && grep -q "expected a number for nproc-per-node" <<<"$out"'
 exit $fail

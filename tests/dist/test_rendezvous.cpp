@@ -131,16 +131,23 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
     CHECK(o.seconds < 5);
   }
   const int port2 = testing::free_port();
-  out = testing::run_ranks(2, [&](int r) {
-    Rendezvous::join(world(r, 2, port2), "GPU-1234 (cuda:0)", "id", 10);
+  out = testing::run_ranks(2, [&](int r) {  // one UUID, numbered differently by CUDA_VISIBLE_DEVICES
+    Rendezvous::join(world(r, 2, port2), "GPU-1234 (cuda:" + std::to_string(r) + ")", "id", 10);
     return std::string("(no error)");
   }, 30);
   INFO(describe(out));
   for (const auto& o : out) {
     CHECK(o.exitCode == 1);
-    CHECK(has(o.text, "GPU GPU-1234 (cuda:0) on host"));
-    CHECK(has(o.text, "is used by rank 0 and rank 1"));
+    CHECK(has(o.text, "one GPU on host"));
+    CHECK(has(o.text, "is used by rank 0 (GPU-1234 (cuda:0)) and rank 1 (GPU-1234 (cuda:1))"));
   }
+  const int port3 = testing::free_port();  // distinct GPUs are fine
+  out = testing::run_ranks(2, [&](int r) {
+    Rendezvous::join(world(r, 2, port3), "GPU-" + std::to_string(r) + " (cuda:0)", "id", 10);
+    return std::string("met");
+  }, 30);
+  INFO(describe(out));
+  for (const auto& o : out) CHECK(o.text == "met");
 }
 
 TEST_CASE("rendezvous: a port already taken is named") {
