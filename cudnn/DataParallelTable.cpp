@@ -31,12 +31,18 @@ namespace {
 
 ncclDataType_t nccl_type(tensor::DType t) {
   switch (t) {
-    case tensor::DType::Float32: return ncclFloat32;
-    case tensor::DType::Float64: return ncclFloat64;
-    case tensor::DType::Float16: return ncclFloat16;
-    case tensor::DType::BFloat16: return ncclBfloat16;
-    case tensor::DType::Int64: return ncclInt64;
-    case tensor::DType::UInt8: return ncclUint8;
+    case tensor::DType::Float32:
+      return ncclFloat32;
+    case tensor::DType::Float64:
+      return ncclFloat64;
+    case tensor::DType::Float16:
+      return ncclFloat16;
+    case tensor::DType::BFloat16:
+      return ncclBfloat16;
+    case tensor::DType::Int64:
+      return ncclInt64;
+    case tensor::DType::UInt8:
+      return ncclUint8;
   }
   return ncclFloat32;
 }
@@ -185,8 +191,8 @@ std::vector<Tensor> DataParallelTable::scatter(const Tensor& t, const std::vecto
     const auto count = static_cast<size_t>(part.numel());
     NCCL_CHECK_COMM(comms_[0], ncclSend(part.raw_data(), count, nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
                                         stream_of(gpus_[0])));
-    NCCL_CHECK_COMM(comms_[i], ncclRecv(out[i].raw_data(), count, nccl_type(src.dtype()), 0, comms_[i],
-                                        stream_of(gpus_[i])));
+    NCCL_CHECK_COMM(comms_[i],
+                    ncclRecv(out[i].raw_data(), count, nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
   }
   group.end();
   return out;
@@ -216,7 +222,8 @@ Tensor DataParallelTable::gather(const std::vector<const Tensor*>& parts, const 
     const Tensor src = parts[i]->contiguous();
     Tensor dst = out.narrow(0, chunks[i].offset, chunks[i].length);
     const auto count = static_cast<size_t>(src.numel());
-    NCCL_CHECK_COMM(comms_[i], ncclSend(src.raw_data(), count, nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
+    NCCL_CHECK_COMM(comms_[i],
+                    ncclSend(src.raw_data(), count, nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
     NCCL_CHECK_COMM(comms_[0], ncclRecv(dst.raw_data(), count, nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
                                         stream_of(gpus_[0])));
   }
@@ -247,7 +254,8 @@ const Tensor& DataParallelTable::updateOutput(const Tensor& input) {
 }
 
 const Tensor& DataParallelTable::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  if (inputs_.size() != replicas_.size() || chunks_.empty() || input.size(0) != chunks_.back().offset + chunks_.back().length) {
+  if (inputs_.size() != replicas_.size() || chunks_.empty() ||
+      input.size(0) != chunks_.back().offset + chunks_.back().length) {
     throw nn::Error(where("updateGradInput") + "expected a forward() of this batch first");
   }
   gradOutputs_ = scatter(gradOutput, chunks_, "updateGradInput");
@@ -258,7 +266,8 @@ const Tensor& DataParallelTable::updateGradInput(const Tensor& input, const Tens
 }
 
 void DataParallelTable::accGradParameters(const Tensor&, const Tensor&, double scale) {
-  if (gradOutputs_.size() != replicas_.size()) throw nn::Error(where("accGradParameters") + "expected updateGradInput() first");
+  if (gradOutputs_.size() != replicas_.size())
+    throw nn::Error(where("accGradParameters") + "expected updateGradInput() first");
   for (size_t i = 1; i < replicas_.size(); ++i) {
     tensor::cuda::DeviceGuard guard(gpus_[i]);
     replicas_[i]->zeroGradParameters();  // they hold this batch's part only
@@ -268,7 +277,8 @@ void DataParallelTable::accGradParameters(const Tensor&, const Tensor&, double s
 }
 
 void DataParallelTable::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  if (inputs_.size() != replicas_.size() || chunks_.empty() || input.size(0) != chunks_.back().offset + chunks_.back().length) {
+  if (inputs_.size() != replicas_.size() || chunks_.empty() ||
+      input.size(0) != chunks_.back().offset + chunks_.back().length) {
     throw nn::Error(where("backward") + "expected a forward() of this batch first");
   }
   gradOutputs_ = scatter(gradOutput, chunks_, "backward");
@@ -334,8 +344,8 @@ nn::Module& DataParallelTable::to(nn::DType dtype) {
 }
 
 std::string DataParallelTable::str() const {
-  return type_name() + " on GPUs " + gpu_list(gpus_) + " {\n  (1): " +
-         nn::indent_lines(nn::child_at(*this, modules, 0, "str").str(), "  ") + "\n}";
+  return type_name() + " on GPUs " + gpu_list(gpus_) +
+         " {\n  (1): " + nn::indent_lines(nn::child_at(*this, modules, 0, "str").str(), "  ") + "\n}";
 }
 
 tensor::Json DataParallelTable::config() const {

@@ -58,8 +58,8 @@ class DataParallelTable : public nn::Container {
   struct Chunk {
     int64_t offset = 0, length = 0;
   };
-  void replicate();             // (re)builds replicas_ 1.. from modules[0]
-  void checkReplicas();         // rebuilds when modules[0] was replaced (convert)
+  void replicate();      // (re)builds replicas_ 1.. from modules[0]
+  void checkReplicas();  // rebuilds when modules[0] was replaced (convert)
   std::vector<Chunk> split(int64_t n) const;
   // Each chunk of `t` (CPU, or CUDA on the first GPU) on its GPU, NCCL moving the bytes.
   std::vector<nn::Tensor> scatter(const nn::Tensor& t, const std::vector<Chunk>& chunks, const char* what);

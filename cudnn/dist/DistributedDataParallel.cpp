@@ -37,8 +37,8 @@ std::vector<std::vector<size_t>> DistributedDataParallel::assignBuckets(const st
   size_t filled = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
     const size_t cap = buckets.size() == 1 ? firstBytes : capBytes;  // filling the first, or a later one
-    const bool fresh = buckets.empty() || dtypes[i] != dtypes[buckets.back().back()] ||
-                       (filled > 0 && filled + bytes[i] > cap);
+    const bool fresh =
+        buckets.empty() || dtypes[i] != dtypes[buckets.back().back()] || (filled > 0 && filled + bytes[i] > cap);
     if (fresh) {
       buckets.emplace_back();
       filled = 0;
@@ -49,7 +49,8 @@ std::vector<std::vector<size_t>> DistributedDataParallel::assignBuckets(const st
   return buckets;
 }
 
-DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options options, std::shared_ptr<ProcessGroup> group)
+DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options options,
+                                                 std::shared_ptr<ProcessGroup> group)
     : options_(options), group_(group ? std::move(group) : default_group()) {
   add(std::move(net));
   const tensor::Device dev = group_->device();
@@ -88,8 +89,8 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
   walk(module(), "");
   for (auto& [name, b] : module().namedBuffers()) {
     if (b.device() != dev || !b.is_contiguous()) {
-      throw tensor::Error(where("DistributedDataParallel") + "expected buffer '" + name + "' contiguous on " + dev.str() +
-                          ", got " + b.description());
+      throw tensor::Error(where("DistributedDataParallel") + "expected buffer '" + name + "' contiguous on " +
+                          dev.str() + ", got " + b.description());
     }
   }
 
@@ -221,12 +222,14 @@ void DistributedDataParallel::launch(Bucket& b) {
   const size_t item = tensor::itemsize(b.buffer.dtype());
   for (size_t p : b.params) {
     const Param& q = params_[p];
-    CUDA_CHECK(cudaMemcpyAsync(base + q.offset * item, q.grad.raw_data(), q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
+    CUDA_CHECK(
+        cudaMemcpyAsync(base + q.offset * item, q.grad.raw_data(), q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
   }
   group_->allReduce(b.buffer.raw_data(), b.buffer.numel(), b.buffer.dtype(), ReduceOp::Avg, comm);
   for (size_t p : b.params) {
     const Param& q = params_[p];
-    CUDA_CHECK(cudaMemcpyAsync(q.grad.raw_data(), base + q.offset * item, q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
+    CUDA_CHECK(
+        cudaMemcpyAsync(q.grad.raw_data(), base + q.offset * item, q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
   }
   b.launched = true;
 }

@@ -30,7 +30,8 @@ class DistributedDataParallel : public nn::Container {
   using Options = DistributedDataParallelOptions;
 
   // `group`: the default group (cudnn::dist::init()) when nullptr.
-  explicit DistributedDataParallel(nn::ModulePtr net, Options options = {}, std::shared_ptr<ProcessGroup> group = nullptr);
+  explicit DistributedDataParallel(nn::ModulePtr net, Options options = {},
+                                   std::shared_ptr<ProcessGroup> group = nullptr);
   DistributedDataParallel(nn::ModulePtr net, std::shared_ptr<ProcessGroup> group)
       : DistributedDataParallel(std::move(net), Options{}, std::move(group)) {}
   ~DistributedDataParallel() override;
@@ -74,7 +75,7 @@ class DistributedDataParallel : public nn::Container {
     tensor::Tensor buffer;       // flat, the bucket's dtype, on this rank's device
     size_t pending = 0;          // gradients not produced yet in this backward
     bool launched = false;
-    void* ready = nullptr;       // cudaEvent_t on the compute stream
+    void* ready = nullptr;  // cudaEvent_t on the compute stream
   };
   void beginBackward();
   void onModuleDone(nn::Module& m);

@@ -20,8 +20,8 @@ int integer(const std::function<const char*(const char*)>& getenv, const char* n
   errno = 0;
   const long x = std::strtol(v, &end, 10);
   if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
-    throw tensor::Error(tensor::detail::concat(kWhere, "expected ", name, " to be an integer in [", lo, ", ", hi,
-                                               "], got '", v, "'"));
+    throw tensor::Error(
+        tensor::detail::concat(kWhere, "expected ", name, " to be an integer in [", lo, ", ", hi, "], got '", v, "'"));
   }
   return static_cast<int>(x);
 }
@@ -47,7 +47,8 @@ WorldInfo world_from(const std::function<const char*(const char*)>& getenv) {
     w.rank = integer(getenv, "RANK", 0, 0, 1 << 20);
     w.localRank = integer(getenv, "LOCAL_RANK", w.worldSize == 1 ? 0 : -1, 0, 1 << 20);
     w.localWorldSize = integer(getenv, "LOCAL_WORLD_SIZE", w.worldSize, 1, 1 << 20);
-    if (w.localRank < 0) throw tensor::Error(std::string(kWhere) + "expected LOCAL_RANK with RANK and WORLD_SIZE, got none");
+    if (w.localRank < 0)
+      throw tensor::Error(std::string(kWhere) + "expected LOCAL_RANK with RANK and WORLD_SIZE, got none");
   } else if (mpi) {
     w.source = "Open MPI (OMPI_COMM_WORLD_*)";
     w.worldSize = integer(getenv, "OMPI_COMM_WORLD_SIZE", 1, 1, 1 << 20);
@@ -56,8 +57,8 @@ WorldInfo world_from(const std::function<const char*(const char*)>& getenv) {
     w.localWorldSize = integer(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", w.worldSize, 1, 1 << 20);
   }
   if (w.rank >= w.worldSize) {
-    throw tensor::Error(tensor::detail::concat(kWhere, "expected a rank below the world size ", w.worldSize, ", got rank ",
-                                               w.rank, " (", w.source, ")"));
+    throw tensor::Error(tensor::detail::concat(kWhere, "expected a rank below the world size ", w.worldSize,
+                                               ", got rank ", w.rank, " (", w.source, ")"));
   }
   if (w.localRank >= w.localWorldSize) {
     throw tensor::Error(tensor::detail::concat(kWhere, "expected the local rank below the local world size ",
@@ -68,9 +69,10 @@ WorldInfo world_from(const std::function<const char*(const char*)>& getenv) {
     w.masterAddr = addr;
   } else if (w.localWorldSize < w.worldSize) {
     // One host needs no address (the default is this host); several do.
-    throw tensor::Error(tensor::detail::concat(kWhere, "expected MASTER_ADDR (rank 0's host) for a job over several hosts (",
-                                               w.worldSize, " ranks, ", w.localWorldSize, " on this host), got none",
-                                               mpi ? "; pass it with mpirun -x MASTER_ADDR=host -x MASTER_PORT=port" : ""));
+    throw tensor::Error(
+        tensor::detail::concat(kWhere, "expected MASTER_ADDR (rank 0's host) for a job over several hosts (",
+                               w.worldSize, " ranks, ", w.localWorldSize, " on this host), got none",
+                               mpi ? "; pass it with mpirun -x MASTER_ADDR=host -x MASTER_PORT=port" : ""));
   }
   w.masterPort = integer(getenv, "MASTER_PORT", w.masterPort, 1, 65535);
   return w;
@@ -86,8 +88,8 @@ double timeout_from_environment(double fallback) {
   char* end = nullptr;
   const double t = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(t > 0)) {
-    throw tensor::Error(std::string("cudnn::dist: expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got '") +
-                        v + "'");
+    throw tensor::Error(
+        std::string("cudnn::dist: expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got '") + v + "'");
   }
   return t;
 }

@@ -21,22 +21,32 @@ using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(tensor::DType t) {
   switch (t) {
-    case tensor::DType::Float32: return ncclFloat32;
-    case tensor::DType::Float64: return ncclFloat64;
-    case tensor::DType::Float16: return ncclFloat16;
-    case tensor::DType::BFloat16: return ncclBfloat16;
-    case tensor::DType::Int64: return ncclInt64;
-    case tensor::DType::UInt8: return ncclUint8;
+    case tensor::DType::Float32:
+      return ncclFloat32;
+    case tensor::DType::Float64:
+      return ncclFloat64;
+    case tensor::DType::Float16:
+      return ncclFloat16;
+    case tensor::DType::BFloat16:
+      return ncclBfloat16;
+    case tensor::DType::Int64:
+      return ncclInt64;
+    case tensor::DType::UInt8:
+      return ncclUint8;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Avg: return ncclAvg;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Min: return ncclMin;
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Min:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -58,8 +68,10 @@ std::string device_uuid(int device) {
 class Backoff {
  public:
   void pause() {
-    if (++n_ < 2000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (++n_ < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 
  private:
@@ -118,8 +130,10 @@ ProcessGroup::~ProcessGroup() {
         }
         clean = state == ncclSuccess;
       }
-      if (clean) ncclCommDestroy(comm_);
-      else ncclCommAbort(comm_);
+      if (clean)
+        ncclCommDestroy(comm_);
+      else
+        ncclCommAbort(comm_);
       comm_ = nullptr;
     }
     if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
@@ -151,7 +165,8 @@ std::string ProcessGroup::trouble() {
   if (r != ncclSuccess) state = r;
   if (state == ncclSuccess || state == ncclInProgress) return "";
   const char* last = ncclGetLastError(comm_);
-  std::string why = std::string("NCCL reports ") + ncclGetErrorString(state) + (last && last[0] ? std::string(": ") + last : "");
+  std::string why =
+      std::string("NCCL reports ") + ncclGetErrorString(state) + (last && last[0] ? std::string(": ") + last : "");
   // NCCL may see a dead peer's socket close before the rendezvous does: a moment for the name.
   const auto until = Clock::now() + std::chrono::seconds(1);
   while (lost.empty() && rendezvous_ && Clock::now() < until) {
@@ -229,7 +244,8 @@ void ProcessGroup::groupEnd() {
   const ncclResult_t r = ncclGroupEnd();
   if (r != ncclSuccess && r != ncclInProgress) {
     const char* last = ncclGetLastError(comm_);
-    fail(std::string("ncclGroupEnd failed: ") + ncclGetErrorString(r) + (last && last[0] ? std::string(" (") + last + ")" : ""));
+    fail(std::string("ncclGroupEnd failed: ") + ncclGetErrorString(r) +
+         (last && last[0] ? std::string(" (") + last + ")" : ""));
   }
   settle("a group of collectives");
 }

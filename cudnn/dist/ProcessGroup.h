@@ -27,7 +27,8 @@ class ProcessGroup {
  public:
   // Meets the ranks of `world` and creates the communicator on cuda:world.localRank, within
   // `timeoutSeconds` for each blocking step.
-  static std::shared_ptr<ProcessGroup> create(const WorldInfo& world, double timeoutSeconds = timeout_from_environment());
+  static std::shared_ptr<ProcessGroup> create(const WorldInfo& world,
+                                              double timeoutSeconds = timeout_from_environment());
   ~ProcessGroup();  // finalizes (bounded by the timeout, else aborts); never throws
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -78,7 +79,7 @@ class ProcessGroup {
   std::unique_ptr<Rendezvous> rendezvous_;
   std::string abortReason_;
   int groupDepth_ = 0;  // open groupStart() calls
-  std::string where_;  // "cudnn::dist (rank r of n): "
+  std::string where_;   // "cudnn::dist (rank r of n): "
 };
 
 }  // namespace cudnn::dist

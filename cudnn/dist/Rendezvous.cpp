@@ -247,9 +247,10 @@ std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const std::
       for (int k = 1; k < world.worldSize; ++k) {
         if (rv->fds_[k] < 0) missing.push_back(k);
       }
-      fatal = tensor::detail::concat(missing.size() == 1 ? "rank " : "ranks ", rank_list(missing), " of ",
-                                     world.worldSize, " did not arrive within ", seconds_str(timeoutSeconds),
-                                     " (is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
+      fatal =
+          tensor::detail::concat(missing.size() == 1 ? "rank " : "ranks ", rank_list(missing), " of ", world.worldSize,
+                                 " did not arrive within ", seconds_str(timeoutSeconds),
+                                 " (is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
     }
     const std::string reply = fatal.empty() ? "ok\n" + rv->payload_ : "error\n" + fatal;
     const auto send_deadline = after(std::min(timeoutSeconds, 10.0));
@@ -313,7 +314,8 @@ std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const std::
                         last_error + "): is rank 0 running, with the same MASTER_ADDR and MASTER_PORT?");
   }
   rv->fds_ = {fd};
-  const std::string hello = tensor::detail::concat(kMagic, "\n", world.rank, "\n", world.worldSize, "\n", host, "\n", device);
+  const std::string hello =
+      tensor::detail::concat(kMagic, "\n", world.rank, "\n", world.worldSize, "\n", host, "\n", device);
   std::string reply;
   Io io = send_frame(fd, hello, deadline);
   // Rank 0 answers at its own deadline at the latest; allow for a later start than ours.
@@ -366,9 +368,12 @@ void Rendezvous::barrier(double timeoutSeconds) {
   const auto deadline = after(timeoutSeconds);
   auto fail = [&](int peer, Io io, const std::string& frame) {
     std::string why;
-    if (io == Io::Ok) why = tensor::detail::concat("rank ", peer, " aborted: ", abort_reason(frame));
-    else if (io == Io::Timeout) why = tensor::detail::concat("rank ", peer, " did not reach the barrier within ", seconds_str(timeoutSeconds));
-    else why = tensor::detail::concat("rank ", peer, " exited (its connection closed)");
+    if (io == Io::Ok)
+      why = tensor::detail::concat("rank ", peer, " aborted: ", abort_reason(frame));
+    else if (io == Io::Timeout)
+      why = tensor::detail::concat("rank ", peer, " did not reach the barrier within ", seconds_str(timeoutSeconds));
+    else
+      why = tensor::detail::concat("rank ", peer, " exited (its connection closed)");
     lost_ = why;
     abort(why);
     throw tensor::Error(where_ + "barrier: " + why);

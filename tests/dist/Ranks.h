@@ -20,9 +20,9 @@
 namespace testing {
 
 struct RankOutcome {
-  int exitCode = -1;     // 0: returned, 1: threw, other: the process's own; -1: killed at the limit
-  std::string text;      // what it returned, or the exception's message
-  double seconds = 0;    // from the start of all ranks to this one's end
+  int exitCode = -1;   // 0: returned, 1: threw, other: the process's own; -1: killed at the limit
+  std::string text;    // what it returned, or the exception's message
+  double seconds = 0;  // from the start of all ranks to this one's end
 };
 
 // A port that was free a moment ago (bound to port 0 and released).

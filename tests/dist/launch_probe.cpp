@@ -18,9 +18,12 @@ int main(int argc, char** argv) {
   int exitRank = -1, code = 0, hangRank = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--exit-rank") exitRank = std::atoi(argv[i + 1]);
-    else if (a == "--code") code = std::atoi(argv[i + 1]);
-    else if (a == "--hang-rank") hangRank = std::atoi(argv[i + 1]);
+    if (a == "--exit-rank")
+      exitRank = std::atoi(argv[i + 1]);
+    else if (a == "--code")
+      code = std::atoi(argv[i + 1]);
+    else if (a == "--hang-rank")
+      hangRank = std::atoi(argv[i + 1]);
   }
   try {
     const auto world = cudnn::dist::world_from_environment();

@@ -34,8 +34,12 @@ TEST_CASE("environment: nothing set is a single process") {
 }
 
 TEST_CASE("environment: torchrun's variables") {
-  const WorldInfo w = from({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-                            {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "1234"}});
+  const WorldInfo w = from({{"RANK", "5"},
+                            {"WORLD_SIZE", "8"},
+                            {"LOCAL_RANK", "1"},
+                            {"LOCAL_WORLD_SIZE", "4"},
+                            {"MASTER_ADDR", "node0"},
+                            {"MASTER_PORT", "1234"}});
   CHECK(w.rank == 5);
   CHECK(w.worldSize == 8);
   CHECK(w.localRank == 1);
@@ -46,15 +50,19 @@ TEST_CASE("environment: torchrun's variables") {
 }
 
 TEST_CASE("environment: Open MPI's variables, one host needs no MASTER_ADDR") {
-  const WorldInfo w = from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const WorldInfo w = from({{"OMPI_COMM_WORLD_RANK", "1"},
+                            {"OMPI_COMM_WORLD_SIZE", "2"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   CHECK(w.rank == 1);
   CHECK(w.worldSize == 2);
   CHECK(w.localRank == 1);
   CHECK(w.masterAddr == "127.0.0.1");
   CHECK(has(w.source, "Open MPI"));
-  const std::string e = error_from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const std::string e = error_from({{"OMPI_COMM_WORLD_RANK", "1"},
+                                    {"OMPI_COMM_WORLD_SIZE", "4"},
+                                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   CHECK(has(e, "expected MASTER_ADDR (rank 0's host) for a job over several hosts (4 ranks, 2 on this host)"));
   CHECK(has(e, "mpirun -x MASTER_ADDR"));
 }
@@ -64,7 +72,8 @@ TEST_CASE("environment: malformed or inconsistent values are named") {
             "expected a rank below the world size 4, got rank 4"));
   CHECK(has(error_from({{"RANK", "x"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}}),
             "expected RANK to be an integer in [0, 1048576], got 'x'"));
-  CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"LOCAL_RANK", "0"}}), "expected WORLD_SIZE to be an integer"));
+  CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"LOCAL_RANK", "0"}}),
+            "expected WORLD_SIZE to be an integer"));
   CHECK(has(error_from({{"RANK", "0"}}), "expected RANK and WORLD_SIZE together, got only RANK"));
   CHECK(has(error_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}}), "expected LOCAL_RANK"));
   CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "70000"}}),

@@ -70,15 +70,18 @@ int worker_killed() {
 // Runs this executable as `n` ranks of worker `name`; returns their exit codes and output.
 std::vector<testing::RankOutcome> launch(const std::string& name, int n, double limit) {
   const int port = testing::free_port();
-  return testing::run_ranks(n, [&](int r) -> std::string {
-    const std::string env[] = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(n),
-                               "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                               "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                               "CUDNN_NN_DIST_TIMEOUT=30", "NCCL_NVLS_ENABLE=0"};
-    for (const auto& e : env) ::putenv(const_cast<char*>(strdup(e.c_str())));
-    ::execl(self_exe.c_str(), self_exe.c_str(), "--worker", name.c_str(), static_cast<char*>(nullptr));
-    return "exec failed";
-  }, limit);
+  return testing::run_ranks(
+      n,
+      [&](int r) -> std::string {
+        const std::string env[] = {"RANK=" + std::to_string(r),       "WORLD_SIZE=" + std::to_string(n),
+                                   "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(n),
+                                   "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + std::to_string(port),
+                                   "CUDNN_NN_DIST_TIMEOUT=30",        "NCCL_NVLS_ENABLE=0"};
+        for (const auto& e : env) ::putenv(const_cast<char*>(strdup(e.c_str())));
+        ::execl(self_exe.c_str(), self_exe.c_str(), "--worker", name.c_str(), static_cast<char*>(nullptr));
+        return "exec failed";
+      },
+      limit);
 }
 
 }  // namespace

@@ -43,16 +43,19 @@ std::string describe(const std::vector<testing::RankOutcome>& out) {
 TEST_CASE("rendezvous: four ranks meet, get rank 0's payload (binary), and pass barriers") {
   const int port = testing::free_port();
   const std::string payload("nccl\0id\xff bytes", 14);
-  const auto out = testing::run_ranks(4, [&](int r) {
-    // Ranks start in reverse order: the others must retry until rank 0 listens.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 * (3 - r)));
-    auto rv = Rendezvous::join(world(r, 4, port), "gpu" + std::to_string(r), r == 0 ? payload : "", 20);
-    rv->barrier(20);
-    const std::string lost = rv->lostPeer();  // nobody leaves before all pass the next barrier
-    rv->barrier(20);
-    if (!lost.empty()) return lost;
-    return rv->payload() == payload ? std::string("ok") : std::string("wrong payload");
-  }, 60);
+  const auto out = testing::run_ranks(
+      4,
+      [&](int r) {
+        // Ranks start in reverse order: the others must retry until rank 0 listens.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 * (3 - r)));
+        auto rv = Rendezvous::join(world(r, 4, port), "gpu" + std::to_string(r), r == 0 ? payload : "", 20);
+        rv->barrier(20);
+        const std::string lost = rv->lostPeer();  // nobody leaves before all pass the next barrier
+        rv->barrier(20);
+        if (!lost.empty()) return lost;
+        return rv->payload() == payload ? std::string("ok") : std::string("wrong payload");
+      },
+      60);
   INFO(describe(out));
   for (const auto& o : out) {
     CHECK(o.exitCode == 0);
@@ -89,10 +92,13 @@ TEST_CASE("rendezvous: an unresolvable MASTER_ADDR is named") {
 
 TEST_CASE("rendezvous: a rank that never arrives stops the others with an error naming it") {
   const int port = testing::free_port();
-  const auto out = testing::run_ranks(2, [&](int r) {  // ranks 0 and 1 of 3; rank 2 never comes
-    Rendezvous::join(world(r, 3, port), "", "id", 1.5);
-    return std::string("(no error)");
-  }, 30);
+  const auto out = testing::run_ranks(
+      2,
+      [&](int r) {  // ranks 0 and 1 of 3; rank 2 never comes
+        Rendezvous::join(world(r, 3, port), "", "id", 1.5);
+        return std::string("(no error)");
+      },
+      30);
   INFO(describe(out));
   CHECK(out[0].exitCode == 1);
   CHECK(has(out[0].text, "rank 2 of 3 did not arrive within 1.5 s"));
@@ -103,10 +109,13 @@ TEST_CASE("rendezvous: a rank that never arrives stops the others with an error 
 
 TEST_CASE("rendezvous: a world-size mismatch is an error on both sides, naming both sizes") {
   const int port = testing::free_port();
-  const auto out = testing::run_ranks(2, [&](int r) {
-    Rendezvous::join(world(r, r == 0 ? 2 : 3, port), "", "id", 10);
-    return std::string("(no error)");
-  }, 30);
+  const auto out = testing::run_ranks(
+      2,
+      [&](int r) {
+        Rendezvous::join(world(r, r == 0 ? 2 : 3, port), "", "id", 10);
+        return std::string("(no error)");
+      },
+      30);
   INFO(describe(out));
   for (const auto& o : out) {
     CHECK(o.exitCode == 1);
@@ -119,11 +128,14 @@ TEST_CASE("rendezvous: a world-size mismatch is an error on both sides, naming b
 
 TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are errors") {
   const int port = testing::free_port();
-  auto out = testing::run_ranks(3, [&](int r) {  // ranks 0, 1, 1 of 3
-    std::this_thread::sleep_for(std::chrono::milliseconds(r == 2 ? 300 : 0));
-    Rendezvous::join(world(r == 0 ? 0 : 1, 3, port), "gpu" + std::to_string(r), "id", 10);
-    return std::string("(no error)");
-  }, 30);
+  auto out = testing::run_ranks(
+      3,
+      [&](int r) {  // ranks 0, 1, 1 of 3
+        std::this_thread::sleep_for(std::chrono::milliseconds(r == 2 ? 300 : 0));
+        Rendezvous::join(world(r == 0 ? 0 : 1, 3, port), "gpu" + std::to_string(r), "id", 10);
+        return std::string("(no error)");
+      },
+      30);
   INFO(describe(out));
   for (const auto& o : out) {
     CHECK(o.exitCode == 1);
@@ -131,10 +143,13 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
     CHECK(o.seconds < 5);
   }
   const int port2 = testing::free_port();
-  out = testing::run_ranks(2, [&](int r) {  // one UUID, numbered differently by CUDA_VISIBLE_DEVICES
-    Rendezvous::join(world(r, 2, port2), "GPU-1234 (cuda:" + std::to_string(r) + ")", "id", 10);
-    return std::string("(no error)");
-  }, 30);
+  out = testing::run_ranks(
+      2,
+      [&](int r) {  // one UUID, numbered differently by CUDA_VISIBLE_DEVICES
+        Rendezvous::join(world(r, 2, port2), "GPU-1234 (cuda:" + std::to_string(r) + ")", "id", 10);
+        return std::string("(no error)");
+      },
+      30);
   INFO(describe(out));
   for (const auto& o : out) {
     CHECK(o.exitCode == 1);
@@ -142,10 +157,13 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
     CHECK(has(o.text, "is used by rank 0 (GPU-1234 (cuda:0)) and rank 1 (GPU-1234 (cuda:1))"));
   }
   const int port3 = testing::free_port();  // distinct GPUs are fine
-  out = testing::run_ranks(2, [&](int r) {
-    Rendezvous::join(world(r, 2, port3), "GPU-" + std::to_string(r) + " (cuda:0)", "id", 10);
-    return std::string("met");
-  }, 30);
+  out = testing::run_ranks(
+      2,
+      [&](int r) {
+        Rendezvous::join(world(r, 2, port3), "GPU-" + std::to_string(r) + " (cuda:0)", "id", 10);
+        return std::string("met");
+      },
+      30);
   INFO(describe(out));
   for (const auto& o : out) CHECK(o.text == "met");
 }
@@ -166,18 +184,21 @@ TEST_CASE("rendezvous: a port already taken is named") {
 
 TEST_CASE("rendezvous: a rank that exits after the meeting is seen by rank 0, whose abort reaches the rest") {
   const int port = testing::free_port();
-  const auto out = testing::run_ranks(3, [&](int r) {
-    auto rv = Rendezvous::join(world(r, 3, port), "", "id", 20);
-    if (r == 2) ::_exit(7);  // dies without a word
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::string lost;
-    while (lost.empty() && std::chrono::steady_clock::now() < deadline) {
-      lost = rv->lostPeer();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (r == 0 && !lost.empty()) rv->abort("stopping: " + lost);
-    return lost.empty() ? std::string("nothing seen") : lost;
-  }, 30);
+  const auto out = testing::run_ranks(
+      3,
+      [&](int r) {
+        auto rv = Rendezvous::join(world(r, 3, port), "", "id", 20);
+        if (r == 2) ::_exit(7);  // dies without a word
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        std::string lost;
+        while (lost.empty() && std::chrono::steady_clock::now() < deadline) {
+          lost = rv->lostPeer();
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        if (r == 0 && !lost.empty()) rv->abort("stopping: " + lost);
+        return lost.empty() ? std::string("nothing seen") : lost;
+      },
+      30);
   INFO(describe(out));
   CHECK(out[2].exitCode == 7);
   CHECK(out[0].text == "rank 2 exited (its connection to rank 0 closed)");
@@ -188,15 +209,18 @@ TEST_CASE("rendezvous: a rank that exits after the meeting is seen by rank 0, wh
 
 TEST_CASE("rendezvous: a barrier that a rank never reaches fails within its timeout") {
   const int port = testing::free_port();
-  const auto out = testing::run_ranks(2, [&](int r) {
-    auto rv = Rendezvous::join(world(r, 2, port), "", "id", 20);
-    if (r == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(3));  // late, but alive
-      return std::string("late");
-    }
-    rv->barrier(1.0);
-    return std::string("(no error)");
-  }, 30);
+  const auto out = testing::run_ranks(
+      2,
+      [&](int r) {
+        auto rv = Rendezvous::join(world(r, 2, port), "", "id", 20);
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(3));  // late, but alive
+          return std::string("late");
+        }
+        rv->barrier(1.0);
+        return std::string("(no error)");
+      },
+      30);
   INFO(describe(out));
   CHECK(out[0].exitCode == 1);
   CHECK(has(out[0].text, "barrier: rank 1 did not reach the barrier within 1 s"));
