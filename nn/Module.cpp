@@ -34,9 +34,11 @@ const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, do
     bridgedGradOutput_ = gradOutput.to(Device::cpu());
     backwardImpl(bridgedInput_, bridgedGradOutput_, scale);
     bridgedGradInput_ = gradInput.to(input.device());
+    if (backwardHook_) backwardHook_(*this);
     return bridgedGradInput_;
   }
   backwardImpl(input, gradOutput, scale);
+  if (backwardHook_) backwardHook_(*this);
   return gradInput;
 }
 

@@ -96,6 +96,12 @@ class Module {
   // Calls fn on this module, then on every descendant, depth first.
   void apply(const std::function<void(Module&)>& fn);
 
+  // ---- hooks ----
+  // Called at the end of backward(), once this module's gradients (and its children's) are
+  // accumulated: DistributedDataParallel launches a gradient all-reduce from it while the
+  // rest of the network's backward still runs. One hook per module; an empty one clears it.
+  void setBackwardHook(std::function<void(Module&)> hook) { backwardHook_ = std::move(hook); }
+
   Tensor output;
   Tensor gradInput;
 
@@ -120,6 +126,7 @@ class Module {
 
  private:
   Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;
+  std::function<void(Module&)> backwardHook_;
 };
 
 // kids[i] of `parent`, or an Error naming the parent, `method` and the position when it is

@@ -5,6 +5,11 @@
 //
 //   convnet_benchmark [--backend nn|cudnn] [--nets L1,L2,...|all] [--batch N] [--iterations N]
 //             [--warmup N] [--dtype float32|float16|bfloat16] [--flags k=v,...] [--json PATH] [--per-layer]
+//             [--data-parallel]
+// --data-parallel (a build with NCCL; under scripts/launch -n N for N GPUs): training steps
+// (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
+// cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
+// (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +26,11 @@
 
 #ifdef CUDNN_NN_HAVE_CUDA
 #include "cudnn/Config.h"
+#endif
+#ifdef CUDNN_NN_HAVE_NCCL
+#include "cudnn/dist/Dist.h"
+#include "cudnn/dist/DistributedDataParallel.h"
+#include "nn/SGD.h"
 #endif
 
 using tensor::Device;
@@ -39,6 +49,7 @@ struct Options {
   std::string flags;
   std::string json;
   bool per_layer = false;
+  bool data_parallel = false;
 };
 
 const char* kUsage =
@@ -51,7 +62,9 @@ const char* kUsage =
     "  --dtype T         float32 (default), float16 or bfloat16 (cudnn only)\n"
     "  --flags F         cudnn flags, as CUDNN_NN_FLAGS (e.g. benchmark=true,allow_tf32=false)\n"
     "  --json PATH       also write the results as JSON\n"
-    "  --per-layer       also time each top-level module alone (forward, forward+backward)\n";
+    "  --per-layer       also time each top-level module alone (forward, forward+backward)\n"
+    "  --data-parallel   training steps of the first network, alone and with DistributedDataParallel,\n"
+    "                    per GPU (run under scripts/launch -n N; default network resnet50)\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -82,6 +95,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--flags") o.flags = args.value(flag);
     else if (flag == "--json") args.writable(flag, o.json = args.value(flag));
     else if (flag == "--per-layer") o.per_layer = true;
+    else if (flag == "--data-parallel") o.data_parallel = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -164,7 +178,87 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   return r;
 }
 
+#ifdef CUDNN_NN_HAVE_NCCL
+// Data-parallel mode: each process (rank) drives its GPU. Phase 1 times a training step of the
+// network alone on every GPU at once (the single-GPU baseline); phase 2 the same step through
+// DistributedDataParallel. A step's time is the slowest rank's median; the scaling efficiency
+// is the data-parallel images/s over (world size x the baseline's).
+int run_data_parallel(const Options& o, const std::string& name) {
+  auto group = cudnn::dist::init();
+  const int world = group->worldSize();
+  const Device device = group->device();
+  if (!o.flags.empty()) cudnn::set_flags(o.flags);
+  const DType dtype = tensor::dtype_from_name(o.dtype);
+  samples::Benchmark b = samples::make_benchmark(name);
+  if (o.batch) b.input[b.batchDim] = o.batch;
+  const int64_t batch = b.input[b.batchDim];
+  std::shared_ptr<nn::Module> net = nn::convert(b.net, cudnn::backend);
+  net->to(device);
+  net->to(dtype);
+  net->train();
+  tensor::Generator gen(1 + static_cast<uint64_t>(group->rank()));
+  const Tensor x = tensor::uniform(b.input, -1, 1, gen, dtype, device);
+  const Tensor g = tensor::uniform(net->forward(x).sizes(), -1, 1, gen, dtype, device);
+  auto step_ms = [&](nn::Module& model) {
+    nn::SGD sgd(model, 0.01, 0.9);
+    auto step = [&] {
+      sgd.zeroGrad();
+      model.forward(x);
+      model.backward(x, g);
+      sgd.step();
+    };
+    for (int64_t i = 0; i < o.warmup; ++i) step();
+    tensor::cuda::synchronize();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < o.iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      tensor::cuda::synchronize();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    Tensor slowest = tensor::full({1}, median(ms), DType::Float64, device);
+    cudnn::dist::all_reduce(slowest, cudnn::dist::ReduceOp::Max);
+    return slowest.item();
+  };
+  const double alone = step_ms(*net);
+  cudnn::dist::barrier();
+  auto ddp = std::make_shared<cudnn::dist::DistributedDataParallel>(net);
+  const double parallel = step_ms(*ddp);
+  const double ips_alone = batch / (alone / 1000), ips = world * batch / (parallel / 1000);
+  const double efficiency = ips / (world * ips_alone);
+  if (group->rank() == 0) {
+    std::printf("data parallel %s, %s, %d GPU%s, batch %lld per GPU: alone %.3f ms/step (%.0f img/s per GPU), "
+                "DDP %.3f ms/step, %.0f img/s in all, scaling efficiency %.3f\n",
+                name.c_str(), o.dtype.c_str(), world, world == 1 ? "" : "s", static_cast<long long>(batch), alone,
+                ips_alone, parallel, ips, efficiency);
+    if (!o.json.empty()) {
+      tensor::Json doc(tensor::Json::Object{});
+      doc.set("mode", tensor::Json("data_parallel"));
+      doc.set("network", tensor::Json(name));
+      doc.set("dtype", tensor::Json(o.dtype));
+      doc.set("world_size", tensor::Json(world));
+      doc.set("batch_per_gpu", tensor::Json(batch));
+      doc.set("alone_step_ms", tensor::Json(alone));
+      doc.set("ddp_step_ms", tensor::Json(parallel));
+      doc.set("images_per_second", tensor::Json(ips));
+      doc.set("scaling_efficiency", tensor::Json(efficiency));
+      const std::string text = doc.dump(2) + "\n";
+      tensor::write_file_atomic(o.json, text.data(), text.size(), "convnet_benchmark --json");
+    }
+  }
+  return 0;
+}
+#endif
+
 int run(const Options& o) {
+  if (o.data_parallel) {
+#ifdef CUDNN_NN_HAVE_NCCL
+    const bool defaults = o.nets == samples::benchmark_names();
+    return run_data_parallel(o, defaults ? std::string("resnet50") : o.nets.front());
+#else
+    throw std::runtime_error("--data-parallel needs a build with NCCL");
+#endif
+  }
   Device device = Device::cpu();
   if (o.backend == "cudnn") {
     if (!tensor::cuda::is_available()) throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");

@@ -5,7 +5,11 @@
 //
 //   fashion_mnist [--data DIR] [--backend nn|cudnn] [--model conv|lstm] [--epochs N]
 //                 [--batch-size N] [--lr X] [--lr-decay F] [--hidden N] [--seed N] [--limit N]
-//                 [--save PATH] [--quiet]
+//                 [--gpus N] [--save PATH] [--quiet]
+// Data parallel (a build with NCCL): --gpus N trains on N GPUs from one process
+// (cudnn::DataParallelTable); under scripts/launch (or torchrun, mpirun) each process trains
+// on its GPU and its shard of the data (cudnn::dist::DistributedDataParallel). Either way the
+// global batch is --batch-size, as on one GPU, so the accuracy is the same.
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +40,12 @@
 #include "samples/Args.h"
 #include "samples/FashionMnist.h"
 #include "tensor/Cuda.h"
+#ifdef CUDNN_NN_HAVE_NCCL
+#include "cudnn/DataParallelTable.h"
+#include "cudnn/dist/Dist.h"
+#include "cudnn/dist/DistributedDataParallel.h"
+#include "cudnn/dist/DistributedSampler.h"
+#endif
 
 using tensor::Device;
 using tensor::DType;
@@ -56,7 +66,11 @@ struct Options {
   int64_t limit = 0;  // train on the first N images only (0: all)
   std::string save = "fashion_mnist_model";
   bool quiet = false;
+  int64_t gpus = 0;  // > 0: DataParallelTable over GPUs 0..gpus-1
 };
+
+// Started by scripts/launch, torchrun or mpirun: one process per GPU.
+bool launched() { return std::getenv("WORLD_SIZE") || std::getenv("OMPI_COMM_WORLD_SIZE"); }
 
 const char* kUsage =
     "usage: fashion_mnist [options]\n"
@@ -72,6 +86,8 @@ const char* kUsage =
     "  --hidden N        hidden units before the 10 scores (default 256; lstm: 128)\n"
     "  --seed N          initialisation and shuffling seed (default 1)\n"
     "  --limit N         train on the first N images only (default: all 60000)\n"
+    "  --gpus N          train on N GPUs from this process (DataParallelTable; implies cudnn);\n"
+    "                    under scripts/launch each process uses its own GPU instead\n"
     "  --save PATH       where the trained model goes: PATH.json + PATH.safetensors\n"
     "                    (default fashion_mnist_model; empty to skip)\n"
     "  --quiet           no progress lines\n";
@@ -93,10 +109,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--limit") o.limit = args.integer(flag, 0, INT64_MAX);
     else if (flag == "--save") o.save = args.value(flag);
     else if (flag == "--quiet") o.quiet = true;
+    else if (flag == "--gpus") o.gpus = args.integer(flag, 1, 64);
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
   if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : 256;
+  if (o.gpus > 0 || launched()) o.backend = "cudnn";
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   return o;
 }
@@ -166,6 +184,21 @@ double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Devic
 
 int run(const Options& o) {
   tensor::manual_seed(o.seed);
+  int rank = 0, world = 1;
+#ifdef CUDNN_NN_HAVE_NCCL
+  if (launched()) {
+    auto group = cudnn::dist::init();
+    rank = group->rank();
+    world = group->worldSize();
+    if (o.gpus > 0) throw std::runtime_error("--gpus is for one process; under a launcher each process has one GPU");
+  }
+#else
+  if (o.gpus > 0 || launched()) {
+    throw std::runtime_error("data parallel training (--gpus, scripts/launch) needs a build with NCCL");
+  }
+#endif
+  const bool lead = rank == 0;  // prints, evaluates and saves
+  if (!lead) std::freopen("/dev/null", "w", stdout);
   std::printf("Fashion-MNIST from %s\n", o.data.c_str());
   samples::Dataset train = samples::load_fashion_mnist(o.data, "train");
   samples::Dataset test = samples::load_fashion_mnist(o.data, "t10k");
@@ -185,39 +218,64 @@ int run(const Options& o) {
     if (!tensor::cuda::is_available()) {
       throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
     }
-    device = Device::cuda(0);
+    device = Device::cuda(world > 1 ? tensor::cuda::current_device() : 0);
     nn::ConvertReport report;
     net = nn::convert(net, cudnn::backend, {}, &report);
     criterion = nn::convert(criterion, cudnn::backend);
     std::printf("converted to cudnn: %s\n", report.str().c_str());
   }
-  std::printf("%s\n", net->str().c_str());
-  nn::Adam optimizer(*net, o.lr);
+  net->to(device);
+  // What trains: the network, or a data-parallel wrapper of it (the network stays what is
+  // evaluated and saved).
+  std::shared_ptr<nn::Module> model = net;
+  int64_t batch = o.batch;  // per step of this process
+#ifdef CUDNN_NN_HAVE_NCCL
+  std::unique_ptr<cudnn::dist::DistributedSampler> sampler;
+  if (o.gpus > 0) {
+    std::vector<int> gpus;
+    for (int g = 0; g < o.gpus; ++g) gpus.push_back(g);
+    model = std::make_shared<cudnn::DataParallelTable>(net, gpus);
+  } else if (launched()) {
+    model = std::make_shared<cudnn::dist::DistributedDataParallel>(net);
+    batch = (o.batch + world - 1) / world;  // the global batch stays --batch-size
+    sampler = std::make_unique<cudnn::dist::DistributedSampler>(train.images.size(0), world, rank, true, o.seed + 1);
+  }
+#endif
+  if (world > 1) std::printf("data parallel: %d processes, %lld images per process and step\n", world, static_cast<long long>(batch));
+  std::printf("%s\n", model->str().c_str());
+  nn::Adam optimizer(*model, o.lr);
 
-  const int64_t n = train.images.size(0);
-  const int64_t steps = (n + o.batch - 1) / o.batch;
+  const int64_t n_all = train.images.size(0);
+  const int64_t n = n_all / world + (n_all % world ? 1 : 0);  // this process's images per epoch
+  const int64_t steps = (n + batch - 1) / batch;
   tensor::Generator shuffle(o.seed + 1);
   const bool tty = isatty(fileno(stdout));
   using clock = std::chrono::steady_clock;
   const auto start_all = clock::now();
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
-    net->train();
+    model->train();
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle.randint(i + 1)]);
+#ifdef CUDNN_NN_HAVE_NCCL
+    if (sampler) {
+      sampler->setEpoch(epoch);
+      order = sampler->indices();
+    }
+#endif
     const Tensor perm = tensor::from_vector(order);
     double running_loss = 0;
     int64_t seen = 0;
     const auto start = clock::now();
     for (int64_t step = 0; step < steps; ++step) {
-      const int64_t begin = step * o.batch, len = std::min(o.batch, n - begin);
+      const int64_t begin = step * batch, len = std::min(batch, n - begin);
       const Tensor idx = perm.narrow(0, begin, len);
       const Tensor x = tensor::index_select(train.images, 0, idx).to(device);
       const Tensor y = tensor::index_select(train.labels, 0, idx).to(device);
       optimizer.zeroGrad();
-      const Tensor& scores = net->forward(x);
+      const Tensor& scores = model->forward(x);
       const double loss = criterion->forward(scores, y);
-      net->backward(x, criterion->backward(scores, y));
+      model->backward(x, criterion->backward(scores, y));
       optimizer.step();
       running_loss += loss * len;
       seen += len;
@@ -234,7 +292,7 @@ int run(const Options& o) {
     }
     if (tty && !o.quiet) std::printf("\n");
     std::vector<double> per_class;
-    const double acc = evaluate(*net, test, 1000, device, per_class);
+    const double acc = lead ? evaluate(*net, test, 1000, device, per_class) : 0;  // the replicas are identical
     std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (%s)\n", static_cast<long long>(epoch),
                 running_loss / n, acc, duration(std::chrono::duration<double>(clock::now() - start).count()).c_str());
     optimizer.lr *= o.lr_decay;
@@ -245,8 +303,8 @@ int run(const Options& o) {
                   device.str().c_str());
     }
   }
-  if (!o.save.empty()) {
-    nn::save_model(*net, o.save);
+  if (!o.save.empty() && lead) {
+    nn::save_model(*net, o.save);  // the network itself: one replica
     std::printf("saved %s.json and %s.safetensors\n", o.save.c_str(), o.save.c_str());
   }
   return 0;

@@ -10,6 +10,12 @@ layer's included, so PyTorch is made to do the same work rather than skip that p
 --per-layer also times each top-level module alone on the input it sees in the network, as
 convnet_benchmark --per-layer does, and matches the rows with ours by position.
 
+--data-parallel, under torchrun (torchrun --nproc-per-node N scripts/bench_torch.py
+--data-parallel [--nets resnet50] [--batch 64] [--ours dp.json]), is the twin of
+`scripts/launch -n N convnet_benchmark --data-parallel --json dp.json`: training steps (forward,
+backward, SGD step) per GPU alone, then under DistributedDataParallel (NCCL, 25 MB buckets);
+images/s over all GPUs, scaling efficiency, and with --ours the ratio to ours.
+
 PyTorch is a reference to compare against; cudnn-nn does not depend on it.
 """
 import argparse
@@ -147,6 +153,63 @@ def per_layer(model, x, args, ours_layers):
     return rows
 
 
+def data_parallel(args):
+    """The --data-parallel mode (see the module docstring); run under torchrun."""
+    import os
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    local = int(os.environ.get('LOCAL_RANK', 0))
+    torch.cuda.set_device(local)
+    dist.init_process_group('nccl', device_id=torch.device('cuda', local))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dev = torch.device('cuda', local)
+    dtype = getattr(torch, args.dtype)
+    name = args.nets.split(',')[0] if args.nets else 'resnet50'
+    make, shape = NETS[name]
+    shape = list(shape)
+    if args.batch:
+        shape[0 if name != 'lstm' else 1] = args.batch
+    batch = shape[0 if name != 'lstm' else 1]
+    torch.manual_seed(1)
+    model = make().to(dev, dtype).train()
+    torch.manual_seed(1 + rank)
+    x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_()
+    g = torch.rand_like(model(x)) * 2 - 1
+
+    def step_ms(m):
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            opt.zero_grad(set_to_none=False)
+            x.grad = None
+            m(x).backward(g)
+            opt.step()
+        t = torch.tensor([time_ms(step, args.iterations, args.warmup)], device=dev, dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+        return t.item()
+    alone = step_ms(model)
+    dist.barrier()
+    parallel = step_ms(DDP(model, device_ids=[local]))
+    ips_alone = batch / (alone / 1000)
+    ips = world * batch / (parallel / 1000)
+    eff = ips / (world * ips_alone)
+    if rank == 0:
+        print(f'torch {torch.__version__} DDP {name}, {args.dtype}, {world} GPU(s), batch {batch} per GPU: '
+              f'alone {alone:.3f} ms/step ({ips_alone:.0f} img/s per GPU), DDP {parallel:.3f} ms/step, '
+              f'{ips:.0f} img/s in all, scaling efficiency {eff:.3f}')
+        if args.ours:
+            with open(args.ours) as f:
+                o = json.load(f)
+            print(f"ours: {o['images_per_second']:.0f} img/s, scaling efficiency {o['scaling_efficiency']:.3f}; "
+                  f"ours / torch images/s {o['images_per_second'] / ips:.2f}")
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump({'mode': 'data_parallel', 'torch': torch.__version__, 'network': name, 'dtype': args.dtype,
+                           'world_size': world, 'batch_per_gpu': batch, 'alone_step_ms': alone,
+                           'ddp_step_ms': parallel, 'images_per_second': ips, 'scaling_efficiency': eff}, f, indent=2)
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--ours', help="convnet_benchmark's --json output, for ratios")
@@ -158,7 +221,13 @@ def main():
     ap.add_argument('--no-tf32', action='store_true')
     ap.add_argument('--json')
     ap.add_argument('--per-layer', action='store_true', help='also time each top-level module alone')
+    ap.add_argument('--data-parallel', action='store_true', help='DDP training steps under torchrun')
+    ap.add_argument('--batch', type=int, default=0, help='--data-parallel: the batch per GPU')
     args = ap.parse_args()
+    if args.data_parallel:
+        torch.backends.cudnn.benchmark = args.benchmark
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
+        return data_parallel(args)
     torch.backends.cudnn.benchmark = args.benchmark
     torch.backends.cudnn.allow_tf32 = not args.no_tf32
     torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32

@@ -1,0 +1,58 @@
+// Dist.cpp: the default group. It is released by a CUDA shutdown hook, never by a static
+// destructor (Note [CUDA teardown] in tensor/Cuda.h).
+#include "cudnn/dist/Dist.h"
+
+#include "tensor/Cuda.h"
+
+namespace cudnn::dist {
+
+namespace {
+
+std::shared_ptr<ProcessGroup>& slot() {
+  static std::shared_ptr<ProcessGroup>* g = new std::shared_ptr<ProcessGroup>();  // never destroyed statically
+  return *g;
+}
+
+void release_default_group() { slot().reset(); }
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> init() {
+  if (slot()) return slot();
+  return init(world_from_environment());
+}
+
+std::shared_ptr<ProcessGroup> init(const WorldInfo& world, double timeoutSeconds) {
+  if (slot()) return slot();
+  slot() = ProcessGroup::create(world, timeoutSeconds);
+  tensor::cuda::register_shutdown_hook(&release_default_group);
+  return slot();
+}
+
+bool is_initialized() { return slot() != nullptr; }
+
+std::shared_ptr<ProcessGroup> default_group() {
+  if (!slot()) throw tensor::Error("cudnn::dist: expected cudnn::dist::init() first, got no process group");
+  return slot();
+}
+
+int rank() { return slot() ? slot()->rank() : 0; }
+int world_size() { return slot() ? slot()->worldSize() : 1; }
+
+void all_reduce(tensor::Tensor& t, ReduceOp op) {
+  auto g = default_group();
+  g->allReduce(t, op);
+  g->wait(nullptr, "all_reduce");
+}
+
+void broadcast(tensor::Tensor& t, int root) {
+  auto g = default_group();
+  g->broadcast(t, root);
+  g->wait(nullptr, "broadcast");
+}
+
+void barrier() { default_group()->barrier(); }
+
+void destroy() { slot().reset(); }
+
+}  // namespace cudnn::dist

@@ -1,0 +1,257 @@
+// DistributedDataParallel.cpp
+// Note [Gradient buckets]
+// A bucket is a flat buffer on this rank's GPU. When its last gradient is produced, an event
+// recorded on the compute stream lets the group's stream copy the gradients in, all-reduce
+// the buffer with ncclAvg and copy the averages back; the compute stream does not touch those
+// gradients again in this backward (a module appears once in the tree: checked). Buckets are
+// launched strictly in order (all ranks must issue the same collectives in the same order, or
+// NCCL hangs), so a bucket that is ready early waits for its predecessors. Whatever backward
+// did not reach (an unused branch, the accGradParameters path) is launched at the end. The
+// host then waits for the group's stream (ProcessGroup::wait: Note [Failure is not a hang]).
+// Buffers live as long as the wrapper, so the caching allocator, which assumes one stream per
+// device, never hands their memory to the compute stream while the group's stream uses it.
+#include "cudnn/dist/DistributedDataParallel.h"
+
+#include <cuda_runtime_api.h>
+
+#include <set>
+
+#include "cudnn/dist/Dist.h"
+#include "tensor/Cuda.h"
+#include "tensor/cuda/CudaCheck.h"
+
+namespace cudnn::dist {
+
+using tensor::Tensor;
+
+namespace {
+
+cudaStream_t compute_stream(int device) { return static_cast<cudaStream_t>(tensor::cuda::stream(device)); }
+
+}  // namespace
+
+std::vector<std::vector<size_t>> DistributedDataParallel::assignBuckets(const std::vector<size_t>& bytes,
+                                                                        const std::vector<tensor::DType>& dtypes,
+                                                                        size_t firstBytes, size_t capBytes) {
+  std::vector<std::vector<size_t>> buckets;
+  size_t filled = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const size_t cap = buckets.size() == 1 ? firstBytes : capBytes;  // filling the first, or a later one
+    const bool fresh =
+        buckets.empty() || dtypes[i] != dtypes[buckets.back().back()] || (filled > 0 && filled + bytes[i] > cap);
+    if (fresh) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(i);
+    filled += bytes[i];
+  }
+  return buckets;
+}
+
+DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options options,
+                                                 std::shared_ptr<ProcessGroup> group)
+    : options_(options), group_(group ? std::move(group) : default_group()) {
+  add(std::move(net));
+  const tensor::Device dev = group_->device();
+  // Every module once, and each parameter with the module that produces its gradient.
+  std::set<nn::Module*> seen;
+  std::vector<std::pair<nn::Module*, std::vector<size_t>>> owners;
+  std::function<void(nn::Module&, const std::string&)> walk = [&](nn::Module& m, const std::string& prefix) {
+    if (!seen.insert(&m).second) {
+      throw tensor::Error(where("DistributedDataParallel") + "expected every module once in the network, got '" +
+                          prefix + "' (" + m.type_name() + ") twice: shared modules are not supported");
+    }
+    auto values = m.namedParameters();
+    auto grads = m.namedGradParameters();
+    std::vector<size_t> own;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i].first.find('.') != std::string::npos) continue;  // a child's ("0.weight")
+      const Tensor& v = values[i].second;
+      const Tensor& g = grads[i].second;
+      const std::string name = prefix + values[i].first;
+      if (!g.defined() || g.device() != dev || !g.is_contiguous() || g.sizes() != v.sizes() || g.dtype() != v.dtype()) {
+        throw tensor::Error(where("DistributedDataParallel") + "expected parameter '" + name +
+                            "' and its gradient contiguous on " + dev.str() +
+                            " (convert and move the network before wrapping it), got " + v.description() +
+                            " with gradient " + (g.defined() ? g.description() : "undefined"));
+      }
+      own.push_back(params_.size());
+      params_.push_back(Param{name, g});
+    }
+    if (!own.empty()) owners.emplace_back(&m, std::move(own));
+    if (auto* kids = m.children()) {
+      for (size_t i = 0; i < kids->size(); ++i) {
+        walk(nn::child_at(m, *kids, i, "DistributedDataParallel"), prefix + std::to_string(i) + ".");
+      }
+    }
+  };
+  walk(module(), "");
+  for (auto& [name, b] : module().namedBuffers()) {
+    if (b.device() != dev || !b.is_contiguous()) {
+      throw tensor::Error(where("DistributedDataParallel") + "expected buffer '" + name + "' contiguous on " +
+                          dev.str() + ", got " + b.description());
+    }
+  }
+
+  // Buckets over the parameters in reverse order: the gradients backward produces first.
+  std::vector<size_t> bytes, order;
+  std::vector<tensor::DType> dtypes;
+  for (size_t i = params_.size(); i-- > 0;) {
+    order.push_back(i);
+    bytes.push_back(params_[i].grad.nbytes());
+    dtypes.push_back(params_[i].grad.dtype());
+  }
+  tensor::cuda::DeviceGuard guard(dev.index);
+  for (const auto& members : assignBuckets(bytes, dtypes, options_.firstBucketBytes, options_.bucketBytes)) {
+    Bucket b;
+    int64_t numel = 0;
+    for (size_t k : members) {
+      Param& p = params_[order[k]];
+      p.bucket = buckets_.size();
+      p.offset = numel;
+      numel += p.grad.numel();
+      b.params.push_back(order[k]);
+    }
+    b.buffer = tensor::empty({numel}, params_[order[members.front()]].grad.dtype(), dev);
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    b.ready = e;
+    buckets_.push_back(std::move(b));
+  }
+  broadcastState(true);
+  // Last: nothing below throws, so no hook outlives a wrapper that failed to construct.
+  for (auto& [m, own] : owners) {
+    std::vector<size_t> per_bucket;
+    for (size_t p : own) per_bucket.push_back(params_[p].bucket);
+    owners_.emplace_back(m, std::move(per_bucket));
+    m->setBackwardHook([this](nn::Module& done) { onModuleDone(done); });
+    hooked_.push_back(m);
+  }
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (nn::Module* m : hooked_) m->setBackwardHook({});
+  for (Bucket& b : buckets_) {
+    if (b.ready) cudaEventDestroy(static_cast<cudaEvent_t>(b.ready));
+  }
+}
+
+void DistributedDataParallel::broadcastState(bool parameters) {
+  if (group_->worldSize() == 1) return;
+  std::vector<Tensor> tensors;
+  if (parameters) {
+    for (auto& [name, t] : module().namedParameters()) tensors.push_back(t);
+  }
+  for (auto& [name, t] : module().namedBuffers()) tensors.push_back(t);
+  if (tensors.empty()) return;
+  group_->groupStart();
+  try {
+    for (Tensor& t : tensors) group_->broadcast(t, 0);
+  } catch (...) {
+    try {
+      group_->groupEnd();
+    } catch (...) {
+    }
+    throw;
+  }
+  group_->groupEnd();
+  if (parameters) group_->wait(nullptr, "the broadcast of rank 0's parameters and buffers");
+}
+
+const Tensor& DistributedDataParallel::updateOutput(const Tensor& input) {
+  if (training_ && options_.broadcastBuffers) broadcastState(false);
+  output = module().forward(input);
+  return output;
+}
+
+const Tensor& DistributedDataParallel::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  gradInput = module().updateGradInput(input, gradOutput);
+  return gradInput;
+}
+
+void DistributedDataParallel::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  beginBackward();
+  module().accGradParameters(input, gradOutput, scale);
+  finishBackward();
+}
+
+void DistributedDataParallel::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  beginBackward();
+  try {
+    gradInput = module().backward(input, gradOutput, scale);
+  } catch (...) {
+    inBackward_ = false;
+    throw;
+  }
+  finishBackward();
+}
+
+void DistributedDataParallel::beginBackward() {
+  for (Bucket& b : buckets_) {
+    b.pending = b.params.size();
+    b.launched = false;
+  }
+  nextBucket_ = 0;
+  inBackward_ = true;
+}
+
+void DistributedDataParallel::onModuleDone(nn::Module& m) {
+  if (!inBackward_) return;  // the network's backward called on its own: nothing to sync
+  for (auto& [owner, buckets] : owners_) {
+    if (owner != &m) continue;
+    for (size_t b : buckets) {
+      if (buckets_[b].pending > 0) --buckets_[b].pending;
+    }
+    launchReady();
+    return;
+  }
+}
+
+void DistributedDataParallel::launchReady() {
+  while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].pending == 0) launch(buckets_[nextBucket_++]);
+}
+
+void DistributedDataParallel::launch(Bucket& b) {
+  const int dev = group_->device().index;
+  auto* comm = static_cast<cudaStream_t>(group_->commStream());
+  auto* ready = static_cast<cudaEvent_t>(b.ready);
+  CUDA_CHECK(cudaEventRecord(ready, compute_stream(dev)));
+  CUDA_CHECK(cudaStreamWaitEvent(comm, ready, 0));
+  auto* base = static_cast<char*>(b.buffer.raw_data());
+  const size_t item = tensor::itemsize(b.buffer.dtype());
+  for (size_t p : b.params) {
+    const Param& q = params_[p];
+    CUDA_CHECK(
+        cudaMemcpyAsync(base + q.offset * item, q.grad.raw_data(), q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
+  }
+  group_->allReduce(b.buffer.raw_data(), b.buffer.numel(), b.buffer.dtype(), ReduceOp::Avg, comm);
+  for (size_t p : b.params) {
+    const Param& q = params_[p];
+    CUDA_CHECK(
+        cudaMemcpyAsync(q.grad.raw_data(), base + q.offset * item, q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
+  }
+  b.launched = true;
+}
+
+void DistributedDataParallel::finishBackward() {
+  inBackward_ = false;
+  launchedInBackward_ = nextBucket_;
+  for (; nextBucket_ < buckets_.size(); ++nextBucket_) launch(buckets_[nextBucket_]);
+  if (!buckets_.empty()) group_->wait(group_->commStream(), "the gradient all-reduce");
+}
+
+std::vector<std::vector<std::string>> DistributedDataParallel::bucketLayout() const {
+  std::vector<std::vector<std::string>> out;
+  for (const Bucket& b : buckets_) {
+    out.emplace_back();
+    for (size_t p : b.params) out.back().push_back(params_[p].name);
+  }
+  return out;
+}
+
+std::string DistributedDataParallel::str() const {
+  return type_name() + " {\n  (1): " + nn::indent_lines(module().str(), "  ") + "\n}";
+}
+
+}  // namespace cudnn::dist

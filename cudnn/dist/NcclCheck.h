@@ -1,0 +1,24 @@
+// NcclCheck.h: every NCCL status becomes a tensor::Error naming the call, the place, NCCL's
+// description of the status and its last detailed message (as cudnn/Check.h does for cuDNN).
+// Internal to cudnn/dist's sources: the public headers of cudnn/dist name no NCCL type
+// (Note [NCCL flags stay local] in meson.build).
+#pragma once
+
+#include <nccl.h>
+
+namespace cudnn::dist::detail {
+
+[[noreturn]] void throw_nccl_error(ncclResult_t status, ncclComm_t comm, const char* call, const char* file, int line);
+
+}  // namespace cudnn::dist::detail
+
+// ncclInProgress is not an error: a non-blocking communicator (ProcessGroup) settles it.
+#define NCCL_CHECK_COMM(comm, call)                                                                   \
+  do {                                                                                                \
+    const ncclResult_t nccl_check_status_ = (call);                                                   \
+    if (nccl_check_status_ != ncclSuccess && nccl_check_status_ != ncclInProgress) {                  \
+      ::cudnn::dist::detail::throw_nccl_error(nccl_check_status_, (comm), #call, __FILE__, __LINE__); \
+    }                                                                                                 \
+  } while (0)
+
+#define NCCL_CHECK(call) NCCL_CHECK_COMM(nullptr, call)
