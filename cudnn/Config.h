@@ -27,13 +27,10 @@ enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
 enum class ConvPass { Forward, BackwardData, BackwardFilter };
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
-// (an alias repeats its algorithm). The one table of them (Config.cpp) is what the flags
-// parse against and what ConvPlan filters candidates and picks its last resort with.
-// Names, as Theano maps them:
-//   forward        none=IMPLICIT_GEMM small=IMPLICIT_PRECOMP_GEMM large=GEMM direct fft
-//                  fft_tiling winograd winograd_non_fused (alias winograd_nonfused)
-//   backward data  none=ALGO_0 deterministic=ALGO_1 fft fft_tiling winograd winograd_non_fused
-//   backward filter none=ALGO_0 deterministic=ALGO_1 small=ALGO_3 fft fft_tiling winograd_non_fused
+// (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
+// IMPLICIT_PRECOMP_GEMM, ...). The one table of them (Note [The algorithm table] in
+// Config.cpp) is what the flags parse against and what ConvPlan filters its candidates and
+// picks its last resort with.
 struct ConvAlgorithm {
   ConvPass pass;
   const char* flag;        // the conv.algo_* value

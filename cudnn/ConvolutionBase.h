@@ -37,7 +37,6 @@ class ModulePlan {
  public:
   // Throws "<where>algo (setMode): <the flag error>" for a name the pass lacks.
   void sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method);
-  ConvPlan& operator*() { return plan_; }
   ConvPlan* operator->() { return &plan_; }
   const ConvPlan& get() const { return plan_; }
 

@@ -10,7 +10,8 @@
 //
 // ConvPlan is the reusable state behind them: descriptors set only when shapes change, and
 // per pass the algorithm chosen under the flags. See Note [Choosing a convolution algorithm]
-// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own a ConvPlan.
+// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own one, through
+// detail::ModulePlan (cudnn/ConvolutionBase.h).
 #pragma once
 
 #include <array>
