@@ -4,7 +4,7 @@
 #include <cudnn.h>
 
 #include <cstdlib>
-#include <vector>
+#include <iterator>
 
 #include "tensor/DType.h"
 
@@ -12,49 +12,46 @@ namespace cudnn {
 
 namespace {
 
-struct AlgoName {
-  const char* flag;
-  int algo;
-  const char* cudnn_name;
+// Note [The algorithm table]
+// One row per flag name; the passes in ConvPass order, each pass's rows in the order the
+// error message lists them. Determinism as cuDNN documents it (backward ALGO_0, and the
+// filter's ALGO_3, accumulate with atomics); 3-D support as Theano lists it; the last
+// resorts are the algorithms that need no workspace (ALGO_0 nondeterministic, ALGO_1 when
+// deterministic=true).
+constexpr ConvAlgorithm kTable[] = {
+    // pass, flag, algo, cudnn_name, in_3d, deterministic, last_resort
+    {ConvPass::Forward, "none", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, "IMPLICIT_GEMM", true, true, true},
+    {ConvPass::Forward, "small", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "IMPLICIT_PRECOMP_GEMM", true, true,
+     false},
+    {ConvPass::Forward, "large", CUDNN_CONVOLUTION_FWD_ALGO_GEMM, "GEMM", false, true, false},
+    {ConvPass::Forward, "direct", CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, "DIRECT", false, true, false},
+    {ConvPass::Forward, "fft", CUDNN_CONVOLUTION_FWD_ALGO_FFT, "FFT", false, true, false},
+    {ConvPass::Forward, "fft_tiling", CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, "FFT_TILING", true, true, false},
+    {ConvPass::Forward, "winograd", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, "WINOGRAD", false, true, false},
+    {ConvPass::Forward, "winograd_non_fused", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED", false,
+     true, false},
+    {ConvPass::Forward, "winograd_nonfused", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED", false,
+     true, false},
+    {ConvPass::BackwardData, "none", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "ALGO_0", true, false, true},
+    {ConvPass::BackwardData, "deterministic", CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "ALGO_1", true, true, true},
+    {ConvPass::BackwardData, "fft", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "FFT", false, true, false},
+    {ConvPass::BackwardData, "fft_tiling", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "FFT_TILING", true, true, false},
+    {ConvPass::BackwardData, "winograd", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "WINOGRAD", false, true, false},
+    {ConvPass::BackwardData, "winograd_non_fused", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+     "WINOGRAD_NONFUSED", false, true, false},
+    {ConvPass::BackwardData, "winograd_nonfused", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+     "WINOGRAD_NONFUSED", false, true, false},
+    {ConvPass::BackwardFilter, "none", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, "ALGO_0", true, false, true},
+    {ConvPass::BackwardFilter, "deterministic", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, "ALGO_1", false, true, true},
+    {ConvPass::BackwardFilter, "small", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, "ALGO_3", true, false, false},
+    {ConvPass::BackwardFilter, "fft", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, "FFT", false, true, false},
+    {ConvPass::BackwardFilter, "fft_tiling", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, "FFT_TILING", false, true,
+     false},
+    {ConvPass::BackwardFilter, "winograd_non_fused", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+     "WINOGRAD_NONFUSED", false, true, false},
+    {ConvPass::BackwardFilter, "winograd_nonfused", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+     "WINOGRAD_NONFUSED", false, true, false},
 };
-
-const std::vector<AlgoName>& names(ConvPass pass) {
-  static const std::vector<AlgoName> fwd = {
-      {"none", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, "IMPLICIT_GEMM"},
-      {"small", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "IMPLICIT_PRECOMP_GEMM"},
-      {"large", CUDNN_CONVOLUTION_FWD_ALGO_GEMM, "GEMM"},
-      {"direct", CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, "DIRECT"},
-      {"fft", CUDNN_CONVOLUTION_FWD_ALGO_FFT, "FFT"},
-      {"fft_tiling", CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, "FFT_TILING"},
-      {"winograd", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, "WINOGRAD"},
-      {"winograd_non_fused", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-      {"winograd_nonfused", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-  };
-  static const std::vector<AlgoName> bwd_data = {
-      {"none", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "ALGO_0"},
-      {"deterministic", CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "ALGO_1"},
-      {"fft", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "FFT"},
-      {"fft_tiling", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "FFT_TILING"},
-      {"winograd", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "WINOGRAD"},
-      {"winograd_non_fused", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-      {"winograd_nonfused", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-  };
-  static const std::vector<AlgoName> bwd_filter = {
-      {"none", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, "ALGO_0"},
-      {"deterministic", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, "ALGO_1"},
-      {"small", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, "ALGO_3"},
-      {"fft", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, "FFT"},
-      {"fft_tiling", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, "FFT_TILING"},
-      {"winograd_non_fused", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-      {"winograd_nonfused", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, "WINOGRAD_NONFUSED"},
-  };
-  switch (pass) {
-    case ConvPass::Forward: return fwd;
-    case ConvPass::BackwardData: return bwd_data;
-    case ConvPass::BackwardFilter: return bwd_filter;
-  }
-  return fwd;
-}
 
 const char* policy_names[] = {"guess_once", "guess_on_shape_change", "time_once", "time_on_shape_change"};
 
@@ -86,50 +83,57 @@ size_t parse_bytes(const std::string& key, const std::string& v) {
 
 }  // namespace
 
+std::span<const ConvAlgorithm> conv_algorithms(ConvPass pass) {
+  const ConvAlgorithm* begin = std::begin(kTable);
+  while (begin != std::end(kTable) && begin->pass != pass) ++begin;
+  const ConvAlgorithm* end = begin;
+  while (end != std::end(kTable) && end->pass == pass) ++end;
+  return {begin, end};
+}
+
+const ConvAlgorithm* find_algorithm(ConvPass pass, int algo) {
+  for (const ConvAlgorithm& a : conv_algorithms(pass)) {
+    if (a.algo == algo) return &a;
+  }
+  return nullptr;
+}
+
+const ConvAlgorithm& last_resort(ConvPass pass, bool deterministic) {
+  for (const ConvAlgorithm& a : conv_algorithms(pass)) {
+    if (a.last_resort && (a.deterministic || !deterministic)) return a;
+  }
+  return conv_algorithms(pass).front();  // not reached: every pass has a deterministic last resort
+}
+
 AlgoSetting AlgoSetting::parse(ConvPass pass, const std::string& name) {
   AlgoSetting s;
-  s.name = name;
   const Policy policies[] = {Policy::GuessOnce, Policy::GuessOnShapeChange, Policy::TimeOnce, Policy::TimeOnShapeChange};
   for (int i = 0; i < 4; ++i) {
     if (name == policy_names[i]) {
       s.policy = policies[i];
+      s.name = policy_names[i];
       return s;
     }
   }
-  for (const auto& n : names(pass)) {
-    if (name == n.flag) {
+  for (const ConvAlgorithm& a : conv_algorithms(pass)) {
+    if (name == a.flag) {
       s.policy = Policy::Fixed;
-      s.algo = n.algo;
+      s.algo = a.algo;
+      s.name = a.flag;
       return s;
     }
   }
   std::string known;
-  for (const auto& n : names(pass)) known += std::string(n.flag) + ", ";
+  for (const ConvAlgorithm& a : conv_algorithms(pass)) known += std::string(a.flag) + ", ";
   for (const char* p : policy_names) known += std::string(p) + ", ";
   known.resize(known.size() - 2);
   throw tensor::Error(std::string("cudnn flags: conv.algo_") + pass_name(pass) + " has no value '" + name +
                       "' (accepted: " + known + ")");
 }
 
-bool AlgoSetting::supported_in_3d(ConvPass pass, int algo) {
-  switch (pass) {
-    case ConvPass::Forward:
-      return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
-             algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
-    case ConvPass::BackwardFilter:
-      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
-    case ConvPass::BackwardData:
-      return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 ||
-             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING;
-  }
-  return false;
-}
-
 const char* algo_name(ConvPass pass, int algo) {
-  for (const auto& n : names(pass)) {
-    if (n.algo == algo) return n.cudnn_name;
-  }
-  return "UNKNOWN";
+  const ConvAlgorithm* a = find_algorithm(pass, algo);
+  return a ? a->cudnn_name : "UNKNOWN";
 }
 
 const char* pass_name(ConvPass pass) {

@@ -10,13 +10,15 @@
 //   allow_tf32         true/false: float32 convolutions and GEMMs may use TF32 tensor cores
 //   workspace_limit    bytes, with an optional K/M/G suffix (default 4G)
 //   conv.algo_fwd / conv.algo_bwd_filter / conv.algo_bwd_data
-//                      an algorithm name (see AlgoSetting) or a policy: guess_once,
+//                      an algorithm name (see ConvAlgorithm) or a policy: guess_once,
 //                      guess_on_shape_change (default), time_once, time_on_shape_change
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace cudnn {
 
@@ -24,24 +26,43 @@ enum class Enabled { Auto, True, False, NoCheck };
 enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
 enum class ConvPass { Forward, BackwardData, BackwardFilter };
 
-// A convolution algorithm flag: a fixed cuDNN algorithm or a selection policy.
-// Names, as Theano maps them:
-//   forward        none=IMPLICIT_GEMM small=IMPLICIT_PRECOMP_GEMM large=GEMM fft fft_tiling
-//                  winograd winograd_non_fused (alias winograd_nonfused)
-//   backward data  none=ALGO_0 deterministic=ALGO_1 fft fft_tiling winograd winograd_non_fused
-//   backward filter none=ALGO_0 deterministic=ALGO_1 small=ALGO_3 fft fft_tiling winograd_non_fused
+// Everything known about one legacy cuDNN convolution algorithm, one row per flag name
+// (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
+// IMPLICIT_PRECOMP_GEMM, ...). The one table of them (Note [The algorithm table] in
+// Config.cpp) is what the flags parse against and what ConvPlan filters its candidates and
+// picks its last resort with.
+struct ConvAlgorithm {
+  ConvPass pass;
+  const char* flag;        // the conv.algo_* value
+  int algo;                // cuDNN's enum value for the pass
+  const char* cudnn_name;  // "IMPLICIT_PRECOMP_GEMM", ...
+  bool in_3d;              // offered for 3-D convolutions (Theano's list); a 3-D pin falls back
+  bool deterministic;      // false: skipped, or refused when pinned, under deterministic=true
+  bool last_resort;        // needs no workspace: tried when no ranked candidate ran
+};
+
+// The rows of `pass`, in the order the flags list them.
+std::span<const ConvAlgorithm> conv_algorithms(ConvPass pass);
+// The first row of `algo` for `pass`, or nullptr for an algorithm the table does not name.
+const ConvAlgorithm* find_algorithm(ConvPass pass, int algo);
+// The last resort of `pass`: its first last_resort row allowed under `deterministic`.
+const ConvAlgorithm& last_resort(ConvPass pass, bool deterministic);
+
+// A convolution algorithm flag, parsed: a fixed algorithm (a row of the table) or a
+// selection policy. Trivially copyable; `name` is the value as given (aliases kept).
 struct AlgoSetting {
   enum class Policy { Fixed, GuessOnce, GuessOnShapeChange, TimeOnce, TimeOnShapeChange };
   Policy policy = Policy::GuessOnShapeChange;
   int algo = -1;  // the cuDNN enum value when Fixed
-  std::string name = "guess_on_shape_change";
+  const char* name = "guess_on_shape_change";
 
   bool timed() const { return policy == Policy::TimeOnce || policy == Policy::TimeOnShapeChange; }
   bool once() const { return policy == Policy::GuessOnce || policy == Policy::TimeOnce; }
+  bool operator==(const AlgoSetting& o) const {
+    return policy == o.policy && algo == o.algo && std::string_view(name) == o.name;
+  }
   // Parses a flag value for `pass`; throws listing the accepted names.
   static AlgoSetting parse(ConvPass pass, const std::string& name);
-  // Whether cuDNN offers `algo` for 3-D convolutions (Theano's list); others fall back.
-  static bool supported_in_3d(ConvPass pass, int algo);
 };
 
 struct Config {

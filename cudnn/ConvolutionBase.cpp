@@ -17,7 +17,8 @@
 // positions, adj < stride, has `in` positions again, so backward_data takes it as it is.
 // Weight and bias gradients accumulate inside cuDNN (alpha = scale, beta = 1). A non-batched
 // input runs as a batch of one (views, no copies). The module's algo names cuDNN's passes,
-// so a transposed module's forward runs under algo.bwdData.
+// so a transposed module's forward runs under algo.bwdData. Each pass reads spec() once and
+// builds its error prefix ("cudnn.SpatialConvolution::updateOutput: ") only when throwing.
 #include "cudnn/ConvolutionBase.h"
 
 #include "nn/Buffers.h"
@@ -26,102 +27,110 @@ namespace cudnn::detail {
 
 namespace {
 
-ConvGeometry geometry_of(const nn::ConvSpec& s) {
-  ConvGeometry g;
-  g.nd = s.nd;
-  for (int i = 0; i < s.nd; ++i) {
-    g.pad[i] = static_cast<int>(s.pad[i]);
-    g.stride[i] = static_cast<int>(s.stride[i]);
-    g.dilation[i] = static_cast<int>(s.dilation[i]);
-  }
-  g.groups = static_cast<int>(s.groups);
-  g.cross_correlation = true;
-  return g;
-}
-
 // A batch-of-one view of a non-batched tensor.
 Tensor as_batch(const Tensor& t, int nd) { return t.dim() == nd + 2 ? t : t.unsqueeze(0); }
 
-}  // namespace
-
-void apply_algorithms(ConvPlan& plan, const nn::ConvAlgorithms& algo, const std::string& where) {
-  try {
-    plan.setMode(algo.fwd, algo.bwdFilter, algo.bwdData);
-  } catch (const tensor::Error& e) {
-    throw tensor::Error(where + "algo (setMode): " + e.what());
-  }
-  plan.setFastest(algo.fastest ? std::optional<bool>(true) : std::nullopt);  // off: the global flag decides
+bool cudnn_float(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
 
-void check_conv_input(const std::string& where, const Tensor& input, const Tensor& weight) {
+// What check_conv_input and check_conv_grad accept, tested without building a message.
+bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
+  return t.defined() && t.is_cuda() && cudnn_float(t.dtype()) && weight.defined() && t.dtype() == weight.dtype() &&
+         t.device() == weight.device();
+}
+
+}  // namespace
+
+void ModulePlan::sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method) {
+  if (algo == applied_) return;
+  ConvChoices choices;
+  try {
+    choices = ConvChoices::parse(algo.fwd, algo.bwdFilter, algo.bwdData, algo.fastest);
+  } catch (const tensor::Error& e) {
+    throw tensor::Error(m.where(method) + "algo (setMode): " + e.what());
+  }
+  plan_.setChoices(choices);
+  applied_ = algo;
+}
+
+void check_conv_input(const nn::Module& m, const char* method, const Tensor& input, const Tensor& weight) {
+  if (conv_operand_ok(input, weight)) return;
+  const std::string where = m.where(method);
   check_on_device(where, input, weight);
   check_cuda(where, input, "input");
   nn::check_matches(where, input, weight);
 }
 
-void check_conv_grad(const std::string& where, const Tensor& gradOutput, const Tensor& weight) {
+void check_conv_grad(const nn::Module& m, const char* method, const Tensor& gradOutput, const Tensor& weight) {
+  if (conv_operand_ok(gradOutput, weight)) return;
+  const std::string where = m.where(method);
   check_cuda(where, gradOutput, "gradOutput");
   nn::check_matches(where, gradOutput, weight, "gradOutput");
 }
 
-void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input, const std::string& where) {
-  const Shape outShape = m.outputSizes(input.sizes(), "updateOutput");
-  const nn::ConvSpec s = m.spec();
+void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
+  const char* method = "updateOutput";
+  check_conv_input(m, method, input, m.weight);
+  const ConvSpec s = m.spec();
+  const Shape outShape = m.outputSizes(s, input.sizes(), method);
   const Tensor x = as_batch(input.contiguous(), s.nd);
   nn::ensure(m.output, outShape, x);
   const Tensor y = as_batch(m.output, s.nd);
   if (y.numel() == 0) return;  // an empty batch
   const Tensor w = m.weight.contiguous();
-  apply_algorithms(plan_, m.algo, where);
-  const ConvGeometry g = geometry_of(s);
-  with_where(where, [&] {
+  plan_.sync(m, m.algo, method);
+  with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_.backward_data(w, x, y, g);
+      plan_->backward_data(w, x, y, s);
     } else {
-      plan_.forward(x, w, y, g);
+      plan_->forward(x, w, y, s);
     }
-    if (m.bias.defined()) plan_.add_bias(y, m.bias);
+    if (m.bias.defined()) plan_->add_bias(y, m.bias);
   });
 }
 
-void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput,
-                                      const std::string& where) {
-  m.checkGradOutputSizes(input.sizes(), gradOutput.sizes(), "updateGradInput");
-  const nn::ConvSpec s = m.spec();
+void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput) {
+  const char* method = "updateGradInput";
+  check_conv_input(m, method, input, m.weight);
+  check_conv_grad(m, method, gradOutput, m.weight);
+  const ConvSpec s = m.spec();
+  m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
   const Tensor dy = as_batch(gradOutput.contiguous(), s.nd);
   nn::ensure(m.gradInput, input.sizes(), dy);
   const Tensor dx = as_batch(m.gradInput, s.nd);
   if (dx.numel() == 0) return;
   const Tensor w = m.weight.contiguous();
-  apply_algorithms(plan_, m.algo, where);
-  const ConvGeometry g = geometry_of(s);
-  with_where(where, [&] {
+  plan_.sync(m, m.algo, method);
+  with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_.forward(dy, w, dx, g);
+      plan_->forward(dy, w, dx, s);
     } else {
-      plan_.backward_data(w, dy, dx, g);
+      plan_->backward_data(w, dy, dx, s);
     }
   });
 }
 
 void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput,
-                                            double scale, const std::string& where) {
-  m.checkGradOutputSizes(input.sizes(), gradOutput.sizes(), "accGradParameters");
-  const nn::ConvSpec s = m.spec();
+                                            double scale) {
+  const char* method = "accGradParameters";
+  check_conv_input(m, method, input, m.weight);
+  check_conv_grad(m, method, gradOutput, m.weight);
+  const ConvSpec s = m.spec();
+  m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
   const Tensor x = as_batch(input.contiguous(), s.nd);
   const Tensor dy = as_batch(gradOutput.contiguous(), s.nd);
   if (dy.numel() == 0) return;
   Tensor gw = m.gradWeight.contiguous();
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();
-  apply_algorithms(plan_, m.algo, where);
-  const ConvGeometry g = geometry_of(s);
-  with_where(where, [&] {
+  plan_.sync(m, m.algo, method);
+  with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_.backward_filter(dy, x, gw, g, scale, 1);
+      plan_->backward_filter(dy, x, gw, s, scale, 1);
     } else {
-      plan_.backward_filter(x, dy, gw, g, scale, 1);
+      plan_->backward_filter(x, dy, gw, s, scale, 1);
     }
-    if (gb.defined()) plan_.backward_bias(dy, gb, scale, 1);
+    if (gb.defined()) plan_->backward_bias(dy, gb, scale, 1);
   });
   if (!gw.is_same_view(m.gradWeight)) m.gradWeight.copy_(gw);
   if (gb.defined() && !gb.is_same_view(m.gradBias)) m.gradBias.copy_(gb);

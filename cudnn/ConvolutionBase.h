@@ -3,11 +3,11 @@
 // VolumetricFullConvolution): one ConvPlan driven by nn::ConvolutionBase's spec(), shapes and
 // parameters, as cross-correlation. Inputs of [C x spatial] or [batch x C x spatial] (2-d or
 // 3-d), float32, float64, float16 and bfloat16 (ConvPlan picks the compute type), any
-// strides (packed first). The module's algo (setMode / fastest, nn::ConvAlgorithms) is applied
-// to the plan before every call. See Note [Convolution twins] in ConvolutionBase.cpp.
+// strides (packed first). The module's algo (setMode / fastest, nn::ConvAlgorithms) reaches
+// the plan parsed, once per change (ModulePlan). See Note [Convolution twins] in
+// ConvolutionBase.cpp.
 #pragma once
 
-#include <string>
 #include <type_traits>
 
 #include "cudnn/Twin.h"
@@ -18,38 +18,50 @@ namespace cudnn {
 
 namespace detail {
 
-// Runs f, putting `where` in front of the message of a tensor::Error it throws (cuDNN's
-// errors, "no algorithm could run ...", name no module).
+// Runs f, putting m.where(method) in front of the message of a tensor::Error it throws
+// (cuDNN's errors, "no algorithm could run ...", name no module).
 template <class F>
-void with_where(const std::string& where, F&& f) {
+void with_where(const nn::Module& m, const char* method, F&& f) {
   try {
     f();
   } catch (const tensor::Error& e) {
-    throw tensor::Error(where + e.what());
+    throw tensor::Error(m.where(method) + e.what());
   }
 }
 
-// Applies a module's algorithm choices to its plan: a no-op when they did not change. Checks
-// the names, throwing with `where` in front.
-void apply_algorithms(ConvPlan& plan, const nn::ConvAlgorithms& algo, const std::string& where);
-
-// The three passes of every nn::ConvolutionBase twin; the twin checks device and dtype first.
-class ConvolutionCompute {
+// The ConvPlan of one module (a convolution twin or cudnn::TemporalConvolution) with the
+// module's algorithm choices: sync() parses nn::ConvAlgorithms and hands the plan the typed
+// ConvChoices only when the fields differ from those it last applied, so steady state
+// compares three short strings and parses nothing.
+class ModulePlan {
  public:
-  void forward(nn::ConvolutionBase& m, const Tensor& input, const std::string& where);
-  void backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput, const std::string& where);
-  void backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput, double scale,
-                          const std::string& where);
-  const ConvPlan& plan() const { return plan_; }
+  // Throws "<where>algo (setMode): <the flag error>" for a name the pass lacks.
+  void sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method);
+  ConvPlan* operator->() { return &plan_; }
+  const ConvPlan& get() const { return plan_; }
 
  private:
   ConvPlan plan_;
+  nn::ConvAlgorithms applied_;  // the defaults are what a fresh plan has
+};
+
+// The three passes of every nn::ConvolutionBase twin; each checks device and dtype first.
+class ConvolutionCompute {
+ public:
+  void forward(nn::ConvolutionBase& m, const Tensor& input);
+  void backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput);
+  void backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput, double scale);
+  const ConvPlan& plan() const { return plan_.get(); }
+
+ private:
+  ModulePlan plan_;
 };
 
 // The checks each pass makes first: input (and gradOutput) on the parameters' CUDA device,
-// of a dtype cuDNN takes, of the weight's dtype.
-void check_conv_input(const std::string& where, const Tensor& input, const Tensor& weight);
-void check_conv_grad(const std::string& where, const Tensor& gradOutput, const Tensor& weight);
+// of a dtype cuDNN takes, of the weight's dtype. The message names m.where(method), built
+// only when a check fails.
+void check_conv_input(const nn::Module& m, const char* method, const Tensor& input, const Tensor& weight);
+void check_conv_grad(const nn::Module& m, const char* method, const Tensor& gradOutput, const Tensor& weight);
 
 }  // namespace detail
 
@@ -61,25 +73,17 @@ class ConvolutionBase : public Twin<Base> {
   using Twin<Base>::Twin;
 
   const Tensor& updateOutput(const Tensor& input) override {
-    const std::string where = this->where("updateOutput");
-    detail::check_conv_input(where, input, this->weight);
-    compute_.forward(*this, input, where);
+    compute_.forward(*this, input);
     return this->output;
   }
 
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
-    const std::string where = this->where("updateGradInput");
-    detail::check_conv_input(where, input, this->weight);
-    detail::check_conv_grad(where, gradOutput, this->weight);
-    compute_.backwardData(*this, input, gradOutput, where);
+    compute_.backwardData(*this, input, gradOutput);
     return this->gradInput;
   }
 
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override {
-    const std::string where = this->where("accGradParameters");
-    detail::check_conv_input(where, input, this->weight);
-    detail::check_conv_grad(where, gradOutput, this->weight);
-    compute_.backwardParameters(*this, input, gradOutput, scale, where);
+    compute_.backwardParameters(*this, input, gradOutput, scale);
   }
 
   // The plan behind the passes: its algorithm choices, workspace and search count.

@@ -61,15 +61,21 @@ cudnnFilterDescriptor_t FilterDescriptor::set(DType dtype, const Shape& sizes) {
   return d;
 }
 
-cudnnConvolutionDescriptor_t ConvolutionDescriptor::set(const ConvGeometry& g, cudnnDataType_t compute,
+cudnnConvolutionDescriptor_t ConvolutionDescriptor::set(const ConvSpec& s, cudnnDataType_t compute,
                                                        cudnnMathType_t math) {
   cudnnConvolutionDescriptor_t d = get();
-  if (!valid_ || !(g == geometry_) || compute != compute_) {
-    CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d, g.nd, g.pad.data(), g.stride.data(), g.dilation.data(),
-                                                g.cross_correlation ? CUDNN_CROSS_CORRELATION : CUDNN_CONVOLUTION,
+  if (!valid_ || !(s == spec_) || compute != compute_) {
+    int pad[3], stride[3], dilation[3];
+    for (int i = 0; i < s.nd; ++i) {
+      pad[i] = static_cast<int>(s.pad[s.first() + i]);
+      stride[i] = static_cast<int>(s.stride[s.first() + i]);
+      dilation[i] = static_cast<int>(s.dilation[s.first() + i]);
+    }
+    CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d, s.nd, pad, stride, dilation,
+                                                s.cross_correlation ? CUDNN_CROSS_CORRELATION : CUDNN_CONVOLUTION,
                                                 compute));
-    CUDNN_CHECK(cudnnSetConvolutionGroupCount(d, g.groups));
-    geometry_ = g;
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(d, static_cast<int>(s.groups)));
+    spec_ = s;
     compute_ = compute;
     valid_ = true;
     math_ = static_cast<cudnnMathType_t>(-1);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cudnn/Check.h"
+#include "nn/kernels/Convolution.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
@@ -18,6 +19,7 @@ namespace cudnn {
 using tensor::DType;
 using tensor::Shape;
 using tensor::Tensor;
+using nn::ConvSpec;  // a convolution's settings (nn/kernels/Convolution.h)
 
 cudnnDataType_t data_type(DType dtype);  // throws for dtypes cuDNN has no use for
 
@@ -81,24 +83,17 @@ class FilterDescriptor
   Shape sizes_;
 };
 
-struct ConvGeometry {
-  int nd = 2;  // spatial dims
-  std::array<int, 3> pad{0, 0, 0}, stride{1, 1, 1}, dilation{1, 1, 1};
-  int groups = 1;
-  bool cross_correlation = true;  // false: true convolution (kernel flipped), Theano's conv_mode='conv'
-  bool operator==(const ConvGeometry&) const = default;
-};
-
 class ConvolutionDescriptor
     : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                         cudnnDestroyConvolutionDescriptor> {
  public:
-  cudnnConvolutionDescriptor_t set(const ConvGeometry& g, cudnnDataType_t compute_type, cudnnMathType_t math);
+  // cuDNN takes the nd used slots of pad, stride and dilation, and groups and the mode.
+  cudnnConvolutionDescriptor_t set(const ConvSpec& s, cudnnDataType_t compute_type, cudnnMathType_t math);
   void set_math(cudnnMathType_t math);
 
  private:
   bool valid_ = false;
-  ConvGeometry geometry_;
+  ConvSpec spec_;
   cudnnDataType_t compute_ = CUDNN_DATA_FLOAT;
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
 };

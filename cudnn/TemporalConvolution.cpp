@@ -21,14 +21,6 @@ namespace cudnn {
 
 namespace {
 
-ConvGeometry temporal_geometry(int64_t dW) {
-  ConvGeometry g;
-  g.nd = 2;
-  g.stride = {static_cast<int>(dW), 1, 1};
-  g.cross_correlation = true;
-  return g;
-}
-
 struct Frames {
   int64_t batch, in, out;
 };
@@ -41,19 +33,19 @@ Frames frames_of(const Shape& input, const Shape& output) {
 }  // namespace
 
 const Tensor& TemporalConvolution::updateOutput(const Tensor& input) {
-  const std::string at = where("updateOutput");
-  detail::check_conv_input(at, input, weight);
-  const Shape outShape = outputSizes(input.sizes(), "updateOutput");
+  const char* method = "updateOutput";
+  detail::check_conv_input(*this, method, input, weight);
+  const Shape outShape = outputSizes(input.sizes(), method);
   const Frames f = frames_of(input.sizes(), outShape);
   const Tensor x = input.contiguous().view({f.batch, 1, f.in, inputFrameSize});
   nn::ensure(output, outShape, x);
   if (output.numel() == 0) return output;  // an empty batch
   nn::ensure(convOutput_, {f.batch, outputFrameSize, f.out, 1}, x);
   const Tensor w = weight.contiguous().view({outputFrameSize, 1, kW, inputFrameSize});
-  detail::apply_algorithms(plan_, algo, at);
-  detail::with_where(at, [&] {
-    plan_.forward(x, w, convOutput_, temporal_geometry(dW));
-    plan_.add_bias(convOutput_, bias);
+  plan_.sync(*this, algo, method);
+  detail::with_where(*this, method, [&] {
+    plan_->forward(x, w, convOutput_, spec());
+    plan_->add_bias(convOutput_, bias);
   });
   output.view({f.batch, f.out, outputFrameSize})
       .copy_(convOutput_.view({f.batch, outputFrameSize, f.out}).transpose(1, 2));
@@ -68,50 +60,49 @@ void TemporalConvolution::transposeGradOutput(const Tensor& gradOutput) {
 }
 
 const Tensor& TemporalConvolution::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  const std::string at = where("updateGradInput");
-  detail::check_conv_input(at, input, weight);
-  detail::check_conv_grad(at, gradOutput, weight);
-  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), "updateGradInput");
+  const char* method = "updateGradInput";
+  detail::check_conv_input(*this, method, input, weight);
+  detail::check_conv_grad(*this, method, gradOutput, weight);
+  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
   const Frames f = frames_of(input.sizes(), gradOutput.sizes());
   nn::ensure(gradInput, input.sizes(), gradOutput);
   if (gradInput.numel() == 0) return gradInput;
   transposeGradOutput(gradOutput);
   const Tensor w = weight.contiguous().view({outputFrameSize, 1, kW, inputFrameSize});
   const Tensor dx = gradInput.view({f.batch, 1, f.in, inputFrameSize});
-  detail::apply_algorithms(plan_, algo, at);
-  detail::with_where(at, [&] { plan_.backward_data(w, convGradOutput_, dx, temporal_geometry(dW)); });
+  plan_.sync(*this, algo, method);
+  detail::with_where(*this, method, [&] { plan_->backward_data(w, convGradOutput_, dx, spec()); });
   return gradInput;
 }
 
-void TemporalConvolution::accumulate(const Tensor& input, double scale, const std::string& at) {
+void TemporalConvolution::accumulate(const Tensor& input, double scale, const char* method) {
   const int64_t batch = convGradOutput_.size(0), frames = input.size(-2);
   const Tensor x = input.contiguous().view({batch, 1, frames, inputFrameSize});
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.contiguous();
-  detail::apply_algorithms(plan_, algo, at);
-  detail::with_where(at, [&] {
-    plan_.backward_filter(x, convGradOutput_, gw.view({outputFrameSize, 1, kW, inputFrameSize}), temporal_geometry(dW),
-                          scale, 1);
-    plan_.backward_bias(convGradOutput_, gb, scale, 1);
+  plan_.sync(*this, algo, method);
+  detail::with_where(*this, method, [&] {
+    plan_->backward_filter(x, convGradOutput_, gw.view({outputFrameSize, 1, kW, inputFrameSize}), spec(), scale, 1);
+    plan_->backward_bias(convGradOutput_, gb, scale, 1);
   });
   if (!gw.is_same_view(gradWeight)) gradWeight.copy_(gw);
   if (!gb.is_same_view(gradBias)) gradBias.copy_(gb);
 }
 
 void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
-  const std::string at = where("accGradParameters");
-  detail::check_conv_input(at, input, weight);
-  detail::check_conv_grad(at, gradOutput, weight);
-  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), "accGradParameters");
+  const char* method = "accGradParameters";
+  detail::check_conv_input(*this, method, input, weight);
+  detail::check_conv_grad(*this, method, gradOutput, weight);
+  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
   if (input.numel() == 0) return;
   transposeGradOutput(gradOutput);
-  accumulate(input, scale, at);
+  accumulate(input, scale, method);
 }
 
 void TemporalConvolution::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
   updateGradInput(input, gradOutput);  // checks, and leaves gradOutput transposed in convGradOutput_
   if (input.numel() == 0) return;
-  accumulate(input, scale, where("accGradParameters"));
+  accumulate(input, scale, "accGradParameters");
 }
 
 }  // namespace cudnn

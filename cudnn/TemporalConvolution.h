@@ -19,7 +19,7 @@ class TemporalConvolution : public Twin<nn::TemporalConvolution> {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
 
-  const ConvPlan& plan() const { return plan_; }
+  const ConvPlan& plan() const { return plan_.get(); }
 
  protected:
   // updateGradInput then the parameter gradients, transposing gradOutput once.
@@ -29,9 +29,9 @@ class TemporalConvolution : public Twin<nn::TemporalConvolution> {
   // gradOutput [batch x nOutputFrame x outputFrameSize] into convGradOutput_, cuDNN's layout.
   void transposeGradOutput(const Tensor& gradOutput);
   // gradWeight and gradBias += scale * the gradients from convGradOutput_.
-  void accumulate(const Tensor& input, double scale, const std::string& where);
+  void accumulate(const Tensor& input, double scale, const char* method);
 
-  ConvPlan plan_;
+  detail::ModulePlan plan_;
   Tensor convOutput_;      // [batch x outputFrameSize x nOutputFrame x 1]
   Tensor convGradOutput_;  // the same layout, for gradOutput
 };

@@ -36,7 +36,9 @@ std::string dim_names(int nd) {
   return s;
 }
 
-std::vector<int64_t> first(const std::array<int64_t, 3>& a, int nd) { return {a.begin(), a.begin() + nd}; }
+// The nd used slots of right-aligned Dims, and the first nd entries of left-aligned ones.
+std::vector<int64_t> used(const Dims& a, int nd) { return {a.end() - nd, a.end()}; }
+std::vector<int64_t> head(const Dims& a, int nd) { return {a.begin(), a.begin() + nd}; }
 
 }  // namespace
 
@@ -47,16 +49,18 @@ void ConvolutionBase::initParameters() {
   // the bias first, so that a configuration error prints the module as constructed (with bias)
   bias = tensor::empty({std::max<int64_t>(nOutputPlane, 0)});
   gradBias = tensor::zeros({std::max<int64_t>(nOutputPlane, 0)});
-  checkConfig(type_name() + ": ");
-  weight = tensor::empty(weightShape());
-  gradWeight = tensor::zeros(weightShape());
+  const ConvSpec s = spec();
+  checkConfig(s, nullptr);
+  weight = tensor::empty(weightShape(s));
+  gradWeight = tensor::zeros(weightShape(s));
   reset();
 }
 
-Shape ConvolutionBase::weightShape() const {
-  const ConvSpec s = spec();
+Shape ConvolutionBase::weightShape() const { return weightShape(spec()); }
+
+Shape ConvolutionBase::weightShape(const ConvSpec& s) const {
   Shape shape = transposed_ ? Shape{nInputPlane, nOutputPlane / s.groups} : Shape{nOutputPlane, nInputPlane / s.groups};
-  for (int i = 0; i < s.nd; ++i) shape.push_back(s.k[i]);
+  for (int i = s.first(); i < 3; ++i) shape.push_back(s.k[i]);
   return shape;
 }
 
@@ -64,7 +68,7 @@ void ConvolutionBase::reset(double stdv) {
   const ConvSpec s = spec();
   if (stdv < 0) {
     double fanIn = static_cast<double>(nInputPlane / s.groups);
-    for (int i = 0; i < s.nd; ++i) fanIn *= static_cast<double>(s.k[i]);
+    for (int i = s.first(); i < 3; ++i) fanIn *= static_cast<double>(s.k[i]);
     stdv = 1.0 / std::sqrt(fanIn);
   }
   weight.uniform_(-stdv, stdv);
@@ -82,16 +86,14 @@ void ConvolutionBase::visitState(StateVisitor& v) {
   if (bias.defined()) v.parameter("bias", bias, gradBias);
 }
 
-void ConvolutionBase::checkConfig(const std::string& where) const {
-  const ConvSpec s = spec();
-  auto fail = [&](const std::string& what) {
-    throw Error(where + "expected " + what + ", got " + str());
-  };
+void ConvolutionBase::checkConfig(const ConvSpec& s, const char* method) const {
+  auto at = [&] { return method ? where(method) : type_name() + ": "; };
+  auto fail = [&](const std::string& what) { throw Error(at() + "expected " + what + ", got " + str()); };
   if (nInputPlane <= 0 || nOutputPlane <= 0) fail("positive plane counts");
   if (s.groups <= 0 || nInputPlane % s.groups != 0 || nOutputPlane % s.groups != 0) {
     fail("groups dividing nInputPlane and nOutputPlane");
   }
-  for (int i = 0; i < s.nd; ++i) {
+  for (int i = s.first(); i < 3; ++i) {
     if (s.k[i] <= 0 || s.stride[i] <= 0) fail("positive kernel sizes and strides");
     if (s.pad[i] < 0) fail("non-negative padding");
     if (s.dilation[i] <= 0) fail("positive dilation");
@@ -99,56 +101,59 @@ void ConvolutionBase::checkConfig(const std::string& where) const {
       fail("each adj smaller than its stride");
     }
   }
-  if (weight.defined() && weight.sizes() != weightShape()) {
-    throw Error(where + "expected weight of " + tensor::shape_str(weightShape()) + ", got " +
+  // weightShape(s), compared without building it (this runs on every pass)
+  auto weight_ok = [&] {
+    const Shape& w = weight.sizes();
+    if (static_cast<int>(w.size()) != s.nd + 2) return false;
+    if (w[0] != (transposed_ ? nInputPlane : nOutputPlane)) return false;
+    if (w[1] != (transposed_ ? nOutputPlane : nInputPlane) / s.groups) return false;
+    for (int i = 0; i < s.nd; ++i) {
+      if (w[2 + i] != s.k[s.first() + i]) return false;
+    }
+    return true;
+  };
+  if (weight.defined() && !weight_ok()) {
+    throw Error(at() + "expected weight of " + tensor::shape_str(weightShape(s)) + ", got " +
                 tensor::shape_str(weight.sizes()));
   }
-  if (bias.defined() && bias.sizes() != Shape{nOutputPlane}) {
-    throw Error(where + "expected bias of [" + std::to_string(nOutputPlane) + "], got " +
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != nOutputPlane)) {
+    throw Error(at() + "expected bias of [" + std::to_string(nOutputPlane) + "], got " +
                 tensor::shape_str(bias.sizes()));
   }
 }
 
-ConvolutionBase& ConvolutionBase::setMode(const std::string& fwd, const std::string& bwdFilter,
-                                          const std::string& bwdData) {
-  algo.fwd = fwd;
-  algo.bwdFilter = bwdFilter;
-  algo.bwdData = bwdData;
-  return *this;
-}
-
-ConvolutionBase& ConvolutionBase::resetMode() {
-  algo = ConvAlgorithms{};
-  return *this;
-}
-
-ConvolutionBase& ConvolutionBase::fastest(bool on) {
-  algo.fastest = on;
-  return *this;
+void ConvolutionBase::checkInput(const Tensor& t, const char* what, const char* method) const {
+  const bool ok = t.defined() && (t.dtype() == tensor::DType::Float32 || t.dtype() == tensor::DType::Float64) &&
+                  t.dtype() == weight.dtype() && t.device() == weight.device();
+  if (ok) return;
+  const std::string at = where(method);
+  check_float(at, t, what);
+  check_matches(at, t, weight, what);
 }
 
 Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) const {
-  const std::string at = where(method);
-  check_float(at, input);
-  check_matches(at, input, weight);
-  return outputSizes(input.sizes(), method);
+  checkInput(input, "input", method);
+  return outputSizes(spec(), input.sizes(), method);
 }
 
 Shape ConvolutionBase::outputSizes(const Shape& input, const char* method) const {
-  const std::string at = where(method);
-  checkConfig(at);
-  const ConvSpec s = spec();
+  return outputSizes(spec(), input, method);
+}
+
+Shape ConvolutionBase::outputSizes(const ConvSpec& s, const Shape& input, const char* method) const {
+  checkConfig(s, method);
+  auto at = [&] { return where(method); };
   const int64_t rank = static_cast<int64_t>(input.size());
   const bool batched = rank == s.nd + 2;
   if ((rank != s.nd + 1 && !batched) || input[batched ? 1 : 0] != nInputPlane) {
     const std::string planes = std::to_string(nInputPlane) + " x " + dim_names(s.nd);
-    throw Error(at + "expected input of [" + planes + "] or [batch x " + planes + "], got " +
+    throw Error(at() + "expected input of [" + planes + "] or [batch x " + planes + "], got " +
                 tensor::shape_str(input));
   }
   Shape out(input);
   if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
   const int64_t first_spatial = batched ? 2 : 1;
-  std::vector<int64_t> in(s.nd), sizes(s.nd), extent(s.nd), padded(s.nd);
+  Dims in{}, sizes{}, extent{}, padded{};  // per spatial dim, first nd entries
   bool ok = true, fits = true;
   // In 128 bits: kernels, strides and padding from a config can be anything up to 2^63, and
   // none of these products may wrap (Note [Checked sizes] in tensor/DType.cpp).
@@ -158,15 +163,16 @@ Shape ConvolutionBase::outputSizes(const Shape& input, const char* method) const
     return fits ? static_cast<int64_t>(v) : int64_t{0};
   };
   for (int i = 0; i < s.nd; ++i) {
+    const int d = s.first() + i;
     in[i] = input[first_spatial + i];
-    const wide ext = wide{s.dilation[i]} * (s.k[i] - 1) + 1;  // the dilated kernel's extent
-    const wide pad = wide{in[i]} + 2 * wide{s.pad[i]};
+    const wide ext = wide{s.dilation[d]} * (s.k[d] - 1) + 1;  // the dilated kernel's extent
+    const wide pad = wide{in[i]} + 2 * wide{s.pad[d]};
     wide size = 0;
     if (transposed_) {
-      size = (wide{in[i]} - 1) * s.stride[i] - 2 * wide{s.pad[i]} + ext + s.adj[i];
+      size = (wide{in[i]} - 1) * s.stride[d] - 2 * wide{s.pad[d]} + ext + s.adj[d];
     } else {
       const wide span = pad - ext;
-      size = (span >= 0 ? span / s.stride[i] : -((-span + s.stride[i] - 1) / s.stride[i])) + 1;
+      size = (span >= 0 ? span / s.stride[d] : -((-span + s.stride[d] - 1) / s.stride[d])) + 1;
     }
     extent[i] = narrow(ext);
     padded[i] = narrow(pad);
@@ -175,75 +181,74 @@ Shape ConvolutionBase::outputSizes(const Shape& input, const char* method) const
     out[first_spatial + i] = sizes[i];
   }
   if (!fits) {
-    throw Error(at + "the output size of input " + tensor::shape_str(input) + " with kernel " +
-                join(first(s.k, s.nd), "x") + ", stride " + join(first(s.stride, s.nd), "x") + ", padding " +
-                join(first(s.pad, s.nd), "x") + " and dilation " + join(first(s.dilation, s.nd), "x") +
+    throw Error(at() + "the output size of input " + tensor::shape_str(input) + " with kernel " +
+                join(used(s.k, s.nd), "x") + ", stride " + join(used(s.stride, s.nd), "x") + ", padding " +
+                join(used(s.pad, s.nd), "x") + " and dilation " + join(used(s.dilation, s.nd), "x") +
                 " overflows int64");
   }
   if (!ok) {
-    const std::string geometry = "kernel " + join(first(s.k, s.nd), "x") + " with stride " +
-                                 join(first(s.stride, s.nd), "x") + ", padding " + join(first(s.pad, s.nd), "x") +
-                                 (transposed_ ? ", adj " + join(first(s.adj, s.nd), "x") : "") + " and dilation " +
-                                 join(first(s.dilation, s.nd), "x");
+    const std::string geometry = "kernel " + join(used(s.k, s.nd), "x") + " with stride " +
+                                 join(used(s.stride, s.nd), "x") + ", padding " + join(used(s.pad, s.nd), "x") +
+                                 (transposed_ ? ", adj " + join(used(s.adj, s.nd), "x") : "") + " and dilation " +
+                                 join(used(s.dilation, s.nd), "x");
     if (transposed_) {
-      throw Error(at + "expected input giving a non-empty output (" + dim_names(s.nd) + ") for a " + geometry +
-                  ", got " + tensor::shape_str(input) + ": calculated output size " + join(sizes, "x") +
+      throw Error(at() + "expected input giving a non-empty output (" + dim_names(s.nd) + ") for a " + geometry +
+                  ", got " + tensor::shape_str(input) + ": calculated output size " + join(head(sizes, s.nd), "x") +
                   ", too small");
     }
-    throw Error(at + "expected input of at least " + join(extent, "x") + " (" + dim_names(s.nd) +
+    throw Error(at() + "expected input of at least " + join(head(extent, s.nd), "x") + " (" + dim_names(s.nd) +
                 ") after padding for a " + geometry + ", got " + tensor::shape_str(input) + ": padded size " +
-                join(padded, "x") + " gives output size " + join(sizes, "x") + ", too small");
+                join(head(padded, s.nd), "x") + " gives output size " + join(head(sizes, s.nd), "x") + ", too small");
   }
   return out;
 }
 
 void ConvolutionBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
-  const std::string at = where(method);
-  check_float(at, input);
-  check_matches(at, input, weight);
-  check_float(at, gradOutput, "gradOutput");
-  check_matches(at, gradOutput, weight, "gradOutput");
-  checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
+  checkInput(input, "input", method);
+  checkInput(gradOutput, "gradOutput", method);
+  checkGradOutputSizes(spec(), input.sizes(), gradOutput.sizes(), method);
 }
 
 void ConvolutionBase::checkGradOutputSizes(const Shape& input, const Shape& gradOutput, const char* method) const {
-  const Shape expected = outputSizes(input, method);
+  checkGradOutputSizes(spec(), input, gradOutput, method);
+}
+
+void ConvolutionBase::checkGradOutputSizes(const ConvSpec& s, const Shape& input, const Shape& gradOutput,
+                                           const char* method) const {
+  const Shape expected = outputSizes(s, input, method);
   if (gradOutput != expected) {
     throw Error(where(method) + "expected gradOutput of " + tensor::shape_str(expected) + " (for input " +
                 tensor::shape_str(input) + "), got " + tensor::shape_str(gradOutput));
   }
 }
 
-kernels::ConvGeometry ConvolutionBase::geometry(const Shape& inputShape, const Shape& outputShape) const {
-  const ConvSpec s = spec();
+kernels::ConvGeometry ConvolutionBase::geometry(const ConvSpec& s, const Shape& inputShape,
+                                                const Shape& outputShape) const {
   const bool batched = static_cast<int>(inputShape.size()) == s.nd + 2;
   const size_t first_spatial = batched ? 2 : 1;
   kernels::ConvGeometry g;
+  static_cast<ConvSpec&>(g) = s;
   g.batch = batched ? inputShape[0] : 1;
   // the kernels' image side is the large one (Note [Transposed convolution as the adjoint])
   const Shape& image = transposed_ ? outputShape : inputShape;
   const Shape& other = transposed_ ? inputShape : outputShape;
   g.inC = transposed_ ? nOutputPlane : nInputPlane;
   g.outC = transposed_ ? nInputPlane : nOutputPlane;
-  g.groups = s.groups;
   for (int i = 0; i < s.nd; ++i) {
-    const int slot = 3 - s.nd + i;
-    g.in[slot] = image[first_spatial + i];
-    g.out[slot] = other[first_spatial + i];
-    g.k[slot] = s.k[i];
-    g.stride[slot] = s.stride[i];
-    g.pad[slot] = s.pad[i];
-    g.dil[slot] = s.dilation[i];
+    g.in[s.first() + i] = image[first_spatial + i];
+    g.out[s.first() + i] = other[first_spatial + i];
   }
   return g;
 }
 
 const Tensor& ConvolutionBase::updateOutput(const Tensor& input) {
-  const Shape outShape = outputShape(input, "updateOutput");
+  const ConvSpec s = spec();
+  checkInput(input, "input", "updateOutput");
+  const Shape outShape = outputSizes(s, input.sizes(), "updateOutput");
   const Tensor x = input.contiguous();
   const Tensor w = weight.contiguous();
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  const kernels::ConvGeometry g = geometry(x.sizes(), outShape);
+  const kernels::ConvGeometry g = geometry(s, x.sizes(), outShape);
   ensure(output, outShape, x);
   const auto pass = transposed_ ? kernels::ConvPass::BackwardData : kernels::ConvPass::Forward;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, x);
@@ -260,10 +265,13 @@ const Tensor& ConvolutionBase::updateOutput(const Tensor& input) {
 }
 
 const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  checkGradOutput(input, gradOutput, "updateGradInput");
+  const ConvSpec s = spec();
+  checkInput(input, "input", "updateGradInput");
+  checkInput(gradOutput, "gradOutput", "updateGradInput");
+  checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), "updateGradInput");
   const Tensor gy = gradOutput.contiguous();
   const Tensor w = weight.contiguous();
-  const kernels::ConvGeometry g = geometry(input.sizes(), gy.sizes());
+  const kernels::ConvGeometry g = geometry(s, input.sizes(), gy.sizes());
   ensure(gradInput, input.sizes(), input);
   const auto pass = transposed_ ? kernels::ConvPass::Forward : kernels::ConvPass::BackwardData;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, input);
@@ -280,10 +288,13 @@ const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor
 }
 
 void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
-  checkGradOutput(input, gradOutput, "accGradParameters");
+  const ConvSpec s = spec();
+  checkInput(input, "input", "accGradParameters");
+  checkInput(gradOutput, "gradOutput", "accGradParameters");
+  checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), "accGradParameters");
   const Tensor x = input.contiguous();
   const Tensor gy = gradOutput.contiguous();
-  const kernels::ConvGeometry g = geometry(x.sizes(), gy.sizes());
+  const kernels::ConvGeometry g = geometry(s, x.sizes(), gy.sizes());
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, kernels::ConvPass::BackwardWeight))}, x);
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.defined() ? gradBias.contiguous() : Tensor();
@@ -307,9 +318,9 @@ std::string ConvolutionBase::describe(const std::vector<int>& order_in, bool alw
   if (order.empty()) {
     for (int i = 0; i < s.nd; ++i) order.push_back(i);
   }
-  auto pick = [&](const std::array<int64_t, 3>& a) {
+  auto pick = [&](const Dims& a) {
     std::vector<int64_t> v;
-    for (int i : order) v.push_back(a[i]);
+    for (int i : order) v.push_back(a[s.first() + i]);
     return v;
   };
   auto any_not = [](const std::vector<int64_t>& v, int64_t value) {

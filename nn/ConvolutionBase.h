@@ -2,8 +2,8 @@
 // reset/noBias, argument and shape checks, output sizes, and the three passes over the one
 // N-d kernel (nn/kernels/Convolution.h). A subclass names its configuration in Torch's fields
 // (kW, dW, padW, ...) and maps them to a ConvSpec; a transposed subclass's forward is the
-// convolution's backward-data and vice versa. The cudnn twins reuse spec(), outputShape()
-// and checkGradOutput() to build their descriptors.
+// convolution's backward-data and vice versa. The cudnn twins reuse spec(), outputSizes()
+// and checkGradOutputSizes() to build their descriptors.
 #pragma once
 
 #include <array>
@@ -15,13 +15,6 @@
 namespace nn {
 
 class ConfigReader;
-
-// A convolution's configuration in tensor order (T, H, W); the first nd entries are used.
-struct ConvSpec {
-  int nd = 2;
-  std::array<int64_t, 3> k{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1}, adj{0, 0, 0};
-  int64_t groups = 1;
-};
 
 // The cuDNN algorithm choices of one convolution module, cudnn.torch's setMode()/fastest():
 // flag values of conv.algo_fwd, conv.algo_bwd_filter and conv.algo_bwd_data (an algorithm
@@ -40,7 +33,30 @@ struct ConvAlgorithms {
   static ConvAlgorithms fromConfig(ConfigReader& moduleConfig);
 };
 
-class ConvolutionBase : public Module {
+// setMode / resetMode / fastest on a module holding a ConvAlgorithms `algo` (the convolution
+// family and nn::TemporalConvolution), returning the module for chaining.
+template <class Self>
+class WithConvAlgorithms {
+ public:
+  Self& setMode(const std::string& fwd, const std::string& bwdFilter, const std::string& bwdData) {
+    algo.fwd = fwd;
+    algo.bwdFilter = bwdFilter;
+    algo.bwdData = bwdData;
+    return static_cast<Self&>(*this);
+  }
+  Self& resetMode() {  // back to the global flags, fastest off
+    algo = ConvAlgorithms{};
+    return static_cast<Self&>(*this);
+  }
+  Self& fastest(bool on = true) {
+    algo.fastest = on;
+    return static_cast<Self&>(*this);
+  }
+
+  ConvAlgorithms algo;
+};
+
+class ConvolutionBase : public Module, public WithConvAlgorithms<ConvolutionBase> {
  public:
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
@@ -51,12 +67,7 @@ class ConvolutionBase : public Module {
   // Drops the bias (Torch's noBias()); prints " without bias".
   ConvolutionBase& noBias();
 
-  // cudnn.torch's per-module algorithm overrides (see ConvAlgorithms; ignored on the CPU).
-  ConvolutionBase& setMode(const std::string& fwd, const std::string& bwdFilter, const std::string& bwdData);
-  ConvolutionBase& resetMode();  // back to the global flags, fastest off
-  ConvolutionBase& fastest(bool on = true);
-
-  // The configuration, read from the subclass's Torch-named fields.
+  // The configuration, read from the subclass's Torch-named fields (right-aligned, see Dims).
   virtual ConvSpec spec() const = 0;
   // Transposed (full) convolution: weight [nInputPlane x nOutputPlane/groups x k...].
   bool transposed() const { return transposed_; }
@@ -71,10 +82,13 @@ class ConvolutionBase : public Module {
   // and bfloat16 and check dtype and device themselves).
   Shape outputSizes(const Shape& inputSizes, const char* method = "updateOutput") const;
   void checkGradOutputSizes(const Shape& inputSizes, const Shape& gradOutputSizes, const char* method) const;
+  // The same, for the spec() a pass has already read (each pass reads it once).
+  Shape outputSizes(const ConvSpec& s, const Shape& inputSizes, const char* method) const;
+  void checkGradOutputSizes(const ConvSpec& s, const Shape& inputSizes, const Shape& gradOutputSizes,
+                            const char* method) const;
 
   int64_t nInputPlane, nOutputPlane;
   Tensor weight, bias, gradWeight, gradBias;
-  ConvAlgorithms algo;
 
  protected:
   ConvolutionBase(int64_t nInputPlane, int64_t nOutputPlane, bool transposed);
@@ -82,13 +96,18 @@ class ConvolutionBase : public Module {
   // initialises the parameters.
   void initParameters();
   void visitState(StateVisitor& v) override;
-  // Throws unless the fields describe a valid convolution whose parameters have the right shapes.
-  void checkConfig(const std::string& where) const;
+  // Throws unless the fields describe a valid convolution whose parameters have the right
+  // shapes, naming `method` (nullptr: the module alone, as its constructor does).
+  void checkConfig(const ConvSpec& s, const char* method) const;
   // The kernels' geometry for a checked input and output of these shapes.
-  kernels::ConvGeometry geometry(const Shape& inputShape, const Shape& outputShape) const;
+  kernels::ConvGeometry geometry(const ConvSpec& s, const Shape& inputShape, const Shape& outputShape) const;
   // Torch's printing: "<type>(I -> O, k, stride[, pad][, adj][, dilation])[ without bias]" with
   // the values in `order` (indices into the spec's dims: W-first for Torch's "kWxkH").
   std::string describe(const std::vector<int>& order, bool alwaysShowDilation = false) const;
+
+  Shape weightShape(const ConvSpec& s) const;
+  // outputShape / checkGradOutput's dtype and device checks (messages built only on failure).
+  void checkInput(const Tensor& t, const char* what, const char* method) const;
 
   bool transposed_;
   Tensor columns_;  // im2col workspace (Torch's finput), reused between calls

@@ -83,6 +83,8 @@ class Module {
   // ---- identity and printing ----
   virtual std::string type_name() const = 0;  // "nn.ReLU", "cudnn.ReLU"
   virtual std::string str() const { return type_name(); }
+  // "<type_name>::<method>: " for error messages
+  std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
   virtual Backend backendKind() const { return Backend::nn; }
   // The constructor arguments and every option that changes behaviour, as a JSON object
   // (Linear: {"inputSize": 4, "outputSize": 3, "bias": true}); each module type also has a
@@ -117,9 +119,6 @@ class Module {
   virtual void visitState(StateVisitor& visitor);
   // Every tensor of the subtree, with its path.
   void visitTree(StateVisitor& visitor, const std::string& prefix);
-
-  // "<type_name>::<method>: " for error messages
-  std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
 
   bool training_ = true;
   Device device_ = Device::cpu();

@@ -15,10 +15,10 @@ SpatialConvolution::SpatialConvolution(int64_t nInputPlane_, int64_t nOutputPlan
 ConvSpec SpatialConvolution::spec() const {
   ConvSpec s;
   s.nd = 2;
-  s.k = {kH, kW, 1};
-  s.stride = {dH, dW, 1};
-  s.pad = {padH, padW, 0};
-  s.dilation = {dilationH, dilationW, 1};
+  s.k = {1, kH, kW};
+  s.stride = {1, dH, dW};
+  s.pad = {0, padH, padW};
+  s.dilation = {1, dilationH, dilationW};
   s.groups = groups;
   return s;
 }
@@ -44,7 +44,7 @@ ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
   auto m = std::make_shared<SpatialConvolution>(nIn, nOut, kW, kH, dW, dH, padW, padH, groups);
   m->dilationW = dilationW;
   m->dilationH = dilationH;
-  m->checkConfig("nn.SpatialConvolution: ");
+  m->checkConfig(m->spec(), nullptr);
   if (!bias) m->noBias();
   m->algo = algo;
   return m;

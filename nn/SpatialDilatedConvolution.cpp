@@ -11,7 +11,7 @@ SpatialDilatedConvolution::SpatialDilatedConvolution(int64_t nInputPlane_, int64
     : SpatialConvolution(nInputPlane_, nOutputPlane_, kW_, kH_, dW_, dH_, padW_, padH_) {
   dilationW = dilationW_;
   dilationH = dilationH_;
-  checkConfig(type_name() + ": ");
+  checkConfig(spec(), nullptr);
 }
 
 std::string SpatialDilatedConvolution::str() const { return describe({1, 0}, true); }

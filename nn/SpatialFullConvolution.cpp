@@ -17,10 +17,10 @@ SpatialFullConvolution::SpatialFullConvolution(int64_t nInputPlane_, int64_t nOu
 ConvSpec SpatialFullConvolution::spec() const {
   ConvSpec s;
   s.nd = 2;
-  s.k = {kH, kW, 1};
-  s.stride = {dH, dW, 1};
-  s.pad = {padH, padW, 0};
-  s.adj = {adjH, adjW, 0};
+  s.k = {1, kH, kW};
+  s.stride = {1, dH, dW};
+  s.pad = {0, padH, padW};
+  s.adj = {0, adjH, adjW};
   s.groups = groups;
   return s;
 }

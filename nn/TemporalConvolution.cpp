@@ -41,49 +41,48 @@ void TemporalConvolution::visitState(StateVisitor& v) {
   v.parameter("bias", bias, gradBias);
 }
 
-TemporalConvolution& TemporalConvolution::setMode(const std::string& fwd, const std::string& bwdFilter,
-                                                  const std::string& bwdData) {
-  algo.fwd = fwd;
-  algo.bwdFilter = bwdFilter;
-  algo.bwdData = bwdData;
-  return *this;
+ConvSpec TemporalConvolution::spec() const {
+  ConvSpec s;
+  s.nd = 2;
+  s.k = {1, kW, inputFrameSize};
+  s.stride = {1, dW, 1};
+  return s;
 }
 
-TemporalConvolution& TemporalConvolution::resetMode() {
-  algo = ConvAlgorithms{};
-  return *this;
-}
-
-TemporalConvolution& TemporalConvolution::fastest(bool on) {
-  algo.fastest = on;
-  return *this;
+void TemporalConvolution::checkInput(const Tensor& t, const char* what, const char* method) const {
+  const bool ok = t.defined() && (t.dtype() == tensor::DType::Float32 || t.dtype() == tensor::DType::Float64) &&
+                  t.dtype() == weight.dtype() && t.device() == weight.device();
+  if (ok) return;
+  const std::string at = where(method);
+  check_float(at, t, what);
+  check_matches(at, t, weight, what);
 }
 
 Shape TemporalConvolution::outputShape(const Tensor& input, const char* method) const {
-  const std::string at = where(method);
-  check_float(at, input);
-  check_matches(at, input, weight);
+  checkInput(input, "input", method);
   return outputSizes(input.sizes(), method);
 }
 
 Shape TemporalConvolution::outputSizes(const Shape& input, const char* method) const {
-  const std::string at = where(method);
-  if (inputFrameSize <= 0 || outputFrameSize <= 0 || kW <= 0 || dW <= 0 ||
-      weight.sizes() != Shape{outputFrameSize, kW * inputFrameSize} || bias.sizes() != Shape{outputFrameSize}) {
-    throw Error(at + "expected weight [" + std::to_string(outputFrameSize) + " x " +
+  auto at = [&] { return where(method); };
+  const Shape& w = weight.sizes();
+  const Shape& b = bias.sizes();
+  if (inputFrameSize <= 0 || outputFrameSize <= 0 || kW <= 0 || dW <= 0 || w.size() != 2 ||
+      w[0] != outputFrameSize || w[1] != kW * inputFrameSize || b.size() != 1 || b[0] != outputFrameSize) {
+    throw Error(at() + "expected weight [" + std::to_string(outputFrameSize) + " x " +
                 std::to_string(kW * inputFrameSize) + "] and bias [" + std::to_string(outputFrameSize) +
                 "] for positive sizes, got weight " + tensor::shape_str(weight.sizes()) + ", bias " +
                 tensor::shape_str(bias.sizes()) + ", kW " + std::to_string(kW) + ", dW " + std::to_string(dW));
   }
   if ((input.size() != 2 && input.size() != 3) || input.back() != inputFrameSize) {
     const std::string f = std::to_string(inputFrameSize);
-    throw Error(at + "expected input of [nInputFrame x " + f + "] or [batch x nInputFrame x " + f + "], got " +
+    throw Error(at() + "expected input of [nInputFrame x " + f + "] or [batch x nInputFrame x " + f + "], got " +
                 tensor::shape_str(input));
   }
   const int64_t frames = input[input.size() - 2], span = frames - kW;
   const int64_t outFrames = (span >= 0 ? span / dW : -((-span + dW - 1) / dW)) + 1;
   if (outFrames < 1) {
-    throw Error(at + "expected input of at least " + std::to_string(kW) + " frames for kernel width " +
+    throw Error(at() + "expected input of at least " + std::to_string(kW) + " frames for kernel width " +
                 std::to_string(kW) + ", got " + tensor::shape_str(input) + ": calculated output size " +
                 std::to_string(outFrames) + " frames, too small");
   }
@@ -94,11 +93,8 @@ Shape TemporalConvolution::outputSizes(const Shape& input, const char* method) c
 }
 
 void TemporalConvolution::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
-  const std::string at = where(method);
-  check_float(at, input);
-  check_matches(at, input, weight);
-  check_float(at, gradOutput, "gradOutput");
-  check_matches(at, gradOutput, weight, "gradOutput");
+  checkInput(input, "input", method);
+  checkInput(gradOutput, "gradOutput", method);
   checkGradOutputSizes(input.sizes(), gradOutput.sizes(), method);
 }
 

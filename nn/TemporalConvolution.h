@@ -9,7 +9,7 @@
 
 namespace nn {
 
-class TemporalConvolution : public Module {
+class TemporalConvolution : public Module, public WithConvAlgorithms<TemporalConvolution> {
  public:
   TemporalConvolution(int64_t inputFrameSize, int64_t outputFrameSize, int64_t kW, int64_t dW = 1);
 
@@ -29,18 +29,18 @@ class TemporalConvolution : public Module {
   Shape outputSizes(const Shape& inputSizes, const char* method = "updateOutput") const;
   void checkGradOutputSizes(const Shape& inputSizes, const Shape& gradOutputSizes, const char* method) const;
 
-  // cudnn.torch's per-module algorithm overrides, as nn::ConvolutionBase's (see
-  // nn::ConvAlgorithms; the twin runs a 2-d convolution; ignored on the CPU).
-  TemporalConvolution& setMode(const std::string& fwd, const std::string& bwdFilter, const std::string& bwdData);
-  TemporalConvolution& resetMode();
-  TemporalConvolution& fastest(bool on = true);
+  // The settings of the 2-d cross-correlation the cudnn twin runs (Note [Temporal
+  // convolution as a 2-d one] in cudnn/TemporalConvolution.cpp): kernel kW x inputFrameSize,
+  // stride dW x 1. setMode / resetMode / fastest / algo come from WithConvAlgorithms.
+  ConvSpec spec() const;
 
   int64_t inputFrameSize, outputFrameSize, kW, dW;
   Tensor weight, bias, gradWeight, gradBias;
-  ConvAlgorithms algo;
 
  protected:
   void visitState(StateVisitor& v) override;
+  // outputShape / checkGradOutput's dtype and device checks (messages built only on failure).
+  void checkInput(const Tensor& t, const char* what, const char* method) const;
 
   Tensor columns_;  // per-thread unfolded-gradient buffers, reused between calls
 };

@@ -13,23 +13,33 @@
 namespace cudnn {
 
 // Note [Choosing a convolution algorithm]
-// For each pass the flags (or the plan's setMode override) give either a fixed algorithm
-// or a policy. Policies rank every algorithm cuDNN offers for the shapes: heuristically
-// (cudnnGet*_v7, "guess") or by running them (cudnnFind*Ex, "time", also when
-// benchmark=true). The whole ranked list is cached per shape key, process-wide, so that
-// alternating shapes never search twice; *_once policies keep the first choice per plan.
-// At run time the list is walked in order, skipping algorithms that are unsupported, not
-// deterministic (deterministic=true), or whose workspace exceeds the cap (workspace_limit
-// unless fastest, and never more than the memory actually obtainable); an algorithm whose
-// workspace cannot be allocated, or that reports NOT_SUPPORTED or an allocation failure
-// when run, is passed over for the next. The last resort is an algorithm that needs no
-// workspace. float16 math with nothing runnable falls back to float32 math. Once a pass
-// ran, the plan remembers (shape key -> algorithm, workspace) and later calls with the same
-// shapes go straight to cuDNN: no search, no allocation, no descriptor change.
+// A pass runs in three steps, the shape of ATen's algorithm iterator:
+//   make_key     everything the choice depends on (shapes, dtypes, geometry, flags), a POD;
+//   candidates   what to try, in order: the pinned algorithm, or the *_once policies' first
+//                choice, or the list cuDNN ranks for the key, heuristically (cudnnGet*_v7,
+//                "guess") or by running them (cudnnFind*Ex, "time", also when benchmark=true);
+//                ranked lists are cached per key, process-wide, so alternating shapes never
+//                search twice;
+//   try_in_order each candidate in turn, skipping those that are unsupported, not
+//                deterministic (deterministic=true), or whose workspace exceeds the cap
+//                (workspace_limit unless fastest, never more than the memory obtainable); one
+//                whose workspace cannot be allocated, or that reports NOT_SUPPORTED or an
+//                allocation failure when run, is passed over for the next.
+// Then the pass's last resort (an algorithm needing no workspace), and float16 math with
+// nothing runnable retries in float32 math. What is known about each algorithm (name, 3-D
+// support, determinism, last resort) is the table in Config.cpp. Once a pass ran, the plan
+// remembers (key -> algorithm, math, workspace) and later calls with the same key go straight
+// to cuDNN: no search, no allocation, no descriptor change.
+//
+// Note [Candidates]
+// A Candidate is what the try loop runs; today each is a legacy algorithm. A graph-API engine
+// config (cudnn_graph.h) becomes one more kind of candidate, listed ahead of the legacy ones
+// for the same key and run through its own execution plan: the key, the filters (numerical
+// notes for determinism and TF32), the cap, the loop and the last resort stay as they are.
 
 namespace {
 
-struct AlgoPerf {
+struct Candidate {
   int algo = 0;
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   float time = 0;
@@ -76,8 +86,6 @@ struct Pass<ConvPass::Forward> {
     return cudnnConvolutionForward(c.handle, c.alpha.ptr(), c.x, c.a, c.w, c.b, c.conv, static_cast<Algo>(algo), ws,
                                    bytes, c.beta.ptr(), c.y, c.out);
   }
-  static bool nondeterministic(int) { return false; }
-  static int fallback(bool) { return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; }
 };
 
 template <>
@@ -98,10 +106,6 @@ struct Pass<ConvPass::BackwardData> {
   static cudnnStatus_t run(const ConvCall& c, int algo, void* ws, size_t bytes) {
     return cudnnConvolutionBackwardData(c.handle, c.alpha.ptr(), c.w, c.a, c.y, c.b, c.conv, static_cast<Algo>(algo),
                                         ws, bytes, c.beta.ptr(), c.x, c.out);
-  }
-  static bool nondeterministic(int algo) { return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; }
-  static int fallback(bool deterministic) {
-    return deterministic ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   }
 };
 
@@ -125,12 +129,6 @@ struct Pass<ConvPass::BackwardFilter> {
     return cudnnConvolutionBackwardFilter(c.handle, c.alpha.ptr(), c.x, c.a, c.y, c.b, c.conv, static_cast<Algo>(algo),
                                           ws, bytes, c.beta.ptr(), c.w, c.out);
   }
-  static bool nondeterministic(int algo) {
-    return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
-  }
-  static int fallback(bool deterministic) {
-    return deterministic ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-  }
 };
 
 // A zero-initialised key of everything an algorithm choice depends on.
@@ -153,7 +151,7 @@ struct KeyHash {
 
 struct AlgorithmCache {
   std::mutex mutex;
-  std::unordered_map<ConvKey, std::vector<AlgoPerf>, KeyHash> ranked;
+  std::unordered_map<ConvKey, std::vector<Candidate>, KeyHash> ranked;
 };
 
 AlgorithmCache& cache() {
@@ -179,15 +177,13 @@ void log(const std::string& line) {
   if (config().verbose) std::fprintf(stderr, "cudnn-nn: %s\n", line.c_str());
 }
 
-// Thrown inside a pass when nothing could run, so float16 math can retry in float32.
-struct NoAlgorithm {
-  std::string tried;
-};
+// "cudnn::conv fwd: ", the prefix of a pass's own errors.
+std::string where_of(ConvPass pass) { return std::string("cudnn::conv ") + pass_name(pass) + ": "; }
 
-cudnnDataType_t compute_type(DType dtype, std::optional<Precision> override_precision, const std::string& where) {
+cudnnDataType_t compute_type(DType dtype, std::optional<Precision> override_precision, ConvPass pass) {
   const Precision p = override_precision.value_or(config().precision);
   auto reject = [&](const char* what) -> cudnnDataType_t {
-    throw tensor::Error(where + "conv.precision=" + what + " is not available for " + tensor::name(dtype) +
+    throw tensor::Error(where_of(pass) + "conv.precision=" + what + " is not available for " + tensor::name(dtype) +
                         " data (cuDNN computes float64 data in float64, float32 data in float32, and 16-bit data "
                         "in float16 or float32)");
   };
@@ -219,6 +215,13 @@ void fill_dims(int32_t* out, const Shape& s) {
   for (size_t i = 0; i < s.size() && i < 5; ++i) out[i] = static_cast<int32_t>(s[i]);
 }
 
+// The table's word on an algorithm it may not name (cuDNN's ranking can return one): such an
+// algorithm counts as deterministic.
+bool deterministic(ConvPass pass, int algo) {
+  const ConvAlgorithm* a = find_algorithm(pass, algo);
+  return !a || a->deterministic;
+}
+
 }  // namespace
 
 struct PassState {
@@ -236,46 +239,65 @@ struct ConvPlan::Impl {
   FilterDescriptor w_desc;
   ConvolutionDescriptor conv_desc;
   TensorDescriptor bias_data_desc, bias_desc;  // add_bias / backward_bias
-  std::string mode[3];
-  std::optional<bool> fastest;
+  ConvChoices choices;
   std::optional<Precision> precision;
   PassState state[3];
   int searches = 0;
 
   template <ConvPass P>
   void execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like, const Tensor& y_like,
-               const Shape& w_shape, const ConvGeometry& g, double alpha, double beta);
+               const Shape& w_shape, const ConvSpec& g, double alpha, double beta);
 
  private:
+  bool use_fastest() const { return choices.fastest.value_or(config().fastest); }
+  // The most workspace a candidate may take: workspace_limit unless fastest, never more than
+  // can be had.
+  size_t workspace_cap() const {
+    return use_fastest() ? workspace_available() : std::min(config().workspace_limit, workspace_available());
+  }
   template <ConvPass P>
-  bool try_run(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const std::vector<AlgoPerf>& cands,
-               DType dtype, const std::string& policy, const std::string& what, std::string& tried);
+  ConvKey make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape,
+                   const ConvSpec& g, cudnnDataType_t compute, bool timed) const;
   template <ConvPass P>
-  std::vector<AlgoPerf> rank(const ConvCall& c, bool timed, const std::string& what);
+  std::vector<Candidate> candidates(const ConvCall& c, const AlgoSetting& setting, const ConvKey& key, bool timed,
+                                    const ConvSpec& g, DType dtype, const std::string& what, std::string& policy);
+  template <ConvPass P>
+  bool try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const std::vector<Candidate>& cands,
+                    DType dtype, const std::string& policy, const std::string& what, std::string& tried);
+  template <ConvPass P>
+  std::vector<Candidate> rank(const ConvCall& c, bool timed, const std::string& what);
 };
 
 namespace {
 template <class Perf>
-AlgoPerf to_perf(const Perf& p) {
-  return AlgoPerf{static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC,
-                  p.mathType};
+Candidate to_candidate(const Perf& p) {
+  return Candidate{static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC,
+                   p.mathType};
+}
+
+// A pinned, remembered or last-resort algorithm as a candidate, when cuDNN takes it for
+// these shapes (its workspace size can be asked).
+template <ConvPass P>
+std::optional<Candidate> candidate_of(const ConvCall& c, int algo, DType dtype) {
+  size_t bytes = 0;
+  if (Pass<P>::workspace(c, algo, &bytes) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+  return Candidate{algo, CUDNN_STATUS_SUCCESS, 0, bytes, deterministic(P, algo), default_math(dtype)};
 }
 }  // namespace
 
 template <ConvPass P>
-std::vector<AlgoPerf> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
+std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
   using T = Pass<P>;
   ++searches;
   typename T::Perf perf[T::kCount];
   int got = 0;
   CUDNN_CHECK(T::heuristics(c, T::kCount, &got, perf));
-  std::vector<AlgoPerf> out;
-  for (int i = 0; i < got; ++i) out.push_back(to_perf(perf[i]));
+  std::vector<Candidate> out;
+  for (int i = 0; i < got; ++i) out.push_back(to_candidate(perf[i]));
   if (!timed) return out;
   // Timing runs the candidates: give it a scratch output (the real one may hold data to
   // accumulate into) and a workspace as large as the largest candidate that fits the cap.
-  const size_t cap = fastest.value_or(config().fastest) ? workspace_available()
-                                                         : std::min(config().workspace_limit, workspace_available());
+  const size_t cap = workspace_cap();
   size_t ws_bytes = 0;
   for (const auto& p : out) {
     if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
@@ -289,8 +311,8 @@ std::vector<AlgoPerf> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const 
   }
   Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
   CUDNN_CHECK(T::find(c, scratch.raw_data(), T::kCount, &got, perf, ws, ws_bytes));
-  std::vector<AlgoPerf> timed_out;
-  for (int i = 0; i < got; ++i) timed_out.push_back(to_perf(perf[i]));
+  std::vector<Candidate> timed_out;
+  for (int i = 0; i < got; ++i) timed_out.push_back(to_candidate(perf[i]));
   // Algorithms Find could not time inside the workspace keep their heuristic rank after it.
   for (const auto& p : out) {
     bool present = false;
@@ -301,25 +323,24 @@ std::vector<AlgoPerf> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const 
 }
 
 template <ConvPass P>
-bool ConvPlan::Impl::try_run(ConvCall& c, const ConvKey& key, cudnnDataType_t compute,
-                             const std::vector<AlgoPerf>& cands, DType dtype, const std::string& policy,
-                             const std::string& what, std::string& tried) {
+bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType_t compute,
+                                  const std::vector<Candidate>& cands, DType dtype, const std::string& policy,
+                                  const std::string& what, std::string& tried) {
   using T = Pass<P>;
   const Config& cfg = config();
-  const bool use_fastest = fastest.value_or(cfg.fastest);
-  const size_t cap = use_fastest ? workspace_available() : std::min(cfg.workspace_limit, workspace_available());
+  const size_t cap = workspace_cap();
   std::string skipped;
-  for (const AlgoPerf& cand : cands) {
+  for (const Candidate& cand : cands) {
     const char* name = algo_name(P, cand.algo);
     if (cand.status != CUDNN_STATUS_SUCCESS) continue;
-    if (cfg.deterministic && (!cand.deterministic || T::nondeterministic(cand.algo))) {
+    if (cfg.deterministic && (!cand.deterministic || !deterministic(P, cand.algo))) {
       skipped += std::string("; skipped ") + name + ": not deterministic";
       continue;
     }
     if (dtype == DType::Float32 && cand.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;  // would round to float16
     if (cand.memory > cap) {
       skipped += std::string("; skipped ") + name + ": workspace " + bytes_str(cand.memory) + " > cap " + bytes_str(cap) +
-                 (use_fastest ? " (free memory)" : " (workspace_limit or free memory)");
+                 (use_fastest() ? " (free memory)" : " (workspace_limit or free memory)");
       continue;
     }
     const cudnnMathType_t math = default_math(dtype) == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : cand.math;
@@ -362,38 +383,82 @@ bool ConvPlan::Impl::try_run(ConvCall& c, const ConvKey& key, cudnnDataType_t co
 }
 
 template <ConvPass P>
-void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like,
-                             const Tensor& y_like, const Shape& w_shape, const ConvGeometry& g, double alpha,
-                             double beta) {
-  using T = Pass<P>;
-  const std::string where = std::string("cudnn::conv ") + pass_name(P) + ": ";
-  const DType dtype = a.dtype();
-  tensor::cuda::DeviceGuard guard(a.device().index);
+ConvKey ConvPlan::Impl::make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape,
+                                 const ConvSpec& g, cudnnDataType_t compute, bool timed) const {
   const Config& cfg = config();
-  const AlgoSetting setting = mode[static_cast<int>(P)].empty() ? cfg.algo(P) : AlgoSetting::parse(P, mode[static_cast<int>(P)]);
-  const bool timed = setting.policy != AlgoSetting::Policy::Fixed && (setting.timed() || cfg.benchmark);
-
-  const cudnnDataType_t requested = compute_type(dtype, precision, where);
-  ConvKey key;  // keyed by the requested compute type; the state records what ran
+  ConvKey key;
   std::memset(&key, 0, sizeof key);
   key.pass = static_cast<int32_t>(P);
   key.device = a.device().index;
-  key.dtype = static_cast<int32_t>(dtype);
-  key.compute = requested;
+  key.dtype = static_cast<int32_t>(a.dtype());
+  key.compute = compute;
   key.tf32 = cfg.allow_tf32;
   key.deterministic = cfg.deterministic;
   key.timed = timed;
   key.nd = g.nd;
-  key.groups = g.groups;
+  key.groups = static_cast<int32_t>(g.groups);
   key.cross = g.cross_correlation;
   fill_dims(key.x, x_like.sizes());
   fill_dims(key.w, w_shape);
   fill_dims(key.y, y_like.sizes());
   for (int i = 0; i < 3; ++i) {
-    key.pad[i] = g.pad[i];
-    key.stride[i] = g.stride[i];
-    key.dilation[i] = g.dilation[i];
+    key.pad[i] = static_cast<int32_t>(g.pad[i]);
+    key.stride[i] = static_cast<int32_t>(g.stride[i]);
+    key.dilation[i] = static_cast<int32_t>(g.dilation[i]);
   }
+  return key;
+}
+
+template <ConvPass P>
+std::vector<Candidate> ConvPlan::Impl::candidates(const ConvCall& c, const AlgoSetting& setting, const ConvKey& key,
+                                                  bool timed, const ConvSpec& g, DType dtype, const std::string& what,
+                                                  std::string& policy) {
+  policy = setting.name;
+  const PassState& st = state[static_cast<int>(P)];
+  if (setting.policy == AlgoSetting::Policy::Fixed) {
+    const ConvAlgorithm& pinned = *find_algorithm(P, setting.algo);
+    if (g.nd == 3 && !pinned.in_3d) {
+      log(std::string("conv ") + pass_name(P) + " " + what + ": conv.algo_" + pass_name(P) + "=" + setting.name +
+          " is not available in 3-D; falling back to guess_on_shape_change");
+      policy = std::string("guess_on_shape_change (3-D fallback from ") + setting.name + ")";
+    } else if (config().deterministic && !pinned.deterministic) {
+      throw tensor::Error(where_of(P) + "conv.algo_" + pass_name(P) + "=" + setting.name + " (" + pinned.cudnn_name +
+                          ") is not deterministic but deterministic=true is set");
+    } else if (auto one = candidate_of<P>(c, setting.algo, dtype)) {
+      return {*one};
+    } else {
+      log(std::string("conv ") + pass_name(P) + " " + what + ": " + pinned.cudnn_name +
+          " does not support this configuration; falling back to guess_on_shape_change");
+      policy = std::string("guess_on_shape_change (fallback from ") + setting.name + ")";
+    }
+  } else if (setting.once() && st.once_algo >= 0) {
+    if (auto one = candidate_of<P>(c, st.once_algo, dtype)) return {*one};
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    auto it = cache().ranked.find(key);
+    if (it != cache().ranked.end() && !it->second.empty()) return it->second;
+  }
+  std::vector<Candidate> ranked = rank<P>(c, timed, what);
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().ranked[key] = ranked;
+  return ranked;
+}
+
+template <ConvPass P>
+void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like,
+                             const Tensor& y_like, const Shape& w_shape, const ConvSpec& g, double alpha,
+                             double beta) {
+  using T = Pass<P>;
+  const DType dtype = a.dtype();
+  tensor::cuda::DeviceGuard guard(a.device().index);
+  const Config& cfg = config();
+  const std::optional<AlgoSetting>& pinned = choices.mode[static_cast<int>(P)];
+  const AlgoSetting& setting = pinned ? *pinned : cfg.algo(P);
+  const bool timed = setting.policy != AlgoSetting::Policy::Fixed && (setting.timed() || cfg.benchmark);
+  // keyed by the requested compute type; the state records what ran
+  const cudnnDataType_t requested = compute_type(dtype, precision, P);
+  const ConvKey key = make_key<P>(a, x_like, y_like, w_shape, g, requested, timed);
   auto make_call = [&](cudnnDataType_t compute, cudnnMathType_t math) {
     return ConvCall{handle(),
                     x_desc.set(x_like, g.nd + 2),
@@ -409,7 +474,7 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
                     a.device().index};
   };
 
-  // Steady state: same shapes and flags as last time, straight to cuDNN.
+  // Steady state: same key as last time, straight to cuDNN.
   PassState& st = state[static_cast<int>(P)];
   if (st.valid && st.key == key) {
     ConvCall c = make_call(st.compute, st.math);
@@ -423,64 +488,21 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
     ConvCall c = make_call(compute, default_math(dtype));
     ConvKey cache_key = key;
     cache_key.compute = compute;
-
+    const int first = g.first();
     std::ostringstream what_os;
     what_os << tensor::name(dtype) << (compute == CUDNN_DATA_HALF ? "(f16 math)" : "") << " x" << tensor::shape_str(x_like.sizes())
-            << " w" << tensor::shape_str(w_shape) << " stride " << g.stride[0] << "," << g.stride[1]
-            << " pad " << g.pad[0] << "," << g.pad[1] << " dilation " << g.dilation[0] << "," << g.dilation[1]
-            << " groups " << g.groups;
+            << " w" << tensor::shape_str(w_shape) << " stride " << g.stride[first] << "," << g.stride[first + 1]
+            << " pad " << g.pad[first] << "," << g.pad[first + 1] << " dilation " << g.dilation[first] << ","
+            << g.dilation[first + 1] << " groups " << g.groups;
     const std::string what = what_os.str();
 
-    std::vector<AlgoPerf> cands;
-    std::string policy = setting.name;
-    bool choose = true;
-    if (setting.policy == AlgoSetting::Policy::Fixed) {
-      size_t bytes = 0;
-      if (g.nd == 3 && !AlgoSetting::supported_in_3d(P, setting.algo)) {
-        log(std::string("conv ") + pass_name(P) + " " + what + ": conv.algo_" + pass_name(P) + "=" + setting.name +
-            " is not available in 3-D; falling back to guess_on_shape_change");
-        policy = "guess_on_shape_change (3-D fallback from " + setting.name + ")";
-      } else if (cfg.deterministic && T::nondeterministic(setting.algo)) {
-        throw tensor::Error(where + "conv.algo_" + pass_name(P) + "=" + setting.name + " (" +
-                            algo_name(P, setting.algo) + ") is not deterministic but deterministic=true is set");
-      } else if (T::workspace(c, setting.algo, &bytes) != CUDNN_STATUS_SUCCESS) {
-        log(std::string("conv ") + pass_name(P) + " " + what + ": " + algo_name(P, setting.algo) +
-            " does not support this configuration; falling back to guess_on_shape_change");
-        policy = "guess_on_shape_change (fallback from " + setting.name + ")";
-      } else {
-        cands.push_back(AlgoPerf{setting.algo, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(setting.algo),
-                                 default_math(dtype)});
-        choose = false;
-      }
-    } else if (setting.once() && st.once_algo >= 0) {
-      size_t bytes = 0;
-      if (T::workspace(c, st.once_algo, &bytes) == CUDNN_STATUS_SUCCESS) {
-        cands.push_back(AlgoPerf{st.once_algo, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(st.once_algo),
-                                 default_math(dtype)});
-        choose = false;
-      }
-    }
-    if (choose) {
-      {
-        std::lock_guard<std::mutex> lock(cache().mutex);
-        auto it = cache().ranked.find(cache_key);
-        if (it != cache().ranked.end()) cands = it->second;
-      }
-      if (cands.empty()) {
-        cands = rank<P>(c, timed, what);
-        std::lock_guard<std::mutex> lock(cache().mutex);
-        cache().ranked[cache_key] = cands;
-      }
-    }
-
+    std::string policy;
+    const std::vector<Candidate> cands = candidates<P>(c, setting, cache_key, timed, g, dtype, what, policy);
     std::string tried;
-    if (try_run<P>(c, key, compute, cands, dtype, policy, what, tried)) return;
+    if (try_in_order<P>(c, key, compute, cands, dtype, policy, what, tried)) return;
     // Last resort: the algorithm that needs no workspace.
-    const int last = T::fallback(cfg.deterministic);
-    size_t bytes = 0;
-    if (T::workspace(c, last, &bytes) == CUDNN_STATUS_SUCCESS) {
-      std::vector<AlgoPerf> one{AlgoPerf{last, CUDNN_STATUS_SUCCESS, 0, bytes, !T::nondeterministic(last), default_math(dtype)}};
-      if (try_run<P>(c, key, compute, one, dtype, "last resort", what, tried)) return;
+    if (auto last = candidate_of<P>(c, last_resort(P, cfg.deterministic).algo, dtype)) {
+      if (try_in_order<P>(c, key, compute, {*last}, dtype, "last resort", what, tried)) return;
     }
     if (compute == CUDNN_DATA_HALF) {
       log(std::string("conv ") + pass_name(P) + " " + what + ": no float16-math algorithm ran (" + tried +
@@ -488,7 +510,8 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
       compute = CUDNN_DATA_FLOAT;
       continue;
     }
-    throw tensor::Error(where + "no algorithm could run for " + what + "; tried: " + (tried.empty() ? "none" : tried));
+    throw tensor::Error(where_of(P) + "no algorithm could run for " + what + "; tried: " +
+                        (tried.empty() ? "none" : tried));
   }
 }
 
@@ -497,31 +520,41 @@ ConvPlan::~ConvPlan() = default;
 ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
 ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
 
-void ConvPlan::setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data) {
-  const std::string* m = impl_->mode;
-  if (m[static_cast<int>(ConvPass::Forward)] == fwd && m[static_cast<int>(ConvPass::BackwardFilter)] == bwd_filter &&
-      m[static_cast<int>(ConvPass::BackwardData)] == bwd_data) {
-    return;  // unchanged: keep the choices (modules apply their settings before every call)
+ConvChoices ConvChoices::parse(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data,
+                               bool fastest) {
+  ConvChoices c;
+  auto one = [&](ConvPass pass, const std::string& name) {
+    if (!name.empty()) c.mode[static_cast<int>(pass)] = AlgoSetting::parse(pass, name);
+  };
+  one(ConvPass::Forward, fwd);
+  one(ConvPass::BackwardFilter, bwd_filter);
+  one(ConvPass::BackwardData, bwd_data);
+  if (fastest) c.fastest = true;  // off: the global flag decides
+  return c;
+}
+
+void ConvPlan::setChoices(const ConvChoices& c) {
+  if (impl_->choices.mode != c.mode) {
+    impl_->choices.mode = c.mode;
+    for (auto& s : impl_->state) s = PassState{};
   }
-  // Parse now so a bad name fails here, not at the first forward.
-  if (!fwd.empty()) AlgoSetting::parse(ConvPass::Forward, fwd);
-  if (!bwd_filter.empty()) AlgoSetting::parse(ConvPass::BackwardFilter, bwd_filter);
-  if (!bwd_data.empty()) AlgoSetting::parse(ConvPass::BackwardData, bwd_data);
-  impl_->mode[static_cast<int>(ConvPass::Forward)] = fwd;
-  impl_->mode[static_cast<int>(ConvPass::BackwardFilter)] = bwd_filter;
-  impl_->mode[static_cast<int>(ConvPass::BackwardData)] = bwd_data;
-  for (auto& s : impl_->state) s = PassState{};
+  setFastest(c.fastest);
+}
+
+void ConvPlan::setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data) {
+  ConvChoices c = ConvChoices::parse(fwd, bwd_filter, bwd_data, false);
+  c.fastest = impl_->choices.fastest;
+  setChoices(c);
 }
 
 void ConvPlan::resetMode() {
-  for (auto& m : impl_->mode) m.clear();
-  impl_->fastest.reset();
+  impl_->choices = ConvChoices{};
   for (auto& s : impl_->state) s = PassState{};
 }
 
 void ConvPlan::setFastest(std::optional<bool> on) {
-  if (impl_->fastest == on) return;
-  impl_->fastest = on;
+  if (impl_->choices.fastest == on) return;
+  impl_->choices.fastest = on;
   for (auto& s : impl_->state) s.valid = false;
 }
 
@@ -530,21 +563,25 @@ void ConvPlan::setPrecision(std::optional<Precision> p) {
   for (auto& s : impl_->state) s.valid = false;
 }
 
-const std::string& ConvPlan::mode(ConvPass pass) const { return impl_->mode[static_cast<int>(pass)]; }
+const ConvChoices& ConvPlan::choices() const { return impl_->choices; }
+std::string_view ConvPlan::mode(ConvPass pass) const {
+  const std::optional<AlgoSetting>& m = impl_->choices.mode[static_cast<int>(pass)];
+  return m ? m->name : "";
+}
 int ConvPlan::algorithm(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].algo; }
 size_t ConvPlan::workspace_bytes(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].ws; }
 int ConvPlan::searches() const { return impl_->searches; }
 
-void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGeometry& g, double alpha, double beta) {
+void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha, double beta) {
   impl_->execute<ConvPass::Forward>(x, w, y, x, y, w.sizes(), g, alpha, beta);
 }
 
-void ConvPlan::backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvGeometry& g, double alpha,
+void ConvPlan::backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvSpec& g, double alpha,
                              double beta) {
   impl_->execute<ConvPass::BackwardData>(w, dy, dx, dx, dy, w.sizes(), g, alpha, beta);
 }
 
-void ConvPlan::backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvGeometry& g, double alpha,
+void ConvPlan::backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvSpec& g, double alpha,
                                double beta) {
   impl_->execute<ConvPass::BackwardFilter>(x, dy, dw, x, dy, dw.sizes(), g, alpha, beta);
 }
@@ -637,13 +674,13 @@ void ConvPlan::backward_bias(const Tensor& dy, const Tensor& db, double alpha, d
 
 // ------------------------------------------------------------------------------ functional
 
-ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns) {
-  ConvGeometry g;
+ConvSpec conv_spec(const ConvParams& p, const Shape& kerns) {
+  ConvSpec g;
   g.nd = static_cast<int>(kerns.size()) - 2;
   if (g.nd != 2 && g.nd != 3) {
     throw tensor::Error("cudnn::conv: expected 4-d or 5-d kernels, got " + tensor::shape_str(kerns));
   }
-  auto per_dim = [&](const std::vector<int>& v, const char* name, std::array<int, 3>& out, int lo) {
+  auto per_dim = [&](const std::vector<int>& v, const char* name, nn::Dims& out, int lo) {
     if (v.empty()) return;
     if (static_cast<int>(v.size()) != g.nd) {
       throw tensor::Error(std::string("cudnn::conv: ") + name + " needs " + std::to_string(g.nd) + " values, got " +
@@ -651,17 +688,19 @@ ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns) {
     }
     for (int i = 0; i < g.nd; ++i) {
       if (v[i] < lo) throw tensor::Error(std::string("cudnn::conv: ") + name + " must be >= " + std::to_string(lo));
-      out[i] = v[i];
+      out[g.first() + i] = v[i];
     }
   };
   per_dim(p.subsample, "subsample", g.stride, 1);
   per_dim(p.dilation, "dilation", g.dilation, 1);
   for (int i = 0; i < g.nd; ++i) {
+    const int d = g.first() + i;
     const int k = static_cast<int>(kerns[2 + i]);
+    g.k[d] = k;
     switch (p.border_mode.kind) {
-      case BorderMode::Kind::Valid: g.pad[i] = 0; break;
-      case BorderMode::Kind::Full: g.pad[i] = g.dilation[i] * (k - 1); break;
-      case BorderMode::Kind::Half: g.pad[i] = g.dilation[i] * (k - 1) / 2; break;
+      case BorderMode::Kind::Valid: g.pad[d] = 0; break;
+      case BorderMode::Kind::Full: g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1); break;
+      case BorderMode::Kind::Half: g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1) / 2; break;
       case BorderMode::Kind::Explicit: break;
     }
   }
@@ -672,7 +711,7 @@ ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns) {
   return g;
 }
 
-Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvGeometry& g, const std::string& where) {
+Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvSpec& g, const std::string& where) {
   if (img.size() != kerns.size() || static_cast<int>(img.size()) != g.nd + 2) {
     throw tensor::Error(where + "expected input and kernels of rank " + std::to_string(g.nd + 2) + ", got " +
                         tensor::shape_str(img) + " and " + tensor::shape_str(kerns));
@@ -684,14 +723,15 @@ Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvGeometry
   }
   Shape out = {img[0], kerns[0]};
   for (int i = 0; i < g.nd; ++i) {
-    const int64_t span = static_cast<int64_t>(g.dilation[i]) * (kerns[2 + i] - 1) + 1;
-    const int64_t padded = img[2 + i] + 2 * g.pad[i];
+    const int d = g.first() + i;
+    const int64_t span = g.dilation[d] * (kerns[2 + i] - 1) + 1;
+    const int64_t padded = img[2 + i] + 2 * g.pad[d];
     if (padded < span) {
       throw tensor::Error(where + "input " + tensor::shape_str(img) + " is too small for kernels " +
                           tensor::shape_str(kerns) + " (padded size " + std::to_string(padded) + " < kernel extent " +
                           std::to_string(span) + ")");
     }
-    out.push_back((padded - span) / g.stride[i] + 1);
+    out.push_back((padded - span) / g.stride[d] + 1);
   }
   return out;
 }
@@ -713,7 +753,7 @@ Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p) {
   check_cuda(where, img, "img");
   check_cuda(where, kerns, "kerns");
   check_same(where, img, "img", kerns, "kerns");
-  const ConvGeometry g = conv_geometry(p, kerns.sizes());
+  const ConvSpec g = conv_spec(p, kerns.sizes());
   Tensor y = tensor::empty(conv_output_shape(img.sizes(), kerns.sizes(), g, where), img.dtype(), img.device());
   functional_plan(p, ConvPass::Forward).forward(img.contiguous(), kerns.contiguous(), y, g);
   return y;
@@ -724,7 +764,7 @@ Tensor conv_grad_input(const Tensor& kerns, const Tensor& topgrad, const Shape& 
   check_cuda(where, kerns, "kerns");
   check_cuda(where, topgrad, "topgrad");
   check_same(where, kerns, "kerns", topgrad, "topgrad");
-  const ConvGeometry g = conv_geometry(p, kerns.sizes());
+  const ConvSpec g = conv_spec(p, kerns.sizes());
   const Shape expected = conv_output_shape(img_shape, kerns.sizes(), g, where);
   if (expected != topgrad.sizes()) {
     throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
@@ -740,7 +780,7 @@ Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& k
   check_cuda(where, img, "img");
   check_cuda(where, topgrad, "topgrad");
   check_same(where, img, "img", topgrad, "topgrad");
-  const ConvGeometry g = conv_geometry(p, kerns_shape);
+  const ConvSpec g = conv_spec(p, kerns_shape);
   const Shape expected = conv_output_shape(img.sizes(), kerns_shape, g, where);
   if (expected != topgrad.sizes()) {
     throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +

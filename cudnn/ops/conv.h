@@ -10,12 +10,14 @@
 //
 // ConvPlan is the reusable state behind them: descriptors set only when shapes change, and
 // per pass the algorithm chosen under the flags. See Note [Choosing a convolution algorithm]
-// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own a ConvPlan.
+// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own one, through
+// detail::ModulePlan (cudnn/ConvolutionBase.h).
 #pragma once
 
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cudnn/Config.h"
@@ -43,11 +45,24 @@ struct ConvParams {
   std::optional<Precision> precision;    // empty: the conv.precision flag
 };
 
-// Resolves params against a kernel shape into the geometry cuDNN takes.
-ConvGeometry conv_geometry(const ConvParams& p, const Shape& kerns_shape);
-// The output shape of conv(img, kerns) for this geometry; throws naming the shapes when the
+// Resolves params against a kernel shape into the convolution's settings.
+ConvSpec conv_spec(const ConvParams& p, const Shape& kerns_shape);
+// The output shape of conv(img, kerns) for these settings; throws naming the shapes when the
 // image is too small.
-Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvGeometry& g, const std::string& where);
+Shape conv_output_shape(const Shape& img, const Shape& kerns, const ConvSpec& g, const std::string& where);
+
+// A site's algorithm choices, parsed once (cudnn.torch's setMode / fastest): per pass a flag
+// value (a row of the algorithm table or a policy), or nullopt to follow the conv.algo_*
+// flag; fastest true, or nullopt to follow the global flag.
+struct ConvChoices {
+  std::array<std::optional<AlgoSetting>, 3> mode;  // indexed by ConvPass
+  std::optional<bool> fastest;
+
+  // From nn::ConvAlgorithms' fields ("" follows the flag); throws on a name the pass lacks.
+  static ConvChoices parse(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data,
+                           bool fastest);
+  bool operator==(const ConvChoices&) const = default;
+};
 
 class ConvPlan {
  public:
@@ -56,22 +71,24 @@ class ConvPlan {
   ConvPlan(ConvPlan&&) noexcept;
   ConvPlan& operator=(ConvPlan&&) noexcept;
 
-  // Per-site overrides, as cudnn.torch's setMode/fastest/resetMode: a flag value for each pass
-  // ("" keeps the global flag). Setting what is already set keeps the choices made (a module
-  // applies its settings before every call); a change makes the next call of each pass choose
-  // again. setFastest(nullopt) follows the global flag.
+  // Per-site overrides, as cudnn.torch's setMode/fastest/resetMode. Setting what is already
+  // set keeps the choices made; a changed mode makes the next call of each pass choose again,
+  // a changed fastest re-checks the choice against the new cap. setMode parses flag values
+  // ("" keeps the global flag) and keeps fastest; setFastest(nullopt) follows the global flag.
+  void setChoices(const ConvChoices& choices);
   void setMode(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data);
   void resetMode();
   void setFastest(std::optional<bool> on);
   void setPrecision(std::optional<Precision> p);
-  const std::string& mode(ConvPass pass) const;
+  const ConvChoices& choices() const;
+  std::string_view mode(ConvPass pass) const;  // the pass's flag value, "" when it follows the flag
 
   // out = alpha * op(...) + beta * out. Shapes must already agree (the ops above check).
-  void forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvGeometry& g, double alpha = 1,
+  void forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha = 1,
                double beta = 0);
-  void backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvGeometry& g, double alpha = 1,
+  void backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvSpec& g, double alpha = 1,
                      double beta = 0);
-  void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvGeometry& g, double alpha = 1,
+  void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvSpec& g, double alpha = 1,
                        double beta = 0);
 
   // y += bias and db = alpha * (dy summed over every dim but 1) + beta * db, as add_bias and

@@ -64,13 +64,13 @@ void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditiona
   const auto& [out0, out1, out2] = g.out;
   const int64_t P = g.outSpatial();
   for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-    const int64_t off0 = k0 * g.dil[0] - g.pad[0];
+    const int64_t off0 = k0 * g.dilation[0] - g.pad[0];
     const Range r0 = valid_range(in0, out0, g.stride[0], off0);
     for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-      const int64_t off1 = k1 * g.dil[1] - g.pad[1];
+      const int64_t off1 = k1 * g.dilation[1] - g.pad[1];
       const Range r1 = valid_range(in1, out1, g.stride[1], off1);
       for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-        const int64_t off2 = k2 * g.dil[2] - g.pad[2];
+        const int64_t off2 = k2 * g.dilation[2] - g.pad[2];
         const Range r2 = valid_range(in2, out2, g.stride[2], off2);
         const int64_t s2 = g.stride[2];
         auto row = rows + ((k0 * g.k[1] + k1) * g.k[2] + k2) * P;

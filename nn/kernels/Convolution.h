@@ -9,18 +9,36 @@
 #include <array>
 #include <cstdint>
 
-namespace nn::kernels {
+namespace nn {
 
-// Spatial sizes, outermost first (T, H, W), right-aligned: a 2-D convolution leaves slot 0
-// neutral (size 1, kernel 1, stride 1, pad 0, dilation 1), a 1-D one slots 0 and 1.
+// Spatial sizes, outermost first (T, H, W), right-aligned: dim i of an nd-dim convolution
+// sits in slot 3 - nd + i; the leading slots stay neutral (size 1, kernel 1, stride 1, pad 0,
+// dilation 1, adj 0), so loops over three dims need no nd.
 using Dims = std::array<int64_t, 3>;
 
+// A convolution's settings, the one struct the nn modules (spec()), the CPU kernels and the
+// cuDNN descriptors share: Torch's k/d/pad/dilation/adj fields and groups, in Dims slots.
+struct ConvSpec {
+  int nd = 2;  // spatial dims, 1 to 3
+  Dims k{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
+  Dims adj{0, 0, 0};  // a transposed convolution's extra output size (below its stride)
+  int64_t groups = 1;
+  bool cross_correlation = true;  // false: true convolution (Theano's conv_mode='conv', cuDNN only)
+
+  int first() const { return 3 - nd; }  // the slot of the first spatial dim
+  bool operator==(const ConvSpec&) const = default;
+};
+
+namespace kernels {
+
+using nn::Dims;
+
 // One convolution in forward terms: `in` is the image side (the conv's input, a transposed
-// conv's output), `out` the other side.
-struct ConvGeometry {
+// conv's output), `out` the other side; the settings are the module's (cross-correlation).
+struct ConvGeometry : ConvSpec {
   int64_t batch = 1;
-  int64_t inC = 1, outC = 1, groups = 1;
-  Dims in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dil{1, 1, 1};
+  int64_t inC = 1, outC = 1;
+  Dims in{1, 1, 1}, out{1, 1, 1};
 
   int64_t inSpatial() const { return in[0] * in[1] * in[2]; }
   int64_t outSpatial() const { return out[0] * out[1] * out[2]; }
@@ -62,4 +80,5 @@ void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scal
 template <class T>
 void bias_backward(const T* g, int64_t batch, int64_t channels, int64_t spatial, T scale, T* gb);
 
-}  // namespace nn::kernels
+}  // namespace kernels
+}  // namespace nn

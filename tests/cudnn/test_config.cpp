@@ -32,10 +32,50 @@ TEST_CASE("algorithm names map to cuDNN's enums as Theano maps them") {
   CHECK(once.timed());
   CHECK(once.once());
   CHECK_FALSE(AlgoSetting::parse(ConvPass::Forward, "guess_on_shape_change").timed());
-  CHECK(AlgoSetting::supported_in_3d(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING));
-  CHECK_FALSE(AlgoSetting::supported_in_3d(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT));
-  CHECK_FALSE(AlgoSetting::supported_in_3d(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1));
+  CHECK(std::string(once.name) == "time_once");
+  CHECK(std::string(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused").name) == "winograd_nonfused");
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "small") == AlgoSetting::parse(ConvPass::Forward, std::string("small")));
+  CHECK_FALSE(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused") ==
+              AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused"));
   CHECK(std::string(algo_name(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) == "IMPLICIT_PRECOMP_GEMM");
+  CHECK(std::string(algo_name(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD)) == "UNKNOWN");
+}
+
+TEST_CASE("the algorithm table: 3-D support, determinism and last resorts") {
+  auto row = [](ConvPass pass, int algo) {
+    const ConvAlgorithm* a = find_algorithm(pass, algo);
+    REQUIRE(a != nullptr);
+    return *a;
+  };
+  // 3-D support as Theano lists it
+  CHECK(row(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING).in_3d);
+  CHECK_FALSE(row(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT).in_3d);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1).in_3d);
+  CHECK(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3).in_3d);
+  CHECK(row(ConvPass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1).in_3d);
+  // the algorithms that accumulate with atomics
+  int nondeterministic = 0;
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardFilter}) {
+    for (const ConvAlgorithm& a : conv_algorithms(pass)) {
+      CHECK(a.pass == pass);
+      if (!a.deterministic) ++nondeterministic;
+    }
+  }
+  CHECK(nondeterministic == 3);
+  CHECK_FALSE(row(ConvPass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0).deterministic);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0).deterministic);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3).deterministic);
+  CHECK(conv_algorithms(ConvPass::Forward).size() == 9);
+  CHECK(conv_algorithms(ConvPass::BackwardData).size() == 7);
+  CHECK(conv_algorithms(ConvPass::BackwardFilter).size() == 7);
+  // last resorts: no workspace; ALGO_1 when deterministic
+  CHECK(last_resort(ConvPass::Forward, false).algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  CHECK(last_resort(ConvPass::Forward, true).algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  CHECK(last_resort(ConvPass::BackwardData, false).algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+  CHECK(last_resort(ConvPass::BackwardData, true).algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  CHECK(last_resort(ConvPass::BackwardFilter, false).algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+  CHECK(last_resort(ConvPass::BackwardFilter, true).algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  CHECK(find_algorithm(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD) == nullptr);
 }
 
 TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restores") {

@@ -143,8 +143,8 @@ TEST_CASE("every algorithm name runs on a configuration that supports it") {
       const Tensor ref = reference::conv(x, w, s);
       const Tensor g = uniform(ref.sizes(), -1, 1, gen);
       const double lhs = reference::dot(ref, g);
-      cudnn::ConvGeometry geo;
-      geo.pad = {c.pad, c.pad, 0};
+      cudnn::ConvSpec geo;  // 2-d: the last two slots
+      geo.pad = {0, c.pad, c.pad};
       cudnn::ConvPlan plan;
       plan.setMode(n.pass == cudnn::ConvPass::Forward ? n.flag : "", n.pass == cudnn::ConvPass::BackwardFilter ? n.flag : "",
                    n.pass == cudnn::ConvPass::BackwardData ? n.flag : "");
@@ -203,8 +203,8 @@ TEST_CASE("an algorithm cuDNN cannot run here falls back and still computes the 
 TEST_CASE("policies: guess/time once and on shape change, steady state without searches or mallocs") {
   cudnn::clear_algorithm_cache();
   Generator gen(3);
-  cudnn::ConvGeometry geo;
-  geo.pad = {1, 1, 0};
+  cudnn::ConvSpec geo;  // 2-d: the last two slots
+  geo.pad = {0, 1, 1};
   auto run = [&](cudnn::ConvPlan& plan, int64_t hw) {
     Tensor x = uniform({2, 4, hw, hw}, -1, 1, gen, DType::Float32, gpu);
     Tensor w = uniform({4, 4, 3, 3}, -1, 1, gen, DType::Float32, gpu);
@@ -256,8 +256,8 @@ TEST_CASE("memory-aware: a workspace limit of zero still runs, with a no-workspa
   Generator gen(4);
   Tensor x = uniform({8, 16, 32, 32}, -1, 1, gen);
   Tensor w = uniform({16, 16, 5, 5}, -1, 1, gen);
-  cudnn::ConvGeometry geo;
-  geo.pad = {2, 2, 0};
+  cudnn::ConvSpec geo;  // 2-d: the last two slots
+  geo.pad = {0, 2, 2};
   cudnn::ConvPlan plan;
   Tensor y = empty({8, 16, 32, 32}, DType::Float32, gpu);
   plan.forward(x.to(gpu), w.to(gpu), y, geo);
@@ -277,8 +277,8 @@ TEST_CASE("deterministic: only deterministic algorithms, bitwise-equal gradients
   Tensor x = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
   Tensor g = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
   Tensor w = uniform({8, 8, 3, 3}, -1, 1, gen, DType::Float32, gpu);
-  cudnn::ConvGeometry geo;
-  geo.pad = {1, 1, 0};
+  cudnn::ConvSpec geo;  // 2-d: the last two slots
+  geo.pad = {0, 1, 1};
   auto grads = [&] {
     cudnn::ConvPlan plan;
     Tensor dw = empty(w.sizes(), DType::Float32, gpu), dx = empty(x.sizes(), DType::Float32, gpu);
