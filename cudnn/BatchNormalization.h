@@ -89,9 +89,6 @@ class BatchNormBase : public Twin<Base> {
   detail::BatchNormCompute compute_;
 };
 
-class BatchNormalization : public BatchNormBase<nn::BatchNormalization> {
- public:
-  using BatchNormBase::BatchNormBase;
-};
+using BatchNormalization = BatchNormBase<nn::BatchNormalization>;
 
 }  // namespace cudnn

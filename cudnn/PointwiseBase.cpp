@@ -1,5 +1,5 @@
-// Pointwise.cpp: buffers (in place or not) around ActivationPlan, as nn::Pointwise.
-#include "cudnn/Pointwise.h"
+// PointwiseBase.cpp: buffers (in place or not) around ActivationPlan, as nn::PointwiseBase.
+#include "cudnn/PointwiseBase.h"
 
 #include "cudnn/kernels/Activation.h"
 #include "nn/Buffers.h"
@@ -7,8 +7,8 @@
 namespace cudnn::detail {
 
 namespace {
-Activation mode_of(nn::Pointwise::Activation a) {
-  using A = nn::Pointwise::Activation;
+Activation mode_of(nn::PointwiseBase::Activation a) {
+  using A = nn::PointwiseBase::Activation;
   switch (a) {
     case A::ReLU: return Activation::Relu;
     case A::ClippedReLU: return Activation::ClippedRelu;
@@ -23,7 +23,7 @@ Activation mode_of(nn::Pointwise::Activation a) {
 Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
 }  // namespace
 
-void PointwiseCompute::forward(nn::Pointwise& m, const Tensor& input) {
+void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
   const Activation mode = mode_of(m.activation());
   if (m.inplace) {
     m.output = input;
@@ -45,7 +45,7 @@ void PointwiseCompute::forward(nn::Pointwise& m, const Tensor& input) {
   plan_.forward(mode, m.coef(), flat(x), flat(m.output));
 }
 
-void PointwiseCompute::backward(nn::Pointwise& m, const Tensor& input, const Tensor& gradOutput) {
+void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput) {
   const Activation mode = mode_of(m.activation());
   const Tensor y = m.output.contiguous();
   // In place the input was overwritten by y: hand cuDNN y as x too (Note [In-place activation gradients]).

@@ -1,8 +1,8 @@
-// Pointwise.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
+// PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
 // Sigmoid, ELU), cudnn.torch's Pointwise.lua: one ActivationPlan (cudnnActivationForward /
 // Backward) driven by the nn module's activation() and coef(). Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
-// x == y) and gradInput reuses gradOutput's storage, as nn::Pointwise.
+// x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase.
 // Note [In-place activation gradients]: cuDNN's backward reads y for sigmoid, tanh and ELU
 // (dx = dy * (y + alpha) where y <= 0) and x for relu and clipped relu. After an in-place
 // forward x holds y: relu is still right (y > 0 exactly where x > 0), clipped relu is not
@@ -14,16 +14,16 @@
 
 #include "cudnn/Twin.h"
 #include "cudnn/ops/activation.h"
-#include "nn/Pointwise.h"
+#include "nn/PointwiseBase.h"
 
 namespace cudnn {
 
 namespace detail {
-// The compute of every activation twin over nn::Pointwise's fields; the twin checks first.
+// The compute of every activation twin over nn::PointwiseBase's fields; the twin checks first.
 class PointwiseCompute {
  public:
-  void forward(nn::Pointwise& m, const Tensor& input);
-  void backward(nn::Pointwise& m, const Tensor& input, const Tensor& gradOutput);
+  void forward(nn::PointwiseBase& m, const Tensor& input);
+  void backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput);
 
  private:
   ActivationPlan plan_;
@@ -31,8 +31,8 @@ class PointwiseCompute {
 }  // namespace detail
 
 template <class Base>
-class Pointwise : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::Pointwise, Base>, "cudnn::Pointwise twins an nn::Pointwise");
+class PointwiseBase : public Twin<Base> {
+  static_assert(std::is_base_of_v<nn::PointwiseBase, Base>, "cudnn::PointwiseBase twins an nn::PointwiseBase");
 
  public:
   using Twin<Base>::Twin;

@@ -1,4 +1,4 @@
-// Pooling.h: the shared base of the pooling twins (cudnn::SpatialMaxPooling,
+// PoolingBase.h: the shared base of the pooling twins (cudnn::SpatialMaxPooling,
 // SpatialAveragePooling, VolumetricMaxPooling, VolumetricAveragePooling): the nn base's kernel,
 // stride, padding, ceil_mode and count_include_pad become cudnn::PoolParams for one PoolPlan
 // (cudnnPoolingForward / Backward; ceil-mode shapes that add windows run on kernels/PoolCeil.cu
@@ -25,7 +25,7 @@
 
 #include "cudnn/Twin.h"
 #include "cudnn/ops/pool.h"
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 namespace cudnn {
 
@@ -59,8 +59,8 @@ class PoolingCompute {
 }  // namespace detail
 
 template <class Base>
-class Pooling : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::Pooling, Base>, "cudnn::Pooling twins an nn::Pooling");
+class PoolingBase : public Twin<Base> {
+  static_assert(std::is_base_of_v<nn::PoolingBase, Base>, "cudnn::PoolingBase twins an nn::PoolingBase");
   // The average modules are the ones with a count_include_pad field.
   static constexpr bool kAverage = requires(const Base& b) { b.count_include_pad; };
 

@@ -1,4 +1,4 @@
-// ClassCriterionTwin.h: what the four cudnn classification criteria share. ClassNLL takes
+// ClassCriterionBase.h: what the four cudnn classification criteria share. ClassNLL takes
 // log-probabilities; CrossEntropy and its Spatial/Volumetric forms take scores and apply
 // cuDNN's log-softmax over the classes first. All keep their nn criterion's weights,
 // sizeAverage and ignoreIndex, check shapes with nn's own checks, and compute with
@@ -16,7 +16,7 @@ enum class ClassInput { LogProbabilities, Scores };
 
 // SpatialDims: 0 for [C] / [N x C] inputs, 2 for [N x C x H x W], 3 for [N x C x T x H x W].
 template <class Base, int SpatialDims, ClassInput Input>
-class ClassCriterionTwin : public Twin<Base> {
+class ClassCriterionBase : public Twin<Base> {
  public:
   using Twin<Base>::Twin;
 

@@ -1,5 +1,5 @@
-// Pooling.h: the bases of the max and average pooling modules over 2 (Spatial*) and 3
-// (Volumetric*) spatial dims. Pooling holds what all four and their cudnn twins share:
+// PoolingBase.h: the bases of the max and average pooling modules over 2 (Spatial*) and 3
+// (Volumetric*) spatial dims. PoolingBase holds what all four and their cudnn twins share:
 // argument checks, Torch's output size (outputShape), printing, and the calls into the one
 // N-d kernel (nn/kernels/Pooling.h); SpatialPooling and VolumetricPooling hold Torch's fields.
 // Input [C x spatial] or [N x C x spatial]; output [.. x C x pooled spatial].
@@ -12,7 +12,7 @@
 
 namespace nn {
 
-class Pooling : public Module {
+class PoolingBase : public Module {
  public:
   // The output shape for `input`, as Torch computes it (floor or ceil, see
   // kernels::pool_output_size); throws, naming `method`, for a wrong rank, an empty spatial
@@ -51,7 +51,7 @@ class Pooling : public Module {
 };
 
 // Torch's SpatialMaxPooling / SpatialAveragePooling fields.
-class SpatialPooling : public Pooling {
+class SpatialPooling : public PoolingBase {
  public:
   tensor::Json config() const override;  // the fields and ceil_mode
   int64_t kW, kH, dW, dH, padW, padH;
@@ -63,7 +63,7 @@ class SpatialPooling : public Pooling {
 };
 
 // Torch's VolumetricMaxPooling / VolumetricAveragePooling fields.
-class VolumetricPooling : public Pooling {
+class VolumetricPooling : public PoolingBase {
  public:
   tensor::Json config() const override;  // the fields and ceil_mode
   int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;

@@ -1,4 +1,4 @@
-// Pointwise.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
+// PointwiseBase.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
 // Sigmoid, ELU): output has the input's shape (any rank); gradInput is computed from the
 // output alone. With `inplace` the output IS the input (same storage, overwritten) and
 // gradInput reuses gradOutput's storage, as Torch's in-place ReLU does.
@@ -11,7 +11,7 @@
 
 namespace nn {
 
-class Pointwise : public Module {
+class PointwiseBase : public Module {
  public:
   using Activation = kernels::Activation;
 
@@ -26,7 +26,7 @@ class Pointwise : public Module {
   bool inplace = false;
 
  protected:
-  explicit Pointwise(bool inplace_ = false) : inplace(inplace_) {}
+  explicit PointwiseBase(bool inplace_ = false) : inplace(inplace_) {}
 
   void checkInput(const Tensor& input, const char* method) const;
   // gradOutput must have the output's shape and dtype (and updateOutput must have run).

@@ -1,5 +1,5 @@
-// Pooling.cpp: buffers and the batch-of-one view around PoolPlan, for every pooling twin.
-#include "cudnn/Pooling.h"
+// PoolingBase.cpp: buffers and the batch-of-one view around PoolPlan, for every pooling twin.
+#include "cudnn/PoolingBase.h"
 
 #include "nn/Buffers.h"
 

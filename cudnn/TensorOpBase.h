@@ -1,4 +1,4 @@
-// TensorOpTwin.h: the twin of an nn module that computes with tensor operations alone
+// TensorOpBase.h: the twin of an nn module that computes with tensor operations alone
 // (views, copy_, narrow, add_, mul_, bernoulli_, ...), each of which has a CUDA kernel: the
 // tensor layer's kernels do the GPU work, and the twin adds only the device checks of every
 // twin. Identity, View, Reshape, Dropout, Concat and Residual are such twins. For the
@@ -17,7 +17,7 @@ namespace cudnn {
 void check_grad_on_device(const std::string& where, const tensor::Tensor& input, const tensor::Tensor& gradOutput);
 
 template <class Base>
-class TensorOpTwin : public Twin<Base> {
+class TensorOpBase : public Twin<Base> {
  public:
   using Twin<Base>::Twin;
 

@@ -1,6 +1,6 @@
-// Pooling.cpp: checks, output sizes and printing for all pooling modules; the compute is in
+// PoolingBase.cpp: checks, output sizes and printing for all pooling modules; the compute is in
 // nn/kernels/Pooling.cpp.
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 #include <algorithm>
 
@@ -23,7 +23,7 @@ std::vector<int> tensor_order(int dims) { return dims == 2 ? std::vector<int>{1,
 
 }  // namespace
 
-void Pooling::checkArguments(const char* method) const {
+void PoolingBase::checkArguments(const char* method) const {
   const Window w = window();
   const std::string prefix = method ? where(method) : type_name() + ": ";
   const auto order = torch_order(w.dims);
@@ -39,7 +39,7 @@ void Pooling::checkArguments(const char* method) const {
   }
 }
 
-Shape Pooling::outputShape(const Tensor& input, const char* method) const {
+Shape PoolingBase::outputShape(const Tensor& input, const char* method) const {
   checkArguments(method);
   const Window w = window();
   const int64_t rank = input.dim();
@@ -72,7 +72,7 @@ Shape Pooling::outputShape(const Tensor& input, const char* method) const {
   return out;
 }
 
-Shape Pooling::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
+Shape PoolingBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
   const Shape shape = outputShape(input, method);
   if (!gradOutput.defined()) throw Error(where(method) + "gradOutput is undefined");
   check_matches(where(method), gradOutput, input, "gradOutput", "input");
@@ -83,7 +83,7 @@ Shape Pooling::checkGradOutput(const Tensor& input, const Tensor& gradOutput, co
   return shape;
 }
 
-std::string Pooling::str() const {
+std::string PoolingBase::str() const {
   const Window w = window();
   const auto order = torch_order(w.dims);
   std::string s = type_name() + "(" + join(w.k, order, "x") + ", " + join(w.d, order, ",");
@@ -91,7 +91,7 @@ std::string Pooling::str() const {
   return s + ")";
 }
 
-kernels::PoolGeometry Pooling::geometry(const Tensor& input, const Shape& outShape) const {
+kernels::PoolGeometry PoolingBase::geometry(const Tensor& input, const Shape& outShape) const {
   const Window w = window();
   kernels::PoolGeometry g;
   const int64_t first = input.dim() - w.dims;
@@ -110,7 +110,7 @@ kernels::PoolGeometry Pooling::geometry(const Tensor& input, const Shape& outSha
   return g;
 }
 
-void Pooling::maxForward(const Tensor& input, Tensor& indices) {
+void PoolingBase::maxForward(const Tensor& input, Tensor& indices) {
   check_float(where("updateOutput"), input);
   const Shape shape = outputShape(input, "updateOutput");
   const Tensor x = input.contiguous();
@@ -128,7 +128,7 @@ void Pooling::maxForward(const Tensor& input, Tensor& indices) {
   });
 }
 
-void Pooling::maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices) {
+void PoolingBase::maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices) {
   check_float(where("updateGradInput"), input);
   const Shape shape = checkGradOutput(input, gradOutput, "updateGradInput");
   // The indices are offsets into the planes of the forward input: another input would read
@@ -147,7 +147,7 @@ void Pooling::maxBackward(const Tensor& input, const Tensor& gradOutput, const T
   });
 }
 
-void Pooling::averageForward(const Tensor& input, bool count_include_pad) {
+void PoolingBase::averageForward(const Tensor& input, bool count_include_pad) {
   check_float(where("updateOutput"), input);
   const Shape shape = outputShape(input, "updateOutput");
   const Tensor x = input.contiguous();
@@ -159,7 +159,7 @@ void Pooling::averageForward(const Tensor& input, bool count_include_pad) {
   });
 }
 
-void Pooling::averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad) {
+void PoolingBase::averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad) {
   check_float(where("updateGradInput"), input);
   const Shape shape = checkGradOutput(input, gradOutput, "updateGradInput");
   const Tensor gy = gradOutput.contiguous();

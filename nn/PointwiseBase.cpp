@@ -1,20 +1,20 @@
-// Pointwise.cpp: buffer handling (in place or not) around kernels::activation_*.
-#include "nn/Pointwise.h"
+// PointwiseBase.cpp: buffer handling (in place or not) around kernels::activation_*.
+#include "nn/PointwiseBase.h"
 
 #include "nn/Buffers.h"
 
 namespace nn {
 
-void Pointwise::checkInput(const Tensor& input, const char* method) const {
+void PointwiseBase::checkInput(const Tensor& input, const char* method) const {
   check_float(where(method), input);
 }
 
-void Pointwise::checkGradOutput(const Tensor& gradOutput, const char* method) const {
+void PointwiseBase::checkGradOutput(const Tensor& gradOutput, const char* method) const {
   check_float(where(method), gradOutput, "gradOutput");
   checkGradOutputMatches(gradOutput, method);
 }
 
-void Pointwise::checkGradOutputMatches(const Tensor& gradOutput, const char* method) const {
+void PointwiseBase::checkGradOutputMatches(const Tensor& gradOutput, const char* method) const {
   if (!output.defined()) throw Error(where(method) + "no output to differentiate: call updateOutput first");
   if (gradOutput.sizes() != output.sizes() || gradOutput.dtype() != output.dtype()) {
     throw Error(where(method) + "expected gradOutput of the output's shape and dtype (" + output.description() +
@@ -22,7 +22,7 @@ void Pointwise::checkGradOutputMatches(const Tensor& gradOutput, const char* met
   }
 }
 
-const Tensor& Pointwise::updateOutput(const Tensor& input) {
+const Tensor& PointwiseBase::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");
   const Activation mode = activation();
   const double c = coef();
@@ -48,7 +48,7 @@ const Tensor& Pointwise::updateOutput(const Tensor& input) {
   return output;
 }
 
-const Tensor& Pointwise::updateGradInput(const Tensor&, const Tensor& gradOutput) {
+const Tensor& PointwiseBase::updateGradInput(const Tensor&, const Tensor& gradOutput) {
   checkGradOutput(gradOutput, "updateGradInput");
   const Activation mode = activation();
   const double c = coef();
@@ -68,6 +68,6 @@ const Tensor& Pointwise::updateGradInput(const Tensor&, const Tensor& gradOutput
   return gradInput;
 }
 
-tensor::Json Pointwise::config() const { return tensor::Json::Object{{"inplace", inplace}}; }
+tensor::Json PointwiseBase::config() const { return tensor::Json::Object{{"inplace", inplace}}; }
 
 }  // namespace nn

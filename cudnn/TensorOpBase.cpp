@@ -1,5 +1,5 @@
-// TensorOpTwin.cpp
-#include "cudnn/TensorOpTwin.h"
+// TensorOpBase.cpp
+#include "cudnn/TensorOpBase.h"
 
 namespace cudnn {
 

@@ -1,18 +1,18 @@
-// PixelCrossEntropy.cpp
-#include "nn/PixelCrossEntropy.h"
+// PixelCrossEntropyBase.cpp
+#include "nn/PixelCrossEntropyBase.h"
 
 #include "nn/kernels/CrossEntropyKernel.h"
 
 namespace nn {
 
-PixelCrossEntropy::PixelCrossEntropy(int spatialDims, const std::string& name, Tensor weights_, bool sizeAverage_,
+PixelCrossEntropyBase::PixelCrossEntropyBase(int spatialDims, std::string_view name, Tensor weights_, bool sizeAverage_,
                                      int64_t ignoreIndex_)
-    : weights(kernels::checked_class_weights(name + ": ", weights_)),
+    : weights(kernels::checked_class_weights(std::string(name) + ": ", weights_)),
       sizeAverage(sizeAverage_),
       ignoreIndex(ignoreIndex_),
       spatialDims_(spatialDims) {}
 
-double PixelCrossEntropy::updateOutput(const Tensor& input, const Tensor& target) {
+double PixelCrossEntropyBase::updateOutput(const Tensor& input, const Tensor& target) {
   const std::string w = where("updateOutput");
   const kernels::ClassLayout l = kernels::pixel_class_layout(w, input, target, spatialDims_);
   kernels::check_class_weights(w, weights, input, l.classes);
@@ -21,7 +21,7 @@ double PixelCrossEntropy::updateOutput(const Tensor& input, const Tensor& target
   return output;
 }
 
-const Tensor& PixelCrossEntropy::updateGradInput(const Tensor& input, const Tensor& target) {
+const Tensor& PixelCrossEntropyBase::updateGradInput(const Tensor& input, const Tensor& target) {
   const std::string w = where("updateGradInput");
   const kernels::ClassLayout l = kernels::pixel_class_layout(w, input, target, spatialDims_);
   kernels::check_class_weights(w, weights, input, l.classes);
