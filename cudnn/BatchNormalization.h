@@ -19,7 +19,7 @@
 
 #include <type_traits>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/batch_norm.h"
 #include "nn/BatchNormalization.h"
 

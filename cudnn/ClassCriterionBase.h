@@ -6,7 +6,7 @@
 // Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
 #pragma once
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/nll.h"
 #include "nn/Buffers.h"
 

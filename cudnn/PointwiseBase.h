@@ -12,7 +12,7 @@
 
 #include <type_traits>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/activation.h"
 #include "nn/PointwiseBase.h"
 

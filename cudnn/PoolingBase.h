@@ -23,7 +23,7 @@
 #include <string>
 #include <type_traits>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/pool.h"
 #include "nn/PoolingBase.h"
 

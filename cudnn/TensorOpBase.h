@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 
 namespace cudnn {
 

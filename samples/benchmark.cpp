@@ -20,7 +20,7 @@
 #include "tensor/Json.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #endif
 
 using tensor::Device;

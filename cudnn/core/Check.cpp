@@ -1,5 +1,5 @@
 // Check.cpp
-#include "cudnn/Check.h"
+#include "cudnn/core/Check.h"
 
 namespace cudnn::detail {
 

@@ -1,5 +1,5 @@
 // Config.cpp: flag parsing.
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 
 #include <cudnn.h>
 

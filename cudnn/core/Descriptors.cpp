@@ -1,5 +1,5 @@
 // Descriptors.cpp
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 #include <algorithm>
 

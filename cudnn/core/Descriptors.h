@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cudnn/Check.h"
+#include "cudnn/core/Check.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {

@@ -1,5 +1,5 @@
 // Handle.cpp
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 
 #include <algorithm>
 #include <memory>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cudnn/Check.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Check.h"
+#include "cudnn/core/Config.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

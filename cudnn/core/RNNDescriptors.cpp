@@ -1,7 +1,7 @@
 // RNNDescriptors.cpp
-#include "cudnn/RNNDescriptors.h"
+#include "cudnn/core/RNNDescriptors.h"
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

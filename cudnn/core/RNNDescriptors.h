@@ -1,4 +1,4 @@
-// RNNDescriptors.h: the RAII descriptors of cuDNN's RNN API (v8), beside cudnn/Descriptors.h:
+// RNNDescriptors.h: the RAII descriptors of cuDNN's RNN API (v8), beside cudnn/core/Descriptors.h:
 // the RNN descriptor, the RNN data descriptors (x and y of a padded or packed batch) and the
 // dropout descriptor with its state buffer, seeded explicitly. Destructors never throw.
 // Used by cudnn::RNNBlock (cudnn/ops/rnn.h).
@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

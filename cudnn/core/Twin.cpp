@@ -1,5 +1,5 @@
 // Twin.cpp
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 
 namespace cudnn {
 

@@ -5,7 +5,7 @@
 // ClippedReLU, Sigmoid, Tanh and ELU share one ActivationPlan through cudnn::PointwiseBase.
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "cudnn/Config.h"
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 
