@@ -7,7 +7,7 @@
 #include "tensor/Cuda.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #endif
 
 namespace nn {

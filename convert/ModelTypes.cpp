@@ -1,118 +1,49 @@
-// ModelTypes.cpp: every nn module a model file can hold, type name -> X::fromConfig.
-// A new module is one line here (sorted) plus its config()/fromConfig(); its cudnn twin
-// needs nothing more (it loads through convert's table, see ModelFile.h).
+// ModelTypes.cpp: every nn module a model file can hold, type name -> X::fromConfig, from the
+// one list of modules (nn/modules.def; criteria are not model-file types). A module needs
+// nothing here: its line in that list and its config()/fromConfig(); its cudnn twin loads
+// through convert's table (see ModelFile.h).
 #include "convert/ModelTypes.h"
 
-#include "nn/BatchNormalization.h"
-#include "nn/BGRU.h"
-#include "nn/BLSTM.h"
-#include "nn/ClippedReLU.h"
-#include "nn/Concat.h"
-#include "nn/Dropout.h"
-#include "nn/ELU.h"
-#include "nn/GRU.h"
-#include "nn/Identity.h"
-#include "nn/Linear.h"
-#include "nn/LogSoftMax.h"
-#include "nn/LSTM.h"
-#include "nn/ReLU.h"
-#include "nn/Reshape.h"
-#include "nn/Residual.h"
-#include "nn/RNNReLU.h"
-#include "nn/RNNTanh.h"
-#include "nn/Select.h"
-#include "nn/Sequential.h"
-#include "nn/Sigmoid.h"
-#include "nn/SoftMax.h"
-#include "nn/SpatialAveragePooling.h"
-#include "nn/SpatialBatchNormalization.h"
-#include "nn/SpatialConvolution.h"
-#include "nn/SpatialCrossMapLRN.h"
-#include "nn/SpatialDilatedConvolution.h"
-#include "nn/SpatialFullConvolution.h"
-#include "nn/SpatialLogSoftMax.h"
-#include "nn/SpatialMaxPooling.h"
-#include "nn/SpatialSoftMax.h"
-#include "nn/SpatialTransformer.h"
-#include "nn/Tanh.h"
-#include "nn/TemporalConvolution.h"
-#include "nn/View.h"
-#include "nn/VolumetricAveragePooling.h"
-#include "nn/VolumetricBatchNormalization.h"
-#include "nn/VolumetricConvolution.h"
-#include "nn/VolumetricFullConvolution.h"
-#include "nn/VolumetricLogSoftMax.h"
-#include "nn/VolumetricMaxPooling.h"
-#include "nn/VolumetricSoftMax.h"
+#include <stdexcept>
+#include <type_traits>
+
+#include "nn/Container.h"
+#include "nn/modules.h"
 
 namespace nn::detail {
 
 namespace {
 
+// Containers are rebuilt from their config and children, leaves from their config alone.
 template <class M>
-ModelFactory leaf() {
-  return [](const tensor::Json& config, std::vector<ModulePtr> children) -> ModulePtr {
-    if (!children.empty()) {
-      throw Error("expected no children (not a container), got " + std::to_string(children.size()));
+void add(std::map<std::string, ModelFactory>& types) {
+  if constexpr (!std::is_base_of_v<Criterion, M>) {
+    ModelFactory factory = [](const tensor::Json& config, std::vector<ModulePtr> children) -> ModulePtr {
+      if constexpr (std::is_base_of_v<Container, M>) {
+        return M::fromConfig(config, std::move(children));
+      } else {
+        if (!children.empty()) {
+          throw Error("expected no children (not a container), got " + std::to_string(children.size()));
+        }
+        return M::fromConfig(config);
+      }
+    };
+    if (!types.emplace(std::string(M::kTypeName), std::move(factory)).second) {
+      throw std::logic_error("model files: two modules named " + std::string(M::kTypeName) + " in nn/modules.def");
     }
-    return M::fromConfig(config);
-  };
-}
-
-template <class M>
-ModelFactory container() {
-  return [](const tensor::Json& config, std::vector<ModulePtr> children) -> ModulePtr {
-    return M::fromConfig(config, std::move(children));
-  };
+  }
 }
 
 }  // namespace
 
 const std::map<std::string, ModelFactory>& builtin_model_types() {
-  static const std::map<std::string, ModelFactory> types = {
-      // sorted, one per line
-      {"nn.BatchNormalization", leaf<BatchNormalization>()},
-      {"nn.BGRU", leaf<BGRU>()},
-      {"nn.BLSTM", leaf<BLSTM>()},
-      {"nn.ClippedReLU", leaf<ClippedReLU>()},
-      {"nn.Concat", container<Concat>()},
-      {"nn.Dropout", leaf<Dropout>()},
-      {"nn.ELU", leaf<ELU>()},
-      {"nn.GRU", leaf<GRU>()},
-      {"nn.Identity", leaf<Identity>()},
-      {"nn.Linear", leaf<Linear>()},
-      {"nn.LogSoftMax", leaf<LogSoftMax>()},
-      {"nn.LSTM", leaf<LSTM>()},
-      {"nn.ReLU", leaf<ReLU>()},
-      {"nn.Reshape", leaf<Reshape>()},
-      {"nn.Residual", container<Residual>()},
-      {"nn.RNNReLU", leaf<RNNReLU>()},
-      {"nn.RNNTanh", leaf<RNNTanh>()},
-      {"nn.Select", leaf<Select>()},
-      {"nn.Sequential", container<Sequential>()},
-      {"nn.Sigmoid", leaf<Sigmoid>()},
-      {"nn.SoftMax", leaf<SoftMax>()},
-      {"nn.SpatialAveragePooling", leaf<SpatialAveragePooling>()},
-      {"nn.SpatialBatchNormalization", leaf<SpatialBatchNormalization>()},
-      {"nn.SpatialConvolution", leaf<SpatialConvolution>()},
-      {"nn.SpatialCrossMapLRN", leaf<SpatialCrossMapLRN>()},
-      {"nn.SpatialDilatedConvolution", leaf<SpatialDilatedConvolution>()},
-      {"nn.SpatialFullConvolution", leaf<SpatialFullConvolution>()},
-      {"nn.SpatialLogSoftMax", leaf<SpatialLogSoftMax>()},
-      {"nn.SpatialMaxPooling", leaf<SpatialMaxPooling>()},
-      {"nn.SpatialSoftMax", leaf<SpatialSoftMax>()},
-      {"nn.SpatialTransformer", container<SpatialTransformer>()},
-      {"nn.Tanh", leaf<Tanh>()},
-      {"nn.TemporalConvolution", leaf<TemporalConvolution>()},
-      {"nn.View", leaf<View>()},
-      {"nn.VolumetricAveragePooling", leaf<VolumetricAveragePooling>()},
-      {"nn.VolumetricBatchNormalization", leaf<VolumetricBatchNormalization>()},
-      {"nn.VolumetricConvolution", leaf<VolumetricConvolution>()},
-      {"nn.VolumetricFullConvolution", leaf<VolumetricFullConvolution>()},
-      {"nn.VolumetricLogSoftMax", leaf<VolumetricLogSoftMax>()},
-      {"nn.VolumetricMaxPooling", leaf<VolumetricMaxPooling>()},
-      {"nn.VolumetricSoftMax", leaf<VolumetricSoftMax>()},
-  };
+  static const std::map<std::string, ModelFactory> types = [] {
+    std::map<std::string, ModelFactory> t;
+#define NN_TWIN(X) add<X>(t);
+#define NN_MODULE(X) add<X>(t);
+#include "nn/modules.def"
+    return t;
+  }();
   return types;
 }
 

@@ -7,10 +7,5 @@
 #include "nn/BGRU.h"
 
 namespace cudnn {
-
-class BGRU : public RNNBase<nn::BGRU> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using BGRU = RNNBase<nn::BGRU>;
 }  // namespace cudnn

@@ -8,10 +8,5 @@
 #include "nn/BLSTM.h"
 
 namespace cudnn {
-
-class BLSTM : public RNNBase<nn::BLSTM> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using BLSTM = RNNBase<nn::BLSTM>;
 }  // namespace cudnn

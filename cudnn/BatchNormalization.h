@@ -19,7 +19,7 @@
 
 #include <type_traits>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/batch_norm.h"
 #include "nn/BatchNormalization.h"
 
@@ -89,9 +89,6 @@ class BatchNormBase : public Twin<Base> {
   detail::BatchNormCompute compute_;
 };
 
-class BatchNormalization : public BatchNormBase<nn::BatchNormalization> {
- public:
-  using BatchNormBase::BatchNormBase;
-};
+using BatchNormalization = BatchNormBase<nn::BatchNormalization>;
 
 }  // namespace cudnn

@@ -1,17 +1,12 @@
 // Concat.h: cudnn.Concat, nn::Concat on CUDA tensors: the children's outputs are concatenated
 // on the device (narrow + copy_) and their gradInputs summed there (add_). Children may be
 // cudnn or nn modules.
-// The nn module's tensor operations run on the GPU as they are (see TensorOpTwin.h).
+// The nn module's tensor operations run on the GPU as they are (see TensorOpBase.h).
 #pragma once
 
-#include "cudnn/TensorOpTwin.h"
+#include "cudnn/TensorOpBase.h"
 #include "nn/Concat.h"
 
 namespace cudnn {
-
-class Concat : public TensorOpTwin<nn::Concat> {
- public:
-  using TensorOpTwin::TensorOpTwin;
-};
-
+using Concat = TensorOpBase<nn::Concat>;
 }  // namespace cudnn

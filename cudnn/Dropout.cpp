@@ -1,7 +1,7 @@
 // Dropout.cpp
 #include "cudnn/Dropout.h"
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -7,10 +7,5 @@
 #include "nn/GRU.h"
 
 namespace cudnn {
-
-class GRU : public RNNBase<nn::GRU> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using GRU = RNNBase<nn::GRU>;
 }  // namespace cudnn

@@ -7,10 +7,5 @@
 #include "nn/LSTM.h"
 
 namespace cudnn {
-
-class LSTM : public RNNBase<nn::LSTM> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using LSTM = RNNBase<nn::LSTM>;
 }  // namespace cudnn

@@ -1,7 +1,7 @@
 // Linear.cpp: the three passes as cuBLAS GEMMs, row-major as nn's (tensor/Blas.h).
 #include "cudnn/Linear.h"
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 #include "cudnn/ops/blas.h"
 #include "nn/Buffers.h"
 

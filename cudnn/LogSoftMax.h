@@ -7,10 +7,5 @@
 #include "nn/LogSoftMax.h"
 
 namespace cudnn {
-
-class LogSoftMax : public SoftMaxBase<nn::LogSoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using LogSoftMax = SoftMaxBase<nn::LogSoftMax>;
 }  // namespace cudnn

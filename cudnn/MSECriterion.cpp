@@ -1,7 +1,7 @@
 // MSECriterion.cpp
 #include "cudnn/MSECriterion.h"
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 #include "nn/Buffers.h"
 
 namespace cudnn {

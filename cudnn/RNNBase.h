@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/rnn.h"
 #include "nn/Buffers.h"
 #include "nn/RNNBase.h"
@@ -114,7 +114,7 @@ class RNNBase : public Twin<Base> {
   const Tensor& gradWeightBuffer() const { return compute_.gradWeightBuffer(); }
   // "standard" or "persist_static": what the last forward ran.
   const char* algorithm() const { return compute_.algorithm(); }
-  // Seeds cuDNN's dropout between layers (Note [Dropout seeding] in cudnn/RNNDescriptors.h);
+  // Seeds cuDNN's dropout between layers (Note [Dropout seeding] in cudnn/core/RNNDescriptors.h);
   // without it the first training forward draws a seed from tensor::default_generator().
   void seedDropout(uint64_t seed) { compute_.seedDropout(seed); }
 

@@ -7,10 +7,5 @@
 #include "nn/RNNReLU.h"
 
 namespace cudnn {
-
-class RNNReLU : public RNNBase<nn::RNNReLU> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using RNNReLU = RNNBase<nn::RNNReLU>;
 }  // namespace cudnn

@@ -7,10 +7,5 @@
 #include "nn/RNNTanh.h"
 
 namespace cudnn {
-
-class RNNTanh : public RNNBase<nn::RNNTanh> {
- public:
-  using RNNBase::RNNBase;
-};
-
+using RNNTanh = RNNBase<nn::RNNTanh>;
 }  // namespace cudnn

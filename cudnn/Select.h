@@ -1,15 +1,10 @@
 // Select.h: cudnn.Select, nn::Select on CUDA tensors: the output is a view of the input and
-// gradInput a device tensor holding gradOutput in the selected slice (TensorOpTwin.h).
+// gradInput a device tensor holding gradOutput in the selected slice (TensorOpBase.h).
 #pragma once
 
-#include "cudnn/TensorOpTwin.h"
+#include "cudnn/TensorOpBase.h"
 #include "nn/Select.h"
 
 namespace cudnn {
-
-class Select : public TensorOpTwin<nn::Select> {
- public:
-  using TensorOpTwin::TensorOpTwin;
-};
-
+using Select = TensorOpBase<nn::Select>;
 }  // namespace cudnn

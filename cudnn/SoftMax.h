@@ -7,10 +7,5 @@
 #include "nn/SoftMax.h"
 
 namespace cudnn {
-
-class SoftMax : public SoftMaxBase<nn::SoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using SoftMax = SoftMaxBase<nn::SoftMax>;
 }  // namespace cudnn

@@ -10,7 +10,7 @@
 
 #include <type_traits>
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/softmax.h"
 #include "nn/SoftMaxBase.h"
 

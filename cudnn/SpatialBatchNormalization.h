@@ -8,10 +8,5 @@
 #include "nn/SpatialBatchNormalization.h"
 
 namespace cudnn {
-
-class SpatialBatchNormalization : public BatchNormBase<nn::SpatialBatchNormalization> {
- public:
-  using BatchNormBase::BatchNormBase;
-};
-
+using SpatialBatchNormalization = BatchNormBase<nn::SpatialBatchNormalization>;
 }  // namespace cudnn

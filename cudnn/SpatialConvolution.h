@@ -10,10 +10,5 @@
 #include "nn/SpatialConvolution.h"
 
 namespace cudnn {
-
-class SpatialConvolution : public ConvolutionBase<nn::SpatialConvolution> {
- public:
-  using ConvolutionBase::ConvolutionBase;
-};
-
+using SpatialConvolution = ConvolutionBase<nn::SpatialConvolution>;
 }  // namespace cudnn

@@ -11,7 +11,7 @@
 // the twin's forward drops any the nn module held.
 #pragma once
 
-#include "cudnn/Twin.h"
+#include "cudnn/core/Twin.h"
 #include "cudnn/ops/lrn.h"
 #include "nn/SpatialCrossMapLRN.h"
 

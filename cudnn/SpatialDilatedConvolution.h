@@ -9,10 +9,5 @@
 #include "nn/SpatialDilatedConvolution.h"
 
 namespace cudnn {
-
-class SpatialDilatedConvolution : public ConvolutionBase<nn::SpatialDilatedConvolution> {
- public:
-  using ConvolutionBase::ConvolutionBase;
-};
-
+using SpatialDilatedConvolution = ConvolutionBase<nn::SpatialDilatedConvolution>;
 }  // namespace cudnn

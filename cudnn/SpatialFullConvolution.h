@@ -10,10 +10,5 @@
 #include "nn/SpatialFullConvolution.h"
 
 namespace cudnn {
-
-class SpatialFullConvolution : public ConvolutionBase<nn::SpatialFullConvolution> {
- public:
-  using ConvolutionBase::ConvolutionBase;
-};
-
+using SpatialFullConvolution = ConvolutionBase<nn::SpatialFullConvolution>;
 }  // namespace cudnn

@@ -7,10 +7,5 @@
 #include "nn/SpatialLogSoftMax.h"
 
 namespace cudnn {
-
-class SpatialLogSoftMax : public SoftMaxBase<nn::SpatialLogSoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using SpatialLogSoftMax = SoftMaxBase<nn::SpatialLogSoftMax>;
 }  // namespace cudnn

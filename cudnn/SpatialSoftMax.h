@@ -7,10 +7,5 @@
 #include "nn/SpatialSoftMax.h"
 
 namespace cudnn {
-
-class SpatialSoftMax : public SoftMaxBase<nn::SpatialSoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using SpatialSoftMax = SoftMaxBase<nn::SpatialSoftMax>;
 }  // namespace cudnn

@@ -7,15 +7,15 @@
 // bfloat16 (16-bit data cuDNN refuses runs in float32 copies, Note [16-bit spatial transformer]).
 #pragma once
 
-#include "cudnn/TensorOpTwin.h"
+#include "cudnn/TensorOpBase.h"
 #include "cudnn/ops/spatial_tf.h"
 #include "nn/SpatialTransformer.h"
 
 namespace cudnn {
 
-class SpatialTransformer : public TensorOpTwin<nn::SpatialTransformer> {
+class SpatialTransformer : public TensorOpBase<nn::SpatialTransformer> {
  public:
-  using TensorOpTwin::TensorOpTwin;
+  using TensorOpBase::TensorOpBase;
 
  protected:
   void sample(const Tensor& input, const Tensor& theta) override;

@@ -8,10 +8,5 @@
 #include "nn/VolumetricBatchNormalization.h"
 
 namespace cudnn {
-
-class VolumetricBatchNormalization : public BatchNormBase<nn::VolumetricBatchNormalization> {
- public:
-  using BatchNormBase::BatchNormBase;
-};
-
+using VolumetricBatchNormalization = BatchNormBase<nn::VolumetricBatchNormalization>;
 }  // namespace cudnn

@@ -10,10 +10,5 @@
 #include "nn/VolumetricConvolution.h"
 
 namespace cudnn {
-
-class VolumetricConvolution : public ConvolutionBase<nn::VolumetricConvolution> {
- public:
-  using ConvolutionBase::ConvolutionBase;
-};
-
+using VolumetricConvolution = ConvolutionBase<nn::VolumetricConvolution>;
 }  // namespace cudnn

@@ -10,10 +10,5 @@
 #include "nn/VolumetricFullConvolution.h"
 
 namespace cudnn {
-
-class VolumetricFullConvolution : public ConvolutionBase<nn::VolumetricFullConvolution> {
- public:
-  using ConvolutionBase::ConvolutionBase;
-};
-
+using VolumetricFullConvolution = ConvolutionBase<nn::VolumetricFullConvolution>;
 }  // namespace cudnn

@@ -7,10 +7,5 @@
 #include "nn/VolumetricLogSoftMax.h"
 
 namespace cudnn {
-
-class VolumetricLogSoftMax : public SoftMaxBase<nn::VolumetricLogSoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using VolumetricLogSoftMax = SoftMaxBase<nn::VolumetricLogSoftMax>;
 }  // namespace cudnn

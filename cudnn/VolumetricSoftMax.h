@@ -7,10 +7,5 @@
 #include "nn/VolumetricSoftMax.h"
 
 namespace cudnn {
-
-class VolumetricSoftMax : public SoftMaxBase<nn::VolumetricSoftMax> {
- public:
-  using SoftMaxBase::SoftMaxBase;
-};
-
+using VolumetricSoftMax = SoftMaxBase<nn::VolumetricSoftMax>;
 }  // namespace cudnn

@@ -8,7 +8,7 @@ namespace nn {
 
 Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double beta1_, double beta2_,
            double eps_, double weightDecay_)
-    : Optimizer(std::move(params), std::move(grads), "nn.Adam"),
+    : Optimizer(std::move(params), std::move(grads), std::string(kTypeName)),
       lr(lr_),
       beta1(beta1_),
       beta2(beta2_),

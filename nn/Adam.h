@@ -30,7 +30,8 @@ class Adam : public Optimizer {
   Adam(Module& m, const Options& options);
 
   void step() override;
-  std::string type_name() const override { return "nn.Adam"; }
+  static constexpr std::string_view kTypeName = "nn.Adam";
+  std::string type_name() const override { return std::string(kTypeName); }
 
   double lr, beta1, beta2, eps, weightDecay;
 

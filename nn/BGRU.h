@@ -11,8 +11,9 @@ class BGRU : public RNNBase {
  public:
   BGRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0)
       : RNNBase(RNNMode::GRU, inputDim, outputDim, numLayers, batchFirst, dropout, true) {}
-  std::string type_name() const override { return "nn.BGRU"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BGRU>(config, "nn.BGRU"); }
+  static constexpr std::string_view kTypeName = "nn.BGRU";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BGRU>(config); }
 };
 
 }  // namespace nn

@@ -11,8 +11,9 @@ class BLSTM : public RNNBase {
  public:
   BLSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0)
       : RNNBase(RNNMode::LSTM, inputDim, outputDim, numLayers, batchFirst, dropout, true) {}
-  std::string type_name() const override { return "nn.BLSTM"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BLSTM>(config, "nn.BLSTM"); }
+  static constexpr std::string_view kTypeName = "nn.BLSTM";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BLSTM>(config); }
 };
 
 }  // namespace nn

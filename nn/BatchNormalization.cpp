@@ -177,7 +177,7 @@ tensor::Json BatchNormalization::config() const {
 }
 
 ModulePtr BatchNormalization::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.BatchNormalization");
+  ConfigReader c(config, kTypeName);
   const int64_t nOutput = c.integer("nOutput");
   const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
   const bool affine = c.flag("affine", true);

@@ -23,7 +23,8 @@ class BatchNormalization : public Module {
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   // weight = 1, bias = 0, running_mean = 0, running_var = 1
   void reset();
-  std::string type_name() const override { return "nn.BatchNormalization"; }
+  static constexpr std::string_view kTypeName = "nn.BatchNormalization";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // Torch: "nn.BatchNormalization (2D) (64)"

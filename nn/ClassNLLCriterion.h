@@ -16,7 +16,8 @@ class ClassNLLCriterion : public Criterion {
 
   double updateOutput(const Tensor& input, const Tensor& target) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
-  std::string type_name() const override { return "nn.ClassNLLCriterion"; }
+  static constexpr std::string_view kTypeName = "nn.ClassNLLCriterion";
+  std::string type_name() const override { return std::string(kTypeName); }
 
   Tensor weights;  // [classes], or undefined for all ones
   bool sizeAverage;

@@ -8,10 +8,10 @@
 
 namespace nn {
 
-ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : Pointwise(inplace_), ceiling(ceiling_) {
+ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : PointwiseBase(inplace_), ceiling(ceiling_) {
   if (!(ceiling > 0) || !std::isfinite(ceiling)) {
     std::ostringstream msg;
-    msg << "nn.ClippedReLU: expected a positive finite ceiling, got " << ceiling;
+    msg << std::string(kTypeName) + ": expected a positive finite ceiling, got " << ceiling;
     throw Error(msg.str());
   }
 }
@@ -19,7 +19,7 @@ ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : Pointwise(inplace_), 
 tensor::Json ClippedReLU::config() const { return tensor::Json::Object{{"ceiling", ceiling}, {"inplace", inplace}}; }
 
 ModulePtr ClippedReLU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.ClippedReLU");
+  ConfigReader c(config, kTypeName);
   const double ceiling = c.number("ceiling");
   const bool inplace = c.flag("inplace", false);
   c.finish();

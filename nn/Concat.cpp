@@ -115,7 +115,7 @@ std::string Concat::str() const {
 tensor::Json Concat::config() const { return tensor::Json::Object{{"dimension", dimension}}; }
 
 ModulePtr Concat::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
-  ConfigReader c(config, "nn.Concat");
+  ConfigReader c(config, kTypeName);
   auto m = std::make_shared<Concat>(c.integer("dimension"));
   c.finish();
   for (auto& child : children) m->add(std::move(child));

@@ -6,7 +6,7 @@
 namespace nn {
 
 CrossEntropyCriterion::CrossEntropyCriterion(Tensor weights_, bool sizeAverage_, int64_t ignoreIndex_)
-    : weights(kernels::checked_class_weights("nn.CrossEntropyCriterion: ", weights_)),
+    : weights(kernels::checked_class_weights(std::string(kTypeName) + ": ", weights_)),
       sizeAverage(sizeAverage_),
       ignoreIndex(ignoreIndex_) {}
 

@@ -15,7 +15,8 @@ class CrossEntropyCriterion : public Criterion {
 
   double updateOutput(const Tensor& input, const Tensor& target) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
-  std::string type_name() const override { return "nn.CrossEntropyCriterion"; }
+  static constexpr std::string_view kTypeName = "nn.CrossEntropyCriterion";
+  std::string type_name() const override { return std::string(kTypeName); }
 
   Tensor weights;  // [classes], or undefined for all ones
   bool sizeAverage;

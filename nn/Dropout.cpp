@@ -15,7 +15,9 @@ void check_p(const std::string& where, double p) {
 }
 }  // namespace
 
-Dropout::Dropout(double p_, bool v1, bool inplace_) : p(p_), v2(!v1), inplace(inplace_) { check_p("nn.Dropout: ", p); }
+Dropout::Dropout(double p_, bool v1, bool inplace_) : p(p_), v2(!v1), inplace(inplace_) {
+  check_p(std::string(kTypeName) + ": ", p);
+}
 
 void Dropout::setp(double p_) {
   check_p(where("setp"), p_);
@@ -82,7 +84,7 @@ std::string Dropout::str() const {
 tensor::Json Dropout::config() const { return tensor::Json::Object{{"p", p}, {"v1", !v2}, {"inplace", inplace}}; }
 
 ModulePtr Dropout::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Dropout");
+  ConfigReader c(config, kTypeName);
   const double p = c.number("p", 0.5);
   const bool v1 = c.flag("v1", false), inplace = c.flag("inplace", false);
   c.finish();

@@ -17,7 +17,8 @@ class Dropout : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void setp(double p);
-  std::string type_name() const override { return "nn.Dropout"; }
+  static constexpr std::string_view kTypeName = "nn.Dropout";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // Torch's "%s(%f)": nn.Dropout(0.500000)

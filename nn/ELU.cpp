@@ -9,11 +9,11 @@
 
 namespace nn {
 
-ELU::ELU(double alpha_, bool inplace_) : Pointwise(inplace_), alpha(alpha_) {
+ELU::ELU(double alpha_, bool inplace_) : PointwiseBase(inplace_), alpha(alpha_) {
   // a non-finite alpha computes nothing useful and cannot be written to a model file
   if (!std::isfinite(alpha)) {
     std::ostringstream msg;
-    msg << "nn.ELU: expected a finite alpha, got " << alpha;
+    msg << std::string(kTypeName) + ": expected a finite alpha, got " << alpha;
     throw Error(msg.str());
   }
 }
@@ -27,7 +27,7 @@ std::string ELU::str() const {
 tensor::Json ELU::config() const { return tensor::Json::Object{{"alpha", alpha}, {"inplace", inplace}}; }
 
 ModulePtr ELU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.ELU");
+  ConfigReader c(config, kTypeName);
   const double alpha = c.number("alpha", 1.0);
   const bool inplace = c.flag("inplace", false);
   c.finish();

@@ -4,16 +4,17 @@
 // Twin: cudnn::ELU (CUDNN_ACTIVATION_ELU, coef = alpha).
 #pragma once
 
-#include "nn/Pointwise.h"
+#include "nn/PointwiseBase.h"
 
 namespace nn {
 
-class ELU : public Pointwise {
+class ELU : public PointwiseBase {
  public:
   explicit ELU(double alpha = 1.0, bool inplace = false);
   Activation activation() const override { return Activation::ELU; }
   double coef() const override { return alpha; }
-  std::string type_name() const override { return "nn.ELU"; }
+  static constexpr std::string_view kTypeName = "nn.ELU";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;

@@ -12,8 +12,9 @@ class GRU : public RNNBase {
   GRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
       bool bidirectional = false)
       : RNNBase(RNNMode::GRU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
-  std::string type_name() const override { return "nn.GRU"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<GRU>(config, "nn.GRU"); }
+  static constexpr std::string_view kTypeName = "nn.GRU";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<GRU>(config); }
 };
 
 }  // namespace nn

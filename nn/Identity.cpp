@@ -21,7 +21,7 @@ const Tensor& Identity::updateGradInput(const Tensor& input, const Tensor& gradO
 }
 
 ModulePtr Identity::fromConfig(const tensor::Json& config) {
-  ConfigReader(config, "nn.Identity").finish();
+  ConfigReader(config, kTypeName).finish();
   return std::make_shared<Identity>();
 }
 

@@ -11,7 +11,8 @@ class Identity : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // nothing to compute
-  std::string type_name() const override { return "nn.Identity"; }
+  static constexpr std::string_view kTypeName = "nn.Identity";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

@@ -12,8 +12,9 @@ class LSTM : public RNNBase {
   LSTM(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
        bool bidirectional = false)
       : RNNBase(RNNMode::LSTM, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
-  std::string type_name() const override { return "nn.LSTM"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<LSTM>(config, "nn.LSTM"); }
+  static constexpr std::string_view kTypeName = "nn.LSTM";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<LSTM>(config); }
 };
 
 }  // namespace nn

@@ -14,7 +14,7 @@ using tensor::blas::gemm;
 Linear::Linear(int64_t inputSize_, int64_t outputSize_, bool withBias)
     : inputSize(inputSize_), outputSize(outputSize_) {
   if (inputSize <= 0 || outputSize <= 0) {
-    throw Error("nn.Linear: expected positive sizes, got " + std::to_string(inputSize) + " -> " +
+    throw Error(std::string(kTypeName) + ": expected positive sizes, got " + std::to_string(inputSize) + " -> " +
                 std::to_string(outputSize));
   }
   weight = tensor::empty({outputSize, inputSize});
@@ -124,7 +124,7 @@ tensor::Json Linear::config() const {
 }
 
 ModulePtr Linear::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Linear");
+  ConfigReader c(config, kTypeName);
   const int64_t inputSize = c.integer("inputSize"), outputSize = c.integer("outputSize");
   const bool bias = c.flag("bias", true);
   c.finish();

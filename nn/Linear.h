@@ -15,7 +15,8 @@ class Linear : public Module {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(inputSize)
-  std::string type_name() const override { return "nn.Linear"; }
+  static constexpr std::string_view kTypeName = "nn.Linear";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;

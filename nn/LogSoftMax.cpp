@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr LogSoftMax::fromConfig(const tensor::Json& config) {
-  return build<LogSoftMax>(config, "nn.LogSoftMax");
+  return build<LogSoftMax>(config);
 }
 
 }  // namespace nn

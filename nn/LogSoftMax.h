@@ -1,5 +1,5 @@
 // LogSoftMax.h: y_i = x_i - log sum_j exp(x_j), over the same dimension as
-// nn::SoftMax ([n], [batch x n], [C x H x W], [N x C x H x W]). Prints "nn.LogSoftMax".
+// nn::SoftMax ([n], [batch x n], [C x H x W], [N x C x H x W]). Prints its type name.
 // Twin: cudnn::LogSoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
 #pragma once
 
@@ -10,7 +10,8 @@ namespace nn {
 class LogSoftMax : public SoftMaxBase {
  public:
   LogSoftMax() : SoftMaxBase(Family::Instance, true) {}
-  std::string type_name() const override { return "nn.LogSoftMax"; }
+  static constexpr std::string_view kTypeName = "nn.LogSoftMax";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

@@ -14,7 +14,8 @@ class MSECriterion : public Criterion {
 
   double updateOutput(const Tensor& input, const Tensor& target) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
-  std::string type_name() const override { return "nn.MSECriterion"; }
+  static constexpr std::string_view kTypeName = "nn.MSECriterion";
+  std::string type_name() const override { return std::string(kTypeName); }
 
   bool sizeAverage;
 

@@ -11,8 +11,8 @@ ConfigValidation::ConfigValidation() : outer_(validating) { validating = true; }
 ConfigValidation::~ConfigValidation() { validating = outer_; }
 bool ConfigValidation::active() { return validating; }
 
-ConfigReader::ConfigReader(const tensor::Json& config, const std::string& type)
-    : ConfigReader(config, type + " config", Nested{}) {
+ConfigReader::ConfigReader(const tensor::Json& config, std::string_view type)
+    : ConfigReader(config, std::string(type) + " config", Nested{}) {
   top_ = true;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "tensor/Json.h"
 #include "tensor/Tensor.h"
@@ -36,7 +37,7 @@ class ConfigValidation {
 class ConfigReader {
  public:
   // `type` names the module in errors ("nn.Linear"); config must be a JSON object.
-  ConfigReader(const tensor::Json& config, const std::string& type);
+  ConfigReader(const tensor::Json& config, std::string_view type);
 
   // Required keys.
   int64_t integer(const std::string& key);

@@ -116,9 +116,9 @@ class RNNBase : public Module {
   // Every type's fromConfig: reads the options (bidirectional only where the type takes it as
   // an argument; BLSTM and BGRU imply it), constructs M, applies the rest.
   template <class M>
-  static ModulePtr fromConfigAs(const tensor::Json& config, const std::string& type) {
+  static ModulePtr fromConfigAs(const tensor::Json& config) {
     constexpr bool takesDirection = std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>;
-    const Options o = readOptions(config, type, takesDirection);
+    const Options o = readOptions(config, std::string(M::kTypeName), takesDirection);
     std::shared_ptr<M> m;
     if constexpr (takesDirection) {
       m = std::make_shared<M>(o.inputDim, o.outputDim, o.numLayers, o.batchFirst, o.dropout, o.bidirectional);

@@ -12,8 +12,9 @@ class RNNReLU : public RNNBase {
   RNNReLU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
           bool bidirectional = false)
       : RNNBase(RNNMode::ReLU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
-  std::string type_name() const override { return "nn.RNNReLU"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNReLU>(config, "nn.RNNReLU"); }
+  static constexpr std::string_view kTypeName = "nn.RNNReLU";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNReLU>(config); }
 };
 
 }  // namespace nn

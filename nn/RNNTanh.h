@@ -12,8 +12,9 @@ class RNNTanh : public RNNBase {
   RNNTanh(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
           bool bidirectional = false)
       : RNNBase(RNNMode::Tanh, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
-  std::string type_name() const override { return "nn.RNNTanh"; }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNTanh>(config, "nn.RNNTanh"); }
+  static constexpr std::string_view kTypeName = "nn.RNNTanh";
+  std::string type_name() const override { return std::string(kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNTanh>(config); }
 };
 
 }  // namespace nn

@@ -5,10 +5,10 @@
 
 namespace nn {
 
-ReLU::ReLU(bool inplace_) : Pointwise(inplace_) {}
+ReLU::ReLU(bool inplace_) : PointwiseBase(inplace_) {}
 
 ModulePtr ReLU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.ReLU");
+  ConfigReader c(config, kTypeName);
   const bool inplace = c.flag("inplace", false);
   c.finish();
   return std::make_shared<ReLU>(inplace);

@@ -14,9 +14,9 @@ std::string join(const Shape& s, const char* sep) {
 }  // namespace
 
 Reshape::Reshape(Shape size_, std::optional<bool> batchMode_) : size(std::move(size_)), batchMode(batchMode_) {
-  if (size.empty()) throw Error("nn.Reshape: expected at least one size");
+  if (size.empty()) throw Error(std::string(kTypeName) + ": expected at least one size");
   for (int64_t s : size) {
-    if (s <= 0) throw Error("nn.Reshape: expected positive sizes, got (" + join(size, ", ") + ")");
+    if (s <= 0) throw Error(std::string(kTypeName) + ": expected positive sizes, got (" + join(size, ", ") + ")");
     nelement *= s;
   }
 }
@@ -68,7 +68,7 @@ tensor::Json Reshape::config() const {
 }
 
 ModulePtr Reshape::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Reshape");
+  ConfigReader c(config, kTypeName);
   const Shape size = c.shape("size");
   const std::optional<bool> batchMode = c.optionalFlag("batchMode");
   c.finish();

@@ -23,7 +23,8 @@ class Reshape : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // views only
-  std::string type_name() const override { return "nn.Reshape"; }
+  static constexpr std::string_view kTypeName = "nn.Reshape";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // nn.Reshape(2x3)

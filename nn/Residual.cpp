@@ -8,7 +8,7 @@
 namespace nn {
 
 Residual::Residual(ModulePtr block, ModulePtr shortcut) {
-  if (!block) throw Error("nn.Residual: expected a block module, got nullptr");
+  if (!block) throw Error(std::string(kTypeName) + ": expected a block module, got nullptr");
   add(std::move(block));
   if (shortcut) add(std::move(shortcut));
 }
@@ -83,9 +83,9 @@ std::string Residual::str() const {
 }
 
 ModulePtr Residual::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
-  ConfigReader(config, "nn.Residual").finish();
+  ConfigReader(config, kTypeName).finish();
   if (children.empty() || children.size() > 2) {
-    throw Error("nn.Residual: expected a block and an optional shortcut (1 or 2 children), got " +
+    throw Error(std::string(kTypeName) + ": expected a block and an optional shortcut (1 or 2 children), got " +
                 std::to_string(children.size()));
   }
   return std::make_shared<Residual>(children[0], children.size() > 1 ? children[1] : nullptr);

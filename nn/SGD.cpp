@@ -8,7 +8,7 @@ namespace nn {
 
 SGD::SGD(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double momentum_, double dampening_,
          double weightDecay_, bool nesterov_)
-    : Optimizer(std::move(params), std::move(grads), "nn.SGD"),
+    : Optimizer(std::move(params), std::move(grads), std::string(kTypeName)),
       lr(lr_),
       momentum(momentum_),
       dampening(dampening_),

@@ -30,7 +30,8 @@ class SGD : public Optimizer {
   SGD(Module& m, const Options& options);
 
   void step() override;
-  std::string type_name() const override { return "nn.SGD"; }
+  static constexpr std::string_view kTypeName = "nn.SGD";
+  std::string type_name() const override { return std::string(kTypeName); }
 
   double lr, momentum, dampening, weightDecay;
   bool nesterov;

@@ -52,7 +52,7 @@ std::string Select::str() const {
 tensor::Json Select::config() const { return tensor::Json::Object{{"dimension", dimension}, {"index", index}}; }
 
 ModulePtr Select::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Select");
+  ConfigReader c(config, kTypeName);
   const int64_t dimension = c.integer("dimension"), index = c.integer("index");
   c.finish();
   return std::make_shared<Select>(dimension, index);

@@ -16,7 +16,8 @@ class Select : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // a view and a copy: tensor ops
-  std::string type_name() const override { return "nn.Select"; }
+  static constexpr std::string_view kTypeName = "nn.Select";
+  std::string type_name() const override { return std::string(kTypeName); }
   std::string str() const override;  // nn.Select(1, -1)
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);

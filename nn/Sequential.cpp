@@ -73,7 +73,7 @@ std::string Sequential::str() const {
 }
 
 ModulePtr Sequential::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
-  ConfigReader(config, "nn.Sequential").finish();
+  ConfigReader(config, kTypeName).finish();
   auto m = std::make_shared<Sequential>();
   for (auto& child : children) m->add(std::move(child));
   return m;

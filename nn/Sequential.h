@@ -19,7 +19,8 @@ class Sequential : public Container {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
-  std::string type_name() const override { return "nn.Sequential"; }
+  static constexpr std::string_view kTypeName = "nn.Sequential";
+  std::string type_name() const override { return std::string(kTypeName); }
   // children: as config() leaves them out, in order (model files store them apart)
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;

@@ -1,4 +1,4 @@
-// Sigmoid.cpp: all of the computation is in nn::Pointwise and kernels::activation_*.
+// Sigmoid.cpp: all of the computation is in nn::PointwiseBase and kernels::activation_*.
 #include "nn/Sigmoid.h"
 
 #include "nn/ModuleConfig.h"
@@ -6,7 +6,7 @@
 namespace nn {
 
 ModulePtr Sigmoid::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Sigmoid");
+  ConfigReader c(config, kTypeName);
   auto m = std::make_shared<Sigmoid>();
   m->inplace = c.flag("inplace", false);
   c.finish();

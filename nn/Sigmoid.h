@@ -1,16 +1,17 @@
 // Sigmoid.h: y = 1 / (1 + exp(-x)), any shape; gradInput = gradOutput * y * (1 - y).
-// Prints "nn.Sigmoid". Twin: cudnn::Sigmoid (CUDNN_ACTIVATION_SIGMOID).
+// Prints its type name. Twin: cudnn::Sigmoid (CUDNN_ACTIVATION_SIGMOID).
 #pragma once
 
-#include "nn/Pointwise.h"
+#include "nn/PointwiseBase.h"
 
 namespace nn {
 
-class Sigmoid : public Pointwise {
+class Sigmoid : public PointwiseBase {
  public:
   Sigmoid() = default;
   Activation activation() const override { return Activation::Sigmoid; }
-  std::string type_name() const override { return "nn.Sigmoid"; }
+  static constexpr std::string_view kTypeName = "nn.Sigmoid";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

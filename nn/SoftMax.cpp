@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr SoftMax::fromConfig(const tensor::Json& config) {
-  return build<SoftMax>(config, "nn.SoftMax");
+  return build<SoftMax>(config);
 }
 
 }  // namespace nn

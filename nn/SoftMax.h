@@ -1,6 +1,6 @@
 // SoftMax.h: y_i = exp(x_i) / sum_j exp(x_j), as Torch's nn.SoftMax: over the
 // vector for [n], over n for each row of [batch x n], and over the feature maps at each
-// location for [C x H x W] and [N x C x H x W]. Prints "nn.SoftMax".
+// location for [C x H x W] and [N x C x H x W]. Prints its type name.
 // Twin: cudnn::SoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
 #pragma once
 
@@ -11,7 +11,8 @@ namespace nn {
 class SoftMax : public SoftMaxBase {
  public:
   SoftMax() : SoftMaxBase(Family::Instance, false) {}
-  std::string type_name() const override { return "nn.SoftMax"; }
+  static constexpr std::string_view kTypeName = "nn.SoftMax";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

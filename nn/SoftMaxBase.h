@@ -45,15 +45,15 @@ class SoftMaxBase : public Module {
   SoftMaxBase(Family family, bool log) : family_(family), log_(log) {}
   // For the subclasses' fromConfig: builds M and reads the shared options.
   template <class M>
-  static ModulePtr build(const tensor::Json& config, const char* type);
+  static ModulePtr build(const tensor::Json& config);
 
   Family family_;
   bool log_;
 };
 
 template <class M>
-ModulePtr SoftMaxBase::build(const tensor::Json& config, const char* type) {
-  ConfigReader r(config, type);
+ModulePtr SoftMaxBase::build(const tensor::Json& config) {
+  ConfigReader r(config, M::kTypeName);
   auto m = std::make_shared<M>();
   m->fast = r.flag("fast", false);
   r.finish();

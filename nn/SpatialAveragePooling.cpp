@@ -27,7 +27,7 @@ tensor::Json SpatialAveragePooling::config() const {
 }
 
 ModulePtr SpatialAveragePooling::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialAveragePooling");
+  ConfigReader c(config, kTypeName);
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   auto m = std::make_shared<SpatialAveragePooling>(kW, kH, dW, dH, padW, padH);

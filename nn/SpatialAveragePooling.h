@@ -5,7 +5,7 @@
 // [N x C x H x W]. Twin: cudnn::SpatialAveragePooling.
 #pragma once
 
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 namespace nn {
 
@@ -32,7 +32,8 @@ class SpatialAveragePooling : public SpatialPooling {
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  std::string type_name() const override { return "nn.SpatialAveragePooling"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialAveragePooling";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
 

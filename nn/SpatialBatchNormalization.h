@@ -12,7 +12,8 @@ namespace nn {
 class SpatialBatchNormalization : public BatchNormalization {
  public:
   explicit SpatialBatchNormalization(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true);
-  std::string type_name() const override { return "nn.SpatialBatchNormalization"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialBatchNormalization";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

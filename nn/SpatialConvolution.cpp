@@ -33,7 +33,7 @@ tensor::Json SpatialConvolution::config() const {
 }
 
 ModulePtr SpatialConvolution::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialConvolution");
+  ConfigReader c(config, kTypeName);
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0), groups = c.integer("groups", 1);

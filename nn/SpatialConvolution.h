@@ -15,7 +15,8 @@ class SpatialConvolution : public ConvolutionBase {
                      int64_t dH = 1, int64_t padW = 0, int64_t padH = 0, int64_t groups = 1);
 
   ConvSpec spec() const override;
-  std::string type_name() const override { return "nn.SpatialConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialConvolution";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialConvolution(3 -> 96, 11x11, 3,3[, padW,padH]); dilation and groups

@@ -5,15 +5,16 @@
 // sizeAverage, summed otherwise. Twin: cudnn::SpatialCrossEntropyCriterion.
 #pragma once
 
-#include "nn/PixelCrossEntropy.h"
+#include "nn/PixelCrossEntropyBase.h"
 
 namespace nn {
 
-class SpatialCrossEntropyCriterion : public PixelCrossEntropy {
+class SpatialCrossEntropyCriterion : public PixelCrossEntropyBase {
  public:
   explicit SpatialCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
-      : PixelCrossEntropy(2, "nn.SpatialCrossEntropyCriterion", std::move(weights), sizeAverage, ignoreIndex) {}
-  std::string type_name() const override { return "nn.SpatialCrossEntropyCriterion"; }
+      : PixelCrossEntropyBase(2, kTypeName, std::move(weights), sizeAverage, ignoreIndex) {}
+  static constexpr std::string_view kTypeName = "nn.SpatialCrossEntropyCriterion";
+  std::string type_name() const override { return std::string(kTypeName); }
 };
 
 }  // namespace nn

@@ -37,11 +37,11 @@ struct Planes {
 
 SpatialCrossMapLRN::SpatialCrossMapLRN(int64_t size_, double alpha_, double beta_, double k_)
     : size(size_), alpha(alpha_), beta(beta_), k(k_) {
-  if (size < 1) throw Error("nn.SpatialCrossMapLRN: expected size >= 1, got " + std::to_string(size));
+  if (size < 1) throw Error(std::string(kTypeName) + ": expected size >= 1, got " + std::to_string(size));
   // non-finite values compute nothing useful and cannot be written to a model file
   if (!std::isfinite(alpha) || !std::isfinite(beta) || !std::isfinite(k)) {
     std::ostringstream msg;
-    msg << "nn.SpatialCrossMapLRN: expected finite alpha, beta and k, got alpha " << alpha << ", beta " << beta
+    msg << std::string(kTypeName) + ": expected finite alpha, beta and k, got alpha " << alpha << ", beta " << beta
         << ", k " << k;
     throw Error(msg.str());
   }
@@ -154,7 +154,7 @@ tensor::Json SpatialCrossMapLRN::config() const {
 }
 
 ModulePtr SpatialCrossMapLRN::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialCrossMapLRN");
+  ConfigReader c(config, kTypeName);
   const int64_t size = c.integer("size", 5);
   const double alpha = c.number("alpha", 1e-4), beta = c.number("beta", 0.75), k = c.number("k", 1);
   c.finish();

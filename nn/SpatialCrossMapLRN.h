@@ -16,7 +16,8 @@ class SpatialCrossMapLRN : public Module {
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  std::string type_name() const override { return "nn.SpatialCrossMapLRN"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialCrossMapLRN";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Throws unless input is a float32/float64 tensor of 3 or 4 dims.

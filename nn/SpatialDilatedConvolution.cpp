@@ -17,7 +17,7 @@ SpatialDilatedConvolution::SpatialDilatedConvolution(int64_t nInputPlane_, int64
 std::string SpatialDilatedConvolution::str() const { return describe({1, 0}, true); }
 
 ModulePtr SpatialDilatedConvolution::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialDilatedConvolution");
+  ConfigReader c(config, kTypeName);
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);

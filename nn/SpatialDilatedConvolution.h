@@ -14,7 +14,9 @@ class SpatialDilatedConvolution : public SpatialConvolution {
                             int64_t dH = 1, int64_t padW = 0, int64_t padH = 0, int64_t dilationW = 1,
                             int64_t dilationH = 1);
 
-  std::string type_name() const override { return "nn.SpatialDilatedConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialDilatedConvolution";
+
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialDilatedConvolution(3 -> 8, 3x3, 1,1, 2,2, 2,2): dilation always shown.
   std::string str() const override;

@@ -34,7 +34,7 @@ tensor::Json SpatialFullConvolution::config() const {
 }
 
 ModulePtr SpatialFullConvolution::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialFullConvolution");
+  ConfigReader c(config, kTypeName);
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW", 1), dH = c.integer("dH", 1);
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);

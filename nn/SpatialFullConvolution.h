@@ -17,7 +17,8 @@ class SpatialFullConvolution : public ConvolutionBase {
                          int64_t groups = 1);
 
   ConvSpec spec() const override;
-  std::string type_name() const override { return "nn.SpatialFullConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialFullConvolution";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialFullConvolution(3 -> 8, 4x4, 2,2[, padW,padH][, adjW,adjH]).

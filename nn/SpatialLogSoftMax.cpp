@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr SpatialLogSoftMax::fromConfig(const tensor::Json& config) {
-  return build<SpatialLogSoftMax>(config, "nn.SpatialLogSoftMax");
+  return build<SpatialLogSoftMax>(config);
 }
 
 }  // namespace nn

@@ -1,5 +1,5 @@
 // SpatialLogSoftMax.h: log-softmax across the feature maps at each location of a [C x H x W]
-// or [N x C x H x W] input. Prints "nn.SpatialLogSoftMax".
+// or [N x C x H x W] input. Prints its type name.
 // Twin: cudnn::SpatialLogSoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
 #pragma once
 
@@ -10,7 +10,8 @@ namespace nn {
 class SpatialLogSoftMax : public SoftMaxBase {
  public:
   SpatialLogSoftMax() : SoftMaxBase(Family::Spatial, true) {}
-  std::string type_name() const override { return "nn.SpatialLogSoftMax"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialLogSoftMax";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

@@ -21,7 +21,7 @@ const Tensor& SpatialMaxPooling::updateGradInput(const Tensor& input, const Tens
 }
 
 ModulePtr SpatialMaxPooling::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.SpatialMaxPooling");
+  ConfigReader c(config, kTypeName);
   const int64_t kW = c.integer("kW"), kH = c.integer("kH"), dW = c.integer("dW"), dH = c.integer("dH");
   const int64_t padW = c.integer("padW", 0), padH = c.integer("padH", 0);
   auto m = std::make_shared<SpatialMaxPooling>(kW, kH, dW, dH, padW, padH);

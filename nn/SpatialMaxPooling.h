@@ -4,7 +4,7 @@
 // Ties go to the first maximum (THNN). Twin: cudnn::SpatialMaxPooling.
 #pragma once
 
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 namespace nn {
 
@@ -24,7 +24,8 @@ class SpatialMaxPooling : public SpatialPooling {
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  std::string type_name() const override { return "nn.SpatialMaxPooling"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialMaxPooling";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 
   Tensor indices;  // Int64, the output's shape: each maximum's offset (h * W + w) in its plane

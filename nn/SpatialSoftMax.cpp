@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr SpatialSoftMax::fromConfig(const tensor::Json& config) {
-  return build<SpatialSoftMax>(config, "nn.SpatialSoftMax");
+  return build<SpatialSoftMax>(config);
 }
 
 }  // namespace nn

@@ -19,8 +19,8 @@ void check_out_size(const std::string& where, int64_t outH, int64_t outW) {
 
 SpatialTransformer::SpatialTransformer(ModulePtr localisation, int64_t outH_, int64_t outW_)
     : outH(outH_), outW(outW_) {
-  if (!localisation) throw Error("nn.SpatialTransformer: expected a localisation module, got nullptr");
-  check_out_size("nn.SpatialTransformer: ", outH, outW);
+  if (!localisation) throw Error(std::string(kTypeName) + ": expected a localisation module, got nullptr");
+  check_out_size(std::string(kTypeName) + ": ", outH, outW);
   add(std::move(localisation));
 }
 
@@ -148,11 +148,11 @@ std::string SpatialTransformer::str() const {
 tensor::Json SpatialTransformer::config() const { return tensor::Json::Object{{"outH", outH}, {"outW", outW}}; }
 
 ModulePtr SpatialTransformer::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
-  ConfigReader c(config, "nn.SpatialTransformer");
+  ConfigReader c(config, kTypeName);
   const int64_t h = c.integer("outH"), w = c.integer("outW");
   c.finish();
   if (children.size() != 1) {
-    throw Error("nn.SpatialTransformer: expected one child (the localisation network), got " +
+    throw Error(std::string(kTypeName) + ": expected one child (the localisation network), got " +
                 std::to_string(children.size()));
   }
   return std::make_shared<SpatialTransformer>(children[0], h, w);

@@ -24,7 +24,8 @@ class SpatialTransformer : public Container {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   // Runs the sampler's backward again to get theta's gradient (backward() runs it once).
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
-  std::string type_name() const override { return "nn.SpatialTransformer"; }
+  static constexpr std::string_view kTypeName = "nn.SpatialTransformer";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   // children: as config() leaves them out (model files store them apart): the localisation network
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);

@@ -1,4 +1,4 @@
-// Tanh.cpp: all of the computation is in nn::Pointwise and kernels::activation_*.
+// Tanh.cpp: all of the computation is in nn::PointwiseBase and kernels::activation_*.
 #include "nn/Tanh.h"
 
 #include "nn/ModuleConfig.h"
@@ -6,7 +6,7 @@
 namespace nn {
 
 ModulePtr Tanh::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.Tanh");
+  ConfigReader c(config, kTypeName);
   auto m = std::make_shared<Tanh>();
   m->inplace = c.flag("inplace", false);
   c.finish();

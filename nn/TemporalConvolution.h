@@ -17,7 +17,8 @@ class TemporalConvolution : public Module, public WithConvAlgorithms<TemporalCon
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(kW * inputFrameSize)
-  std::string type_name() const override { return "nn.TemporalConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.TemporalConvolution";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
 

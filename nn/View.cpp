@@ -19,15 +19,17 @@ View::View(Shape size_) : size(std::move(size_)) {
   bool inferred = false;
   for (int64_t s : size) {
     if (s == -1) {
-      if (inferred) throw Error("nn.View: expected at most one -1 size, got (" + join(size, ", ") + ")");
+      if (inferred) {
+        throw Error(std::string(kTypeName) + ": expected at most one -1 size, got (" + join(size, ", ") + ")");
+      }
       inferred = true;
     } else if (s <= 0) {
-      throw Error("nn.View: expected positive sizes or -1, got (" + join(size, ", ") + ")");
+      throw Error(std::string(kTypeName) + ": expected positive sizes or -1, got (" + join(size, ", ") + ")");
     } else {
       numElements *= s;
     }
   }
-  if (size.empty()) throw Error("nn.View: expected at least one size");
+  if (size.empty()) throw Error(std::string(kTypeName) + ": expected at least one size");
 }
 
 View& View::setNumInputDims(int64_t n) {
@@ -90,7 +92,7 @@ tensor::Json View::config() const {
 }
 
 ModulePtr View::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.View");
+  ConfigReader c(config, kTypeName);
   auto m = std::make_shared<View>(c.shape("size"));
   if (auto n = c.optionalInteger("numInputDims")) m->setNumInputDims(*n);
   c.finish();

@@ -24,7 +24,8 @@ class View : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // views only
-  std::string type_name() const override { return "nn.View"; }
+  static constexpr std::string_view kTypeName = "nn.View";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;  // nn.View(2, -1)

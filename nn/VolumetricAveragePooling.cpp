@@ -28,7 +28,7 @@ tensor::Json VolumetricAveragePooling::config() const {
 }
 
 ModulePtr VolumetricAveragePooling::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.VolumetricAveragePooling");
+  ConfigReader c(config, kTypeName);
   const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
   const int64_t dT = c.integer("dT"), dW = c.integer("dW"), dH = c.integer("dH");
   const int64_t padT = c.integer("padT", 0), padW = c.integer("padW", 0), padH = c.integer("padH", 0);

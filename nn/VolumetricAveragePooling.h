@@ -4,7 +4,7 @@
 // Input [C x T x H x W] or [N x C x T x H x W]. Twin: cudnn::VolumetricAveragePooling.
 #pragma once
 
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 namespace nn {
 
@@ -33,7 +33,8 @@ class VolumetricAveragePooling : public VolumetricPooling {
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  std::string type_name() const override { return "nn.VolumetricAveragePooling"; }
+  static constexpr std::string_view kTypeName = "nn.VolumetricAveragePooling";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
 

@@ -10,7 +10,7 @@ VolumetricBatchNormalization::VolumetricBatchNormalization(int64_t nOutput_, dou
     : BatchNormalization(nOutput_, eps_, momentum_, affine_, 5) {}
 
 ModulePtr VolumetricBatchNormalization::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.VolumetricBatchNormalization");
+  ConfigReader c(config, kTypeName);
   const int64_t nOutput = c.integer("nOutput");
   const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
   const bool affine = c.flag("affine", true);

@@ -32,7 +32,7 @@ tensor::Json VolumetricConvolution::config() const {
 }
 
 ModulePtr VolumetricConvolution::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.VolumetricConvolution");
+  ConfigReader c(config, kTypeName);
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
   const int64_t dT = c.integer("dT", 1), dW = c.integer("dW", 1), dH = c.integer("dH", 1);

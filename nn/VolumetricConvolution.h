@@ -15,7 +15,8 @@ class VolumetricConvolution : public ConvolutionBase {
                         int64_t padH = 0, int64_t groups = 1);
 
   ConvSpec spec() const override;
-  std::string type_name() const override { return "nn.VolumetricConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.VolumetricConvolution";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricConvolution(3 -> 8, 3x5x5, 1,2,2[, padT,padW,padH]) (kT x kW x kH).

@@ -4,15 +4,16 @@
 // weights) under sizeAverage, summed otherwise. Twin: cudnn::VolumetricCrossEntropyCriterion.
 #pragma once
 
-#include "nn/PixelCrossEntropy.h"
+#include "nn/PixelCrossEntropyBase.h"
 
 namespace nn {
 
-class VolumetricCrossEntropyCriterion : public PixelCrossEntropy {
+class VolumetricCrossEntropyCriterion : public PixelCrossEntropyBase {
  public:
   explicit VolumetricCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
-      : PixelCrossEntropy(3, "nn.VolumetricCrossEntropyCriterion", std::move(weights), sizeAverage, ignoreIndex) {}
-  std::string type_name() const override { return "nn.VolumetricCrossEntropyCriterion"; }
+      : PixelCrossEntropyBase(3, kTypeName, std::move(weights), sizeAverage, ignoreIndex) {}
+  static constexpr std::string_view kTypeName = "nn.VolumetricCrossEntropyCriterion";
+  std::string type_name() const override { return std::string(kTypeName); }
 };
 
 }  // namespace nn

@@ -37,7 +37,7 @@ tensor::Json VolumetricFullConvolution::config() const {
 }
 
 ModulePtr VolumetricFullConvolution::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, "nn.VolumetricFullConvolution");
+  ConfigReader c(config, kTypeName);
   const int64_t nIn = c.integer("nInputPlane"), nOut = c.integer("nOutputPlane");
   const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
   const int64_t dT = c.integer("dT", 1), dW = c.integer("dW", 1), dH = c.integer("dH", 1);

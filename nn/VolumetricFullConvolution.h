@@ -16,7 +16,8 @@ class VolumetricFullConvolution : public ConvolutionBase {
                             int64_t padH = 0, int64_t adjT = 0, int64_t adjW = 0, int64_t adjH = 0, int64_t groups = 1);
 
   ConvSpec spec() const override;
-  std::string type_name() const override { return "nn.VolumetricFullConvolution"; }
+  static constexpr std::string_view kTypeName = "nn.VolumetricFullConvolution";
+  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricFullConvolution(3 -> 8, 3x4x4, 1,2,2[, pads][, adjs]) (T, W, H order).

@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr VolumetricLogSoftMax::fromConfig(const tensor::Json& config) {
-  return build<VolumetricLogSoftMax>(config, "nn.VolumetricLogSoftMax");
+  return build<VolumetricLogSoftMax>(config);
 }
 
 }  // namespace nn

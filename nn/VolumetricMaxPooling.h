@@ -4,7 +4,7 @@
 // Torch. Ties go to the first maximum (THNN). Twin: cudnn::VolumetricMaxPooling.
 #pragma once
 
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 
 namespace nn {
 
@@ -25,7 +25,8 @@ class VolumetricMaxPooling : public VolumetricPooling {
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  std::string type_name() const override { return "nn.VolumetricMaxPooling"; }
+  static constexpr std::string_view kTypeName = "nn.VolumetricMaxPooling";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 
   Tensor indices;  // Int64, the output's shape: each maximum's offset ((t * H + h) * W + w) in its plane

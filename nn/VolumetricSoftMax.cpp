@@ -4,7 +4,7 @@
 namespace nn {
 
 ModulePtr VolumetricSoftMax::fromConfig(const tensor::Json& config) {
-  return build<VolumetricSoftMax>(config, "nn.VolumetricSoftMax");
+  return build<VolumetricSoftMax>(config);
 }
 
 }  // namespace nn

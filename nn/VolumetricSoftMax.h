@@ -1,5 +1,5 @@
 // VolumetricSoftMax.h: softmax across the feature maps at each location of a
-// [C x T x H x W] or [N x C x T x H x W] input. Prints "nn.VolumetricSoftMax".
+// [C x T x H x W] or [N x C x T x H x W] input. Prints its type name.
 // Twin: cudnn::VolumetricSoftMax (cudnnSoftmaxForward in CHANNEL mode over layout()).
 #pragma once
 
@@ -10,7 +10,8 @@ namespace nn {
 class VolumetricSoftMax : public SoftMaxBase {
  public:
   VolumetricSoftMax() : SoftMaxBase(Family::Volumetric, false) {}
-  std::string type_name() const override { return "nn.VolumetricSoftMax"; }
+  static constexpr std::string_view kTypeName = "nn.VolumetricSoftMax";
+  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
 };
 

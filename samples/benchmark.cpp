@@ -25,7 +25,7 @@
 #include "tensor/Json.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #endif
 #ifdef CUDNN_NN_HAVE_NCCL
 #include "cudnn/dist/Dist.h"

@@ -1,7 +1,7 @@
 // activation.cpp
 #include "cudnn/ops/activation.h"
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

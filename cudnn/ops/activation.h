@@ -2,10 +2,10 @@
 //   activation_forward(mode, coef, x, y)            y = f(x) (y may be x: in place)
 //   activation_backward(mode, coef, x, y, dy, dx)   dx = f'(x) dy
 // coef is the ceiling of clipped relu and the alpha of elu. The twins cudnn::ReLU,
-// ClippedReLU, Sigmoid, Tanh and ELU share one ActivationPlan through cudnn::Pointwise.
+// ClippedReLU, Sigmoid, Tanh and ELU share one ActivationPlan through cudnn::PointwiseBase.
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

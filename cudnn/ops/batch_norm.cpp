@@ -1,7 +1,7 @@
 // batch_norm.cpp
 #include "cudnn/ops/batch_norm.h"
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

@@ -13,7 +13,7 @@
 // For float16/bfloat16 data gamma, beta and the statistics are float32, as cuDNN requires.
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -1,9 +1,9 @@
 // blas.cpp: row-major products through column-major cuBLAS: C^T = op(B)^T op(A)^T.
 #include "cudnn/ops/blas.h"
 
-#include "cudnn/Check.h"
-#include "cudnn/Config.h"
-#include "cudnn/Handle.h"
+#include "cudnn/core/Check.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

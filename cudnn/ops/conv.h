@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cudnn/Config.h"
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -1,7 +1,7 @@
 // lrn.cpp
 #include "cudnn/ops/lrn.h"
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

@@ -5,7 +5,7 @@
 // (see Note [16-bit LRN]).
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

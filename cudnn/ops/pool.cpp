@@ -1,8 +1,8 @@
 // pool.cpp
 #include "cudnn/ops/pool.h"
 
-#include "cudnn/Config.h"
-#include "cudnn/Handle.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <utility>
 
-#include "cudnn/Config.h"
-#include "cudnn/Handle.h"
-#include "cudnn/RNNDescriptors.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
+#include "cudnn/core/RNNDescriptors.h"
 #include "nn/Buffers.h"
 #include "tensor/Cuda.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 #include "nn/RNNBase.h"
 
 namespace cudnn {

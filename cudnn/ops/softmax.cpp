@@ -1,7 +1,7 @@
 // softmax.cpp
 #include "cudnn/ops/softmax.h"
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {

@@ -7,7 +7,7 @@
 // channel mode on [batch x n x 1 x 1]; the Spatial and Volumetric ones are channel mode.
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "cudnn/Handle.h"
+#include "cudnn/core/Handle.h"
 #include "nn/Buffers.h"
 #include "tensor/Cuda.h"
 

@@ -9,7 +9,7 @@
 // (Note [16-bit spatial transformer]); N may be 0.
 #pragma once
 
-#include "cudnn/Descriptors.h"
+#include "cudnn/core/Descriptors.h"
 #include "nn/kernels/SpatialTransformer.h"
 
 namespace cudnn {

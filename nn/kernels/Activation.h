@@ -1,4 +1,4 @@
-// Activation.h: the element-wise activations behind nn::Pointwise, with the meaning of
+// Activation.h: the element-wise activations behind nn::PointwiseBase, with the meaning of
 // cuDNN's activation modes (coef = ClippedReLU's ceiling, ELU's alpha). The backward pass
 // reads only the output y (as cuDNN's and Torch's in-place activations do), so a module
 // whose input was overwritten in place still has what it needs. Arrays are contiguous;

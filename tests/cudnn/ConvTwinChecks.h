@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "convert/Convert.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
 #include "tests/cudnn/TwinCheck.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "convert/Convert.h"
-#include "nn/Pointwise.h"
+#include "nn/PointwiseBase.h"
 #include "tests/cudnn/TwinCheck.h"
 
 namespace testing {
@@ -18,7 +18,7 @@ namespace testing {
 // Builds one side's module, in place or not.
 using PointwiseFactory = std::function<nn::ModulePtr(bool inplace)>;
 
-inline nn::Pointwise& as_pointwise(const nn::ModulePtr& m) { return dynamic_cast<nn::Pointwise&>(*m); }
+inline nn::PointwiseBase& as_pointwise(const nn::ModulePtr& m) { return dynamic_cast<nn::PointwiseBase&>(*m); }
 
 // Twin against nn for [7], [3 x 5], [2 x 3 x 5], [2 x 3 x 4 x 5], [2 x 2 x 3 x 3 x 4], in place
 // and not, inputs uniform in [lo, hi] from `seed`.

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "nn/Module.h"
-#include "nn/Pooling.h"
+#include "nn/PoolingBase.h"
 #include "tests/cudnn/TwinCheck.h"
 
 namespace pooltwin {

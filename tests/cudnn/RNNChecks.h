@@ -26,7 +26,7 @@
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "nn/RNNBase.h"
 #include "nn/SGD.h"
 #include "tensor/Cuda.h"

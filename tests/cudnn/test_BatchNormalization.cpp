@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/BatchNormalization.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "nn/BatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/ClippedReLU.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "nn/ClippedReLU.h"
 #include "tests/cudnn/PointwiseChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -6,9 +6,9 @@
 
 #include "convert/Convert.h"
 #include "cudnn/Concat.h"
-#include "cudnn/Config.h"
 #include "cudnn/Identity.h"
 #include "cudnn/Linear.h"
+#include "cudnn/core/Config.h"
 #include "nn/Concat.h"
 #include "nn/Identity.h"
 #include "nn/Linear.h"

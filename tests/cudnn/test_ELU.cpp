@@ -2,8 +2,8 @@
 // TF32 off, float64, float16, bfloat16, 1-D to 5-D inputs, in place and not.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/ELU.h"
+#include "cudnn/core/Config.h"
 #include "nn/ELU.h"
 #include "tests/cudnn/PointwiseChecks.h"
 #include "tests/cudnn/SteadyState.h"

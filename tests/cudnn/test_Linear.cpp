@@ -4,8 +4,8 @@
 // and the errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/Linear.h"
+#include "cudnn/core/Config.h"
 #include "nn/Linear.h"
 #include "tensor/Cuda.h"
 #include "tests/cudnn/TwinCheck.h"

@@ -5,10 +5,10 @@
 #include <doctest/doctest.h>
 
 #include "convert/Convert.h"
-#include "cudnn/Config.h"
 #include "cudnn/Identity.h"
 #include "cudnn/Linear.h"
 #include "cudnn/Residual.h"
+#include "cudnn/core/Config.h"
 #include "nn/Identity.h"
 #include "nn/Linear.h"
 #include "nn/Residual.h"

@@ -5,8 +5,8 @@
 // separately, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/SpatialBatchNormalization.h"
+#include "cudnn/core/Config.h"
 #include "nn/SpatialBatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -3,8 +3,8 @@
 // odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/SpatialLogSoftMax.h"
+#include "cudnn/core/Config.h"
 #include "nn/SpatialLogSoftMax.h"
 #include "tests/cudnn/SoftMaxChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -6,8 +6,8 @@
 #include <doctest/doctest.h>
 
 #include "convert/Convert.h"
-#include "cudnn/Config.h"
 #include "cudnn/SpatialMaxPooling.h"
+#include "cudnn/core/Config.h"
 #include "nn/SpatialMaxPooling.h"
 #include "tests/cudnn/PoolingChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -9,12 +9,12 @@
 #include <cmath>
 
 #include "convert/Convert.h"
-#include "cudnn/Config.h"
-#include "cudnn/Handle.h"
 #include "cudnn/Linear.h"
 #include "cudnn/SpatialAveragePooling.h"
 #include "cudnn/SpatialTransformer.h"
 #include "cudnn/View.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
 #include "cudnn/ops/spatial_tf.h"
 #include "nn/Linear.h"
 #include "nn/Sequential.h"

@@ -5,8 +5,8 @@
 // separately, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/VolumetricBatchNormalization.h"
+#include "cudnn/core/Config.h"
 #include "nn/VolumetricBatchNormalization.h"
 #include "tests/cudnn/BatchNormChecks.h"
 #include "tests/cudnn/SteadyState.h"

@@ -4,8 +4,8 @@
 // inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/VolumetricLogSoftMax.h"
+#include "cudnn/core/Config.h"
 #include "nn/VolumetricLogSoftMax.h"
 #include "tests/cudnn/SoftMaxChecks.h"
 #include "tests/cudnn/SteadyState.h"

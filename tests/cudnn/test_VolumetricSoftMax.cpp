@@ -3,8 +3,8 @@
 // odd sizes), a non-contiguous input, fast mode, large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
 #include "cudnn/VolumetricSoftMax.h"
+#include "cudnn/core/Config.h"
 #include "nn/VolumetricSoftMax.h"
 #include "tests/cudnn/SoftMaxChecks.h"
 #include "tests/cudnn/SteadyState.h"

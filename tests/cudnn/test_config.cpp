@@ -3,7 +3,7 @@
 
 #include <cudnn.h>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "tensor/DType.h"
 
 using namespace cudnn;

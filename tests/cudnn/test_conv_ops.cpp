@@ -4,7 +4,7 @@
 // <conv(x, w), g> = <x, conv_grad_input(w, g)> = <w, conv_grad_weight(x, g)>.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
 #include "tests/cudnn/Reference.h"

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "convert/Convert.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/modules.h"
 #include "nn/Concat.h"
 #include "nn/Dropout.h"

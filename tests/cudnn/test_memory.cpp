@@ -10,12 +10,12 @@
 #include <memory>
 #include <string>
 
-#include "cudnn/Config.h"
 #include "cudnn/CrossEntropyCriterion.h"
-#include "cudnn/Handle.h"
 #include "cudnn/Linear.h"
 #include "cudnn/ReLU.h"
 #include "cudnn/SpatialConvolution.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
 #include "nn/Adam.h"
 #include "nn/Sequential.h"
 #include "tensor/Cuda.h"

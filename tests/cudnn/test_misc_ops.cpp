@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/kernels/ClassNLL.h"
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/batch_norm.h"

@@ -12,7 +12,7 @@
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
 #include "nn/ReLU.h"

@@ -8,8 +8,8 @@
 
 #include <functional>
 
-#include "cudnn/Config.h"
 #include "cudnn/Linear.h"
+#include "cudnn/core/Config.h"
 #include "nn/Adam.h"
 #include "nn/Linear.h"
 #include "nn/SGD.h"

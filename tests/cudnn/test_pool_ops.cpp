@@ -2,7 +2,7 @@
 // mode (ceil shapes that add windows run on our own kernel), 2-D and 3-D, every mode.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/ops/pool.h"
 #include "tests/cudnn/Reference.h"
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/ops/rnn.h"
 #include "nn/GRU.h"
 #include "nn/LSTM.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "convert/ModelFile.h"
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/DataParallelTable.h"
 #include "tests/common/ErrorText.h"
 #include "tests/dist/Training.h"

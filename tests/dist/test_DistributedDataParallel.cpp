@@ -3,7 +3,7 @@
 // copy, all-reduce and hook path changes no bit; and its errors.
 #include <doctest/doctest.h>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/dist/Dist.h"
 #include "cudnn/dist/DistributedDataParallel.h"
 #include "tests/common/ErrorText.h"

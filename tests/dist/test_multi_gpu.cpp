@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cudnn/Config.h"
+#include "cudnn/core/Config.h"
 #include "cudnn/DataParallelTable.h"
 #include "cudnn/dist/Dist.h"
 #include "cudnn/dist/DistributedDataParallel.h"

@@ -1,2 +1,0 @@
-// BGRU.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/BGRU.h"

@@ -1,2 +1,0 @@
-// BLSTM.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/BLSTM.h"

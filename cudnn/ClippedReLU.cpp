@@ -1,2 +1,0 @@
-// ClippedReLU.cpp: all of the computation is in cudnn::Pointwise.
-#include "cudnn/ClippedReLU.h"

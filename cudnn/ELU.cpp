@@ -1,2 +1,0 @@
-// ELU.cpp: all of the computation is in cudnn::Pointwise.
-#include "cudnn/ELU.h"

@@ -1,2 +1,0 @@
-// GRU.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/GRU.h"

@@ -1,2 +1,0 @@
-// LSTM.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/LSTM.h"

@@ -1,2 +1,0 @@
-// LogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
-#include "cudnn/LogSoftMax.h"

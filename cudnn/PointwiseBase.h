@@ -1,0 +1,65 @@
+// PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
+// Sigmoid, ELU), cudnn.torch's Pointwise.lua: one ActivationPlan (cudnnActivationForward /
+// Backward) driven by the nn module's activation() and coef(). Any shape, float32, float64,
+// float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
+// x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase.
+// Note [In-place activation gradients]: cuDNN's backward reads y for sigmoid, tanh and ELU
+// (dx = dy * (y + alpha) where y <= 0) and x for relu and clipped relu. After an in-place
+// forward x holds y: relu is still right (y > 0 exactly where x > 0), clipped relu is not
+// (clipped entries hold the ceiling, which cuDNN passes), so in-place ClippedReLU takes its
+// gradient from y with kernels::clipped_relu_backward_from_output.
+#pragma once
+
+#include <type_traits>
+
+#include "cudnn/core/Twin.h"
+#include "cudnn/ops/activation.h"
+#include "nn/PointwiseBase.h"
+
+namespace cudnn {
+
+namespace detail {
+// The compute of every activation twin over nn::PointwiseBase's fields; the twin checks first.
+class PointwiseCompute {
+ public:
+  void forward(nn::PointwiseBase& m, const Tensor& input);
+  void backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput);
+
+ private:
+  ActivationPlan plan_;
+};
+}  // namespace detail
+
+template <class Base>
+class PointwiseBase : public Twin<Base> {
+  static_assert(std::is_base_of_v<nn::PointwiseBase, Base>, "cudnn::PointwiseBase twins an nn::PointwiseBase");
+
+ public:
+  using Twin<Base>::Twin;
+
+  const Tensor& updateOutput(const Tensor& input) override {
+    const std::string where = this->where("updateOutput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, input, "input");
+    compute_.forward(*this, input);
+    return this->output;
+  }
+
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    const std::string where = this->where("updateGradInput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, gradOutput, "gradOutput");
+    this->checkGradOutputMatches(gradOutput, "updateGradInput");
+    if (!this->inplace && input.sizes() != this->output.sizes()) {
+      throw tensor::Error(where + "expected the input of the last forward (" + tensor::shape_str(this->output.sizes()) +
+                          "), got " + input.description());
+    }
+    compute_.backward(*this, input, gradOutput);
+    return this->gradInput;
+  }
+
+ private:
+  detail::PointwiseCompute compute_;
+};
+
+}  // namespace cudnn

@@ -1,0 +1,46 @@
+// PoolingBase.cpp: buffers and the batch-of-one view around PoolPlan, for every pooling twin.
+#include "cudnn/PoolingBase.h"
+
+#include "nn/Buffers.h"
+
+namespace cudnn::detail {
+
+namespace {
+// cuDNN wants [N x C x spatial]: a [C x spatial] tensor is viewed as a batch of one.
+Tensor batched(const Tensor& t, size_t spatial) {
+  return t.dim() == static_cast<int64_t>(spatial) + 1 ? t.unsqueeze(0) : t;
+}
+}  // namespace
+
+void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p) {
+  ran_ = false;
+  const Tensor x = input.contiguous();
+  nn::ensure(m.output, outShape, x);
+  if (x.numel() > 0) plan_.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
+  if (private_output_) nn::ensure(y_, outShape, x).copy_(m.output);
+  ran_ = true;
+  if (shape_ != input.sizes() || dtype_ != input.dtype() || device_ != input.device()) {
+    shape_ = input.sizes();
+    dtype_ = input.dtype();
+    device_ = input.device();
+    last_ = input.description();
+  }
+}
+
+void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p) {
+  const Tensor x = input.contiguous();
+  const Tensor dy = gradOutput.contiguous();
+  nn::ensure(m.gradInput, x.sizes(), x);
+  if (x.numel() == 0) return;
+  const size_t nd = p.ws.size();
+  const Tensor& y = private_output_ ? y_ : m.output;  // See Note [Pooling backward state]
+  plan_.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
+}
+
+bool PoolingCompute::ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const {
+  const Tensor& y = private_output_ ? y_ : m.output;
+  return ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device() && y.defined() &&
+         y.sizes() == outShape && y.dtype() == input.dtype() && y.device() == input.device();
+}
+
+}  // namespace cudnn::detail

@@ -1,0 +1,123 @@
+// PoolingBase.h: the shared base of the pooling twins (cudnn::SpatialMaxPooling,
+// SpatialAveragePooling, VolumetricMaxPooling, VolumetricAveragePooling): the nn base's kernel,
+// stride, padding, ceil_mode and count_include_pad become cudnn::PoolParams for one PoolPlan
+// (cudnnPoolingForward / Backward; ceil-mode shapes that add windows run on kernels/PoolCeil.cu
+// with Torch's semantics). Output sizes are the nn base's outputShape(), so always Torch's.
+// Max pooling is PoolMode::Max (max_deterministic under the deterministic flag); average
+// pooling AverageIncPad or AverageExcPad as count_include_pad says. float32, float64, float16
+// and bfloat16; [C x spatial] inputs run as a batch of one.
+//
+// Note [Pooling backward state]: cuDNN's backward takes x, y and dy, so backward needs the
+// forward's input and output. Max pooling throws, as the nn module does, when backward's input
+// differs in shape, dtype or device from the last forward's (Torch's contract: backward gets
+// forward's input); average pooling, whose nn module keeps no forward state, runs the forward
+// again first. cuDNN's max backward finds each window's maximum by comparing x with y (Caffe
+// issues #2688, #3574), so a later in-place layer writing into `output` (ReLU(true), an in-place
+// dropout) would misplace the gradient, where nn's recorded indices are immune: the max twins
+// keep a private copy of y for backward (one device copy per forward). Average gradients depend
+// on neither x's nor y's values, so the average twins keep none. The twin computes no
+// `indices`: its forward drops any the nn module held, so an nn module converted back cannot
+// use stale ones.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "cudnn/core/Twin.h"
+#include "cudnn/ops/pool.h"
+#include "nn/PoolingBase.h"
+
+namespace cudnn {
+
+namespace detail {
+// The compute of every pooling twin; the twin checks its arguments first.
+class PoolingCompute {
+ public:
+  // privateOutput: backward reads a copy of the output taken at forward (max pooling)
+  explicit PoolingCompute(bool privateOutput) : private_output_(privateOutput) {}
+
+  // m.output = pool(input), of shape outShape (the nn base's outputShape).
+  void forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p);
+  // m.gradInput from input, m.output and gradOutput (checked by the caller).
+  void backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p);
+  // Whether the last forward ran on an input of this shape, dtype and device, and its output,
+  // of shape outShape, is still there for backward (Module::to drops outputs).
+  bool ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const;
+  // "float32 [1 x 5 x 5] on cuda:0", or "nothing" before the first forward.
+  const std::string& lastInput() const { return last_; }
+
+ private:
+  PoolPlan plan_;
+  bool private_output_;
+  Tensor y_;  // the copy of the output backward reads, with private_output_
+  bool ran_ = false;
+  Shape shape_;
+  DType dtype_ = DType::Float32;
+  tensor::Device device_ = tensor::Device::cpu();
+  std::string last_ = "nothing";
+};
+}  // namespace detail
+
+template <class Base>
+class PoolingBase : public Twin<Base> {
+  static_assert(std::is_base_of_v<nn::PoolingBase, Base>, "cudnn::PoolingBase twins an nn::PoolingBase");
+  // The average modules are the ones with a count_include_pad field.
+  static constexpr bool kAverage = requires(const Base& b) { b.count_include_pad; };
+
+ public:
+  using Twin<Base>::Twin;
+
+  // The nn fields as cuDNN pooling parameters (window, stride, padding in the tensor's dim order).
+  const PoolParams& poolParams() {
+    const auto w = this->window();
+    params_.ws.clear();
+    params_.stride.clear();
+    params_.pad.clear();
+    for (int s = 3 - w.dims; s < 3; ++s) {
+      params_.ws.push_back(static_cast<int>(w.k[s]));
+      params_.stride.push_back(static_cast<int>(w.d[s]));
+      params_.pad.push_back(static_cast<int>(w.pad[s]));
+    }
+    params_.ceil_mode = this->ceil_mode;
+    if constexpr (kAverage) {
+      params_.mode = this->count_include_pad ? PoolMode::AverageIncPad : PoolMode::AverageExcPad;
+    } else {
+      params_.mode = PoolMode::Max;
+    }
+    return params_;
+  }
+
+  const Tensor& updateOutput(const Tensor& input) override {
+    const std::string where = this->where("updateOutput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, input, "input");
+    const Shape shape = this->outputShape(input, "updateOutput");
+    if constexpr (!kAverage) this->indices = Tensor();  // See Note [Pooling backward state]
+    compute_.forward(*this, input, shape, poolParams());
+    return this->output;
+  }
+
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    const std::string where = this->where("updateGradInput");
+    check_on_device(where, input, Tensor());
+    check_cuda(where, input, "input");
+    check_cuda(where, gradOutput, "gradOutput");
+    const Shape shape = this->checkGradOutput(input, gradOutput, "updateGradInput");
+    if (!compute_.ranOn(*this, input, shape)) {  // See Note [Pooling backward state]
+      if constexpr (kAverage) {
+        updateOutput(input);
+      } else {
+        throw tensor::Error(where + "expected updateOutput to have run on an input of this shape, dtype and device, got " +
+                            input.description() + " after updateOutput on " + compute_.lastInput());
+      }
+    }
+    compute_.backward(*this, input, gradOutput, poolParams());
+    return this->gradInput;
+  }
+
+ private:
+  PoolParams params_;
+  detail::PoolingCompute compute_{!kAverage};  // See Note [Pooling backward state]
+};
+
+}  // namespace cudnn

@@ -1,2 +1,0 @@
-// RNNReLU.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/RNNReLU.h"

@@ -1,2 +1,0 @@
-// RNNTanh.cpp: all of the computation is in cudnn::RNNBase.
-#include "cudnn/RNNTanh.h"

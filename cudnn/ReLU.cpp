@@ -1,2 +1,0 @@
-// ReLU.cpp: all of the computation is in cudnn::Pointwise.
-#include "cudnn/ReLU.h"

@@ -1,2 +1,0 @@
-// Sigmoid.cpp: all of the computation is in cudnn::Pointwise.
-#include "cudnn/Sigmoid.h"

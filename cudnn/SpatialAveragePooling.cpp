@@ -1,2 +1,0 @@
-// SpatialAveragePooling.cpp: all of it is in cudnn/Pooling.{h,cpp}.
-#include "cudnn/SpatialAveragePooling.h"

@@ -1,2 +1,0 @@
-// SpatialDilatedConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
-#include "cudnn/SpatialDilatedConvolution.h"

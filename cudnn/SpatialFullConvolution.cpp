@@ -1,2 +1,0 @@
-// SpatialFullConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
-#include "cudnn/SpatialFullConvolution.h"

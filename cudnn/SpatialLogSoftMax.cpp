@@ -1,2 +1,0 @@
-// SpatialLogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
-#include "cudnn/SpatialLogSoftMax.h"

@@ -1,2 +1,0 @@
-// VolumetricAveragePooling.cpp: all of it is in cudnn/Pooling.{h,cpp}.
-#include "cudnn/VolumetricAveragePooling.h"

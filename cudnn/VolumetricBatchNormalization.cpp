@@ -1,2 +1,0 @@
-// VolumetricBatchNormalization.cpp: all of the computation is in cudnn::BatchNormBase.
-#include "cudnn/VolumetricBatchNormalization.h"

@@ -1,2 +1,0 @@
-// VolumetricConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
-#include "cudnn/VolumetricConvolution.h"

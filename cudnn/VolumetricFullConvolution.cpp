@@ -1,2 +1,0 @@
-// VolumetricFullConvolution.cpp: all of the computation is in cudnn::ConvolutionBase.
-#include "cudnn/VolumetricFullConvolution.h"

@@ -1,2 +1,0 @@
-// VolumetricLogSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
-#include "cudnn/VolumetricLogSoftMax.h"

@@ -1,2 +1,0 @@
-// VolumetricSoftMax.cpp: all of the computation is in cudnn::SoftMaxBase.
-#include "cudnn/VolumetricSoftMax.h"

@@ -1,0 +1,168 @@
+// Handle.cpp
+#include "cudnn/core/Handle.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cudnn/core/Check.h"
+#include "cudnn/core/Config.h"
+#include "tensor/Cuda.h"
+
+namespace cudnn {
+
+namespace {
+
+struct PerDevice {
+  cudnnHandle_t dnn = nullptr;
+  cublasHandle_t blas = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  int device = 0;
+};
+
+void check_runtime_version() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (config().enabled == Enabled::NoCheck) return;
+    const int runtime_major = runtime_version() / 10000;
+    const int build_major = CUDNN_MAJOR;
+    if (runtime_major < build_major) {
+      throw tensor::Error(std::string("cudnn: the cuDNN library loaded at run time is older than the one "
+                                      "cudnn-nn was built with (") + version_string() +
+                          "); install cuDNN " + std::to_string(build_major) + " or rebuild");
+    }
+  });
+}
+
+// Every PerDevice of every thread, so that release_handles reaches them all. A thread's
+// own table is valid while its generation is the registry's: release_handles destroys the
+// handles and starts a new generation, after which each thread makes new ones on demand.
+struct Registry {
+  std::mutex mutex;
+  std::vector<PerDevice*> all;
+  uint64_t generation = 1;
+  static Registry& get() {
+    static Registry* r = new Registry();  // leaked: see Note [CUDA teardown] in tensor/Cuda.h
+    return *r;
+  }
+};
+
+void ignore(cudnnStatus_t) {}
+void ignore(cublasStatus_t) {}
+
+// The shutdown hook (tensor::cuda::shutdown and the exit hook): destroys every thread's
+// handles and gives the workspaces back to the caching allocator, which releases them
+// next. Statuses are ignored: at exit the runtime may be going away. Never throws.
+void release_handles() {
+  Registry& r = Registry::get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) {
+    cudaGetLastError();
+    previous = -1;
+  }
+  for (PerDevice* d : r.all) {
+    if (cudaSetDevice(d->device) != cudaSuccess) cudaGetLastError();
+    if (d->dnn) ignore(cudnnDestroy(d->dnn));
+    if (d->blas) ignore(cublasDestroy(d->blas));
+    tensor::cuda::deallocate(d->workspace, d->device);  // never throws
+    delete d;
+  }
+  r.all.clear();
+  ++r.generation;
+  if (previous >= 0 && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
+}
+
+PerDevice& current() {
+  struct Table {
+    uint64_t generation = 0;
+    std::vector<PerDevice*> devices;  // owned by the registry
+  };
+  thread_local Table table;
+  Registry& r = Registry::get();
+  const int dev = tensor::cuda::current_device();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (table.generation != r.generation) {
+      table.devices.clear();  // released by a shutdown
+      table.generation = r.generation;
+    }
+  }
+  if (static_cast<int>(table.devices.size()) <= dev) table.devices.resize(static_cast<size_t>(dev) + 1, nullptr);
+  if (!table.devices[dev]) {
+    check_runtime_version();
+    auto d = std::make_unique<PerDevice>();
+    d->device = dev;
+    const auto s = static_cast<cudaStream_t>(tensor::cuda::stream(dev));
+    CUDNN_CHECK(cudnnCreate(&d->dnn));
+    try {
+      CUDNN_CHECK(cudnnSetStream(d->dnn, s));
+      CUBLAS_CHECK(cublasCreate(&d->blas));
+      CUBLAS_CHECK(cublasSetStream(d->blas, s));
+    } catch (...) {
+      if (d->blas) ignore(cublasDestroy(d->blas));
+      ignore(cudnnDestroy(d->dnn));
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.all.push_back(d.get());
+    }
+    tensor::cuda::register_shutdown_hook(&release_handles);  // after CUDA and the handles are up
+    table.devices[dev] = d.release();
+  }
+  return *table.devices[dev];
+}
+
+}  // namespace
+
+cudnnHandle_t handle() { return current().dnn; }
+cublasHandle_t blas_handle() { return current().blas; }
+cudaStream_t stream() { return static_cast<cudaStream_t>(tensor::cuda::stream(-1)); }
+
+void* workspace(size_t bytes) {
+  PerDevice& d = current();
+  if (bytes <= d.workspace_bytes) return d.workspace;
+  // Blocks are stream-ordered (one stream per device), so the old one may go back now.
+  if (d.workspace) tensor::cuda::deallocate(d.workspace, d.device);
+  d.workspace = nullptr;
+  d.workspace_bytes = 0;
+  d.workspace = tensor::cuda::allocate(bytes, d.device);
+  d.workspace_bytes = bytes;
+  return d.workspace;
+}
+
+size_t workspace_size() { return current().workspace_bytes; }
+
+size_t workspace_available() {
+  size_t free_bytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  const auto stats = tensor::cuda::memory_stats();
+  const size_t cached_unused = stats.reserved_bytes - std::min(stats.reserved_bytes, stats.allocated_bytes);
+  const size_t margin = std::max<size_t>(total / 20, size_t(256) << 20);
+  const size_t usable = free_bytes + cached_unused;
+  size_t room = usable > margin ? usable - margin : 0;
+  // under tensor::cuda::set_memory_limit: what the limit leaves beside the tensors
+  if (const size_t limit = tensor::cuda::memory_limit()) {
+    room = std::min(room, limit > stats.allocated_bytes ? limit - stats.allocated_bytes : 0);
+  }
+  return room + current().workspace_bytes;
+}
+
+int build_version() { return CUDNN_VERSION; }
+int runtime_version() { return static_cast<int>(cudnnGetVersion()); }
+
+const char* version_string() {
+  static const std::string s = [] {
+    auto fmt = [](int v) {
+      return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+    };
+    return "built with cuDNN " + fmt(build_version()) + ", running " + fmt(runtime_version());
+  }();
+  return s.c_str();
+}
+
+}  // namespace cudnn

@@ -1,0 +1,34 @@
+// PixelCrossEntropyBase.cpp
+#include "nn/PixelCrossEntropyBase.h"
+
+#include "nn/kernels/CrossEntropyKernel.h"
+
+namespace nn {
+
+PixelCrossEntropyBase::PixelCrossEntropyBase(int spatialDims, std::string_view name, Tensor weights_, bool sizeAverage_,
+                                     int64_t ignoreIndex_)
+    : weights(kernels::checked_class_weights(std::string(name) + ": ", weights_)),
+      sizeAverage(sizeAverage_),
+      ignoreIndex(ignoreIndex_),
+      spatialDims_(spatialDims) {}
+
+double PixelCrossEntropyBase::updateOutput(const Tensor& input, const Tensor& target) {
+  const std::string w = where("updateOutput");
+  const kernels::ClassLayout l = kernels::pixel_class_layout(w, input, target, spatialDims_);
+  kernels::check_class_weights(w, weights, input, l.classes);
+  const Tensor indices = kernels::class_indices(target, l.classes, ignoreIndex, w);
+  output = kernels::cross_entropy_loss(input.contiguous(), indices, weights, ignoreIndex, sizeAverage, l, logProbs);
+  return output;
+}
+
+const Tensor& PixelCrossEntropyBase::updateGradInput(const Tensor& input, const Tensor& target) {
+  const std::string w = where("updateGradInput");
+  const kernels::ClassLayout l = kernels::pixel_class_layout(w, input, target, spatialDims_);
+  kernels::check_class_weights(w, weights, input, l.classes);
+  const Tensor indices = kernels::class_indices(target, l.classes, ignoreIndex, w);
+  kernels::cross_entropy_backward(input.contiguous(), indices, weights, ignoreIndex, sizeAverage, l, logProbs,
+                                  gradInput);
+  return gradInput;
+}
+
+}  // namespace nn

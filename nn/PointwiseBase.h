@@ -1,0 +1,38 @@
+// PointwiseBase.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
+// Sigmoid, ELU): output has the input's shape (any rank); gradInput is computed from the
+// output alone. With `inplace` the output IS the input (same storage, overwritten) and
+// gradInput reuses gradOutput's storage, as Torch's in-place ReLU does.
+// A subclass only names its activation() and coef(). Twins: the cudnn activation modules,
+// one cuDNN activation descriptor base over these.
+#pragma once
+
+#include "nn/Module.h"
+#include "nn/kernels/Activation.h"
+
+namespace nn {
+
+class PointwiseBase : public Module {
+ public:
+  using Activation = kernels::Activation;
+
+  const Tensor& updateOutput(const Tensor& input) override;
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+
+  // Which function, and cuDNN's coef (ClippedReLU's ceiling, ELU's alpha, 0 otherwise).
+  virtual Activation activation() const = 0;
+  virtual double coef() const { return 0.0; }
+  tensor::Json config() const override;  // {"inplace": false}; subclasses add their coefficient
+
+  bool inplace = false;
+
+ protected:
+  explicit PointwiseBase(bool inplace_ = false) : inplace(inplace_) {}
+
+  void checkInput(const Tensor& input, const char* method) const;
+  // gradOutput must have the output's shape and dtype (and updateOutput must have run).
+  void checkGradOutput(const Tensor& gradOutput, const char* method) const;
+  // The same without the float32/float64 check (the cudnn twins take 16-bit data too).
+  void checkGradOutputMatches(const Tensor& gradOutput, const char* method) const;
+};
+
+}  // namespace nn
