@@ -1,10 +1,10 @@
 // test_BGRU.cpp: cudnn.BGRU (the bidirectional GRU on cuDNN's RNN API) against nn.BGRU, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h).
+// shared recurrent checks (tests/support/RNNTwinChecks.h).
 #include <doctest/doctest.h>
 
 #include "cudnn/BGRU.h"
 #include "nn/BGRU.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

@@ -1,10 +1,10 @@
 // test_BLSTM.cpp: cudnn.BLSTM (the bidirectional LSTM on cuDNN's RNN API) against nn.BLSTM, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h).
+// shared recurrent checks (tests/support/RNNTwinChecks.h).
 #include <doctest/doctest.h>
 
 #include "cudnn/BLSTM.h"
 #include "nn/BLSTM.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

@@ -1,11 +1,11 @@
 // test_GRU.cpp: cudnn.GRU (the GRU on cuDNN's RNN API) against nn.GRU, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and variable lengths against running each sequence
+// shared recurrent checks (tests/support/RNNTwinChecks.h), and variable lengths against running each sequence
 // alone.
 #include <doctest/doctest.h>
 
 #include "cudnn/GRU.h"
 #include "nn/GRU.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

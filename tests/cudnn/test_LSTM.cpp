@@ -1,11 +1,11 @@
 // test_LSTM.cpp: cudnn.LSTM (the LSTM on cuDNN's RNN API) against nn.LSTM, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and the persistent kernels on sizes cuDNN takes them
+// shared recurrent checks (tests/support/RNNTwinChecks.h), and the persistent kernels on sizes cuDNN takes them
 // for.
 #include <doctest/doctest.h>
 
 #include "cudnn/LSTM.h"
 #include "nn/LSTM.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

@@ -1,4 +1,4 @@
-// test_LogSoftMax.cpp: cudnn.LogSoftMax against nn.LogSoftMax (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off,
+// test_LogSoftMax.cpp: cudnn.LogSoftMax against nn.LogSoftMax (tests/support/SoftMaxTwinChecks.h): float32 with TF32 off,
 // float64, float16, bfloat16, the ranks nn.LogSoftMax accepts (batch and not, batch 1, odd sizes),
 // a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/LogSoftMax.h"
 #include "nn/LogSoftMax.h"
-#include "tests/cudnn/SoftMaxChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/SoftMaxTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

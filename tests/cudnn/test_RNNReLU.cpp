@@ -1,5 +1,5 @@
 // test_RNNReLU.cpp: cudnn.RNNReLU (the ReLU RNN on cuDNN's RNN API) against nn.RNNReLU, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h), and cuDNN's dropout between layers checked
+// shared recurrent checks (tests/support/RNNTwinChecks.h), and cuDNN's dropout between layers checked
 // statistically.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 
 #include "cudnn/RNNReLU.h"
 #include "nn/RNNReLU.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

@@ -1,10 +1,10 @@
 // test_RNNTanh.cpp: cudnn.RNNTanh (the tanh RNN on cuDNN's RNN API) against nn.RNNTanh, through the
-// shared recurrent checks (tests/cudnn/RNNChecks.h).
+// shared recurrent checks (tests/support/RNNTwinChecks.h).
 #include <doctest/doctest.h>
 
 #include "cudnn/RNNTanh.h"
 #include "nn/RNNTanh.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace testing;
 

@@ -1,4 +1,4 @@
-// test_SoftMax.cpp: cudnn.SoftMax against nn.SoftMax (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off,
+// test_SoftMax.cpp: cudnn.SoftMax against nn.SoftMax (tests/support/SoftMaxTwinChecks.h): float32 with TF32 off,
 // float64, float16, bfloat16, the ranks nn.SoftMax accepts (batch and not, batch 1, odd sizes),
 // a non-contiguous input, fast mode, large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/SoftMax.h"
 #include "nn/SoftMax.h"
-#include "tests/cudnn/SoftMaxChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/SoftMaxTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

@@ -1,5 +1,5 @@
 // test_SpatialAveragePooling.cpp: cudnn.SpatialAveragePooling against nn.SpatialAveragePooling
-// (tests/cudnn/PoolingChecks.h): count_include_pad on and off, floor and ceil mode (ceil adding
+// (tests/support/PoolingTwinChecks.h): count_include_pad on and off, floor and ceil mode (ceil adding
 // windows that run past the padding, ceil dropping a window that would start in the right
 // padding, ceil without padding), overlapping windows, odd sizes, batch / batch 1 / non-batch,
 // float32, float64, float16, bfloat16, a non-contiguous input; backward after a forward on
@@ -14,8 +14,8 @@
 #include "nn/SpatialAveragePooling.h"
 #include "nn/SpatialCrossMapLRN.h"
 #include "nn/SpatialMaxPooling.h"
-#include "tests/cudnn/PoolingChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/PoolingTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

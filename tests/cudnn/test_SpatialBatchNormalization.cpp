@@ -1,5 +1,5 @@
 // test_SpatialBatchNormalization.cpp: cudnn.SpatialBatchNormalization against nn.SpatialBatchNormalization
-// (tests/cudnn/BatchNormChecks.h): training and evaluation (forward, running statistics, both backward passes), affine
+// (tests/support/BatchNormTwinChecks.h): training and evaluation (forward, running statistics, both backward passes), affine
 // on and off, several eps and momentum values, batch 1, single samples in evaluation, float32 with TF32 off, float64,
 // float16 and bfloat16 data with float32 parameters, a non-contiguous input, updateGradInput/accGradParameters
 // separately, convert round trip, errors.
@@ -8,8 +8,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/SpatialBatchNormalization.h"
 #include "nn/SpatialBatchNormalization.h"
-#include "tests/cudnn/BatchNormChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/BatchNormTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

@@ -1,4 +1,4 @@
-// test_SpatialLogSoftMax.cpp: cudnn.SpatialLogSoftMax against nn.SpatialLogSoftMax (tests/cudnn/SoftMaxChecks.h):
+// test_SpatialLogSoftMax.cpp: cudnn.SpatialLogSoftMax against nn.SpatialLogSoftMax (tests/support/SoftMaxTwinChecks.h):
 // float32 with TF32 off, float64, float16, bfloat16, the ranks nn.SpatialLogSoftMax accepts (batch and not, batch 1,
 // odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large inputs, convert round trip, errors.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/SpatialLogSoftMax.h"
 #include "nn/SpatialLogSoftMax.h"
-#include "tests/cudnn/SoftMaxChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/SoftMaxTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

@@ -1,5 +1,5 @@
 // test_SpatialMaxPooling.cpp: cudnn.SpatialMaxPooling against nn.SpatialMaxPooling
-// (tests/cudnn/PoolingChecks.h): floor and ceil mode (ceil adding windows, ceil dropping a window
+// (tests/support/PoolingTwinChecks.h): floor and ceil mode (ceil adding windows, ceil dropping a window
 // that would start in the right padding, ceil without padding), padding, overlapping windows,
 // odd sizes, batch / batch 1 / non-batch, float32, float64, float16, bfloat16, a non-contiguous
 // input; deterministic max pooling; convert round trips; errors.
@@ -9,8 +9,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/SpatialMaxPooling.h"
 #include "nn/SpatialMaxPooling.h"
-#include "tests/cudnn/PoolingChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/PoolingTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

@@ -1,12 +1,12 @@
-// test_Tanh.cpp: cudnn.Tanh against nn.Tanh (tests/cudnn/PointwiseChecks.h), in float32 with
+// test_Tanh.cpp: cudnn.Tanh against nn.Tanh (tests/support/PointwiseTwinChecks.h), in float32 with
 // TF32 off, float64, float16, bfloat16, 1-D to 5-D inputs, in place and not.
 #include <doctest/doctest.h>
 
 #include "cudnn/Config.h"
 #include "cudnn/Tanh.h"
 #include "nn/Tanh.h"
-#include "tests/cudnn/PointwiseChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/PointwiseTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

@@ -1,5 +1,5 @@
 // test_VolumetricAveragePooling.cpp: cudnn.VolumetricAveragePooling against
-// nn.VolumetricAveragePooling (tests/cudnn/PoolingChecks.h): count_include_pad on and off, floor
+// nn.VolumetricAveragePooling (tests/support/PoolingTwinChecks.h): count_include_pad on and off, floor
 // and ceil mode (ceil adding windows, ceil dropping a window that would start in the right
 // padding, ceil without padding), overlapping windows, odd sizes, batch / batch 1 / non-batch,
 // float32, float64, float16, bfloat16, a non-contiguous input; convert round trips that keep
@@ -9,8 +9,8 @@
 #include "convert/Convert.h"
 #include "cudnn/VolumetricAveragePooling.h"
 #include "nn/VolumetricAveragePooling.h"
-#include "tests/cudnn/PoolingChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/PoolingTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

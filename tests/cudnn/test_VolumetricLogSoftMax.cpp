@@ -1,5 +1,5 @@
 // test_VolumetricLogSoftMax.cpp: cudnn.VolumetricLogSoftMax against nn.VolumetricLogSoftMax
-// (tests/cudnn/SoftMaxChecks.h): float32 with TF32 off, float64, float16, bfloat16, the ranks nn.VolumetricLogSoftMax
+// (tests/support/SoftMaxTwinChecks.h): float32 with TF32 off, float64, float16, bfloat16, the ranks nn.VolumetricLogSoftMax
 // accepts (batch and not, batch 1, odd sizes), a non-contiguous input, fast mode (ignored: one log algorithm), large
 // inputs, convert round trip, errors.
 #include <doctest/doctest.h>
@@ -7,8 +7,8 @@
 #include "cudnn/Config.h"
 #include "cudnn/VolumetricLogSoftMax.h"
 #include "nn/VolumetricLogSoftMax.h"
-#include "tests/cudnn/SoftMaxChecks.h"
-#include "tests/cudnn/SteadyState.h"
+#include "tests/support/SoftMaxTwinChecks.h"
+#include "tests/support/SteadyState.h"
 
 using namespace tensor;
 using namespace testing;

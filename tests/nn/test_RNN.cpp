@@ -1,6 +1,6 @@
 // test_RNN.cpp: the six recurrent modules (nn.RNNReLU, RNNTanh, LSTM, GRU, BLSTM, BGRU) as one
 // table: each row names the type, how to build it, its PyTorch float64 reference cases and how it
-// prints; every row goes through the same checks (tests/nn/RNNCheck.h): PyTorch's outputs, final
+// prints; every row goes through the same checks (tests/support/RNNChecks.h): PyTorch's outputs, final
 // states and gradients, finite differences over inputs, states and parameters (layers,
 // directions, batchFirst, lengths, dropout), each sequence alone against the padded batch,
 // dropout exact with p = 0 and in evaluate mode, rememberStates, accumulation, model files,
@@ -13,7 +13,7 @@
 #include "nn/LSTM.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
-#include "tests/nn/RNNCheck.h"
+#include "tests/support/RNNChecks.h"
 
 using namespace tensor;
 

@@ -1,4 +1,4 @@
-// PointwiseChecks.h: the checks every activation twin's test runs (test_ReLU, test_ClippedReLU,
+// PointwiseTwinChecks.h: the checks every activation twin's test runs (test_ReLU, test_ClippedReLU,
 // test_Tanh, test_Sigmoid, test_ELU), given factories for the nn module and its twin:
 // expect_twin_matches over 1-D to 5-D inputs in place and not, real storage sharing in place
 // (a non-contiguous input written through its view), the convert round trip and the errors.
@@ -11,7 +11,7 @@
 
 #include "convert/Convert.h"
 #include "nn/Pointwise.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

@@ -1,4 +1,4 @@
-// test_fileio.cpp: saving under injected faults. A save that fails must say so, leave the
+// test_FileIO.cpp: saving under injected faults. A save that fails must say so, leave the
 // previous file as it was (loadable) and leave no temporary file behind: a file-size limit
 // hit mid-write (RLIMIT_FSIZE, in a child process), a directory that cannot take files, a
 // parent path that is a regular file, and a writer killed at a random point.

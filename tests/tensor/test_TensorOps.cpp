@@ -1,4 +1,4 @@
-// test_ops.cpp: element-wise arithmetic, comparisons, reductions and matmul against
+// test_TensorOps.cpp: element-wise arithmetic, comparisons, reductions and matmul against
 // values computed independently in plain loops.
 #include <doctest/doctest.h>
 

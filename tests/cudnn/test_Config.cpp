@@ -1,4 +1,4 @@
-// test_config.cpp: the flags (no GPU needed): names, aliases, policies, errors, scoping.
+// test_Config.cpp: the flags (no GPU needed): names, aliases, policies, errors, scoping.
 #include <doctest/doctest.h>
 
 #include <cudnn.h>

@@ -1,4 +1,4 @@
-// RNNCheck.h: what the recurrent modules' tests share (test_RNNReLU, test_RNNTanh, test_LSTM,
+// RNNChecks.h: what the recurrent modules' tests share (test_RNNReLU, test_RNNTanh, test_LSTM,
 // test_GRU, test_BLSTM, test_BGRU): a finite-difference check that also covers the initial
 // states and gradients on the final states, the PyTorch reference cases
 // (scripts/make_rnn_reference.py), variable lengths against each sequence run alone,
@@ -20,7 +20,7 @@
 #include "convert/ModelFile.h"
 #include "nn/RNNBase.h"
 #include "tensor/Safetensors.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 namespace rnncheck {
 

@@ -1,4 +1,4 @@
-// test_model_file.cpp: model files of cudnn networks (convert/ModelFile.h). A network
+// test_CudnnModelFile.cpp: model files of cudnn networks (convert/ModelFile.h). A network
 // converted to cudnn and trained a step on the GPU is saved from there; it loads back as
 // twins on the CPU, computes on the GPU what the saved one computed, and converted to nn
 // computes the same on the CPU. A float16 network keeps its dtypes (float32 batch-norm
@@ -33,7 +33,7 @@ const Device gpu = Device::cuda(0);
 struct TempDir {
   fs::path dir;
   TempDir() {
-    dir = fs::temp_directory_path() / ("cudnn_nn_test_model_file_" + std::to_string(::getpid()));
+    dir = fs::temp_directory_path() / ("cudnn_nn_test_cudnn_model_file_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }

@@ -1,4 +1,4 @@
-// SoftMaxChecks.h: the checks every softmax twin's test runs (test_SoftMax, test_LogSoftMax,
+// SoftMaxTwinChecks.h: the checks every softmax twin's test runs (test_SoftMax, test_LogSoftMax,
 // test_Spatial*, test_Volumetric*): expect_twin_matches over the ranks the family accepts
 // (batch and not, batch 1, odd sizes), fast mode, large inputs, the convert round trip and
 // the errors.
@@ -12,7 +12,7 @@
 
 #include "convert/Convert.h"
 #include "cudnn/SoftMaxBase.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

@@ -1,4 +1,4 @@
-// test_safetensors.cpp: a file written by the reference implementation, round trips of
+// test_Safetensors.cpp: a file written by the reference implementation, round trips of
 // every dtype, and malformed input (every truncation, corrupt headers) that must end in
 // an Error, never a crash or an out-of-bounds read (run under ASan in CI).
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Reference.h: naive float64 CPU references for the cuDNN op tests, written from the
+// OpReference.h: naive float64 CPU references for the cuDNN op tests, written from the
 // definitions (direct loops), independent of both the nn kernels and cuDNN.
 #pragma once
 

@@ -1,6 +1,6 @@
-// test_cuda.cpp: the CUDA half of the tensor layer checked against the CPU half: copies
+// test_Cuda.cpp: the CUDA half of the tensor layer checked against the CPU half: copies
 // between devices and dtypes, strided views, every kernel, seeded random fills and the
-// caching allocator. Linked with tests/common/gpu_main.cpp, which skips the whole
+// caching allocator. Linked with tests/support/gpu_main.cpp, which skips the whole
 // executable when no GPU is visible. Tolerances (scaled relative error, Caffe's) are in
 // `tolerance`: a few ulps of the dtype, since exp, log, pow, ... come from CUDA's libdevice.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// BatchNormChecks.h: the checks every batch-normalisation twin's test runs
+// BatchNormTwinChecks.h: the checks every batch-normalisation twin's test runs
 // (test_BatchNormalization, test_SpatialBatchNormalization, test_VolumetricBatchNormalization):
 // expect_twin_matches in training and evaluation (affine on and off, several eps and
 // momentum values), single samples in evaluation, 16-bit data with float32 parameters,
@@ -13,7 +13,7 @@
 
 #include "convert/Convert.h"
 #include "cudnn/BatchNormalization.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

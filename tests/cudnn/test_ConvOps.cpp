@@ -1,4 +1,4 @@
-// test_conv_ops.cpp: cudnn::conv / conv_grad_input / conv_grad_weight and ConvPlan against
+// test_ConvOps.cpp: cudnn::conv / conv_grad_input / conv_grad_weight and ConvPlan against
 // a direct float64 convolution, every algorithm name, the selection policies, memory limits
 // and determinism. Gradients are checked through the adjoint identities
 // <conv(x, w), g> = <x, conv_grad_input(w, g)> = <w, conv_grad_weight(x, g)>.
@@ -7,7 +7,7 @@
 #include "cudnn/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/Reference.h"
+#include "tests/support/OpReference.h"
 
 using namespace tensor;
 

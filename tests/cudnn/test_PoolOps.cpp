@@ -1,10 +1,10 @@
-// test_pool_ops.cpp: cudnn::pool / pool_grad against Torch-semantics loops, floor and ceil
+// test_PoolOps.cpp: cudnn::pool / pool_grad against Torch-semantics loops, floor and ceil
 // mode (ceil shapes that add windows run on our own kernel), 2-D and 3-D, every mode.
 #include <doctest/doctest.h>
 
 #include "cudnn/Config.h"
 #include "cudnn/ops/pool.h"
-#include "tests/cudnn/Reference.h"
+#include "tests/support/OpReference.h"
 
 using namespace tensor;
 

@@ -1,4 +1,4 @@
-// test_optimizers_gpu.cpp: nn::SGD (momentum, dampening, Nesterov, weight decay) and nn::Adam
+// test_Optimizers.cpp: nn::SGD (momentum, dampening, Nesterov, weight decay) and nn::Adam
 // on parameters living on the GPU. They are written with tensor operations, so they run
 // where the parameters are: several steps on CUDA float32 parameters stay within 1e-6
 // (relative) of the same steps on CPU float64 copies, CUDA and CPU give the same bits in
@@ -14,7 +14,7 @@
 #include "nn/Linear.h"
 #include "nn/SGD.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 

@@ -1,4 +1,4 @@
-// RNNChecks.h: what every recurrent twin's suite checks (test_RNNReLU ... test_BGRU), as
+// RNNTwinChecks.h: what every recurrent twin's suite checks (test_RNNReLU ... test_BGRU), as
 // templates over the nn type and its twin:
 //   expect_rnn_family      twin vs nn (float64 reference on the twin's own rounded weights and
 //                          inputs): output, final states, gradInput, gradHiddenInput,
@@ -30,8 +30,8 @@
 #include "nn/RNNBase.h"
 #include "nn/SGD.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/SteadyState.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/SteadyState.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

@@ -1,4 +1,4 @@
-// test_half.cpp: float16 and bfloat16 conversions, exhaustively where the space is small,
+// test_Half.cpp: float16 and bfloat16 conversions, exhaustively where the space is small,
 // against GCC's _Float16 (correctly rounded) and a bfloat16 rounding reference.
 #include <doctest/doctest.h>
 

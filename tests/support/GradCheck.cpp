@@ -1,5 +1,5 @@
 // GradCheck.cpp
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 #include <doctest/doctest.h>
 

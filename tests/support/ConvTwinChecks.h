@@ -16,7 +16,7 @@
 #include "cudnn/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

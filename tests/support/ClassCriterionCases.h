@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace testing {
 

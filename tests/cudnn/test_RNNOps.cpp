@@ -1,4 +1,4 @@
-// test_rnn_ops.cpp: cudnn::RNNBlock, Theano's functional RNN op: splitParams gives the gates
+// test_RNNOps.cpp: cudnn::RNNBlock, Theano's functional RNN op: splitParams gives the gates
 // in Theano's documented order (an nn module's weights written gate by gate through it give
 // the nn module's outputs), apply() and grad() against nn's forward and backward for every
 // cell, both directions, 1 and 2 layers; skip input mode; the errors.
@@ -12,7 +12,7 @@
 #include "nn/LSTM.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
-#include "tests/cudnn/RNNChecks.h"
+#include "tests/support/RNNTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

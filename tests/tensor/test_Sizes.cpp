@@ -1,10 +1,10 @@
-// test_sizes.cpp: every size that decides an allocation is checked (Note [Checked sizes] in
+// test_Sizes.cpp: every size that decides an allocation is checked (Note [Checked sizes] in
 // tensor/DType.cpp): shapes whose element or byte counts overflow int64, negative sizes,
 // views and expands into such shapes, and the allocation limit nn::load_model builds under.
 // Also integer sums that overflow: they wrap (two's complement), without undefined behaviour.
 #include <doctest/doctest.h>
 
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-// test_convert.cpp: nn::convert on a network of the twins this branch adds: a Sequential of
+// test_Convert.cpp: nn::convert on a network of the twins this branch adds: a Sequential of
 // Linear, Dropout, Residual(Sequential(Linear, Identity)), a user's own module, View and
 // Concat, converted with and without an exclusion predicate. The report lists what was
 // converted, excluded and left without a twin; printing shows the twins inside
@@ -23,7 +23,7 @@
 #include "nn/SpatialBatchNormalization.h"
 #include "nn/SpatialConvolution.h"
 #include "nn/View.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 

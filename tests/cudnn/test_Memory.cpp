@@ -1,4 +1,4 @@
-// test_memory.cpp: the GPU memory paths. Out of memory under tensor::cuda::set_memory_limit:
+// test_Memory.cpp: the GPU memory paths. Out of memory under tensor::cuda::set_memory_limit:
 // the error names the request, the device, its free and total memory and the allocator's
 // bytes; a training step that fails in the forward pass or in the optimizer step leaves the
 // parameters and the optimizer state as they were, and after the limit is raised the same

@@ -1,4 +1,4 @@
-// PoolingChecks.h: what the four pooling twins' tests share (test_SpatialMaxPooling,
+// PoolingTwinChecks.h: what the four pooling twins' tests share (test_SpatialMaxPooling,
 // test_SpatialAveragePooling, test_VolumetricMaxPooling, test_VolumetricAveragePooling):
 // configurations with the ceil-mode effect they are meant to have (checked against sizes worked
 // out here, not by nn), expect_twin_matches over batch / batch 1 / non-batch inputs of each,
@@ -17,7 +17,7 @@
 
 #include "nn/Module.h"
 #include "nn/Pooling.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 namespace pooltwin {
 

@@ -1,5 +1,5 @@
 // TwinCheck.cpp
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 #include <doctest/doctest.h>
 

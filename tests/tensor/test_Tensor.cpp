@@ -1,4 +1,4 @@
-// test_tensor.cpp: Tensor metadata, views, copies, creation, randomness, errors, printing.
+// test_Tensor.cpp: Tensor metadata, views, copies, creation, randomness, errors, printing.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// test_misc_ops.cpp: softmax, batch norm, activations, LRN, cuBLAS GEMM and the NLL kernels
+// test_MiscOps.cpp: softmax, batch norm, activations, LRN, cuBLAS GEMM and the NLL kernels
 // against their definitions computed on the CPU in float64.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include "cudnn/ops/blas.h"
 #include "cudnn/ops/lrn.h"
 #include "cudnn/ops/softmax.h"
-#include "tests/cudnn/Reference.h"
+#include "tests/support/OpReference.h"
 
 using namespace tensor;
 

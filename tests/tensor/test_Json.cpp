@@ -1,4 +1,4 @@
-// test_json.cpp: the JSON parser and writer used for safetensors headers and model files.
+// test_Json.cpp: the JSON parser and writer used for safetensors headers and model files.
 #include <doctest/doctest.h>
 
 #include "tensor/DType.h"
