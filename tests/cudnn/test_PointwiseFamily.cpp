@@ -1,4 +1,4 @@
-// test_Pointwise.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh) against
+// test_PointwiseFamily.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh) against
 // their nn modules, as one table: each row builds one configuration on both sides and names the
 // input range that reaches its interesting parts; every row goes through the same checks
 // (tests/support/PointwiseTwinChecks.h): float32 with TF32 off, float64, float16, bfloat16, 1-D
