@@ -1,5 +1,5 @@
-// RNNChecks.h: what the recurrent modules' tests share (test_RNNReLU, test_RNNTanh, test_LSTM,
-// test_GRU, test_BLSTM, test_BGRU): a finite-difference check that also covers the initial
+// RNNChecks.h: what the recurrent modules' tests share (the rows of tests/nn/test_RNNFamily.cpp):
+// a finite-difference check that also covers the initial
 // states and gradients on the final states, the PyTorch reference cases
 // (scripts/make_rnn_reference.py), variable lengths against each sequence run alone,
 // dropout, rememberStates, model files, and the errors.

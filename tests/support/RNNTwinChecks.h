@@ -1,4 +1,4 @@
-// RNNTwinChecks.h: what every recurrent twin's suite checks (test_RNNReLU ... test_BGRU), as
+// RNNTwinChecks.h: what every recurrent twin's suite checks (the rows of tests/cudnn/test_RNNFamily.cpp), as
 // templates over the nn type and its twin:
 //   expect_rnn_family      twin vs nn (float64 reference on the twin's own rounded weights and
 //                          inputs): output, final states, gradInput, gradHiddenInput,

@@ -1,4 +1,4 @@
-// test_RNN.cpp: the six recurrent modules (nn.RNNReLU, RNNTanh, LSTM, GRU, BLSTM, BGRU) as one
+// test_RNNFamily.cpp: the six recurrent modules (nn.RNNReLU, RNNTanh, LSTM, GRU, BLSTM, BGRU) as one
 // table: each row names the type, how to build it, its PyTorch float64 reference cases and how it
 // prints; every row goes through the same checks (tests/support/RNNChecks.h): PyTorch's outputs, final
 // states and gradients, finite differences over inputs, states and parameters (layers,
