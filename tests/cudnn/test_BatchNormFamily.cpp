@@ -34,7 +34,7 @@ struct BatchNormTwin {
                                  // gradient's cancellation amplifies the inputs' rounding beyond the tolerances)
   std::vector<Shape> single;     // single samples, in evaluation
   Shape errorShape;              // a good input for expect_batch_norm_errors
-  int64_t printedPlanes = 0;       // Cu(printedPlanes).str() == printed
+  int64_t printedPlanes = 0;     // Cu(printedPlanes).str() == printed
   std::string printed;
   // the checks of tests/support/BatchNormTwinChecks.h, for this row's types
   std::function<void(const std::vector<Shape>&, bool batched, bool training, DType, bool noncontiguous)> matches;
@@ -62,7 +62,9 @@ BatchNormTwin row(const char* name, std::vector<Shape> batched, std::vector<Shap
   };
   r.parameterDtypes = [] { expect_batch_norm_parameter_dtypes<Cu>(3); };
   r.runningStatistics = [](const Shape& s, DType dt) { expect_batch_norm_running_statistics<Nn, Cu>(s, dt); };
-  r.separateGradients = [](const Shape& s, bool training) { expect_batch_norm_separate_gradients<Nn, Cu>(s, training); };
+  r.separateGradients = [](const Shape& s, bool training) {
+    expect_batch_norm_separate_gradients<Nn, Cu>(s, training);
+  };
   r.convertAndErrors = [first = r.batched[0], planes = r.printedPlanes, str = r.printed, good = r.errorShape] {
     expect_batch_norm_convert_roundtrip<Nn>(first);
     CHECK(Cu(planes).str() == str);

@@ -44,9 +44,9 @@ PointwiseFactory make(A... args) {
 }
 
 struct Activation {
-  const char* name;     // the configuration, for messages
+  const char* name;  // the configuration, for messages
   PointwiseFactory nn, cu;
-  double lo, hi;        // inputs uniform in [lo, hi]: past the ceilings and into the saturations
+  double lo, hi;  // inputs uniform in [lo, hi]: past the ceilings and into the saturations
 };
 
 const std::vector<Activation>& activations() {

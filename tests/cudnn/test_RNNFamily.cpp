@@ -182,7 +182,6 @@ TEST_CASE("cudnn.GRU with variable lengths equals running each sequence alone") 
     const Tensor yb = twin.forward(xb);
     CHECK(tensor::max_abs_diff(y.narrow(0, 0, lengths[b]).narrow(1, b, 1), yb) < 1e-12);
     CHECK(tensor::max_abs_diff(h.narrow(1, b, 1), twin.hiddenOutput) < 1e-12);
-    if (lengths[b] < T)
-      CHECK(y.narrow(0, lengths[b], T - lengths[b]).narrow(1, b, 1).abs().max().item() == 0);
+    if (lengths[b] < T) CHECK(y.narrow(0, lengths[b], T - lengths[b]).narrow(1, b, 1).abs().max().item() == 0);
   }
 }

@@ -59,7 +59,8 @@ SoftMaxTwin row(const char* name, std::vector<Shape> shapes, Shape good, Shape b
 const std::vector<SoftMaxTwin>& softmaxes() {
   const std::vector<Shape> flat = {{7}, {4, 9}, {1, 13}, {5, 3, 4}, {2, 5, 3, 4}, {1, 3, 1, 1}, {3, 1, 2, 5}};
   const std::vector<Shape> spatial = {{5, 3, 4}, {2, 5, 3, 4}, {1, 3, 1, 1}, {1, 7, 5, 3}, {3, 1, 2, 5}};
-  const std::vector<Shape> volumetric = {{4, 2, 3, 3}, {2, 4, 2, 3, 3}, {1, 3, 1, 1, 1}, {1, 5, 3, 2, 3}, {3, 1, 2, 2, 3}};
+  const std::vector<Shape> volumetric = {
+      {4, 2, 3, 3}, {2, 4, 2, 3, 3}, {1, 3, 1, 1, 1}, {1, 5, 3, 2, 3}, {3, 1, 2, 2, 3}};
   const std::string flatBad =
       "expected input of [n], [batch x n], [C x H x W] or [N x C x H x W], got [2 x 3 x 4 x 5 x 6]";
   const std::string spatialBad = "expected input of [C x H x W] or [N x C x H x W], got [2 x 3]";

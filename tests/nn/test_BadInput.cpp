@@ -74,7 +74,8 @@ TEST_CASE("bad-input matrix (nn): an integer input is an error naming the module
     if (s.anyDtype) {  // handed through: the same integers, arranged as the float32 input would be
       CHECK(e == "(no error)");
       CHECK(m->output.dtype() == DType::Int64);
-      CHECK(max_abs_diff(m->output.to(DType::Float64), build(s)->forward(x.to(DType::Float32)).to(DType::Float64)) == 0);
+      CHECK(max_abs_diff(m->output.to(DType::Float64), build(s)->forward(x.to(DType::Float32)).to(DType::Float64)) ==
+            0);
     } else {
       CHECK(has(e, "nn." + s.type));
       CHECK(has(e, "int64"));

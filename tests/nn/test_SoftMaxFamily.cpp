@@ -28,13 +28,13 @@ struct SoftMaxType {
   const char* name;  // prints as "nn." + name
   std::function<std::shared_ptr<nn::SoftMaxBase>()> make;
   bool log;
-  bool volumetric;       // [C x T x H x W] samples (else [C x H x W])
-  Shape sample;          // one sample of 3 channels, for the closed forms and the dtype error
-  Shape unbatched;       // [5 x ...] and [2 x 5 x ...] compared with the reference
+  bool volumetric;  // [C x T x H x W] samples (else [C x H x W])
+  Shape sample;     // one sample of 3 channels, for the closed forms and the dtype error
+  Shape unbatched;  // [5 x ...] and [2 x 5 x ...] compared with the reference
   Shape batched;
-  Shape large;           // float32, large enough for the parallel path
+  Shape large;  // float32, large enough for the parallel path
   uint64_t gradientSeed;
-  Shape bad;             // a rank it refuses, and its message
+  Shape bad;  // a rank it refuses, and its message
   std::string badMessage;
 };
 
@@ -44,6 +44,8 @@ std::function<std::shared_ptr<nn::SoftMaxBase>()> make() {
 }
 
 const std::vector<SoftMaxType>& types() {
+  // one row per type, laid out by hand
+  // clang-format off
   static const std::vector<SoftMaxType> rows = {
       {"SpatialSoftMax", make<nn::SpatialSoftMax>(), false, false, {3, 2, 2}, {5, 3, 4}, {2, 5, 3, 4}, {4, 16, 32, 33},
        20261208, {2, 3}, "expected input of [C x H x W] or [N x C x H x W], got [2 x 3]"},
@@ -57,6 +59,7 @@ const std::vector<SoftMaxType>& types() {
        {2, 5, 2, 3, 4}, {4, 16, 8, 16, 9}, 20261211, {2, 3, 4, 5, 6, 7},
        "expected input of [C x T x H x W] or [N x C x T x H x W], got [2 x 3 x 4 x 5 x 6 x 7]"},
   };
+  // clang-format on
   return rows;
 }
 

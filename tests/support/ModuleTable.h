@@ -14,13 +14,13 @@
 namespace testing {
 
 struct ModuleSpec {
-  std::string type;                         // "SpatialConvolution": the module prints "nn.SpatialConvolution"
-  std::function<nn::ModulePtr()> make;      // float32 on the CPU; call tensor::manual_seed first to repeat it
-  tensor::Shape input;                      // an input it takes, with a batch of 2
-  int64_t batchDim = 0;                     // where the batch is, in the input and in the output
-  int64_t planeDim = -1;                    // the input size it checks against its configuration (-1: none)
-  tensor::Shape wrongRank = {};             // an input of a rank it refuses ({}: every rank is taken)
-  bool stochastic = false;                  // draws random numbers in training (compared in evaluate mode)
+  std::string type;                     // "SpatialConvolution": the module prints "nn.SpatialConvolution"
+  std::function<nn::ModulePtr()> make;  // float32 on the CPU; call tensor::manual_seed first to repeat it
+  tensor::Shape input;                  // an input it takes, with a batch of 2
+  int64_t batchDim = 0;                 // where the batch is, in the input and in the output
+  int64_t planeDim = -1;                // the input size it checks against its configuration (-1: none)
+  tensor::Shape wrongRank = {};         // an input of a rank it refuses ({}: every rank is taken)
+  bool stochastic = false;              // draws random numbers in training (compared in evaluate mode)
   // Moves elements without computing (Identity, Reshape, Select, View): takes every dtype, as
   // Torch's do, and hands an integer input through unchanged instead of refusing it.
   bool anyDtype = false;
@@ -28,8 +28,8 @@ struct ModuleSpec {
   // network): a wrong plane count is that child's error, naming the child's input, after the
   // container's "In 1 module of nn.X:" prefix.
   bool childSeesOtherShape = false;
-  // An input that is NaN everywhere gives an output that is NaN everywhere (Note [NaN and Inf]).
-  // False only for RNNReLU, whose cell maps NaN to 0 (what cuDNN does is measured by the GPU half).
+  // An input that is NaN everywhere gives an output that is NaN everywhere (Note [NaN and Inf]);
+  // false where some outputs do not read the input (none today).
   bool nanEverywhere = true;
 };
 
