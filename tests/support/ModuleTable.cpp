@@ -73,10 +73,11 @@ const std::vector<ModuleSpec>& module_table() {
   // one row per type, laid out by hand
   // clang-format off
   static const std::vector<ModuleSpec> rows = {
-      // type, make, input, batchDim, planeDim, wrongRank, stochastic, anyDtype, childSeesOtherShape, nanEverywhere
+      // type, make, input, batchDim, planeDim, wrongRank, stochastic, anyDtype, childSeesOtherShape, nanEverywhere,
+      // backwardInEvaluation
       {"BatchNormalization", make<nn::BatchNormalization>(3), {2, 3}, 0, 1, {2, 3, 4, 5}},
-      {"BGRU", make<nn::BGRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
-      {"BLSTM", make<nn::BLSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
+      {"BGRU", make<nn::BGRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"BLSTM", make<nn::BLSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"ClippedReLU", make<nn::ClippedReLU>(0.5), {2, 3, 4}},
       {"Concat",
        [] {
@@ -86,17 +87,17 @@ const std::vector<ModuleSpec>& module_table() {
        {2, 3}, 0, 1, {2, 3, 4}},
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
-      {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
+      {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},
       {"Linear", make<nn::Linear>(3, 4), {2, 3}, 0, 1, {2, 3, 4}},
       {"LogSoftMax", make<nn::LogSoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
-      {"LSTM", make<nn::LSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
+      {"LSTM", make<nn::LSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"ReLU", make<nn::ReLU>(), {2, 3, 4}},
       {"Reshape", make<nn::Reshape>(3, 2), {2, 6}, 0, 1, {}, false, true},
       {"Residual", [] { return ModulePtr(std::make_shared<nn::Residual>(std::make_shared<nn::Linear>(3, 3))); },
        {2, 3}, 0, 1, {2, 3, 4}},
-      {"RNNReLU", make<nn::RNNReLU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
-      {"RNNTanh", make<nn::RNNTanh>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}},
+      {"RNNReLU", make<nn::RNNReLU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"RNNTanh", make<nn::RNNTanh>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"Select", make<nn::Select>(1, -1), {2, 3, 4}, 0, -1, {3}, false, true},
       {"Sequential",
        [] { return sequential({std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::Tanh>()}); },

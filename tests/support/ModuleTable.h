@@ -31,6 +31,9 @@ struct ModuleSpec {
   // An input that is NaN everywhere gives an output that is NaN everywhere (Note [NaN and Inf]);
   // false where some outputs do not read the input (none today).
   bool nanEverywhere = true;
+  // backward after a forward in evaluation mode (false for the recurrent types: backward needs
+  // a training forward's saved state, as cuDNN's reserve space is kept only in training)
+  bool backwardInEvaluation = true;
 };
 
 const std::vector<ModuleSpec>& module_table();
