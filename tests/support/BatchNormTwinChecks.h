@@ -1,5 +1,5 @@
-// BatchNormTwinChecks.h: the checks every batch-normalisation twin's test runs
-// (test_BatchNormalization, test_SpatialBatchNormalization, test_VolumetricBatchNormalization):
+// BatchNormTwinChecks.h: the checks every batch-normalisation twin goes through (the rows of
+// tests/cudnn/test_BatchNormFamily.cpp):
 // expect_twin_matches in training and evaluation (affine on and off, several eps and
 // momentum values), single samples in evaluation, 16-bit data with float32 parameters,
 // running statistics over several steps, updateGradInput and accGradParameters called

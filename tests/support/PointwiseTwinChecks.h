@@ -1,5 +1,5 @@
-// PointwiseTwinChecks.h: the checks every activation twin's test runs (test_ReLU, test_ClippedReLU,
-// test_Tanh, test_Sigmoid, test_ELU), given factories for the nn module and its twin:
+// PointwiseTwinChecks.h: the checks every activation twin goes through (the rows of
+// tests/cudnn/test_PointwiseFamily.cpp), given factories for the nn module and its twin:
 // expect_twin_matches over 1-D to 5-D inputs in place and not, real storage sharing in place
 // (a non-contiguous input written through its view), the convert round trip and the errors.
 #pragma once

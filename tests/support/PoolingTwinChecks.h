@@ -1,5 +1,5 @@
-// PoolingTwinChecks.h: what the four pooling twins' tests share (test_SpatialMaxPooling,
-// test_SpatialAveragePooling, test_VolumetricMaxPooling, test_VolumetricAveragePooling):
+// PoolingTwinChecks.h: what the four pooling twins share (the rows of
+// tests/cudnn/test_PoolingFamily.cpp):
 // configurations with the ceil-mode effect they are meant to have (checked against sizes worked
 // out here, not by nn), expect_twin_matches over batch / batch 1 / non-batch inputs of each,
 // max-pooling inputs without ties in any dtype, gradients unaffected by in-place writes into

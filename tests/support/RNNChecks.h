@@ -1,8 +1,7 @@
 // RNNChecks.h: what the recurrent modules' tests share (the rows of tests/nn/test_RNNFamily.cpp):
-// a finite-difference check that also covers the initial
-// states and gradients on the final states, the PyTorch reference cases
-// (scripts/make_rnn_reference.py), variable lengths against each sequence run alone,
-// dropout, rememberStates, model files, and the errors.
+// a finite-difference check that also covers the initial states and gradients on the final
+// states, the PyTorch reference cases (scripts/make_rnn_reference.py), variable lengths against
+// each sequence run alone, dropout, rememberStates, model files, and the errors.
 #pragma once
 
 #include <doctest/doctest.h>

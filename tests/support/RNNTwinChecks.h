@@ -1,5 +1,5 @@
-// RNNTwinChecks.h: what every recurrent twin's suite checks (the rows of tests/cudnn/test_RNNFamily.cpp), as
-// templates over the nn type and its twin:
+// RNNTwinChecks.h: what every recurrent twin is checked for (the rows of
+// tests/cudnn/test_RNNFamily.cpp), as templates over the nn type and its twin:
 //   expect_rnn_family      twin vs nn (float64 reference on the twin's own rounded weights and
 //                          inputs): output, final states, gradInput, gradHiddenInput,
 //                          gradCellInput and every parameter gradient, over rnn_cases() (1 and

@@ -1,5 +1,5 @@
-// SoftMaxTwinChecks.h: the checks every softmax twin's test runs (test_SoftMax, test_LogSoftMax,
-// test_Spatial*, test_Volumetric*): expect_twin_matches over the ranks the family accepts
+// SoftMaxTwinChecks.h: the checks every softmax twin goes through (the rows of
+// tests/cudnn/test_SoftMaxFamily.cpp): expect_twin_matches over the ranks the family accepts
 // (batch and not, batch 1, odd sizes), fast mode, large inputs, the convert round trip and
 // the errors.
 #pragma once
