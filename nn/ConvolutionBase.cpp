@@ -303,7 +303,7 @@ void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradO
     const T* image = transposed_ ? gy.data<T>() : x.data<T>();
     const T* other = transposed_ ? x.data<T>() : gy.data<T>();
     kernels::conv_backward_weight<T>(g, image, other, static_cast<T>(scale), gw.data<T>(), columns_.data<T>());
-    if (gb.defined()) {
+    if (gb.defined() && gy.numel() > 0) {  // an empty batch adds nothing (and must not divide by 0)
       const int64_t spatial = gy.numel() / (g.batch * nOutputPlane);
       kernels::bias_backward<T>(gy.data<T>(), g.batch, nOutputPlane, spatial, static_cast<T>(scale), gb.data<T>());
     }

@@ -60,8 +60,9 @@ Shape View::outputShape(const Tensor& input) const {
   // the -1 size resolved, so that the shape compares with gradOutput's
   int64_t known = 1;
   for (int64_t s : shape) known *= s == -1 ? 1 : s;
+  // with an empty batch (known == 0) the -1 size is still what one sample gives it
   for (int64_t& s : shape) {
-    if (s == -1) s = input.numel() / known;
+    if (s == -1) s = known != 0 ? input.numel() / known : (numElements != 0 ? perSample / numElements : 0);
   }
   return shape;
 }

@@ -8,7 +8,7 @@
                                        the libFuzzer seed corpus: the files above, plus valid
                                        ones (model seeds as 4-byte LE JSON length, JSON, weights)
 
-The unit tests (tests/tensor/test_safetensors.cpp, tests/convert/test_UntrustedModel.cpp)
+The unit tests (tests/tensor/test_Safetensors.cpp, tests/convert/test_UntrustedModel.cpp)
 read the files; `scripts/dev fuzz` starts from the corpus. Deterministic: rerunning rewrites
 the same bytes. No dependencies beyond the standard library.
 """

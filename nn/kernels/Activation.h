@@ -11,7 +11,7 @@ namespace nn::kernels {
 
 // Note [NaN and Inf]
 // Both backends give the same non-finite values, element by element; the twin tests inject
-// NaN, +Inf and -Inf (tests/cudnn/TwinCheck.h, expect_twin_nonfinite_matches). The rule is
+// NaN, +Inf and -Inf (tests/support/TwinCheck.h, expect_twin_nonfinite_matches). The rule is
 // IEEE's, as PyTorch and cuDNN's CUDNN_PROPAGATE_NAN do it: a NaN propagates, infinities
 // take their limits.
 // - Activations: f(NaN) = NaN (ReLU and ClippedReLU included: they are written so that the

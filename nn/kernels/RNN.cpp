@@ -41,8 +41,10 @@ inline void cell_forward(RNNCell cell, int64_t H, T* x, const T* hh, T* h, T* c,
     case RNNCell::ReLU:
 #pragma omp simd
       for (int64_t j = 0; j < H; ++j) {
+        // See Note [NaN and Inf]: the comparison is false for a NaN, which keeps it, as cuDNN's
+        // CUDNN_RNN_RELU does (measured by tests/cudnn/test_BadInput.cpp)
         const T v = x[j] + hh[j];
-        x[j] = h[j] = v > T(0) ? v : T(0);
+        x[j] = h[j] = v <= T(0) ? T(0) : v;
       }
       return;
     case RNNCell::Tanh:

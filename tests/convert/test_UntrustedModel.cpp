@@ -5,7 +5,7 @@
 // allocating what the file describes. A failed save leaves the previous pair loadable.
 #include <doctest/doctest.h>
 
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include <signal.h>
 #include <sys/resource.h>

@@ -8,7 +8,7 @@
 
 #include "cudnn/CrossEntropyCriterion.h"
 #include "nn/CrossEntropyCriterion.h"
-#include "tests/cudnn/ClassCriterionCases.h"
+#include "tests/support/ClassCriterionCases.h"
 
 using namespace tensor;
 using namespace testing;

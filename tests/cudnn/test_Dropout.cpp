@@ -5,7 +5,7 @@
 
 #include "cudnn/Dropout.h"
 #include "nn/Dropout.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

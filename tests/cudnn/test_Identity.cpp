@@ -4,7 +4,7 @@
 
 #include "cudnn/Identity.h"
 #include "nn/Identity.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

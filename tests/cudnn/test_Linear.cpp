@@ -8,7 +8,7 @@
 #include "cudnn/core/Config.h"
 #include "nn/Linear.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -7,7 +7,7 @@
 
 #include "cudnn/MSECriterion.h"
 #include "nn/MSECriterion.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

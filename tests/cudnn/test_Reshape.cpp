@@ -7,7 +7,7 @@
 
 #include "cudnn/Reshape.h"
 #include "nn/Reshape.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -13,7 +13,7 @@
 #include "nn/Linear.h"
 #include "nn/Residual.h"
 #include "nn/Sequential.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

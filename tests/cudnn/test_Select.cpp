@@ -4,7 +4,7 @@
 
 #include "cudnn/Select.h"
 #include "nn/Select.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -8,7 +8,7 @@
 #include "convert/Convert.h"
 #include "cudnn/SpatialConvolution.h"
 #include "nn/SpatialConvolution.h"
-#include "tests/cudnn/ConvTwinChecks.h"
+#include "tests/support/ConvTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

@@ -6,7 +6,7 @@
 
 #include "cudnn/SpatialCrossEntropyCriterion.h"
 #include "nn/SpatialCrossEntropyCriterion.h"
-#include "tests/cudnn/ClassCriterionCases.h"
+#include "tests/support/ClassCriterionCases.h"
 
 using namespace tensor;
 using namespace testing;

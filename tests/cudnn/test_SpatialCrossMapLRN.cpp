@@ -8,8 +8,8 @@
 #include "convert/Convert.h"
 #include "cudnn/SpatialCrossMapLRN.h"
 #include "nn/SpatialCrossMapLRN.h"
-#include "tests/cudnn/SteadyState.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/SteadyState.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -7,7 +7,7 @@
 
 #include "cudnn/SpatialDilatedConvolution.h"
 #include "nn/SpatialDilatedConvolution.h"
-#include "tests/cudnn/ConvTwinChecks.h"
+#include "tests/support/ConvTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

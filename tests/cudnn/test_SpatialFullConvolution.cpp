@@ -8,7 +8,7 @@
 
 #include "cudnn/SpatialFullConvolution.h"
 #include "nn/SpatialFullConvolution.h"
-#include "tests/cudnn/ConvTwinChecks.h"
+#include "tests/support/ConvTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

@@ -22,9 +22,9 @@
 #include "nn/SpatialTransformer.h"
 #include "nn/View.h"
 #include "tensor/Cuda.h"
-#include "tests/cudnn/SteadyState.h"
-#include "tests/cudnn/TwinCheck.h"
-#include "tests/nn/SpatialTfCases.h"
+#include "tests/support/SteadyState.h"
+#include "tests/support/TwinCheck.h"
+#include "tests/support/SpatialTfCases.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,7 +5,7 @@
 
 #include "cudnn/View.h"
 #include "nn/View.h"
-#include "tests/cudnn/TwinCheck.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -7,7 +7,7 @@
 
 #include "cudnn/VolumetricConvolution.h"
 #include "nn/VolumetricConvolution.h"
-#include "tests/cudnn/ConvTwinChecks.h"
+#include "tests/support/ConvTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,7 +5,7 @@
 
 #include "cudnn/VolumetricCrossEntropyCriterion.h"
 #include "nn/VolumetricCrossEntropyCriterion.h"
-#include "tests/cudnn/ClassCriterionCases.h"
+#include "tests/support/ClassCriterionCases.h"
 
 using namespace tensor;
 using namespace testing;

@@ -7,7 +7,7 @@
 
 #include "cudnn/VolumetricFullConvolution.h"
 #include "nn/VolumetricFullConvolution.h"
-#include "tests/cudnn/ConvTwinChecks.h"
+#include "tests/support/ConvTwinChecks.h"
 
 using namespace tensor;
 using namespace testing;

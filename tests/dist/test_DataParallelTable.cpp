@@ -8,7 +8,7 @@
 #include "convert/ModelFile.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/DataParallelTable.h"
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 #include "tests/dist/Training.h"
 
 using cudnn::DataParallelTable;

@@ -6,7 +6,7 @@
 #include "cudnn/core/Config.h"
 #include "cudnn/dist/Dist.h"
 #include "cudnn/dist/DistributedDataParallel.h"
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 #include "tests/dist/Training.h"
 
 using cudnn::dist::DistributedDataParallel;

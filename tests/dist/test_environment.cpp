@@ -4,7 +4,7 @@
 #include <map>
 
 #include "cudnn/dist/Environment.h"
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 using cudnn::dist::WorldInfo;
 using testing::has;

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "cudnn/dist/Rendezvous.h"
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 #include "tests/dist/Ranks.h"
 
 using cudnn::dist::Rendezvous;

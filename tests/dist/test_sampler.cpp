@@ -5,7 +5,7 @@
 #include <set>
 
 #include "cudnn/dist/DistributedSampler.h"
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 using cudnn::dist::DistributedSampler;
 

@@ -5,7 +5,7 @@
 
 #include "nn/Adam.h"
 #include "nn/Linear.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "nn/BatchNormalization.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "nn/ClassNLLCriterion.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/NonFinite.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,7 +5,7 @@
 #include "nn/Identity.h"
 #include "nn/Linear.h"
 #include "nn/Sequential.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,8 +5,8 @@
 
 #include "nn/LogSoftMax.h"
 #include "nn/SoftMax.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/NonFinite.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;

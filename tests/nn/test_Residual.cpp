@@ -6,7 +6,7 @@
 #include "nn/Linear.h"
 #include "nn/Residual.h"
 #include "nn/Sequential.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

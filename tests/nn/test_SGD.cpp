@@ -3,7 +3,7 @@
 
 #include "nn/Linear.h"
 #include "nn/SGD.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 

@@ -6,7 +6,7 @@
 // values are refused at construction.
 #include <doctest/doctest.h>
 
-#include "tests/common/ErrorText.h"
+#include "tests/support/ErrorText.h"
 
 #include <cmath>
 #include <functional>

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "nn/SpatialBatchNormalization.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/NonFinite.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/NonFinite.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,7 +5,7 @@
 
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/SpatialCrossEntropyCriterion.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -6,8 +6,8 @@
 
 #include "nn/SpatialCrossMapLRN.h"
 #include "tensor/Safetensors.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/PoolingReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;

@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "nn/SpatialDilatedConvolution.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/ConvReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/ConvReference.h"
 
 using namespace tensor;
 using namespace testing;

@@ -6,8 +6,8 @@
 #include "nn/SpatialConvolution.h"
 #include "nn/SpatialFullConvolution.h"
 #include "tensor/Safetensors.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/ConvReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/ConvReference.h"
 
 using namespace tensor;
 using namespace testing;

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "nn/SpatialMaxPooling.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/NonFinite.h"
-#include "tests/nn/PoolingReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/NonFinite.h"
+#include "tests/support/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;

@@ -17,8 +17,8 @@
 #include "nn/View.h"
 #include "nn/kernels/SpatialTransformer.h"
 #include "tensor/Safetensors.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/SpatialTfCases.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/SpatialTfCases.h"
 
 using namespace tensor;
 using namespace testing;

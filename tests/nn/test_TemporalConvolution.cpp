@@ -5,8 +5,8 @@
 
 #include "nn/TemporalConvolution.h"
 #include "tensor/Safetensors.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/ConvReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/ConvReference.h"
 
 using namespace tensor;
 using namespace testing;

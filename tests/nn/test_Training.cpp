@@ -17,7 +17,7 @@
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
 #include "nn/View.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 

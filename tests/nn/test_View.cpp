@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "nn/View.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

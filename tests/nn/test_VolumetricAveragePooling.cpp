@@ -3,9 +3,9 @@
 
 #include "nn/SpatialAveragePooling.h"
 #include "nn/VolumetricAveragePooling.h"
-#include "tests/common/GradCheck.h"
-#include "tests/nn/NonFinite.h"
-#include "tests/nn/PoolingReference.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/NonFinite.h"
+#include "tests/support/PoolingReference.h"
 
 using namespace tensor;
 using namespace testing;

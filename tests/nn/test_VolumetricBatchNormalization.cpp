@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "nn/VolumetricBatchNormalization.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

@@ -5,7 +5,7 @@
 
 #include "nn/SpatialCrossEntropyCriterion.h"
 #include "nn/VolumetricCrossEntropyCriterion.h"
-#include "tests/common/GradCheck.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;

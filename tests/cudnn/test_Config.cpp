@@ -1,0 +1,110 @@
+// test_Config.cpp: the flags (no GPU needed): names, aliases, policies, errors, scoping.
+#include <doctest/doctest.h>
+
+#include <cudnn.h>
+
+#include "cudnn/core/Config.h"
+#include "tensor/DType.h"
+
+using namespace cudnn;
+
+TEST_CASE("algorithm names map to cuDNN's enums as Theano maps them") {
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "none").algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "small").algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "large").algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "fft").algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "fft_tiling").algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "none").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "deterministic").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "small").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "fft_tiling").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardData, "deterministic").algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardData, "winograd").algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD);
+  CHECK_THROWS_WITH_AS(AlgoSetting::parse(ConvPass::BackwardFilter, "winograd"),
+                       doctest::Contains("conv.algo_bwd_filter has no value 'winograd' (accepted: none, deterministic"),
+                       tensor::Error);
+  CHECK_THROWS_AS(AlgoSetting::parse(ConvPass::BackwardData, "small"), tensor::Error);
+  const AlgoSetting once = AlgoSetting::parse(ConvPass::Forward, "time_once");
+  CHECK(once.policy == AlgoSetting::Policy::TimeOnce);
+  CHECK(once.timed());
+  CHECK(once.once());
+  CHECK_FALSE(AlgoSetting::parse(ConvPass::Forward, "guess_on_shape_change").timed());
+  CHECK(std::string(once.name) == "time_once");
+  CHECK(std::string(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused").name) == "winograd_nonfused");
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "small") == AlgoSetting::parse(ConvPass::Forward, std::string("small")));
+  CHECK_FALSE(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused") ==
+              AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused"));
+  CHECK(std::string(algo_name(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) == "IMPLICIT_PRECOMP_GEMM");
+  CHECK(std::string(algo_name(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD)) == "UNKNOWN");
+}
+
+TEST_CASE("the algorithm table: 3-D support, determinism and last resorts") {
+  auto row = [](ConvPass pass, int algo) {
+    const ConvAlgorithm* a = find_algorithm(pass, algo);
+    REQUIRE(a != nullptr);
+    return *a;
+  };
+  // 3-D support as Theano lists it
+  CHECK(row(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING).in_3d);
+  CHECK_FALSE(row(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_FFT).in_3d);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1).in_3d);
+  CHECK(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3).in_3d);
+  CHECK(row(ConvPass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1).in_3d);
+  // the algorithms that accumulate with atomics
+  int nondeterministic = 0;
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardFilter}) {
+    for (const ConvAlgorithm& a : conv_algorithms(pass)) {
+      CHECK(a.pass == pass);
+      if (!a.deterministic) ++nondeterministic;
+    }
+  }
+  CHECK(nondeterministic == 3);
+  CHECK_FALSE(row(ConvPass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0).deterministic);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0).deterministic);
+  CHECK_FALSE(row(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3).deterministic);
+  CHECK(conv_algorithms(ConvPass::Forward).size() == 9);
+  CHECK(conv_algorithms(ConvPass::BackwardData).size() == 7);
+  CHECK(conv_algorithms(ConvPass::BackwardFilter).size() == 7);
+  // last resorts: no workspace; ALGO_1 when deterministic
+  CHECK(last_resort(ConvPass::Forward, false).algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  CHECK(last_resort(ConvPass::Forward, true).algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  CHECK(last_resort(ConvPass::BackwardData, false).algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+  CHECK(last_resort(ConvPass::BackwardData, true).algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+  CHECK(last_resort(ConvPass::BackwardFilter, false).algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+  CHECK(last_resort(ConvPass::BackwardFilter, true).algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  CHECK(find_algorithm(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD) == nullptr);
+}
+
+TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restores") {
+  const Config before = config();
+  {
+    ScopedConfig scoped("benchmark=true,fastest=1,verbose=false,deterministic=true,allow_tf32=false,"
+                        "workspace_limit=512M,conv.algo_fwd=small,conv.algo_bwd_data=time_on_shape_change,"
+                        "conv.precision=as_input,enabled=no_check");
+    const Config& c = config();
+    CHECK(c.benchmark);
+    CHECK(c.fastest);
+    CHECK(c.deterministic);
+    CHECK_FALSE(c.allow_tf32);
+    CHECK(c.workspace_limit == size_t(512) << 20);
+    CHECK(c.algo_fwd.policy == AlgoSetting::Policy::Fixed);
+    CHECK(c.algo_bwd_data.policy == AlgoSetting::Policy::TimeOnShapeChange);
+    CHECK(c.precision == Precision::AsInput);
+    CHECK(c.enabled == Enabled::NoCheck);
+    CHECK(c.str().find("workspace_limit=536870912") != std::string::npos);
+  }
+  CHECK(config().str() == before.str());
+  CHECK_THROWS_WITH_AS(set_flags("benchmark=maybe"), "cudnn flags: benchmark expects true or false, got 'maybe'", tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("workspace_limit=lots"), doctest::Contains("expects a byte count"), tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("colour=blue"), doctest::Contains("unknown key 'colour'"), tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("benchmark"), doctest::Contains("expected key=value"), tensor::Error);
+  // a failed set_flags changes nothing
+  CHECK_THROWS_AS(set_flags("benchmark=true,conv.precision=float8"), tensor::Error);
+  CHECK(config().str() == before.str());
+  set_flags("workspace_limit=2G");
+  CHECK(config().workspace_limit == size_t(2) << 30);
+  config() = before;
+}

@@ -1,0 +1,213 @@
+// test_MiscOps.cpp: softmax, batch norm, activations, LRN, cuBLAS GEMM and the NLL kernels
+// against their definitions computed on the CPU in float64.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "cudnn/core/Config.h"
+#include "cudnn/kernels/ClassNLL.h"
+#include "cudnn/ops/activation.h"
+#include "cudnn/ops/batch_norm.h"
+#include "cudnn/ops/blas.h"
+#include "cudnn/ops/lrn.h"
+#include "cudnn/ops/softmax.h"
+#include "tests/support/OpReference.h"
+
+using namespace tensor;
+
+namespace {
+const Device gpu = Device::cuda(0);
+}
+
+TEST_CASE("softmax and log-softmax, channel and instance mode, with gradients") {
+  Generator gen(1);
+  Tensor x = uniform({3, 5, 2, 4}, -3, 3, gen, DType::Float64);
+  const Tensor xg = x.to(gpu);
+  // channel mode: over dim 1 at each location
+  const Tensor e = x.sub(x.max(1, true).first).exp();
+  const Tensor ref = e.div(e.sum(1, true));
+  const Tensor y = cudnn::softmax(xg, cudnn::SoftmaxAlgo::Accurate, cudnn::SoftmaxMode::Channel);
+  CHECK(max_abs_diff(y, ref) < 1e-12);
+  CHECK(max_abs_diff(cudnn::softmax(xg, cudnn::SoftmaxAlgo::Log), ref.log()) < 1e-12);
+  CHECK(max_abs_diff(cudnn::softmax(xg, cudnn::SoftmaxAlgo::Fast), ref) < 1e-12);
+  // instance mode: over everything but dim 0
+  const Tensor flat = x.reshape({3, 40});
+  const Tensor ef = flat.sub(flat.max(1, true).first).exp();
+  const Tensor ref_i = ef.div(ef.sum(1, true)).reshape(x.sizes());
+  CHECK(max_abs_diff(cudnn::softmax(xg, cudnn::SoftmaxAlgo::Accurate, cudnn::SoftmaxMode::Instance), ref_i) < 1e-12);
+  // gradient: dx = y * (dy - sum(dy * y)); log: dx = dy - exp(y) * sum(dy)
+  const Tensor dy = uniform(x.sizes(), -1, 1, gen, DType::Float64);
+  const Tensor want = ref.mul(dy.sub(dy.mul(ref).sum(1, true)));
+  CHECK(max_abs_diff(cudnn::softmax_grad(y, dy.to(gpu)), want) < 1e-12);
+  const Tensor logy = ref.log();
+  const Tensor want_log = dy.sub(ref.mul(dy.sum(1, true)));
+  CHECK(max_abs_diff(cudnn::softmax_grad(logy.to(gpu), dy.to(gpu), cudnn::SoftmaxAlgo::Log), want_log) < 1e-12);
+  // large inputs stay finite in accurate mode
+  Tensor big = full({2, 3, 1, 1}, 1000.0, DType::Float32, gpu);
+  CHECK_FALSE(has_nonfinite(cudnn::softmax(big)));
+}
+
+TEST_CASE("batch norm train/test/grad follow Theano's definitions") {
+  Generator gen(2);
+  for (auto mode : {cudnn::BatchNormMode::Spatial, cudnn::BatchNormMode::PerActivation}) {
+    const bool spatial = mode == cudnn::BatchNormMode::Spatial;
+    Tensor x = uniform({6, 3, 4, 5}, -2, 2, gen, DType::Float64);
+    const Shape ps = spatial ? Shape{3} : Shape{3 * 4 * 5};
+    Tensor gamma = uniform(ps, 0.5, 1.5, gen, DType::Float64), beta = uniform(ps, -1, 1, gen, DType::Float64);
+    Tensor rm = zeros(ps, DType::Float64, gpu), rv = ones(ps, DType::Float64, gpu);
+    const double eps = 1e-5, factor = 0.1;
+    auto r = cudnn::batch_norm_train(x.to(gpu), gamma.to(gpu), beta.to(gpu), mode, eps, factor, rm, rv);
+    // reference statistics over the reduced dims
+    const Tensor xr = spatial ? x.transpose(0, 1).reshape({3, -1}) : x.reshape({6, -1}).t();
+    const int64_t m = xr.size(1);
+    const Tensor mean = xr.mean(1);
+    const Tensor var = xr.sub(mean.unsqueeze(1)).square().mean(1);
+    CHECK(max_abs_diff(r.mean, mean) < 1e-12);
+    CHECK(max_abs_diff(r.invstd, var.add(eps).rsqrt()) < 1e-10);
+    CHECK(max_abs_diff(rm, mean.mul(factor)) < 1e-12);
+    CHECK(max_abs_diff(rv, var.mul(static_cast<double>(m) / (m - 1)).mul(factor).add(1 - factor)) < 1e-12);
+    const Shape bshape = spatial ? Shape{1, 3, 1, 1} : Shape{1, 3, 4, 5};
+    const Tensor xhat = x.sub(mean.view(bshape)).mul(var.add(eps).rsqrt().view(bshape));
+    CHECK(max_abs_diff(r.out, xhat.mul(gamma.view(bshape)).add(beta.view(bshape))) < 1e-10);
+    const Tensor yt = cudnn::batch_norm_test(x.to(gpu), gamma.to(gpu), beta.to(gpu), rm, rv, mode, eps);
+    const Tensor want_t = x.sub(rm.cpu().view(bshape)).div(rv.cpu().add(eps).sqrt().view(bshape)).mul(gamma.view(bshape)).add(beta.view(bshape));
+    CHECK(max_abs_diff(yt, want_t) < 1e-10);
+    // gradient: dbeta = sum dy, dgamma = sum dy * xhat, dx = gamma*invstd/m * (m dy - dbeta - xhat dgamma)
+    const Tensor dy = uniform(x.sizes(), -1, 1, gen, DType::Float64);
+    auto g = cudnn::batch_norm_grad(x.to(gpu), dy.to(gpu), gamma.to(gpu), r.mean, r.invstd, mode, eps);
+    auto reduce = [&](const Tensor& t) {
+      return spatial ? t.transpose(0, 1).reshape({3, -1}).sum(1) : t.reshape({6, -1}).sum(0);
+    };
+    const Tensor dbeta = reduce(dy), dgamma = reduce(dy.mul(xhat));
+    CHECK(max_abs_diff(g.dbeta, dbeta) < 1e-10);
+    CHECK(max_abs_diff(g.dgamma, dgamma) < 1e-10);
+    const Tensor dx = dy.mul(static_cast<double>(m)).sub(dbeta.view(bshape)).sub(xhat.mul(dgamma.view(bshape)))
+                          .mul(gamma.view(bshape).mul(var.add(eps).rsqrt().view(bshape)).div(static_cast<double>(m)));
+    CHECK(max_abs_diff(g.dx, dx) < 1e-10);
+  }
+  Generator g2(3);
+  Tensor h = uniform({4, 2, 3, 3}, -1, 1, g2, DType::Float16, gpu);
+  Tensor p32 = ones({2}, DType::Float32, gpu), b32 = zeros({2}, DType::Float32, gpu);
+  CHECK(cudnn::batch_norm_train(h, p32, b32, cudnn::BatchNormMode::Spatial, 1e-5).out.dtype() == DType::Float16);
+  CHECK_THROWS_WITH_AS(cudnn::batch_norm_train(h, p32.to(DType::Float16), b32, cudnn::BatchNormMode::Spatial),
+                       doctest::Contains("expected gamma of 2 float32 values"), Error);
+}
+
+TEST_CASE("activations forward and backward") {
+  Generator gen(4);
+  Tensor x = uniform({2, 3, 4, 5}, -2, 2, gen, DType::Float64);
+  const Tensor dy = uniform(x.sizes(), -1, 1, gen, DType::Float64);
+  const auto xv = x.to_vector<double>(), gv = dy.to_vector<double>();
+  struct Act {
+    cudnn::Activation mode;
+    double coef;
+    double (*f)(double, double);
+    double (*df)(double, double);
+  };
+  const std::vector<Act> acts = {
+      {cudnn::Activation::Relu, 0, [](double v, double) { return v > 0 ? v : 0.0; }, [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
+      {cudnn::Activation::Sigmoid, 0, [](double v, double) { return 1 / (1 + std::exp(-v)); },
+       [](double v, double) { const double s = 1 / (1 + std::exp(-v)); return s * (1 - s); }},
+      {cudnn::Activation::Tanh, 0, [](double v, double) { return std::tanh(v); }, [](double v, double) { return 1 - std::tanh(v) * std::tanh(v); }},
+      {cudnn::Activation::ClippedRelu, 1.5, [](double v, double c) { return std::min(std::max(v, 0.0), c); },
+       [](double v, double c) { return v > 0 && v < c ? 1.0 : 0.0; }},
+      {cudnn::Activation::Elu, 0.7, [](double v, double a) { return v > 0 ? v : a * (std::exp(v) - 1); },
+       [](double v, double a) { return v > 0 ? 1.0 : a * std::exp(v); }},
+  };
+  for (const Act& a : acts) {
+    INFO("activation ", static_cast<int>(a.mode));
+    cudnn::ActivationPlan plan;
+    Tensor xg = x.to(gpu), y = empty(x.sizes(), DType::Float64, gpu), dx = empty(x.sizes(), DType::Float64, gpu);
+    plan.forward(a.mode, a.coef, xg, y);
+    plan.backward(a.mode, a.coef, xg, y, dy.to(gpu), dx);
+    const auto yv = y.to_vector<double>(), dxv = dx.to_vector<double>();
+    for (size_t i = 0; i < xv.size(); ++i) {
+      CHECK(yv[i] == doctest::Approx(a.f(xv[i], a.coef)).epsilon(1e-12));
+      CHECK(dxv[i] == doctest::Approx(a.df(xv[i], a.coef) * gv[i]).epsilon(1e-10));
+    }
+    // in place
+    Tensor inplace = x.to(gpu);
+    plan.forward(a.mode, a.coef, inplace, inplace);
+    CHECK(max_abs_diff(inplace, y) == 0);
+  }
+}
+
+TEST_CASE("LRN matches Torch's SpatialCrossMapLRN definition") {
+  Generator gen(5);
+  Tensor x = uniform({2, 7, 3, 4}, -2, 2, gen, DType::Float64);
+  const int size = 5;
+  const double alpha = 1e-2, beta = 0.75, k = 2;
+  Tensor want = empty(x.sizes(), DType::Float64);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 7; ++c)
+      for (int64_t h = 0; h < 3; ++h)
+        for (int64_t w = 0; w < 4; ++w) {
+          double s = 0;
+          for (int64_t j = c - size / 2; j <= c + size / 2; ++j) {
+            if (j >= 0 && j < 7) s += x.get({n, j, h, w}) * x.get({n, j, h, w});
+          }
+          want.set({n, c, h, w}, x.get({n, c, h, w}) * std::pow(k + alpha / size * s, -beta));
+        }
+  cudnn::LRNPlan plan;
+  Tensor y = empty(x.sizes(), DType::Float64, gpu);
+  plan.forward(size, alpha, beta, k, x.to(gpu), y);
+  CHECK(max_abs_diff(y, want) < 1e-12);
+  CHECK_THROWS_WITH_AS(cudnn::check_lrn_arguments("cudnn.SpatialCrossMapLRN: ", 17, 0.75, 1),
+                       doctest::Contains("size 1..16"), Error);
+}
+
+TEST_CASE("cuBLAS gemm in every transpose and dtype") {
+  Generator gen(6);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = uniform(ta ? Shape{7, 5} : Shape{5, 7}, -1, 1, gen, DType::Float64);
+      Tensor b = uniform(tb ? Shape{3, 7} : Shape{7, 3}, -1, 1, gen, DType::Float64);
+      const Tensor want = (ta ? a.t().contiguous() : a).matmul(tb ? b.t().contiguous() : b);
+      Tensor c = uniform({5, 3}, -1, 1, gen, DType::Float64);
+      const Tensor c0 = c.clone();
+      Tensor cg = c.to(gpu);
+      cudnn::gemm(ta, tb, a.to(gpu), b.to(gpu), cg, 2.0, 0.5);
+      CHECK(max_abs_diff(cg, want.mul(2.0).add(c0.mul(0.5))) < 1e-12);
+      {
+        cudnn::ScopedConfig flags("allow_tf32=false");
+        Tensor c32 = zeros({5, 3}, DType::Float32, gpu);
+        cudnn::gemm(ta, tb, a.to(gpu, DType::Float32), b.to(gpu, DType::Float32), c32);
+        CHECK(rel_norm_error(c32, want) < 1e-6);
+      }
+      for (DType dt : {DType::Float16, DType::BFloat16}) {
+        Tensor c16 = zeros({5, 3}, dt, gpu);
+        cudnn::gemm(ta, tb, a.to(gpu, dt), b.to(gpu, dt), c16);
+        CHECK(rel_norm_error(c16, want) < (dt == DType::Float16 ? 2e-3 : 2e-2));
+      }
+    }
+  CHECK_THROWS_WITH_AS(cudnn::gemm(false, false, zeros({2, 3}, DType::Float32, gpu), zeros({2, 3}, DType::Float32, gpu),
+                                   zeros({2, 3}, DType::Float32, gpu)),
+                       doctest::Contains("shapes do not multiply"), Error);
+}
+
+TEST_CASE("NLL kernels: weighted sums, ignored class, gradient, bad targets") {
+  Generator gen(7);
+  Tensor logp = uniform({4, 3, 2}, -3, 0, gen, DType::Float64);
+  Tensor target = from_vector<int64_t>({0, 2, 1, 1, 2, 0, -100, 1}, {4, 2});
+  Tensor w = from_vector<double>({0.5, 1.0, 2.0});
+  double loss = 0, weight = 0;
+  for (int64_t n = 0; n < 4; ++n)
+    for (int64_t i = 0; i < 2; ++i) {
+      const auto t = static_cast<int64_t>(target.get({n, i}));
+      if (t == -100) continue;
+      loss -= w.get({t}) * logp.get({n, t, i});
+      weight += w.get({t});
+    }
+  const auto sums = cudnn::kernels::nll_forward(logp.to(gpu), target.to(gpu), w.to(gpu), -100, "test: ");
+  CHECK(sums.loss == doctest::Approx(loss).epsilon(1e-12));
+  CHECK(sums.weight == doctest::Approx(weight).epsilon(1e-12));
+  Tensor grad = empty(logp.sizes(), DType::Float64, gpu);
+  cudnn::kernels::nll_backward(target.to(gpu), w.to(gpu), -100, 0.5, grad);
+  CHECK(grad.get({2, 2, 0}) == doctest::Approx(-2.0 * 0.5));  // target[2][0] = 2, weight 2
+  CHECK(grad.get({3, 1, 1}) == doctest::Approx(-1.0 * 0.5));
+  CHECK(grad.get({3, 0, 0}) == 0);  // ignored
+  CHECK(grad.sum().item() == doctest::Approx(-weight * 0.5));
+  Tensor bad = from_vector<int64_t>({0, 2, 1, 1, 3, 0, 0, 1}, {4, 2});
+  CHECK_THROWS_WITH_AS(cudnn::kernels::nll_forward(logp.to(gpu), bad.to(gpu), Tensor(), -100, "nn.X: "),
+                       "nn.X: target 3 at position 4 (flattened) is out of range [0, 3)", Error);
+}

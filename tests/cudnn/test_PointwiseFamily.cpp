@@ -1,0 +1,167 @@
+// test_PointwiseFamily.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh) against
+// their nn modules, as one table: each row builds one configuration on both sides and names the
+// input range that reaches its interesting parts; every row goes through the same checks
+// (tests/support/PointwiseTwinChecks.h): float32 with TF32 off, float64, float16, bfloat16, 1-D
+// to 5-D inputs and a non-contiguous one, in place and not, real storage sharing in place, the
+// convert round trip and errors, no steady-state allocation, NaN and +-Inf. A new activation is
+// one row; the types' own cases follow the table.
+#include <doctest/doctest.h>
+
+#include <type_traits>
+
+#include "cudnn/ClippedReLU.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/ELU.h"
+#include "cudnn/ReLU.h"
+#include "cudnn/Sigmoid.h"
+#include "cudnn/Tanh.h"
+#include "nn/ClippedReLU.h"
+#include "nn/ELU.h"
+#include "nn/ReLU.h"
+#include "nn/Sigmoid.h"
+#include "nn/Tanh.h"
+#include "tests/support/PointwiseTwinChecks.h"
+#include "tests/support/SteadyState.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+
+// Factories for one side, in place or not: M(args..., inplace), or M() with the public
+// `inplace` field for the types that take no arguments (as nn.Pointwise allows).
+template <class M, class... A>
+PointwiseFactory make(A... args) {
+  return [=](bool ip) -> nn::ModulePtr {
+    if constexpr (sizeof...(A) == 0 && !std::is_constructible_v<M, bool>) {
+      auto m = std::make_shared<M>();
+      m->inplace = ip;
+      return m;
+    } else {
+      return std::make_shared<M>(args..., ip);
+    }
+  };
+}
+
+struct Activation {
+  const char* name;  // the configuration, for messages
+  PointwiseFactory nn, cu;
+  double lo, hi;  // inputs uniform in [lo, hi]: past the ceilings and into the saturations
+};
+
+const std::vector<Activation>& activations() {
+  static const std::vector<Activation> rows = {
+      {"ReLU", make<nn::ReLU>(), make<cudnn::ReLU>(), -2, 2},
+      // ceilings 1 and 6 (relu6); inputs reach past them so that clipped entries are checked
+      {"ClippedReLU(1)", make<nn::ClippedReLU>(1.0), make<cudnn::ClippedReLU>(1.0), -2, 7},
+      {"ClippedReLU(6)", make<nn::ClippedReLU>(6.0), make<cudnn::ClippedReLU>(6.0), -2, 7},
+      // alpha 1 (the default) and 0.3
+      {"ELU(1)", make<nn::ELU>(1.0), make<cudnn::ELU>(1.0), -3, 1.5},
+      {"ELU(0.3)", make<nn::ELU>(0.3), make<cudnn::ELU>(0.3), -3, 1.5},
+      {"Sigmoid", make<nn::Sigmoid>(), make<cudnn::Sigmoid>(), -4, 4},
+      {"Tanh", make<nn::Tanh>(), make<cudnn::Tanh>(), -3, 3},
+  };
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("activation twins match nn in float32 (TF32 off) and float64, 1-D to 5-D, in place and not") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_twin_matches(a.nn, a.cu, DType::Float32, false, a.lo, a.hi);
+    expect_pointwise_twin_matches(a.nn, a.cu, DType::Float64, false, a.lo, a.hi);
+  }
+}
+
+TEST_CASE("activation twins match nn in float16 and bfloat16, in place and not") {
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_twin_matches(a.nn, a.cu, DType::Float16, false, a.lo, a.hi);
+    expect_pointwise_twin_matches(a.nn, a.cu, DType::BFloat16, false, a.lo, a.hi);
+  }
+}
+
+TEST_CASE("activation twins match nn with a non-contiguous input, in place and not") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_twin_matches(a.nn, a.cu, DType::Float32, true, a.lo, a.hi);
+  }
+}
+
+TEST_CASE("activation twins in place share the input's and gradOutput's storage, with nn's values") {
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_in_place(a.nn, a.cu);
+  }
+}
+
+TEST_CASE("activation twins: convert round trip, printing and errors") {
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_convert_and_errors(a.nn, a.cu);
+  }
+}
+
+TEST_CASE("activation twins steady state: no device allocation after a warm-up") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(47);
+  for (const Activation& a : activations()) {
+    for (bool inplace : {false, true}) {
+      INFO(a.name, std::string(inplace ? ", in place" : ""));
+      nn::ModulePtr m = a.cu(inplace);
+      m->to(gpu);
+      expect_no_steady_state_allocations(*m, uniform({4, 5, 6}, -2, 2, gen).to(gpu));
+    }
+  }
+}
+
+TEST_CASE("activation twins: NaN and +-Inf inputs give nn's values (Note [NaN and Inf])") {
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    expect_pointwise_nonfinite_matches(a.nn, a.cu);
+  }
+}
+
+// ---- the types' own cases ----
+
+TEST_CASE("cudnn.ReLU, Sigmoid and Tanh print as their type") {
+  CHECK(cudnn::ReLU().str() == "cudnn.ReLU");
+  CHECK(cudnn::ReLU(true).str() == "cudnn.ReLU");
+  CHECK(cudnn::Sigmoid().str() == "cudnn.Sigmoid");
+  CHECK(cudnn::Tanh().str() == "cudnn.Tanh");
+}
+
+TEST_CASE("cudnn.ClippedReLU prints, keeps its ceiling and refuses a non-positive one") {
+  CHECK(cudnn::ClippedReLU(6).str() == "cudnn.ClippedReLU");
+  CHECK(cudnn::ClippedReLU(6, true).ceiling == 6);
+  CHECK_THROWS_WITH_AS(cudnn::ClippedReLU(0), "nn.ClippedReLU: expected a positive finite ceiling, got 0", Error);
+}
+
+// In place cuDNN would see y for x, and clipped entries (y = ceiling) would pass the
+// gradient: the in-place gradient comes from y (Note [In-place activation gradients]).
+TEST_CASE("cudnn.ClippedReLU in place: no gradient through clipped entries, in every dtype") {
+  const Device gpu = Device::cuda(0);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    INFO(std::string(name(dt)));
+    cudnn::ClippedReLU m(1.0, true);
+    m.to(gpu);
+    m.to(dt);
+    Tensor x = from_vector<double>({-1, 0.5, 1, 1.5, 3, 0.25}, {6}).to(gpu, dt);
+    m.forward(x);
+    CHECK(x.to_vector<double>() == std::vector<double>{0, 0.5, 1, 1, 1, 0.25});
+    Tensor g = from_vector<double>({1, 2, 3, 4, 5, 6}, {6}).to(gpu, dt);
+    const Tensor gi = m.backward(x, g);
+    CHECK(gi.is_same_view(g));
+    // nn takes the kink at y = ceiling as clipped (gradient 0), as here
+    CHECK(g.to_vector<double>() == std::vector<double>{0, 2, 0, 0, 0, 6});
+  }
+}
+
+TEST_CASE("cudnn.ELU prints and keeps its alpha") {
+  CHECK(cudnn::ELU().str() == "cudnn.ELU (alpha:1.000000)");
+  CHECK(cudnn::ELU(0.5, true).str() == "cudnn.ELU (alpha:0.500000)");
+  CHECK(cudnn::ELU(0.5, true).alpha == 0.5);
+}

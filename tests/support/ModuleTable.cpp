@@ -1,0 +1,156 @@
+// ModuleTable.cpp: the rows of tests/support/ModuleTable.h, sorted by type.
+#include "tests/support/ModuleTable.h"
+
+#include <initializer_list>
+#include <memory>
+
+#include "nn/BGRU.h"
+#include "nn/BLSTM.h"
+#include "nn/BatchNormalization.h"
+#include "nn/ClippedReLU.h"
+#include "nn/Concat.h"
+#include "nn/Dropout.h"
+#include "nn/ELU.h"
+#include "nn/GRU.h"
+#include "nn/Identity.h"
+#include "nn/LSTM.h"
+#include "nn/Linear.h"
+#include "nn/LogSoftMax.h"
+#include "nn/RNNReLU.h"
+#include "nn/RNNTanh.h"
+#include "nn/ReLU.h"
+#include "nn/Reshape.h"
+#include "nn/Residual.h"
+#include "nn/Select.h"
+#include "nn/Sequential.h"
+#include "nn/Sigmoid.h"
+#include "nn/SoftMax.h"
+#include "nn/SpatialAveragePooling.h"
+#include "nn/SpatialBatchNormalization.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/SpatialCrossMapLRN.h"
+#include "nn/SpatialDilatedConvolution.h"
+#include "nn/SpatialFullConvolution.h"
+#include "nn/SpatialLogSoftMax.h"
+#include "nn/SpatialMaxPooling.h"
+#include "nn/SpatialSoftMax.h"
+#include "nn/SpatialTransformer.h"
+#include "nn/Tanh.h"
+#include "nn/TemporalConvolution.h"
+#include "nn/View.h"
+#include "nn/VolumetricAveragePooling.h"
+#include "nn/VolumetricBatchNormalization.h"
+#include "nn/VolumetricConvolution.h"
+#include "nn/VolumetricFullConvolution.h"
+#include "nn/VolumetricLogSoftMax.h"
+#include "nn/VolumetricMaxPooling.h"
+#include "nn/VolumetricSoftMax.h"
+
+namespace testing {
+
+namespace {
+
+template <class M, class... A>
+std::function<nn::ModulePtr()> make(A... args) {
+  return [=] { return nn::ModulePtr(std::make_shared<M>(args...)); };
+}
+
+nn::ModulePtr sequential(std::initializer_list<nn::ModulePtr> children) {
+  return std::make_shared<nn::Sequential>(children);
+}
+
+// [N x 2 x 3 x 3] -> [N x 6]: the spatial transformer's localisation network
+nn::ModulePtr localisation() {
+  auto view = std::make_shared<nn::View>(-1);
+  view->setNumInputDims(3);
+  return sequential({view, std::make_shared<nn::Linear>(2 * 3 * 3, 6)});
+}
+
+}  // namespace
+
+const std::vector<ModuleSpec>& module_table() {
+  using nn::ModulePtr;
+  // one row per type, laid out by hand
+  // clang-format off
+  static const std::vector<ModuleSpec> rows = {
+      // type, make, input, batchDim, planeDim, wrongRank, stochastic, anyDtype, childSeesOtherShape, nanEverywhere,
+      // backwardInEvaluation
+      {"BatchNormalization", make<nn::BatchNormalization>(3), {2, 3}, 0, 1, {2, 3, 4, 5}},
+      {"BGRU", make<nn::BGRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"BLSTM", make<nn::BLSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"ClippedReLU", make<nn::ClippedReLU>(0.5), {2, 3, 4}},
+      {"Concat",
+       [] {
+         return ModulePtr(std::make_shared<nn::Concat>(
+             1, std::initializer_list<ModulePtr>{std::make_shared<nn::Linear>(3, 2), std::make_shared<nn::Linear>(3, 4)}));
+       },
+       {2, 3}, 0, 1, {2, 3, 4}},
+      {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
+      {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
+      {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},
+      {"Linear", make<nn::Linear>(3, 4), {2, 3}, 0, 1, {2, 3, 4}},
+      {"LogSoftMax", make<nn::LogSoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
+      {"LSTM", make<nn::LSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"ReLU", make<nn::ReLU>(), {2, 3, 4}},
+      {"Reshape", make<nn::Reshape>(3, 2), {2, 6}, 0, 1, {}, false, true},
+      {"Residual", [] { return ModulePtr(std::make_shared<nn::Residual>(std::make_shared<nn::Linear>(3, 3))); },
+       {2, 3}, 0, 1, {2, 3, 4}},
+      {"RNNReLU", make<nn::RNNReLU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"RNNTanh", make<nn::RNNTanh>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"Select", make<nn::Select>(1, -1), {2, 3, 4}, 0, -1, {3}, false, true},
+      {"Sequential",
+       [] { return sequential({std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::Tanh>()}); },
+       {2, 3}, 0, 1, {2, 3, 4}},
+      {"Sigmoid", make<nn::Sigmoid>(), {2, 3, 4}},
+      {"SoftMax", make<nn::SoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
+      {"SpatialAveragePooling", make<nn::SpatialAveragePooling>(2, 2, 2, 2), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialBatchNormalization", make<nn::SpatialBatchNormalization>(3), {2, 3, 4, 4}, 0, 1, {2, 3}},
+      {"SpatialConvolution", make<nn::SpatialConvolution>(3, 4, 3, 3), {2, 3, 5, 5}, 0, 1, {2, 3}},
+      {"SpatialCrossMapLRN", make<nn::SpatialCrossMapLRN>(3), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialDilatedConvolution", make<nn::SpatialDilatedConvolution>(3, 4, 3, 3, 1, 1, 0, 0, 2, 2), {2, 3, 6, 6},
+       0, 1, {2, 3}},
+      {"SpatialFullConvolution", make<nn::SpatialFullConvolution>(3, 4, 3, 3), {2, 3, 4, 4}, 0, 1, {2, 3}},
+      {"SpatialLogSoftMax", make<nn::SpatialLogSoftMax>(), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialMaxPooling", make<nn::SpatialMaxPooling>(2, 2), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialSoftMax", make<nn::SpatialSoftMax>(), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialTransformer",
+       [] { return ModulePtr(std::make_shared<nn::SpatialTransformer>(localisation(), 4, 4)); },
+       {2, 2, 3, 3}, 0, 1, {2, 3}, false, false, true},
+      {"Tanh", make<nn::Tanh>(), {2, 3, 4}},
+      {"TemporalConvolution", make<nn::TemporalConvolution>(3, 4, 2), {2, 5, 3}, 0, 2, {2, 3, 4, 5}},
+      {"View", [] { return ModulePtr(std::make_shared<nn::View>(6)); }, {2, 2, 3}, 0, 2, {}, false, true},
+      {"VolumetricAveragePooling", make<nn::VolumetricAveragePooling>(2, 2, 2), {2, 3, 4, 4, 4}, 0, -1, {2, 3}},
+      {"VolumetricBatchNormalization", make<nn::VolumetricBatchNormalization>(3), {2, 3, 2, 3, 3}, 0, 1, {2, 3}},
+      {"VolumetricConvolution", make<nn::VolumetricConvolution>(3, 4, 2, 2, 2), {2, 3, 3, 4, 4}, 0, 1, {2, 3}},
+      {"VolumetricFullConvolution", make<nn::VolumetricFullConvolution>(3, 4, 2, 2, 2), {2, 3, 3, 3, 3}, 0, 1, {2, 3}},
+      {"VolumetricLogSoftMax", make<nn::VolumetricLogSoftMax>(), {2, 3, 2, 3, 3}, 0, -1, {2, 3}},
+      {"VolumetricMaxPooling", make<nn::VolumetricMaxPooling>(2, 2, 2), {2, 3, 4, 4, 4}, 0, -1, {2, 3}},
+      {"VolumetricSoftMax", make<nn::VolumetricSoftMax>(), {2, 3, 2, 3, 3}, 0, -1, {2, 3}},
+  };
+  // clang-format on
+  return rows;
+}
+
+const ModuleSpec* find_spec(const std::string& type) {
+  for (const ModuleSpec& s : module_table())
+    if (s.type == type) return &s;
+  return nullptr;
+}
+
+tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n) {
+  shape.at(static_cast<size_t>(dim)) = n;
+  return shape;
+}
+
+tensor::Tensor noncontiguous_copy(const tensor::Tensor& x) {
+  const int64_t r = x.dim();
+  if (r == 1) {
+    tensor::Tensor wide = tensor::zeros({x.size(0), 2}, x.dtype(), x.device());
+    wide.narrow(1, 0, 1).copy_(x.view({x.size(0), 1}));
+    return wide.select(1, 0);
+  }
+  return x.transpose(0, r - 1).contiguous().transpose(0, r - 1);
+}
+
+}  // namespace testing

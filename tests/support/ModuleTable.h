@@ -1,0 +1,51 @@
+// ModuleTable.h: one row per nn module type (PyTorch's OpInfo, for this framework): how to build
+// it, an input it takes, and what it accepts and refuses (rank, plane count, empty batches).
+// The bad-input matrix walks it on both backends (tests/nn/test_BadInput.cpp on the CPU,
+// tests/cudnn/test_BadInput.cpp on the GPU, where each row's twin comes from nn::convert), and a
+// test checks that every built-in model type has a row. A new module is one row here.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nn/Module.h"
+
+namespace testing {
+
+struct ModuleSpec {
+  std::string type;                     // "SpatialConvolution": the module prints "nn.SpatialConvolution"
+  std::function<nn::ModulePtr()> make;  // float32 on the CPU; call tensor::manual_seed first to repeat it
+  tensor::Shape input;                  // an input it takes, with a batch of 2
+  int64_t batchDim = 0;                 // where the batch is, in the input and in the output
+  int64_t planeDim = -1;                // the input size it checks against its configuration (-1: none)
+  tensor::Shape wrongRank = {};         // an input of a rank it refuses ({}: every rank is taken)
+  bool stochastic = false;              // draws random numbers in training (compared in evaluate mode)
+  // Moves elements without computing (Identity, Reshape, Select, View): takes every dtype, as
+  // Torch's do, and hands an integer input through unchanged instead of refusing it.
+  bool anyDtype = false;
+  // A container whose first child sees the input reshaped (SpatialTransformer's localisation
+  // network): a wrong plane count is that child's error, naming the child's input, after the
+  // container's "In 1 module of nn.X:" prefix.
+  bool childSeesOtherShape = false;
+  // An input that is NaN everywhere gives an output that is NaN everywhere (Note [NaN and Inf]);
+  // false where some outputs do not read the input (none today).
+  bool nanEverywhere = true;
+  // backward after a forward in evaluation mode (false for the recurrent types: backward needs
+  // a training forward's saved state, as cuDNN's reserve space is kept only in training)
+  bool backwardInEvaluation = true;
+};
+
+const std::vector<ModuleSpec>& module_table();
+
+// The row of nn type `type` ("SpatialConvolution"), or nullptr.
+const ModuleSpec* find_spec(const std::string& type);
+
+// `shape` with size `n` at `dim`.
+tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n);
+
+// The same values as `x` in a non-contiguous layout (the first and last dimensions stored
+// swapped; for a 1-D input, every other element of a buffer twice as long).
+tensor::Tensor noncontiguous_copy(const tensor::Tensor& x);
+
+}  // namespace testing
