@@ -9,6 +9,11 @@ Container& Container::add(ModulePtr module) {
   return *this;
 }
 
+void Container::setGradInputNeeded(bool needed) {
+  Module::setGradInputNeeded(needed);
+  for (size_t i = 0; i < modules.size(); ++i) child_at(*this, modules, i, "setGradInputNeeded").setGradInputNeeded(needed);
+}
+
 ModulePtr Container::get(size_t index) const {
   if (index >= modules.size()) {
     throw Error(where("get") + "index " + std::to_string(index) + " out of range for " +

@@ -18,6 +18,8 @@ class Container : public Module {
   std::vector<ModulePtr>* children() override { return &modules; }
   // Children bridge devices themselves, so a container runs on whatever its input is on.
   bool computesOn(Device) const override { return true; }
+  // Passes the switch to every child: each sees the container's input (Sequential: the first).
+  void setGradInputNeeded(bool needed) override;
 
   std::vector<ModulePtr> modules;
 
