@@ -3,8 +3,9 @@
 synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
 The input requires a gradient only where ours computed the first module's gradInput
 (convnet_benchmark --input-grad, recorded in its JSON), so both sides do the same work.
-Peak device memory per row: torch.cuda.max_memory_allocated against our caching allocator's
-peak (each reset at the start of the row).
+Device memory per row: torch.cuda.max_memory_allocated against our caching allocator's peak,
+over the timed iterations (after the warm-up: the table's MiB columns, "steady") and over the
+whole row (algorithm searches and CUDA-graph capture included), both in the JSON.
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
@@ -140,16 +141,26 @@ def sync():
         torch.cuda.synchronize()
 
 
+MEM = {'row': 0, 'steady': 0}  # peak bytes of the current row: overall, and over timed iterations
+
+
 def time_ms(step, iterations, warmup):
     for _ in range(warmup):
         step()
     sync()
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    if cuda:  # as convnet_benchmark: the steady-state peak excludes warm-up and searches
+        MEM['row'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        torch.cuda.reset_peak_memory_stats()
     out = []
     for _ in range(iterations):
         t0 = time.perf_counter()
         step()
         sync()
         out.append((time.perf_counter() - t0) * 1000)
+    if cuda:
+        MEM['steady'] = max(MEM['steady'], torch.cuda.max_memory_allocated())
+        MEM['row'] = max(MEM['row'], MEM['steady'])
     return statistics.median(out)
 
 
@@ -335,6 +346,7 @@ def main():
             shape = ours[name]['input']
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+        MEM.update(row=0, steady=0)
         torch.manual_seed(1)
         model = make().to(dev, dtype).train()
         x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_(input_grad)
@@ -354,7 +366,8 @@ def main():
         if want_step:
             r['step_ms'], r['step_how'], r['step_variants_ms'] = train_step_ms(
                 make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
-        r['peak_device_bytes'] = torch.cuda.max_memory_allocated()
+        r['peak_device_bytes'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        r['steady_device_bytes'] = MEM['steady']
         results.append(r)
         line = f'{name:9} {fwd:10.3f}'
         if name in ours:
@@ -362,9 +375,9 @@ def main():
             # ratio > 1: cudnn-nn is faster
             line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
                     f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}   " \
-                    f"{mib(r['peak_device_bytes']):>9} {mib(o.get('peak_device_bytes', 0)):>8}"
+                    f"{mib(r['steady_device_bytes']):>9} {mib(o.get('steady_device_bytes', 0)):>8}"
         else:
-            line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['peak_device_bytes']):>9}"
+            line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['steady_device_bytes']):>9}"
         print(line, flush=True)
         if want_step:
             line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
