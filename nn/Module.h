@@ -59,7 +59,7 @@ class Module {
   // leaves gradInput empty (undefined). For the module that sees a network's input when that
   // input needs no gradient (its image batch): it removes the first layer's backward-data
   // pass. Containers pass it to the children that see their input (Sequential: the first;
-  // Concat, Residual, SpatialTransformer: all); children added later keep theirs.
+  // Concat, Residual, SpatialTransformer: all), and to such children added later.
   // updateGradInput() called directly always computes.
   virtual void setGradInputNeeded(bool needed);
   bool gradInputNeeded() const { return gradInputNeeded_; }

@@ -62,11 +62,6 @@ void Sequential::backwardImpl(const Tensor& input, const Tensor& gradOutput, dou
   });
 }
 
-void Sequential::setGradInputNeeded(bool needed) {
-  Module::setGradInputNeeded(needed);
-  if (!modules.empty()) child_at(*this, modules, 0, "setGradInputNeeded").setGradInputNeeded(needed);
-}
-
 std::string Sequential::str() const {
   std::string s = type_name() + " {\n  [input";
   for (size_t i = 0; i < modules.size(); ++i) s += " -> (" + std::to_string(i + 1) + ")";

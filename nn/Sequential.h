@@ -19,14 +19,13 @@ class Sequential : public Container {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
-  // the first child alone sees the input
-  void setGradInputNeeded(bool needed) override;
   std::string type_name() const override { return "nn.Sequential"; }
   // children: as config() leaves them out, in order (model files store them apart)
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;
 
  protected:
+  bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
 
  private:

@@ -103,6 +103,18 @@ TEST_CASE("containers pass the switch to the children that see their input") {
   residual->setGradInputNeeded(true);
   CHECK(res.get(0)->gradInputNeeded());
   CHECK(res.get(1)->gradInputNeeded());
+
+  // children added afterwards get it where they see the input
+  nn::Sequential later;
+  later.setGradInputNeeded(false);
+  later.add(std::make_shared<nn::Linear>(3, 3)).add(std::make_shared<nn::Linear>(3, 2));
+  CHECK_FALSE(later.get(0)->gradInputNeeded());
+  CHECK(later.get(1)->gradInputNeeded());
+  nn::Concat laterCat(1);
+  laterCat.setGradInputNeeded(false);
+  laterCat.add(std::make_shared<nn::Linear>(3, 3)).add(std::make_shared<nn::Linear>(3, 2));
+  CHECK_FALSE(laterCat.get(0)->gradInputNeeded());
+  CHECK_FALSE(laterCat.get(1)->gradInputNeeded());
 }
 
 TEST_CASE("backward skips updateGradInput where gradInput is not needed; updateGradInput itself still computes") {
