@@ -47,9 +47,11 @@ void Module::backwardOrParameters(const Tensor& input, const Tensor& gradOutput,
 }
 
 const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, double scale) {
-  if (!input.defined()) throw Error(where("backward") + "input is undefined");
+  if (!input.defined()) throw Error(where("backward") + "expected an input, got an undefined tensor");
   if (!gradOutput.defined()) {
-    throw Error(where("backward") + "gradOutput is undefined (a module after this one has setGradInputNeeded(false)?)");
+    throw Error(where("backward") +
+                "expected a gradOutput, got an undefined tensor (does a module after this one have "
+                "setGradInputNeeded(false)?)");
   }
   if (input.is_cuda() && !computesOn(input.device())) {
     if (!bridgedInput_.defined() || bridgedInput_.sizes() != input.sizes()) {

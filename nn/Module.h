@@ -130,10 +130,10 @@ class Module {
   std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
 
   bool training_ = true;
-  bool gradInputNeeded_ = true;
   Device device_ = Device::cpu();
 
  private:
+  bool gradInputNeeded_ = true;
   // backwardImpl, or accGradParameters alone where gradInput is not needed
   void backwardOrParameters(const Tensor& input, const Tensor& gradOutput, double scale);
   Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;
