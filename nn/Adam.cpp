@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "nn/kernels/Optimizer.h"
+
 namespace nn {
 
 Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double beta1_, double beta2_,
@@ -40,29 +42,55 @@ Tensor& Adam::moment(size_t i, const char* name) {
   return it->second;
 }
 
+namespace {
+// Contiguous CPU float32/float64 tensors of one dtype and size: kernels::adam_step's case.
+bool fusable(const Tensor& p, const Tensor& g, const Tensor* m, const Tensor* v) {
+  auto ok = [&](const Tensor& t) {
+    return t.is_cpu() && t.is_contiguous() && t.dtype() == p.dtype() && t.numel() == p.numel();
+  };
+  return (p.dtype() == DType::Float32 || p.dtype() == DType::Float64) && ok(p) && ok(g) && (!m || ok(*m)) &&
+         (!v || ok(*v));
+}
+}  // namespace
+
 void Adam::step() {
   checkOptions("step");
   // Note [Atomic step]: the moments of new parameters and every temporary first (a failed
-  // allocation leaves no moment, counter or parameter changed), then only in-place updates
+  // allocation leaves no moment, counter or parameter changed), then only in-place updates.
+  // Contiguous CPU tensors take the fused kernel, which needs no temporary.
   const size_t n = params_.size();
   std::vector<Tensor> denom(n), decayedGrad(n), m0(n), v0(n);
+  std::vector<bool> fused(n);
   for (size_t i = 0; i < n; ++i) {
-    denom[i] = tensor::empty_like(params_[i]);
-    if (weightDecay != 0) decayedGrad[i] = tensor::empty_like(params_[i]);
-    if (!state_[i].count("exp_avg")) m0[i] = tensor::zeros_like(params_[i]);
-    if (!state_[i].count("exp_avg_sq")) v0[i] = tensor::zeros_like(params_[i]);
+    auto m = state_[i].find("exp_avg"), v = state_[i].find("exp_avg_sq");
+    fused[i] = fusable(params_[i], grads_[i], m == state_[i].end() ? nullptr : &m->second,
+                       v == state_[i].end() ? nullptr : &v->second);
+    if (!fused[i]) {
+      denom[i] = tensor::empty_like(params_[i]);
+      if (weightDecay != 0) decayedGrad[i] = tensor::empty_like(params_[i]);
+    }
+    if (m == state_[i].end()) m0[i] = tensor::zeros_like(params_[i]);
+    if (v == state_[i].end()) v0[i] = tensor::zeros_like(params_[i]);
   }
   for (size_t i = 0; i < n; ++i) {
     Tensor& p = params_[i];
     if (m0[i].defined()) state_[i]["exp_avg"] = m0[i];
     if (v0[i].defined()) state_[i]["exp_avg_sq"] = v0[i];
-    const Tensor g = weightDecay != 0 ? decayedGrad[i].copy_(grads_[i]).add_(p, weightDecay) : grads_[i];
     const auto t = static_cast<double>(nextStep(i));
     Tensor& m = moment(i, "exp_avg");
     Tensor& v = moment(i, "exp_avg_sq");
+    const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
+    if (fused[i]) {
+      const kernels::AdamStep a{lr, beta1, beta2, eps, weightDecay, bias1, bias2};
+      tensor::dispatch_f32_f64(p.dtype(), "nn.Adam", [&](auto tag) {
+        using T = decltype(tag);
+        kernels::adam_step<T>(p.data<T>(), grads_[i].data<T>(), m.data<T>(), v.data<T>(), p.numel(), a);
+      });
+      continue;
+    }
+    const Tensor g = weightDecay != 0 ? decayedGrad[i].copy_(grads_[i]).add_(p, weightDecay) : grads_[i];
     m.mul_(beta1).add_(g, 1 - beta1);
     v.mul_(beta2).addcmul_(g, g, 1 - beta2);
-    const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
     denom[i].copy_(v).sqrt_().div_(std::sqrt(bias2)).add_(eps);
     p.addcdiv_(m, denom[i], -lr / bias1);
   }

@@ -3,8 +3,9 @@
 //   g = grad + weightDecay * p;  t += 1
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// State per parameter: "step", "exp_avg" (m), "exp_avg_sq" (v). Tensor ops only, so CUDA
-// parameters update on the GPU. Hyperparameters are public fields.
+// State per parameter: "step", "exp_avg" (m), "exp_avg_sq" (v). Tensor ops, so CUDA
+// parameters update on the GPU; contiguous CPU ones take one fused pass (kernels/Optimizer.h).
+// Hyperparameters are public fields.
 #pragma once
 
 #include "nn/Optimizer.h"

@@ -62,7 +62,7 @@ Tensor Concat::gradSlice(const Tensor& gradOutput, size_t i) const {
 }
 
 template <class Step>
-void Concat::backwardPass(const Tensor& gradOutput, Step step) {
+void Concat::backwardPass(const Tensor& gradOutput, bool wantGradInput, Step step) {
   if (extents_.size() != modules.size()) {
     throw Error(where("backward") + "expected a forward() first with the current " +
                 std::to_string(modules.size()) + " modules");
@@ -73,7 +73,9 @@ void Concat::backwardPass(const Tensor& gradOutput, Step step) {
   }
   for (size_t i = 0; i < modules.size(); ++i) {
     const Tensor g = rethrowErrors(i, [&]() -> const Tensor& { return step(child_at(*this, modules, i, "backward"), gradSlice(gradOutput, i)); });
-    if (i == 0) {
+    if (!wantGradInput) {
+      gradInput = Tensor();  // Note [gradInput not needed] in Module.cpp
+    } else if (i == 0) {
       ensure(gradInput, g.sizes(), g).copy_(g);
     } else {
       gradInput.add_(g);
@@ -82,7 +84,8 @@ void Concat::backwardPass(const Tensor& gradOutput, Step step) {
 }
 
 const Tensor& Concat::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(gradOutput, [&](Module& m, const Tensor& g) -> const Tensor& { return m.updateGradInput(input, g); });
+  backwardPass(gradOutput, true,
+               [&](Module& m, const Tensor& g) -> const Tensor& { return m.updateGradInput(input, g); });
   return gradInput;
 }
 
@@ -99,7 +102,7 @@ void Concat::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
 }
 
 void Concat::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  backwardPass(gradOutput,
+  backwardPass(gradOutput, gradInputNeeded(),
                [&](Module& m, const Tensor& g) -> const Tensor& { return m.backward(input, g, scale); });
 }
 

@@ -38,7 +38,7 @@ class Concat : public Container {
   // The slice of gradOutput that child i produced (contiguous, for children that expect it).
   Tensor gradSlice(const Tensor& gradOutput, size_t i) const;
   template <class Step>
-  void backwardPass(const Tensor& gradOutput, Step step);
+  void backwardPass(const Tensor& gradOutput, bool wantGradInput, Step step);
 };
 
 }  // namespace nn

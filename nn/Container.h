@@ -18,12 +18,18 @@ class Container : public Module {
   std::vector<ModulePtr>* children() override { return &modules; }
   // Children bridge devices themselves, so a container runs on whatever its input is on.
   bool computesOn(Device) const override { return true; }
+  // Passes the switch to the children that see the container's input (childSeesInput), now
+  // and as add() brings them.
+  void setGradInputNeeded(bool needed) override;
 
   std::vector<ModulePtr> modules;
 
  protected:
   Container() = default;
   Container(Container&&) = default;
+  // Whether child i is handed the container's input: all of them here (Concat, Residual, the
+  // spatial transformer's localisation network), the first alone in a Sequential.
+  virtual bool childSeesInput(size_t) const { return true; }
 
   template <class F>
   decltype(auto) rethrowErrors(size_t index, F&& f) const {

@@ -23,21 +23,47 @@ const Tensor& Module::forward(const Tensor& input) {
   return updateOutput(input);
 }
 
+// Note [gradInput not needed]
+// PyTorch skips the backward-data pass of a layer whose input needs no gradient (an image
+// batch); a Torch-style backward always computed it, which is about 40 % of a first
+// convolution's training step. setGradInputNeeded(false) says so per module. backward() then
+// calls accGradParameters alone, for every leaf and so for every twin (the cudnn convolution's
+// backward-data call included), and leaves gradInput empty, so a stale value cannot be read as
+// a result and its memory goes back. Containers still run their backwardImpl: their children
+// decide for themselves (setGradInputNeeded passed the flag to those that see the input),
+// and a container without gradInput skips its own sums. A module whose parameter gradients
+// need updateGradInput's work (parametersNeedGradInput) computes it anyway. A module before
+// one without gradInput gets no gradOutput: backward() says so by name.
+
+void Module::setGradInputNeeded(bool needed) { gradInputNeeded_ = needed; }
+
+void Module::backwardOrParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  if (gradInputNeeded_ || children() || parametersNeedGradInput()) {
+    backwardImpl(input, gradOutput, scale);
+    return;
+  }
+  accGradParameters(input, gradOutput, scale);
+  gradInput = Tensor();
+}
+
 const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, double scale) {
-  if (!input.defined() || !gradOutput.defined()) {
-    throw Error(where("backward") + "input or gradOutput is undefined");
+  if (!input.defined()) throw Error(where("backward") + "expected an input, got an undefined tensor");
+  if (!gradOutput.defined()) {
+    throw Error(where("backward") +
+                "expected a gradOutput, got an undefined tensor (does a module after this one have "
+                "setGradInputNeeded(false)?)");
   }
   if (input.is_cuda() && !computesOn(input.device())) {
     if (!bridgedInput_.defined() || bridgedInput_.sizes() != input.sizes()) {
       bridgedInput_ = input.to(Device::cpu());
     }
     bridgedGradOutput_ = gradOutput.to(Device::cpu());
-    backwardImpl(bridgedInput_, bridgedGradOutput_, scale);
-    bridgedGradInput_ = gradInput.to(input.device());
+    backwardOrParameters(bridgedInput_, bridgedGradOutput_, scale);
+    bridgedGradInput_ = gradInput.defined() ? gradInput.to(input.device()) : Tensor();
     if (backwardHook_) backwardHook_(*this);
     return bridgedGradInput_;
   }
-  backwardImpl(input, gradOutput, scale);
+  backwardOrParameters(input, gradOutput, scale);
   if (backwardHook_) backwardHook_(*this);
   return gradInput;
 }

@@ -55,6 +55,16 @@ class Module {
   virtual void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0);
   virtual void zeroGradParameters();
 
+  // ---- gradInput switch (Note [gradInput not needed] in Module.cpp) ----
+  // With false, backward() does not compute gradInput: it runs accGradParameters alone and
+  // leaves gradInput empty (undefined). For the module that sees a network's input when that
+  // input needs no gradient (its image batch): it removes the first layer's backward-data
+  // pass. Containers pass it to the children that see their input (Sequential: the first;
+  // Concat, Residual, SpatialTransformer: all), and to such children added later.
+  // updateGradInput() called directly always computes.
+  virtual void setGradInputNeeded(bool needed);
+  bool gradInputNeeded() const { return gradInputNeeded_; }
+
   // ---- state ----
   std::vector<Tensor> parameters();
   std::vector<Tensor> gradParameters();
@@ -116,6 +126,10 @@ class Module {
   // backward() minus the device bridging; containers override it to call their children's
   // backward() once instead of updateGradInput and accGradParameters separately.
   virtual void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale);
+  // True where accGradParameters needs updateGradInput's work first (the recurrent modules:
+  // the weight gradients come out of the same pass); such a module computes gradInput even
+  // when it is not needed.
+  virtual bool parametersNeedGradInput() const { return false; }
   // Names this module's own parameters and buffers (not its children's).
   virtual void visitState(StateVisitor& visitor);
   // Every tensor of the subtree, with its path.
@@ -125,6 +139,9 @@ class Module {
   Device device_ = Device::cpu();
 
  private:
+  bool gradInputNeeded_ = true;
+  // backwardImpl, or accGradParameters alone where gradInput is not needed
+  void backwardOrParameters(const Tensor& input, const Tensor& gradOutput, double scale);
   Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;
   std::function<void(Module&)> backwardHook_;
 };

@@ -97,6 +97,8 @@ class RNNBase : public Module {
 
  protected:
   void visitState(StateVisitor& v) override;
+  // the weight gradients come out of the gate gradients of updateGradInput's pass
+  bool parametersNeedGradInput() const override { return true; }
   // Shape checks shared with the twins: input rank/size, batchFirst, lengths, state shapes;
   // throws naming the module and the shapes. Returns {seqLength, batch}.
   std::pair<int64_t, int64_t> checkInput(const Tensor& input, const char* method) const;

@@ -38,7 +38,7 @@ const Tensor& Residual::updateOutput(const Tensor& input) {
 }
 
 template <class Step>
-void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
+void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, Step step) {
   checkModules("backward");
   // The identity path adds gradOutput in place, which would broadcast a smaller one; its
   // output has the input's shape (a shortcut module checks gradOutput itself).
@@ -47,6 +47,11 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, Step 
                 ", got " + tensor::shape_str(gradOutput.sizes()));
   }
   const Tensor& gb = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradOutput); });
+  if (!wantGradInput) {  // Note [gradInput not needed] in Module.cpp
+    if (modules.size() > 1) rethrowErrors(1, [&]() { step(*modules[1], input, gradOutput); });
+    gradInput = Tensor();
+    return;
+  }
   ensure(gradInput, gb.sizes(), gb).copy_(gb);
   if (modules.size() > 1) {
     gradInput.add_(rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); }));
@@ -56,7 +61,7 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, Step 
 }
 
 const Tensor& Residual::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(input, gradOutput, [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+  backwardPass(input, gradOutput, true, [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
     return m.updateGradInput(x, g);
   });
   return gradInput;
@@ -70,7 +75,7 @@ void Residual::accGradParameters(const Tensor& input, const Tensor& gradOutput, 
 }
 
 void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+  backwardPass(input, gradOutput, gradInputNeeded(), [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
     return m.backward(x, g, scale);
   });
 }

@@ -36,7 +36,7 @@ class Residual : public Container {
 
  private:
   template <class Step>
-  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, Step step);
 };
 
 }  // namespace nn

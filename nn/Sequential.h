@@ -26,6 +26,7 @@ class Sequential : public Container {
   std::string str() const override;
 
  protected:
+  bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
 
  private:

@@ -114,15 +114,20 @@ void SpatialTransformer::samplerBackward(const Tensor& input, const Tensor& grad
 }
 
 template <class Step>
-void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
-  samplerBackward(input, gradOutput, gradInput, "backward");
+void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, Step step) {
+  // without gradInput (Note [gradInput not needed] in Module.cpp) the image gradient is scratch
+  samplerBackward(input, gradOutput, wantGradInput ? gradInput : gradScratch_, "backward");
   const Tensor gradThetaOut = gradTheta.view(thetaShape_);
   const Tensor& gl = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradThetaOut); });
-  gradInput.add_(gl);
+  if (wantGradInput) {
+    gradInput.add_(gl);
+  } else {
+    gradInput = Tensor();
+  }
 }
 
 const Tensor& SpatialTransformer::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(input, gradOutput,
+  backwardPass(input, gradOutput, true,
                [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.updateGradInput(x, g); });
   return gradInput;
 }
@@ -134,7 +139,7 @@ void SpatialTransformer::accGradParameters(const Tensor& input, const Tensor& gr
 }
 
 void SpatialTransformer::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
+  backwardPass(input, gradOutput, gradInputNeeded(), [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
     return m.backward(x, g, scale);
   });
 }

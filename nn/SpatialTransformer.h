@@ -53,7 +53,7 @@ class SpatialTransformer : public Container {
   // gradOutput through the sampler: the image part into `image`, theta's into gradTheta
   void samplerBackward(const Tensor& input, const Tensor& gradOutput, Tensor& image, const char* method);
   template <class Step>
-  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, Step step);
 
   Shape thetaShape_;    // the localisation network's output shape in the last forward
   Tensor gradScratch_;  // accGradParameters' image gradient (gradInput is left alone)

@@ -106,7 +106,7 @@ std::shared_ptr<nn::Sequential> resnet50() {
 }  // namespace
 
 std::vector<std::string> benchmark_names() {
-  return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50", "lstm"};
+  return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50", "lstm", "fashion"};
 }
 
 Benchmark make_benchmark(const std::string& name) {
@@ -123,9 +123,21 @@ Benchmark make_benchmark(const std::string& name) {
     s->add(std::make_shared<nn::LSTM>(512, 512, 2));
     return {name, s, {50, 64, 512}, 1};
   }
+  if (name == "fashion") return {name, fashion_mnist_network(), {128, 1, 28, 28}};
   std::string known;
   for (const auto& n : benchmark_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::runtime_error("unknown benchmark '" + name + "' (known: " + known + ")");
+}
+
+std::shared_ptr<nn::Sequential> fashion_mnist_network(int64_t hidden) {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(conv(1, 32, 3, 1, 1)).add(bn(32)).add(relu()).add(maxpool(2, 2));
+  net->add(conv(32, 64, 3, 1, 1)).add(bn(64)).add(relu()).add(maxpool(2, 2));
+  net->add(std::make_shared<nn::View>(std::vector<int64_t>{64 * 7 * 7}));
+  net->add(std::make_shared<nn::Linear>(64 * 7 * 7, hidden)).add(relu());
+  net->add(std::make_shared<nn::Dropout>(0.25));
+  net->add(std::make_shared<nn::Linear>(hidden, 10));
+  return net;
 }
 
 std::shared_ptr<nn::Sequential> readme_network() {

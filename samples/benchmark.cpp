@@ -1,7 +1,11 @@
 // convnet_benchmark (samples/benchmark.cpp): times forward and forward+backward of the convnet-benchmarks layers (L1-L5) and
 // whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes
 // JSON. Each timed iteration ends with a device synchronisation; the median is reported.
-// scripts/bench_torch.py times the same networks the same way in PyTorch, for ratios.
+// --step adds the whole training step (loss, backward, optimizer update). Device memory comes
+// from the caching allocator: the row's peak (algorithm searches included) and the peak over
+// the timed iterations alone (the table's "peak MiB"). The first module computes no
+// gradInput (the input needs none) unless --input-grad. scripts/bench_torch.py times the same
+// networks the same way in PyTorch, for ratios.
 //
 //   convnet_benchmark [--backend nn|cudnn] [--nets L1,L2,...|all] [--batch N] [--iterations N]
 //             [--warmup N] [--dtype float32|float16|bfloat16] [--flags k=v,...] [--json PATH] [--per-layer]
@@ -10,14 +14,20 @@
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
 // cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
+//             [--step] [--input-grad]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "convert/Convert.h"
+#include "nn/Adam.h"
+#include "nn/CrossEntropyCriterion.h"
+#include "nn/SGD.h"
 #include "samples/Args.h"
 #include "samples/Networks.h"
 #include "tensor/Cuda.h"
@@ -50,6 +60,8 @@ struct Options {
   std::string json;
   bool per_layer = false;
   bool data_parallel = false;
+  bool step = false;        // also time forward + loss + backward + optimizer update
+  bool input_grad = false;  // compute the first module's gradInput (Torch's backward always did)
 };
 
 const char* kUsage =
@@ -64,7 +76,12 @@ const char* kUsage =
     "  --json PATH       also write the results as JSON\n"
     "  --per-layer       also time each top-level module alone (forward, forward+backward)\n"
     "  --data-parallel   training steps of the first network, alone and with DistributedDataParallel,\n"
-    "                    per GPU (run under scripts/launch -n N; default network resnet50)\n";
+    "                    per GPU (run under scripts/launch -n N; default network resnet50)\n"
+    "  --step            also time a whole training step: forward, cross-entropy loss, backward and\n"
+    "                    the optimizer update (SGD with momentum 0.9; Adam for fashion), for networks\n"
+    "                    that end in [batch x classes] scores\n"
+    "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
+    "                    no gradient; see nn::Module::setGradInputNeeded)\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -96,6 +113,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--json") args.writable(flag, o.json = args.value(flag));
     else if (flag == "--per-layer") o.per_layer = true;
     else if (flag == "--data-parallel") o.data_parallel = true;
+    else if (flag == "--step") o.step = true;
+    else if (flag == "--input-grad") o.input_grad = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -113,7 +132,9 @@ struct Result {
   tensor::Shape input;
   int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
-  size_t peak_bytes = 0;
+  double step_ms = 0;     // with --step, for networks with [batch x classes] output; else 0
+  size_t peak_bytes = 0;    // the caching allocator's peak over the row (algorithm searches included)
+  size_t steady_bytes = 0;  // its peak over the timed iterations alone (after the warm-up)
   struct Layer {
     std::string module;
     double forward_ms, train_ms;
@@ -121,13 +142,39 @@ struct Result {
   std::vector<Layer> layers;  // with --per-layer, for a network with children
 };
 
+// forward, cross-entropy loss, backward, optimizer update: the whole training step, as a
+// training loop runs it (the loss is read back, as a loop that prints it does).
+template <class TimeMs>
+double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, TimeMs&& time_ms) {
+  std::vector<int64_t> labels(static_cast<size_t>(x.size(0)));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7) % classes);
+  const Tensor target = tensor::from_vector(labels).to(x.device());
+  nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
+  if (x.is_cuda()) criterion = nn::convert(criterion, cudnn::backend);
+  std::unique_ptr<nn::Optimizer> optimizer;
+  if (adam) optimizer = std::make_unique<nn::Adam>(net, 2e-3);
+  else optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
+  double loss = 0;
+  const double ms = time_ms([&] {
+    optimizer->zeroGrad();
+    const Tensor& scores = net.forward(x);
+    loss += criterion->forward(scores, target);
+    net.backward(x, criterion->backward(scores, target));
+    optimizer->step();
+  });
+  if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the step's loss is %g\n", loss);
+  return ms;
+}
+
 Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
+  if (device.is_cuda()) tensor::cuda::reset_peak_memory_stats();
   samples::Benchmark b = samples::make_benchmark(name);
   if (o.batch) b.input[b.batchDim] = o.batch;
   std::shared_ptr<nn::Module> net = b.net;
   if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
   net->to(dtype);
   net->train();
+  net->setGradInputNeeded(o.input_grad);
   tensor::Generator gen(1);
   const Tensor x = tensor::uniform(b.input, -1, 1, gen, dtype, device);
   const Tensor y = net->forward(x);
@@ -135,15 +182,24 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   auto sync = [&] {
     if (device.is_cuda()) tensor::cuda::synchronize();
   };
+  size_t steady = 0, r_peak = 0;
   auto time_ms = [&](auto&& step) {
     for (int64_t i = 0; i < o.warmup; ++i) step();
     sync();
+    const size_t row_peak = device.is_cuda() ? tensor::cuda::memory_stats().peak_allocated_bytes : 0;
+    if (device.is_cuda()) tensor::cuda::reset_peak_memory_stats();
     std::vector<double> ms;
     for (int64_t i = 0; i < o.iterations; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       step();
       sync();
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (device.is_cuda()) {
+      const size_t timed = tensor::cuda::memory_stats().peak_allocated_bytes;
+      steady = std::max(steady, timed);
+      // the row's peak keeps what came before the reset
+      r_peak = std::max({r_peak, row_peak, timed});
     }
     return median(ms);
   };
@@ -157,7 +213,9 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->forward(x);
     net->backward(x, g);
   });
-  if (device.is_cuda()) r.peak_bytes = tensor::cuda::memory_stats().peak_allocated_bytes;
+  if (o.step && y.dim() == 2) r.step_ms = time_step(*net, x, y.size(1), name == "fashion", time_ms);
+  r.peak_bytes = r_peak;
+  r.steady_bytes = steady;
   // Each top-level module on the input it sees inside the network, timed alone the same way
   // (a synchronisation per iteration, so the parts add up to more than the whole).
   if (o.per_layer && net->children()) {
@@ -269,12 +327,16 @@ int run(const Options& o) {
 #endif
   }
   const DType dtype = tensor::dtype_from_name(o.dtype);
-  std::printf("%-9s %-22s %12s %14s %12s\n", "network", "input", "forward ms", "fwd+bwd ms", "img/s (train)");
+  std::printf("%-9s %-22s %12s %14s %12s %10s %9s\n", "network", "input", "forward ms", "fwd+bwd ms", "img/s (train)",
+              "step ms", "peak MiB");
   tensor::Json results(tensor::Json::Array{});
   for (const auto& name : o.nets) {
     const Result r = run_one(name, o, device, dtype);
-    std::printf("%-9s %-22s %12.3f %14.3f %12.0f\n", r.name.c_str(), tensor::shape_str(r.input).c_str(), r.forward_ms,
-                r.train_ms, r.batch / (r.train_ms / 1000));
+    char step[16] = "-", peak[16] = "-";
+    if (r.step_ms > 0) std::snprintf(step, sizeof step, "%.3f", r.step_ms);
+    if (device.is_cuda()) std::snprintf(peak, sizeof peak, "%.0f", r.steady_bytes / 1048576.0);
+    std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %9s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
+                r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, peak);
     for (size_t i = 0; i < r.layers.size(); ++i) {
       char index[24];
       std::snprintf(index, sizeof index, "(%zu)", i + 1);
@@ -289,7 +351,9 @@ int run(const Options& o) {
     j.set("input", shape);
     j.set("forward_ms", tensor::Json(r.forward_ms));
     j.set("forward_backward_ms", tensor::Json(r.train_ms));
+    if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
     j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
+    j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
     if (!r.layers.empty()) {
       tensor::Json layers(tensor::Json::Array{});
       for (const auto& l : r.layers) {
@@ -308,6 +372,7 @@ int run(const Options& o) {
     doc.set("backend", tensor::Json(o.backend));
     doc.set("dtype", tensor::Json(o.dtype));
     doc.set("iterations", tensor::Json(o.iterations));
+    doc.set("input_grad", tensor::Json(o.input_grad));
 #ifdef CUDNN_NN_HAVE_CUDA
     if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
 #endif

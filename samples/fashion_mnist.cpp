@@ -27,18 +27,14 @@
 #include "convert/ModelFile.h"
 #include "nn/Adam.h"
 #include "nn/CrossEntropyCriterion.h"
-#include "nn/Dropout.h"
 #include "nn/LSTM.h"
 #include "nn/Linear.h"
-#include "nn/ReLU.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
-#include "nn/SpatialBatchNormalization.h"
-#include "nn/SpatialConvolution.h"
-#include "nn/SpatialMaxPooling.h"
 #include "nn/View.h"
 #include "samples/Args.h"
 #include "samples/FashionMnist.h"
+#include "samples/Networks.h"
 #include "tensor/Cuda.h"
 #ifdef CUDNN_NN_HAVE_NCCL
 #include "cudnn/DataParallelTable.h"
@@ -120,26 +116,6 @@ Options parse(int argc, char** argv) {
 }
 
 // conv 3x3 -> BN -> ReLU -> 2x2 max pool, twice; then `hidden` units, dropout, 10 scores.
-std::shared_ptr<nn::Sequential> build_conv_network(int64_t hidden) {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(std::make_shared<nn::SpatialConvolution>(1, 32, 3, 3, 1, 1, 1, 1));
-  net->add(std::make_shared<nn::SpatialBatchNormalization>(32));
-  net->add(std::make_shared<nn::ReLU>(true));
-  net->add(std::make_shared<nn::SpatialMaxPooling>(2, 2, 2, 2));
-  net->add(std::make_shared<nn::SpatialConvolution>(32, 64, 3, 3, 1, 1, 1, 1));
-  net->add(std::make_shared<nn::SpatialBatchNormalization>(64));
-  net->add(std::make_shared<nn::ReLU>(true));
-  net->add(std::make_shared<nn::SpatialMaxPooling>(2, 2, 2, 2));
-  net->add(std::make_shared<nn::View>(std::vector<int64_t>{64 * 7 * 7}));
-  net->add(std::make_shared<nn::Linear>(64 * 7 * 7, hidden));
-  net->add(std::make_shared<nn::ReLU>(true));
-  net->add(std::make_shared<nn::Dropout>(0.25));
-  net->add(std::make_shared<nn::Linear>(hidden, 10));
-  return net;
-}
-
-// Each image as a sequence of its 28 rows (batch first), a 2-layer LSTM of `hidden` units,
-// and 10 scores from the top layer's last step, which is its final hidden state.
 std::shared_ptr<nn::Sequential> build_lstm_network(int64_t hidden) {
   auto net = std::make_shared<nn::Sequential>();
   auto rows = std::make_shared<nn::View>(28, 28);
@@ -211,7 +187,8 @@ int run(const Options& o) {
   standardise(train.images, mean, std);
   standardise(test.images, mean, std);
 
-  std::shared_ptr<nn::Module> net = o.model == "lstm" ? build_lstm_network(o.hidden) : build_conv_network(o.hidden);
+  std::shared_ptr<nn::Module> net =
+      o.model == "lstm" ? build_lstm_network(o.hidden) : samples::fashion_mnist_network(o.hidden);
   nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
   Device device = Device::cpu();
   if (o.backend == "cudnn") {
@@ -225,6 +202,8 @@ int run(const Options& o) {
     std::printf("converted to cudnn: %s\n", report.str().c_str());
   }
   net->to(device);
+  // the images need no gradient: no backward-data pass for the first layer
+  net->setGradInputNeeded(false);
   // What trains: the network, or a data-parallel wrapper of it (the network stays what is
   // evaluated and saved).
   std::shared_ptr<nn::Module> model = net;

@@ -1,8 +1,11 @@
 """Times the convnet_benchmark networks in PyTorch exactly as samples/benchmark.cpp does
 (same layers, batch sizes, dtype; forward, and zero_grad + forward + backward; a device
 synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
-The input requires a gradient: a Torch-style backward always returns gradInput, the first
-layer's included, so PyTorch is made to do the same work rather than skip that pass.
+The input requires a gradient only where ours computed the first module's gradInput
+(convnet_benchmark --input-grad, recorded in its JSON), so both sides do the same work.
+Device memory per row: torch.cuda.max_memory_allocated against our caching allocator's peak,
+over the timed iterations (after the warm-up: the table's MiB columns, "steady") and over the
+whole row (algorithm searches and CUDA-graph capture included), both in the JSON.
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
@@ -16,15 +19,34 @@ convnet_benchmark --per-layer does, and matches the rows with ours by position.
 backward, SGD step) per GPU alone, then under DistributedDataParallel (NCCL, 25 MB buckets);
 images/s over all GPUs, scaling efficiency, and with --ours the ratio to ours.
 
+Rows where ours has a step time (convnet_benchmark --step) also get PyTorch's whole training
+step (forward, cross-entropy, backward, optimizer) in its best configuration: channels-last,
+the same dtype, the fused optimizer where it exists, eager and captured as one CUDA graph,
+the faster of the two.
+
+    python3 scripts/bench_torch.py --cpu [--ours-bin build/samples/convnet_benchmark] [--threads 2]
+
+compares the Fashion-MNIST sample's network and batch (128) on the CPU in one run: it runs
+convnet_benchmark --backend nn --nets fashion --step with OMP_NUM_THREADS=threads, then the
+same in PyTorch with torch.set_num_threads(threads), and prints the ratios.
+
 PyTorch is a reference to compare against; cudnn-nn does not depend on it.
 """
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
-import torch
-import torch.nn as nn
+if '--cpu' in sys.argv:  # OpenMP reads it once, when torch loads
+    _threads = sys.argv[sys.argv.index('--threads') + 1] if '--threads' in sys.argv else '2'
+    os.environ['OMP_NUM_THREADS'] = _threads
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 
 def conv(i, o, k, s=1, p=0):
@@ -96,6 +118,16 @@ def resnet50():
     return nn.Sequential(*layers)
 
 
+def fashion():
+    """samples/fashion_mnist's network (samples::fashion_mnist_network, 256 hidden units)."""
+    return nn.Sequential(
+        conv(1, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.ReLU(True), nn.MaxPool2d(2, 2),
+        conv(32, 64, 3, 1, 1), nn.BatchNorm2d(64), nn.ReLU(True), nn.MaxPool2d(2, 2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 256), nn.ReLU(True), nn.Dropout(0.25), nn.Linear(256, 10))
+
+
+NETS_CLASSES = {'fashion': 10}  # the rest end in 1000 scores (or are no classifiers)
+
 NETS = {
     'L1': (lambda: nn.Sequential(conv(3, 96, 11)), [128, 3, 128, 128]),
     'L2': (lambda: nn.Sequential(conv(64, 128, 9)), [128, 64, 64, 64]),
@@ -106,31 +138,105 @@ NETS = {
     'vgg11': (vgg11, [64, 3, 224, 224]),
     'resnet50': (resnet50, [32, 3, 224, 224]),
     'lstm': (LSTMNet, [50, 64, 512]),  # 2 layers, hidden 512, sequence 50, batch 64
+    'fashion': (fashion, [128, 1, 28, 28]),
 }
+
+
+def sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+MEM = {'row': 0, 'steady': 0}  # peak bytes of the current row: overall, and over timed iterations
 
 
 def time_ms(step, iterations, warmup):
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
+    sync()
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    if cuda:  # as convnet_benchmark: the steady-state peak excludes warm-up and searches
+        MEM['row'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        torch.cuda.reset_peak_memory_stats()
     out = []
     for _ in range(iterations):
         t0 = time.perf_counter()
         step()
-        torch.cuda.synchronize()
+        sync()
         out.append((time.perf_counter() - t0) * 1000)
+    if cuda:
+        MEM['steady'] = max(MEM['steady'], torch.cuda.max_memory_allocated())
+        MEM['row'] = max(MEM['row'], MEM['steady'])
     return statistics.median(out)
+
+
+def make_optimizer(model, adam, dev, capturable=False):
+    """convnet_benchmark's: SGD lr 1e-3 momentum 0.9 (Adam lr 2e-3 for fashion); on the GPU the
+    fused implementation where this PyTorch has it for the dtype, else the foreach one."""
+    params = list(model.parameters())
+    cls, kw = (torch.optim.Adam, {'lr': 2e-3}) if adam else (torch.optim.SGD, {'lr': 1e-3, 'momentum': 0.9})
+    if dev.type == 'cuda':
+        if adam and capturable:
+            kw['capturable'] = True
+        try:
+            return cls(params, fused=True, **kw), 'fused'
+        except (RuntimeError, TypeError, ValueError):
+            return cls(params, foreach=True, **kw), 'foreach'
+    return cls(params, **kw), 'default'
+
+
+def train_step_ms(make, shape, dtype, dev, classes, adam, args):
+    """The whole step: zero_grad, forward, cross-entropy, backward, optimizer step. On the GPU
+    channels-last (4-D inputs), eager and as one captured CUDA graph; returns the faster,
+    with what was used."""
+    channels_last = dev.type == 'cuda' and len(shape) == 4
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    target = (torch.arange(shape[0], device=dev) * 7) % classes
+    loss_fn = nn.CrossEntropyLoss()
+    results = {}
+    for graphed in ([False, True] if dev.type == 'cuda' else [False]):
+        torch.manual_seed(1)
+        model = make().to(dev, dtype).train().to(memory_format=fmt)
+        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).contiguous(memory_format=fmt)
+        opt, kind = make_optimizer(model, adam, dev, capturable=graphed)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), target).backward()
+            opt.step()
+        try:
+            if graphed:
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        step()
+                torch.cuda.current_stream().wait_stream(s)
+                graph = torch.cuda.CUDAGraph()
+                opt.zero_grad(set_to_none=True)
+                with torch.cuda.graph(graph):
+                    loss_fn(model(x), target).backward()
+                    opt.step()
+                results['graph'] = (time_ms(graph.replay, args.iterations, args.warmup), kind)
+            else:
+                results['eager'] = (time_ms(step, args.iterations, args.warmup), kind)
+        except RuntimeError as e:  # a capture this PyTorch cannot do: eager only
+            print(f'  ({"graph" if graphed else "eager"} step failed: {str(e).splitlines()[0][:100]})', flush=True)
+        del model, opt, x
+    best = min(results, key=lambda k: results[k][0])
+    how = f"{best}, {results[best][1]} optimizer{', channels-last' if channels_last else ''}"
+    return results[best][0], how, {k: v[0] for k, v in results.items()}
 
 
 def per_layer(model, x, args, ours_layers):
     """Times each child of a Sequential alone: forward under no_grad, and forward + backward
-    with the child's input requiring a gradient (as ours always computes gradInput)."""
+    with the child's input requiring a gradient (the first child's only with --input-grad, as ours)."""
     rows = []
     for i, m in enumerate(model):
         # an in-place ReLU cannot write into a leaf that requires grad; out of place costs the same
         if getattr(m, 'inplace', False):
             m.inplace = False
-        xi = x.detach().requires_grad_()
+        xi = x.detach().requires_grad_(i > 0 or args.input_grad)  # as ours: the first needs none
         with torch.no_grad():
             y = m(xi)
             fwd = time_ms(lambda: m(xi), args.iterations, args.warmup)
@@ -210,6 +316,54 @@ def data_parallel(args):
     dist.destroy_process_group()
 
 
+def run_ours_cpu(args):
+    """convnet_benchmark --backend nn on the fashion row, with args.threads OpenMP threads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, 'ours.json')
+        cmd = [args.ours_bin, '--backend', 'nn', '--nets', 'fashion', '--step', '--json', out,
+               '--iterations', str(args.iterations), '--warmup', str(args.warmup)]
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+        print('$ OMP_NUM_THREADS=%d %s' % (args.threads, ' '.join(cmd)), flush=True)
+        subprocess.run(cmd, env=env, check=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def cpu_main(args):
+    torch.set_num_threads(args.threads)
+    ours = {r['network']: r for r in run_ours_cpu(args)['results']}['fashion']
+    make, shape = NETS['fashion']
+    dev = torch.device('cpu')
+    print(f'torch {torch.__version__}, CPU, {torch.get_num_threads()} threads '
+          f'(OMP_NUM_THREADS={os.environ.get("OMP_NUM_THREADS")}), float32, batch {shape[0]}')
+    torch.manual_seed(1)
+    model = make().train()
+    x = torch.rand(shape) * 2 - 1
+    g = torch.rand_like(model(x)) * 2 - 1
+    with torch.no_grad():
+        fwd = time_ms(lambda: model(x), args.iterations, args.warmup)
+
+    def train_step():
+        model.zero_grad(set_to_none=False)
+        model(x).backward(g)
+    train = time_ms(train_step, args.iterations, args.warmup)
+    step, how, _ = train_step_ms(make, shape, torch.float32, dev, 10, True, args)
+    print(f"{'fashion':9} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}")
+    for what, t, o in [('forward', fwd, ours['forward_ms']), ('fwd+bwd', train, ours['forward_backward_ms']),
+                       ('step', step, ours['step_ms'])]:
+        print(f'{what:9} {t:9.3f} {o:9.3f} {t / o:6.2f}')
+    print(f"step = zero_grad + forward + cross-entropy + backward + Adam ({how}); "
+          f"images/s: torch {shape[0] / step * 1000:.0f}, ours {shape[0] / ours['step_ms'] * 1000:.0f}")
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump({'torch': torch.__version__, 'threads': args.threads, 'forward_ms': fwd,
+                       'forward_backward_ms': train, 'step_ms': step, 'ours': ours}, f, indent=2)
+
+
+def mib(nbytes):
+    return f'{nbytes / 2**20:.0f}'
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--ours', help="convnet_benchmark's --json output, for ratios")
@@ -228,28 +382,47 @@ def main():
         torch.backends.cudnn.benchmark = args.benchmark
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
         return data_parallel(args)
+
+    ap.add_argument('--input-grad', action='store_true',
+                    help="the input requires a gradient (set by itself when ours ran with --input-grad)")
+    ap.add_argument('--step', action='store_true', help='also time the whole training step (set by ours\' step rows)')
+    ap.add_argument('--cpu', action='store_true', help='the Fashion-MNIST comparison on the CPU (see above)')
+    ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
+    ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
+    args = ap.parse_args()
+    if args.cpu:
+        cpu_main(args)
+        return
     torch.backends.cudnn.benchmark = args.benchmark
     torch.backends.cudnn.allow_tf32 = not args.no_tf32
     torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
-    ours = {}
+    ours, input_grad = {}, args.input_grad
     if args.ours:
         with open(args.ours) as f:
-            ours = {r['network']: r for r in json.load(f)['results']}
+            doc = json.load(f)
+        ours = {r['network']: r for r in doc['results']}
+        input_grad = input_grad or doc.get('input_grad', True)  # older files: Torch's always-gradInput
+    args.input_grad = input_grad
     names = args.nets.split(',') if args.nets else (list(ours) or list(NETS))
     dtype = getattr(torch, args.dtype)
     dev = torch.device('cuda')
     print(f'torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}, '
-          f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}')
-    print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} {'ratio':>6}")
+          f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}, input grad={input_grad}')
+    print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} "
+          f"{'ratio':>6}   {'torch MiB':>9} {'ours MiB':>8}")
     results = []
     for name in names:
         make, shape = NETS[name]
         if name in ours:
             shape = ours[name]['input']
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        MEM.update(row=0, steady=0)
         torch.manual_seed(1)
         model = make().to(dev, dtype).train()
-        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_()
-        g = torch.rand_like(model(x)) * 2 - 1
+        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_(input_grad)
+        y = model(x)
+        g = torch.rand_like(y) * 2 - 1
         with torch.no_grad():  # a forward pass keeps no graph, as ours keeps none
             fwd = time_ms(lambda: model(x), args.iterations, args.warmup)
 
@@ -259,21 +432,40 @@ def main():
             model(x).backward(g)
         train = time_ms(train_step, args.iterations, args.warmup)
         r = {'network': name, 'input': shape, 'forward_ms': fwd, 'forward_backward_ms': train}
+        want_step = y.dim() == 2 and (args.step or 'step_ms' in ours.get(name, {}))
+        del y, model, g  # the step builds its own model (channels-last), and the peak is per row
+        if want_step:
+            r['step_ms'], r['step_how'], r['step_variants_ms'] = train_step_ms(
+                make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
+        r['peak_device_bytes'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        r['steady_device_bytes'] = MEM['steady']
         results.append(r)
         line = f'{name:9} {fwd:10.3f}'
         if name in ours:
             o = ours[name]
             # ratio > 1: cudnn-nn is faster
             line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
-                    f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}"
+                    f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}   " \
+                    f"{mib(r['steady_device_bytes']):>9} {mib(o.get('steady_device_bytes', 0)):>8}"
         else:
-            line += f" {'':9} {'':6}   {train:11.3f}"
+            line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['steady_device_bytes']):>9}"
         print(line, flush=True)
-        if args.per_layer and isinstance(model, nn.Sequential):
-            r['layers'] = per_layer(model, x.detach(), args, ours.get(name, {}).get('layers', []))
+        if want_step:
+            line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
+                ', '.join(f'{k} {v:.3f}' for k, v in r['step_variants_ms'].items()) + ')'
+            if 'step_ms' in ours.get(name, {}):
+                line += f", ours {ours[name]['step_ms']:.3f} ms, ratio {r['step_ms'] / ours[name]['step_ms']:.2f}"
+            print(line, flush=True)
+        if args.per_layer:
+            torch.manual_seed(1)
+            model = make().to(dev, dtype).train()
+            if isinstance(model, nn.Sequential):
+                r['layers'] = per_layer(model, x.detach(), args, ours.get(name, {}).get('layers', []))
+            del model
     if args.json:
         with open(args.json, 'w') as f:
-            json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'results': results}, f, indent=2)
+            json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'input_grad': input_grad,
+                       'results': results}, f, indent=2)
 
 
 if __name__ == '__main__':

@@ -27,6 +27,9 @@ struct MemoryStats {
   uint64_t device_frees = 0;
 };
 MemoryStats memory_stats(int index = -1);
+// Starts peak_allocated_bytes again from the bytes in tensors now (as PyTorch's
+// torch.cuda.reset_peak_memory_stats), so a peak can be measured per phase.
+void reset_peak_memory_stats(int index = -1);
 void empty_cache();  // give every cached, unused block back to the driver
 // Allocation: a request the device cannot serve first gives the cached blocks back and
 // retries; if it still fails it throws tensor::Error naming the request, the device, its

@@ -246,6 +246,14 @@ MemoryStats memory_stats(int index) {
   return runtime.devices[static_cast<size_t>(index)].stats;
 }
 
+void reset_peak_memory_stats(int index) {
+  index = resolve(index, "tensor::cuda::reset_peak_memory_stats");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  MemoryStats& stats = runtime.devices[static_cast<size_t>(index)].stats;
+  stats.peak_allocated_bytes = stats.allocated_bytes;
+}
+
 void empty_cache() {
   Runtime& runtime = Runtime::get();
   std::lock_guard<std::mutex> lock(runtime.mutex);

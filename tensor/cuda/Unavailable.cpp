@@ -24,6 +24,7 @@ void set_device(int) { unavailable("tensor::cuda::set_device"); }
 void synchronize(int) { unavailable("tensor::cuda::synchronize"); }
 void* stream(int) { unavailable("tensor::cuda::stream"); }
 MemoryStats memory_stats(int) { return {}; }
+void reset_peak_memory_stats(int) { unavailable("tensor::cuda::reset_peak_memory_stats"); }
 void empty_cache() { unavailable("tensor::cuda::empty_cache"); }
 void* allocate(size_t, int) { unavailable("tensor::cuda::allocate"); }
 void deallocate(void*, int) {}  // nothing can have been allocated; must not throw

@@ -178,3 +178,40 @@ TEST_CASE(
     if (!std::isnan(bad)) CHECK(ye[1] == bad);  // x / sqrt(1 + eps): the same infinity
   }
 }
+
+TEST_CASE("SpatialBatchNormalization float32 statistics (one pass, Note [One-pass float statistics]) match float64's") {
+  auto stats = [](const Tensor& x, DType dt) {
+    nn::SpatialBatchNormalization m(3);
+    m.to(dt);
+    m.train();
+    m.forward(x.to(dt));
+    return std::vector<Tensor>{m.save_mean.to(DType::Float64), m.save_invstd.to(DType::Float64),
+                               m.running_mean.to(DType::Float64), m.running_var.to(DType::Float64)};
+  };
+  Generator gen(3);
+  // a large mean over a small spread (cancellation), a zero-mean channel, a constant channel
+  Tensor x = uniform({4, 3, 5, 5}, -1, 1, gen, DType::Float64);
+  x.select(1, 0).mul_(0.01).add_(1000);
+  x.select(1, 2).fill_(2.5);
+  const Tensor xf = x.to(DType::Float32).to(DType::Float64);  // the float32 values, exactly
+  const auto a = stats(xf, DType::Float32), b = stats(xf, DType::Float64);
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("statistic ", i);
+    CHECK(rel_norm_error(a[i], b[i]) <= 1e-6);
+  }
+  // NaN and Inf give the two-pass results, as in float64 (and cuDNN)
+  for (double bad : {kNaN, kInf, -kInf}) {
+    INFO("non-finite value ", bad);
+    Tensor y = xf.clone();
+    y.select(1, 1).select(0, 2).select(0, 3).fill_(bad);
+    const auto p = stats(y, DType::Float32), q = stats(y, DType::Float64);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const std::vector<double> u = p[i].to_vector<double>(), w = q[i].to_vector<double>();
+      for (size_t c = 0; c < u.size(); ++c) {
+        INFO("statistic ", i, " channel ", c, ": ", u[c], " against ", w[c]);
+        CHECK(std::isnan(u[c]) == std::isnan(w[c]));
+        if (!std::isnan(w[c]) && !std::isfinite(w[c])) CHECK(u[c] == w[c]);
+      }
+    }
+  }
+}

@@ -492,6 +492,19 @@ TEST_CASE("cuda: the caching allocator reuses blocks and reports its memory") {
     CHECK(holding.peak_allocated_bytes >= holding.allocated_bytes);
   }
 
+  {
+    // reset_peak_memory_stats starts the peak again from what tensors hold now
+    { const Tensor big = empty({1 << 22}, DType::Float32, kGpu); }
+    const cuda::MemoryStats high = cuda::memory_stats(0);
+    REQUIRE(high.peak_allocated_bytes >= high.allocated_bytes + (size_t{1} << 24));
+    cuda::reset_peak_memory_stats(0);
+    CHECK(cuda::memory_stats(0).peak_allocated_bytes == high.allocated_bytes);
+    const Tensor small = empty({1 << 10}, DType::Float32, kGpu);
+    const cuda::MemoryStats low = cuda::memory_stats(0);
+    CHECK(low.peak_allocated_bytes == low.allocated_bytes);
+    CHECK(low.peak_allocated_bytes < high.peak_allocated_bytes);
+  }
+
   // empty_cache gives every unused block back.
   const cuda::MemoryStats cached = cuda::memory_stats(0);
   REQUIRE(cached.reserved_bytes > cached.allocated_bytes);

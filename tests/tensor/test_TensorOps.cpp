@@ -3,8 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
+#include "tensor/Blas.h"
 #include "tensor/Tensor.h"
 
 using namespace tensor;
@@ -175,4 +179,40 @@ TEST_CASE("comparison helpers") {
   CHECK(has_nonfinite(from_vector<float>({1, INFINITY})));
   CHECK_FALSE(has_nonfinite(a));
   CHECK_THROWS_AS(max_abs_diff(a, empty({2})), Error);
+}
+
+TEST_CASE("blas::gemm against a plain triple loop: every transpose, alpha and beta, padded leading dims, and "
+          "products large enough for Eigen's threads") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  struct Size {
+    int64_t M, N, K;
+  };
+  for (const Size& z : {Size{300, 70, 200}, Size{40, 500, 150}, Size{5, 3, 4}}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool tA = trans & 1, tB = trans & 2;
+      const auto [M, N, K] = z;
+      INFO("M ", M, " N ", N, " K ", K, " transA ", tA, " transB ", tB);
+      const int64_t lda = (tA ? M : K) + 3, ldb = (tB ? K : N) + 2, ldc = N + 1;
+      std::vector<double> A((tA ? K : M) * lda), B((tB ? N : K) * ldb), C(M * ldc);
+      for (auto& v : A) v = u(rng);
+      for (auto& v : B) v = u(rng);
+      for (auto& v : C) v = u(rng);
+      std::vector<double> want = C;
+      const double alpha = 0.75, beta = -0.5;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
+          want[i * ldc + j] = alpha * s + beta * C[i * ldc + j];
+        }
+      blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+      double err = 0;
+      for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(C[i * ldc + j] - want[i * ldc + j]));
+        CHECK(C[i * ldc + N] == want[i * ldc + N]);  // the padding column is left alone
+      }
+      CHECK(err <= 1e-12);
+    }
+  }
 }
