@@ -1,6 +1,6 @@
-// Half.cpp: the host side of Half.h's conversions, through Eigen::half and Eigen::bfloat16
-// (x86 F16C instructions where the build enables them, Eigen's portable code elsewhere).
-// NaNs never get here: see Note [16-bit NaNs].
+// Half.cpp: the host side of Half.h's conversions, through Eigen::half and Eigen::bfloat16,
+// out of line so that Eigen stays out of the headers. NaNs never get here: see Note
+// [16-bit NaNs].
 #include "tensor/Half.h"
 
 #include <Eigen/Core>

@@ -46,13 +46,13 @@ float eigen_half_to_float(uint16_t h);
 uint16_t eigen_bfloat16_from_float(float f);
 }  // namespace detail
 
-// Note [16-bit NaNs]: the libraries round every number the same way (IEEE round to nearest
-// even is unique), but not NaNs: x86's F16C instructions (Eigen's path under -march=native)
-// keep a NaN's payload and quiet a signalling one, Eigen's portable code and the GPU's cvt
-// make a canonical NaN, each its own. So NaNs are converted here, by one rule on both
-// devices: float -> float16 gives the quiet NaN 0x7e00 with the sign; float16 -> float and
-// bfloat16 -> float keep sign and payload as they are; float -> bfloat16 keeps the top 16
-// bits and sets the quiet bit (0x40).
+// Note [16-bit NaNs]: the libraries round every number alike (IEEE round to nearest even is
+// unique) but make different NaNs: Eigen's bfloat16 drops the payload (0x7fc0), its F16C path
+// (where Eigen takes it) quiets a signalling NaN, the GPU's cvt gives a canonical NaN. So NaNs
+// are converted here, on both devices by the rule of the hand-written code this replaced:
+// float -> float16 gives the quiet NaN 0x7e00 with the sign; float16 -> float and bfloat16 ->
+// float keep sign and payload; float -> bfloat16 keeps the top 16 bits and sets the quiet bit
+// (0x40).
 
 struct Half {
   uint16_t bits = 0;
