@@ -119,6 +119,8 @@ def main():
         "deep": b"[" * 600 + b"]" * 600,
         "numbers": b'[0, -0, 1e308, 1e309, -1e-400, 9223372036854775807, 9223372036854775808, 0.1]',
         "strings": b'{"a\\u00e9\\ud83d\\ude00": "\\n\\t\\"", "": null}',
+        "duplicate_keys": b'{"a": 1, "b": {"a": [2], "c": {}}, "a": 3}',
+        "utf8": b'["\xc3\xa9", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xff"]',
     }.items():
         write(os.path.join(CORPUS, "json", name + ".json"), text)
 

@@ -1,13 +1,18 @@
 // Half.h: the two 16-bit floating-point storage types, float16 (IEEE binary16) and
 // bfloat16 (the top half of a float32). They are storage types: arithmetic converts to
 // float, computes, and rounds back (round to nearest even), on the host and in CUDA
-// kernels alike, so a CPU and a GPU result agree bit for bit after rounding.
+// kernels alike, so a CPU and a GPU result agree bit for bit after rounding. The rounding
+// is Eigen's (Eigen::half, Eigen::bfloat16) on the host, out of line in Half.cpp so that
+// this header needs no Eigen, and CUDA's (cuda_fp16.h, cuda_bf16.h) in device code.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #if defined(__CUDACC__)
+// nvcc only: host translation units (and installed users) never see a CUDA header here.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #define TENSOR_HD __host__ __device__ __forceinline__
 #else
 #define TENSOR_HD inline
@@ -34,7 +39,20 @@ TENSOR_HD float bits_float(uint32_t u) {
   return f;
 #endif
 }
+
+// Eigen's conversions of finite and infinite values (Half.cpp).
+uint16_t eigen_half_from_float(float f);
+float eigen_half_to_float(uint16_t h);
+uint16_t eigen_bfloat16_from_float(float f);
 }  // namespace detail
+
+// Note [16-bit NaNs]: the libraries round every number alike (IEEE round to nearest even is
+// unique) but make different NaNs: Eigen's bfloat16 drops the payload (0x7fc0), its F16C path
+// (where Eigen takes it) quiets a signalling NaN, the GPU's cvt gives a canonical NaN. So NaNs
+// are converted here, on both devices by the rule of the hand-written code this replaced:
+// float -> float16 gives the quiet NaN 0x7e00 with the sign; float16 -> float and bfloat16 ->
+// float keep sign and payload; float -> bfloat16 keeps the top 16 bits and sets the quiet bit
+// (0x40).
 
 struct Half {
   uint16_t bits = 0;
@@ -50,44 +68,23 @@ struct Half {
   }
 
   static TENSOR_HD uint16_t from_float(float f) {
-    const uint32_t x = detail::float_bits(f);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) {  // inf or nan: keep nan-ness (quiet it)
-      return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
-    }
-    if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-    if (absx < 0x38800000u) {                                                 // subnormal half or zero
-      if (absx < 0x33000000u) return static_cast<uint16_t>(sign);             // < half of min subnormal
-      // value = mant * 2^(exp-150) and the subnormal unit is 2^-24, so q = mant >> (126 - exp)
-      const uint32_t exp = absx >> 23;
-      const uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
-      const uint32_t s = 126u - exp;  // 14..24
-      uint32_t q = mant >> s;
-      const uint32_t rem = mant & ((1u << s) - 1u);
-      const uint32_t halfway = 1u << (s - 1u);
-      if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
-      return static_cast<uint16_t>(sign | q);
-    }
-    // normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits to nearest even
-    uint32_t h = ((absx - 0x38000000u) >> 13);
-    const uint32_t rem = absx & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into exponent: still right
-    return static_cast<uint16_t>(sign | h);
+    if (f != f) return static_cast<uint16_t>(((detail::float_bits(f) >> 16) & 0x8000u) | 0x7e00u);
+#if defined(__CUDA_ARCH__)
+    return __half_as_ushort(__float2half_rn(f));
+#else
+    return detail::eigen_half_from_float(f);
+#endif
   }
 
   static TENSOR_HD float to_float(uint16_t h) {
-    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1fu;
-    const uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1fu) return detail::bits_float(sign | 0x7f800000u | (mant << 13));
-    if (exp == 0) {
-      if (mant == 0) return detail::bits_float(sign);
-      // subnormal: mant * 2^-24
-      const float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
-      return sign ? -v : v;
+    if ((h & 0x7fffu) > 0x7c00u) {
+      return detail::bits_float((static_cast<uint32_t>(h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
     }
-    return detail::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(h));
+#else
+    return detail::eigen_half_to_float(h);
+#endif
   }
 };
 
@@ -96,6 +93,7 @@ struct BFloat16 {
 
   BFloat16() = default;
   TENSOR_HD BFloat16(float f) : bits(from_float(f)) {}  // NOLINT: implicit like a builtin float
+  // exact: a bfloat16 is the top half of the float
   TENSOR_HD operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }
 
   static TENSOR_HD BFloat16 from_bits(uint16_t b) {
@@ -105,10 +103,12 @@ struct BFloat16 {
   }
 
   static TENSOR_HD uint16_t from_float(float f) {
-    const uint32_t x = detail::float_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
-    const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-    return static_cast<uint16_t>((x + rounding) >> 16);
+    if (f != f) return static_cast<uint16_t>((detail::float_bits(f) >> 16) | 0x40u);
+#if defined(__CUDA_ARCH__)
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#else
+    return detail::eigen_bfloat16_from_float(f);
+#endif
   }
 };
 

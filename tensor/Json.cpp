@@ -1,18 +1,23 @@
-// Json.cpp: recursive-descent parser with a depth limit, and the writer.
+// Json.cpp: tensor::Json read and written through nlohmann/json. Parsing goes through
+// nlohmann's SAX interface straight into tensor::Json (no intermediate document), with the
+// checks for untrusted input added on top; writing converts to nlohmann::ordered_json,
+// which keeps the key order, and dumps that.
 #include "tensor/Json.h"
 
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <cstdint>
+#include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_set>
 
 #include "tensor/DType.h"
 
 namespace tensor {
 
 namespace {
+
+using nlohmann::ordered_json;
 
 const char* kind_name(Json::Kind k) {
   switch (k) {
@@ -26,237 +31,159 @@ const char* kind_name(Json::Kind k) {
   return "?";
 }
 
-class Parser {
- public:
-  Parser(std::string_view text, const std::string& what) : s_(text), what_(what) {}
+// Note [Error positions]: errors name the byte offset of the last byte the parser read,
+// 0-based (for "[1, x]" the 'x' at 4; at the end of the input, the input's length).
+// nlohmann reports its own errors with that count 1-based; for the checks added here
+// (depth, duplicate keys, integer range) the input is read through MarkingIterator, which
+// records the last byte handed to the parser.
+struct MarkingIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  Json parse_document() {
-    skip_ws();
-    Json v = parse_value(0);
-    skip_ws();
-    if (pos_ != s_.size()) fail("unexpected trailing characters");
-    return v;
+  const char* p;
+  const char** mark;
+
+  reference operator*() const {
+    *mark = p;
+    return *p;
+  }
+  MarkingIterator& operator++() {
+    ++p;
+    return *this;
+  }
+  MarkingIterator operator++(int) {
+    MarkingIterator old = *this;
+    ++p;
+    return old;
+  }
+  bool operator==(const MarkingIterator& o) const { return p == o.p; }
+  bool operator!=(const MarkingIterator& o) const { return p != o.p; }
+};
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 5: " prefix: the position is given as a byte offset instead.
+std::string reason(const nlohmann::json::exception& e) {
+  std::string_view m = e.what();
+  if (const size_t id = m.find("] "); id != std::string_view::npos) m.remove_prefix(id + 2);
+  if (m.starts_with("parse error")) {
+    if (const size_t colon = m.find(": "); colon != std::string_view::npos) m.remove_prefix(colon + 2);
+  }
+  return std::string(m);
+}
+
+// The SAX handler: builds the value bottom-up on a stack of open containers.
+class Builder {
+ public:
+  static constexpr size_t kMaxDepth = 64;
+
+  Builder(std::string_view text, const char* const* mark, const std::string& what)
+      : begin_(text.data()), mark_(mark), what_(what) {}
+
+  Json take() { return std::move(root_); }
+
+  bool null() { return add(Json(nullptr)); }
+  bool boolean(bool b) { return add(Json(b)); }
+  bool number_integer(int64_t v) { return add(Json(v)); }
+  bool number_unsigned(uint64_t v) {
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail("integer out of range: " + std::to_string(v));
+    return add(Json(static_cast<int64_t>(v)));
+  }
+  // nlohmann reads an integer too large for 64 bits as a double: refuse it instead. Non-finite
+  // values never get here (nlohmann refuses them: "number overflow").
+  bool number_float(double v, const std::string& text) {
+    if (text.find_first_of(".eE") == std::string::npos) fail("integer out of range: " + text);
+    return add(Json(v));
+  }
+  bool string(std::string& s) { return add(Json(std::move(s))); }
+  bool binary(nlohmann::json::binary_t&) { return false; }  // only the binary formats produce these
+  bool start_object(size_t) { return open(true); }
+  bool start_array(size_t) { return open(false); }
+  bool key(std::string& k) {
+    Open& o = stack_.back();
+    if (!o.keys.insert(k).second) fail("duplicate key '" + k + "'");
+    o.key = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t position, const std::string&, const nlohmann::json::exception& e) {
+    throw error_at(position > 0 ? position - 1 : 0, reason(e));
   }
 
  private:
-  static constexpr int kMaxDepth = 64;
+  struct Open {
+    bool is_object;
+    Json::Array array;
+    Json::Object object;
+    std::unordered_set<std::string> keys;
+    std::string key;
+  };
 
+  Error error_at(size_t offset, const std::string& msg) const {
+    return Error(what_ + ": malformed JSON at byte " + std::to_string(offset) + ": " + msg);
+  }
   [[noreturn]] void fail(const std::string& msg) const {
-    throw Error(what_ + ": malformed JSON at byte " + std::to_string(pos_) + ": " + msg);
+    throw error_at(*mark_ ? static_cast<size_t>(*mark_ - begin_) : 0, msg);
   }
 
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  bool open(bool is_object) {
+    if (stack_.size() == kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
+    stack_.push_back(Open{is_object, {}, {}, {}, {}});
+    return true;
   }
-
-  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-
-  void expect(char c) {
-    if (peek() != c || pos_ >= s_.size()) fail(std::string("expected '") + c + "'");
-    ++pos_;
+  bool close() {
+    Open& o = stack_.back();
+    Json v = o.is_object ? Json(std::move(o.object)) : Json(std::move(o.array));
+    stack_.pop_back();
+    return add(std::move(v));
   }
-
-  bool consume_literal(std::string_view lit) {
-    if (s_.substr(pos_, lit.size()) == lit) {
-      pos_ += lit.size();
-      return true;
-    }
-    return false;
-  }
-
-  Json parse_value(int depth) {
-    if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
-    if (pos_ >= s_.size()) fail("unexpected end of input");
-    const char c = s_[pos_];
-    if (c == '{') return parse_object(depth);
-    if (c == '[') return parse_array(depth);
-    if (c == '"') return Json(parse_string());
-    if (consume_literal("true")) return Json(true);
-    if (consume_literal("false")) return Json(false);
-    if (consume_literal("null")) return Json(nullptr);
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_number();
-    fail(std::string("unexpected character '") + c + "'");
-  }
-
-  Json parse_object(int depth) {
-    expect('{');
-    Json::Object obj;
-    skip_ws();
-    if (peek() == '}') {
-      ++pos_;
-      return Json(std::move(obj));
-    }
-    while (true) {
-      skip_ws();
-      if (peek() != '"') fail("expected a string key");
-      std::string key = parse_string();
-      skip_ws();
-      expect(':');
-      skip_ws();
-      obj.emplace_back(std::move(key), parse_value(depth + 1));
-      skip_ws();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      expect('}');
-      return Json(std::move(obj));
-    }
-  }
-
-  Json parse_array(int depth) {
-    expect('[');
-    Json::Array arr;
-    skip_ws();
-    if (peek() == ']') {
-      ++pos_;
-      return Json(std::move(arr));
-    }
-    while (true) {
-      skip_ws();
-      arr.push_back(parse_value(depth + 1));
-      skip_ws();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      expect(']');
-      return Json(std::move(arr));
-    }
-  }
-
-  unsigned parse_hex4() {
-    if (pos_ + 4 > s_.size()) fail("truncated \\u escape");
-    unsigned v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
-      else fail("bad hex digit in \\u escape");
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+  bool add(Json v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+    } else if (Open& o = stack_.back(); o.is_object) {
+      o.object.emplace_back(std::move(o.key), std::move(v));
     } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+      o.array.push_back(std::move(v));
     }
+    return true;
   }
 
-  std::string parse_string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          unsigned cp = parse_hex4();
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (!consume_literal("\\u")) fail("lone high surrogate");
-            const unsigned lo = parse_hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("bad low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("lone low surrogate");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: fail(std::string("bad escape '\\") + e + "'");
-      }
-    }
-  }
-
-  Json parse_number() {
-    const size_t start = pos_;
-    if (peek() == '-') ++pos_;
-    if (pos_ >= s_.size() || !(s_[pos_] >= '0' && s_[pos_] <= '9')) fail("bad number");
-    if (s_[pos_] == '0') {
-      ++pos_;
-    } else {
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-    }
-    bool integral = true;
-    if (peek() == '.') {
-      integral = false;
-      ++pos_;
-      if (!(peek() >= '0' && peek() <= '9')) fail("bad fraction");
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      integral = false;
-      ++pos_;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      if (!(peek() >= '0' && peek() <= '9')) fail("bad exponent");
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-    }
-    const std::string text(s_.substr(start, pos_ - start));
-    if (integral) {
-      errno = 0;
-      char* end = nullptr;
-      const long long v = std::strtoll(text.c_str(), &end, 10);
-      if (errno == ERANGE) fail("integer out of range: " + text);
-      return Json(static_cast<int64_t>(v));
-    }
-    return Json(std::strtod(text.c_str(), nullptr));
-  }
-
-  std::string_view s_;
+  const char* begin_;
+  const char* const* mark_;
   const std::string& what_;
-  size_t pos_ = 0;
+  std::vector<Open> stack_;
+  Json root_;
 };
 
-void escape_to(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
+ordered_json to_nlohmann(const Json& v) {
+  switch (v.kind()) {
+    case Json::Kind::Null: return nullptr;
+    case Json::Kind::Bool: return v.as_bool();
+    case Json::Kind::Number: return v.is_integer() ? ordered_json(v.as_int()) : ordered_json(v.as_number());
+    case Json::Kind::String: return v.as_string();
+    case Json::Kind::Array: {
+      ordered_json a = ordered_json::array();
+      for (const Json& item : v.as_array()) a.push_back(to_nlohmann(item));
+      return a;
+    }
+    case Json::Kind::Object: {
+      // ordered_map's own insertion searches the keys linearly (quadratic for a safetensors
+      // header of many tensors): the keys are checked here once, with a hash set, and the
+      // pairs appended to the vector it is made of.
+      ordered_json o = ordered_json::object();
+      auto& pairs = static_cast<ordered_json::object_t::Container&>(o.get_ref<ordered_json::object_t&>());
+      std::unordered_set<std::string_view> seen;
+      for (const auto& [key, item] : v.as_object()) {
+        TENSOR_CHECK(seen.insert(key).second, "Json::dump: duplicate key '", key, "' in an object");
+        pairs.emplace_back(key, to_nlohmann(item));
+      }
+      return o;
     }
   }
-  out += '"';
+  return nullptr;
 }
 
 }  // namespace
@@ -312,6 +239,7 @@ Json& Json::set(const std::string& key, Json value) {
     object_ = std::make_shared<Object>();
   }
   TENSOR_CHECK(is_object(), "Json::set: not an object");
+  TENSOR_CHECK(find(key) == nullptr, "Json::set: key '", key, "' is already set");
   object_->emplace_back(key, std::move(value));
   return object_->back().second;
 }
@@ -327,63 +255,24 @@ Json& Json::push(Json value) {
 }
 
 std::string Json::dump(int indent) const {
-  std::string out;
-  dump_to(out, indent, 0);
-  return out;
-}
-
-void Json::dump_to(std::string& out, int indent, int depth) const {
-  auto newline = [&](int d) {
-    if (indent < 0) return;
-    out += '\n';
-    out.append(static_cast<size_t>(indent * d), ' ');
-  };
-  switch (kind_) {
-    case Kind::Null: out += "null"; break;
-    case Kind::Bool: out += bool_ ? "true" : "false"; break;
-    case Kind::Number:
-      if (is_integer_) {
-        out += std::to_string(integer_);
-      } else if (!std::isfinite(number_)) {
-        out += "null";  // JSON has no inf/nan
-      } else {
-        // the shortest text that parses back to the same double: 0.1, not 0.10000000000000001
-        char buf[32];
-        const auto r = std::to_chars(buf, buf + sizeof buf, number_);
-        std::string text(buf, r.ptr);
-        // keep it a JSON number that reads back as a fraction ("1e+20" -> "1e+20", "3" -> "3.0")
-        if (text.find_first_of(".eE") == std::string::npos) text += ".0";
-        out += text;
-      }
-      break;
-    case Kind::String: escape_to(out, string_); break;
-    case Kind::Array:
-      out += '[';
-      for (size_t i = 0; i < array_->size(); ++i) {
-        if (i) out += ',';
-        newline(depth + 1);
-        (*array_)[i].dump_to(out, indent, depth + 1);
-      }
-      if (!array_->empty()) newline(depth);
-      out += ']';
-      break;
-    case Kind::Object:
-      out += '{';
-      for (size_t i = 0; i < object_->size(); ++i) {
-        if (i) out += ',';
-        newline(depth + 1);
-        escape_to(out, (*object_)[i].first);
-        out += indent < 0 ? ":" : ": ";
-        (*object_)[i].second.dump_to(out, indent, depth + 1);
-      }
-      if (!object_->empty()) newline(depth);
-      out += '}';
-      break;
+  try {
+    return to_nlohmann(*this).dump(indent, ' ', false, ordered_json::error_handler_t::strict);
+  } catch (const nlohmann::json::exception& e) {  // a string that is not UTF-8
+    throw Error("Json::dump: " + reason(e));
   }
 }
 
 Json Json::parse(std::string_view text, const std::string& what) {
-  return Parser(text, what).parse_document();
+  // nlohmann skips a byte order mark; JSON text (RFC 8259) and safetensors headers have none.
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    throw Error(what + ": malformed JSON at byte 0: a byte order mark (JSON text has none)");
+  }
+  const char* mark = nullptr;
+  Builder builder(text, &mark, what);
+  MarkingIterator first{text.data(), &mark}, last{text.data() + text.size(), &mark};
+  // every handler returns true or throws; false would come from binary(), which JSON text never reaches
+  TENSOR_CHECK(nlohmann::json::sax_parse(first, last, &builder), what, ": malformed JSON");
+  return builder.take();
 }
 
 }  // namespace tensor

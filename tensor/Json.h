@@ -1,7 +1,8 @@
-// Json.h: a small JSON value with a strict parser and a writer: enough for safetensors
-// headers and model description files. The parser is meant for untrusted input: it bounds
-// nesting depth, rejects trailing bytes, bad escapes and control characters, and reports
-// the byte offset of the first error.
+// Json.h: a small JSON value for safetensors headers and model description files, read
+// and written through nlohmann/json (in Json.cpp only: this header does not need it). The
+// reader is meant for untrusted input: it bounds nesting depth, refuses duplicate keys,
+// integers outside int64, non-finite numbers, trailing bytes, bad escapes, invalid UTF-8
+// and control characters, and reports the byte offset of the first error.
 #pragma once
 
 #include <cstdint>
@@ -52,16 +53,17 @@ class Json {
   const Json* find(const std::string& key) const;
   // Object lookup that throws naming the key and `what` when absent.
   const Json& at(const std::string& key, const std::string& what = "object") const;
-  // Appends to an object (no duplicate check) / an array.
+  // Appends to an object (throws when the key is already there) / an array.
   Json& set(const std::string& key, Json value);
   Json& push(Json value);
 
-  std::string dump(int indent = -1) const;  // -1: compact
+  // -1: compact. Numbers round-trip exactly (integers as int64, others in the shortest
+  // form that reads back as the same double, with a '.' or an exponent); NaN and +-inf
+  // are written as null. Throws when a string is not valid UTF-8.
+  std::string dump(int indent = -1) const;
   static Json parse(std::string_view text, const std::string& what = "JSON");
 
  private:
-  void dump_to(std::string& out, int indent, int depth) const;
-
   Kind kind_ = Kind::Null;
   bool bool_ = false;
   double number_ = 0;

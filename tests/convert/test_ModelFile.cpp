@@ -539,7 +539,8 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
   const std::string broken = std::string("{") + kHeader + R"(, "module": {"type": }})";
   CHECK_THROWS_WITH_AS(
       load_with(broken),
-      (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) + ": unexpected character '}'")
+      (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) +
+       ": syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal")
           .c_str(),
       Error);
   CHECK_THROWS_WITH_AS(load_with(R"({"format": "pt", "version": 1, "module": {}})"),

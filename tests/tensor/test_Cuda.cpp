@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -144,6 +145,49 @@ TEST_CASE("cuda: dtype conversion on the device matches the CPU bit for bit") {
   int64_t different = 0;
   for (size_t i = 0; i < cpu_bits.size(); ++i) different += cpu_bits[i].bits != gpu_bits[i].bits;
   CHECK(different == 0);
+}
+
+TEST_CASE("cuda: 16-bit conversions agree bit for bit, every pattern and NaN payloads included") {
+  // float16 / bfloat16 -> float for all 65536 patterns (Note [16-bit NaNs] in tensor/Half.h)
+  std::vector<Half> all_half(65536);
+  std::vector<BFloat16> all_bf16(65536);
+  for (uint32_t b = 0; b < 65536; ++b) {
+    all_half[b] = Half::from_bits(static_cast<uint16_t>(b));
+    all_bf16[b] = BFloat16::from_bits(static_cast<uint16_t>(b));
+  }
+  auto float_bits = [](const Tensor& t) {
+    const std::vector<float> v = t.to_vector<float>();
+    std::vector<uint32_t> u(v.size());
+    std::memcpy(u.data(), v.data(), v.size() * 4);
+    return u;
+  };
+  for (const Tensor& t : {from_vector<Half>(all_half), from_vector<BFloat16>(all_bf16)}) {
+    INFO(std::string(name(t.dtype())));
+    CHECK(float_bits(t.to(kGpu).to(DType::Float32).cpu()) == float_bits(t.to(DType::Float32)));
+  }
+  // float -> float16 / bfloat16: random bit patterns (every exponent, subnormals, NaN payloads)
+  Generator g(11);
+  std::vector<uint32_t> patterns(1 << 20);
+  for (uint32_t& u : patterns) u = static_cast<uint32_t>(g.uniform() * 4294967296.0);
+  for (uint32_t u : {0x7f800001u, 0x7fc12345u, 0xffa00000u, 0x477ff000u, 0x477fefffu, 0x33000000u, 0x33000001u,
+                     0x387ff000u, 0x7f7f8000u, 0x7f7fffffu, 0x3f808000u, 0x3f818000u}) {
+    patterns.push_back(u);
+  }
+  std::vector<float> samples(patterns.size());
+  std::memcpy(samples.data(), patterns.data(), patterns.size() * 4);
+  const Tensor f = from_vector<float>(samples);
+  auto half_bits = [](const Tensor& t) {
+    std::vector<uint16_t> u;
+    for (Half h : t.to_vector<Half>()) u.push_back(h.bits);
+    return u;
+  };
+  auto bf16_bits = [](const Tensor& t) {
+    std::vector<uint16_t> u;
+    for (BFloat16 h : t.to_vector<BFloat16>()) u.push_back(h.bits);
+    return u;
+  };
+  CHECK(half_bits(f.to(kGpu).to(DType::Float16).cpu()) == half_bits(f.to(DType::Float16)));
+  CHECK(bf16_bits(f.to(kGpu).to(DType::BFloat16).cpu()) == bf16_bits(f.to(DType::BFloat16)));
 }
 
 TEST_CASE("cuda: strided copies to, from and on the device") {

@@ -1,7 +1,12 @@
 // test_Json.cpp: the JSON parser and writer used for safetensors headers and model files.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
 #include "tensor/DType.h"
+#include "tensor/Generator.h"
 #include "tensor/Json.h"
 
 using namespace tensor;
@@ -47,11 +52,78 @@ TEST_CASE("rejects malformed input with the byte offset") {
     CHECK_THROWS_AS(Json::parse(bad), Error);
   }
   CHECK_THROWS_WITH_AS(Json::parse("[1, x]", "model.json"),
-                       "model.json: malformed JSON at byte 4: unexpected character 'x'", Error);
+                       "model.json: malformed JSON at byte 4: syntax error while parsing value - invalid literal; "
+                       "last read: '1, x'",
+                       Error);
+  CHECK_THROWS_WITH_AS(Json::parse("[1, 2", "t"), doctest::Contains("t: malformed JSON at byte 5: "), Error);
   CHECK_THROWS_WITH_AS(Json::parse("99999999999999999999"), doctest::Contains("integer out of range"), Error);
   std::string deep(100, '[');
   deep += std::string(100, ']');
-  CHECK_THROWS_WITH_AS(Json::parse(deep), doctest::Contains("nesting deeper than 64"), Error);
+  CHECK_THROWS_WITH_AS(Json::parse(deep), "JSON: malformed JSON at byte 64: nesting deeper than 64", Error);
+  CHECK(Json::parse(std::string(64, '[') + std::string(64, ']')).is_array());
+  CHECK_THROWS_WITH_AS(Json::parse(std::string(64, '[') + "{}" + std::string(64, ']')),
+                       doctest::Contains("nesting deeper than 64"), Error);
   CHECK_THROWS_WITH_AS(Json::parse("[1]").as_object("layers"), "layers: expected an object, got an array", Error);
   CHECK_THROWS_WITH_AS(Json::parse("{}").at("type", "module 3"), "module 3: missing key 'type'", Error);
+}
+
+TEST_CASE("numbers round-trip exactly: int64 as integers, doubles bit for bit") {
+  for (int64_t v : {int64_t(0), int64_t(-1), int64_t(1) << 53, (int64_t(1) << 53) + 1, INT64_MAX, INT64_MIN}) {
+    const Json back = Json::parse(Json(v).dump());
+    REQUIRE(back.is_integer());
+    CHECK(back.as_int() == v);
+  }
+  CHECK(Json::parse("-9223372036854775808").as_int() == INT64_MIN);
+  CHECK(Json::parse("-0").as_int() == 0);
+  Generator g(5);
+  for (int i = 0; i < 20000; ++i) {
+    // random bit patterns: every exponent, subnormals, both signs
+    uint64_t u = static_cast<uint64_t>(g.uniform() * 4294967296.0) << 32 | static_cast<uint64_t>(g.uniform() * 4294967296.0);
+    double d;
+    std::memcpy(&d, &u, 8);
+    if (!std::isfinite(d)) continue;
+    const Json back = Json::parse(Json(d).dump());
+    REQUIRE_FALSE(back.is_integer());
+    uint64_t w;
+    const double e = back.as_number();
+    std::memcpy(&w, &e, 8);
+    REQUIRE_MESSAGE(w == u, Json(d).dump());
+  }
+  CHECK(Json(-0.0).dump() == "-0.0");
+  CHECK(std::signbit(Json::parse("-0.0").as_number()));
+  CHECK(Json(std::nan("")).dump() == "null");  // JSON has no NaN or infinity
+  CHECK(Json(-INFINITY).dump() == "null");
+}
+
+TEST_CASE("refuses numbers it cannot hold, naming the text") {
+  CHECK_THROWS_WITH_AS(Json::parse("9223372036854775808"),
+                       "JSON: malformed JSON at byte 18: integer out of range: 9223372036854775808", Error);
+  CHECK_THROWS_WITH_AS(Json::parse("[-99999999999999999999]"), doctest::Contains("integer out of range: -99999999999999999999"), Error);
+  CHECK_THROWS_WITH_AS(Json::parse("1e999"), "JSON: malformed JSON at byte 4: number overflow parsing '1e999'", Error);
+  CHECK_THROWS_WITH_AS(Json::parse("{\"a\": -1.5e400}"), doctest::Contains("number overflow parsing '-1.5e400'"), Error);
+  CHECK(Json::parse("1e-400").as_number() == 0);  // underflow rounds to zero, as IEEE does
+}
+
+TEST_CASE("duplicate keys are refused when read, set or written") {
+  CHECK_THROWS_WITH_AS(Json::parse(R"({"a": 1, "b": {"a": 2}, "a": 3})", "h.json"),
+                       "h.json: malformed JSON at byte 26: duplicate key 'a'", Error);
+  CHECK(Json::parse(R"({"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]})").at("b").as_array().size() == 2);
+  Json o;
+  o.set("k", Json(1));
+  CHECK_THROWS_WITH_AS(o.set("k", Json(2)), "Json::set: key 'k' is already set", Error);
+  CHECK(o.at("k").as_int() == 1);
+  const Json built(Json::Object{{"x", Json(1)}, {"x", Json(2)}});
+  CHECK_THROWS_WITH_AS(built.dump(), "Json::dump: duplicate key 'x' in an object", Error);
+}
+
+TEST_CASE("text must be UTF-8 without a byte order mark") {
+  CHECK_THROWS_WITH_AS(Json::parse("\xEF\xBB\xBF{}"), "JSON: malformed JSON at byte 0: a byte order mark (JSON text has none)",
+                       Error);
+  CHECK_THROWS_WITH_AS(Json::parse("\"a\xff\""), doctest::Contains("at byte 2: syntax error while parsing value - invalid string: ill-formed UTF-8"), Error);
+  CHECK_THROWS_WITH_AS(Json::parse(std::string("[1,\0]", 5)), doctest::Contains("at byte 3:"), Error);
+  CHECK_THROWS_WITH_AS(Json("\xc3(").dump(), doctest::Contains("Json::dump: invalid UTF-8 byte at index 1: 0x28"), Error);
+  const Json s = Json::parse(R"("\u0001\b\f\t\/é")");
+  CHECK(s.as_string() == "\x01\b\f\t/\xc3\xa9");
+  CHECK(s.dump() == R"("\u0001\b\f\t/é")");
+  CHECK(Json::parse(s.dump()).as_string() == s.as_string());
 }
