@@ -236,7 +236,9 @@ void RNNBase::checkTrainingForward(const Tensor& input, const char* method) cons
 
 const Tensor& RNNBase::updateOutput(const Tensor& input) {
   carryStates();
-  const auto [S, B] = checkInput(input, "updateOutput");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const auto [seqLength, batchSize] = checkInput(input, "updateOutput");
+  const int64_t S = seqLength, B = batchSize;
   check_float(where("updateOutput"), input);
   check_matches(where("updateOutput"), input, params[0].value, "input", "weight_ih_l0");
   for (const auto& p : params) {  // replaced by hand (m.params[i].value = ...)? the kernels read raw rows
@@ -333,7 +335,9 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
 const Tensor& RNNBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   checkGradOutput(input, gradOutput, "updateGradInput");
   checkTrainingForward(input, "updateGradInput");
-  const auto [S, B] = checkInput(input, "updateGradInput");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const auto [seqLength, batchSize] = checkInput(input, "updateGradInput");
+  const int64_t S = seqLength, B = batchSize;
   const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
   const bool lstm = mode == RNNMode::LSTM, gru = mode == RNNMode::GRU;
   const bool drop = dropout > 0;  // forward_ says the forward was in training mode
@@ -409,7 +413,9 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
                 "expected updateGradInput() after the forward first (backward() "
                 "calls both), got none");
   }
-  const auto [S, B] = checkInput(input, "accGradParameters");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const auto [seqLength, batchSize] = checkInput(input, "accGradParameters");
+  const int64_t S = seqLength, B = batchSize;
   const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
   const bool gru = mode == RNNMode::GRU;
   const int64_t K = gru ? 2 : 1, N = S * B;

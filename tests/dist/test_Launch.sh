@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/launch with tests/dist/launch_probe (no GPU): the environment reaches every rank, a
 # failing rank's status comes back and the others are stopped, a stuck rank is killed; each
-# within a bounded time. Usage: test_launch.sh LAUNCH PROBE
+# within a bounded time. Usage: test_Launch.sh LAUNCH PROBE
 set -u
 launch="$1"
 probe="$2"
