@@ -94,7 +94,9 @@ inline void cell_backward(RNNCell cell, int64_t H, const T* gates, const T* hpre
     case RNNCell::ReLU:
 #pragma omp simd
       for (int64_t j = 0; j < H; ++j) {
-        gi[j] = gates[j] > T(0) ? dh[j] : T(0);
+        // the forward's mirror: a NaN gate passes dh on, as cuDNN's CUDNN_RNN_RELU backward does
+        // (tests/cudnn/test_BadInput.cpp measured its weight gradients +-Inf, not NaN, there)
+        gi[j] = gates[j] <= T(0) ? T(0) : dh[j];
         dh[j] = T(0);
       }
       return;
