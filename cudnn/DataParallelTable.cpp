@@ -29,24 +29,6 @@ using nn::Tensor;
 
 namespace {
 
-ncclDataType_t nccl_type(tensor::DType t) {
-  switch (t) {
-    case tensor::DType::Float32:
-      return ncclFloat32;
-    case tensor::DType::Float64:
-      return ncclFloat64;
-    case tensor::DType::Float16:
-      return ncclFloat16;
-    case tensor::DType::BFloat16:
-      return ncclBfloat16;
-    case tensor::DType::Int64:
-      return ncclInt64;
-    case tensor::DType::UInt8:
-      return ncclUint8;
-  }
-  return ncclFloat32;
-}
-
 cudaStream_t stream_of(int gpu) { return static_cast<cudaStream_t>(tensor::cuda::stream(gpu)); }
 
 // Brackets NCCL calls over several communicators of this process; ends the group even when
@@ -150,7 +132,7 @@ void DataParallelTable::syncParameters() {
     for (size_t i = 0; i < replicas_.size(); ++i) {
       Tensor& t = state[i][k];
       NCCL_CHECK_COMM(comms_[i], ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()),
-                                               nccl_type(t.dtype()), 0, comms_[i], stream_of(gpus_[i])));
+                                               dist::detail::nccl_type(t.dtype()), 0, comms_[i], stream_of(gpus_[i])));
     }
   }
   group.end();
@@ -189,10 +171,10 @@ std::vector<Tensor> DataParallelTable::scatter(const Tensor& t, const std::vecto
     if (out[i].numel() == 0) continue;
     const Tensor part = src.narrow(0, chunks[i].offset, chunks[i].length);
     const auto count = static_cast<size_t>(part.numel());
-    NCCL_CHECK_COMM(comms_[0], ncclSend(part.raw_data(), count, nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
+    NCCL_CHECK_COMM(comms_[0], ncclSend(part.raw_data(), count, dist::detail::nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
                                         stream_of(gpus_[0])));
     NCCL_CHECK_COMM(comms_[i],
-                    ncclRecv(out[i].raw_data(), count, nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
+                    ncclRecv(out[i].raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
   }
   group.end();
   return out;
@@ -223,8 +205,8 @@ Tensor DataParallelTable::gather(const std::vector<const Tensor*>& parts, const 
     Tensor dst = out.narrow(0, chunks[i].offset, chunks[i].length);
     const auto count = static_cast<size_t>(src.numel());
     NCCL_CHECK_COMM(comms_[i],
-                    ncclSend(src.raw_data(), count, nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
-    NCCL_CHECK_COMM(comms_[0], ncclRecv(dst.raw_data(), count, nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
+                    ncclSend(src.raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
+    NCCL_CHECK_COMM(comms_[0], ncclRecv(dst.raw_data(), count, dist::detail::nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
                                         stream_of(gpus_[0])));
   }
   group.end();
@@ -303,7 +285,7 @@ void DataParallelTable::allReduceGradients() {
       Tensor& g = grads[i][k];
       if (!g.defined() || g.numel() == 0) continue;
       NCCL_CHECK_COMM(comms_[i], ncclAllReduce(g.raw_data(), g.raw_data(), static_cast<size_t>(g.numel()),
-                                               nccl_type(g.dtype()), ncclSum, comms_[i], stream_of(gpus_[i])));
+                                               dist::detail::nccl_type(g.dtype()), ncclSum, comms_[i], stream_of(gpus_[i])));
     }
   }
   group.end();

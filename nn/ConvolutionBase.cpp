@@ -122,13 +122,17 @@ void ConvolutionBase::checkConfig(const ConvSpec& s, const char* method) const {
   }
 }
 
-void ConvolutionBase::checkInput(const Tensor& t, const char* what, const char* method) const {
+void check_conv_input(const Module& m, const Tensor& t, const Tensor& weight, const char* what, const char* method) {
   const bool ok = t.defined() && (t.dtype() == tensor::DType::Float32 || t.dtype() == tensor::DType::Float64) &&
                   t.dtype() == weight.dtype() && t.device() == weight.device();
   if (ok) return;
-  const std::string at = where(method);
+  const std::string at = m.where(method);
   check_float(at, t, what);
   check_matches(at, t, weight, what);
+}
+
+void ConvolutionBase::checkInput(const Tensor& t, const char* what, const char* method) const {
+  check_conv_input(*this, t, weight, what, method);
 }
 
 Shape ConvolutionBase::outputShape(const Tensor& input, const char* method) const {

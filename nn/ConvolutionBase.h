@@ -56,6 +56,11 @@ class WithConvAlgorithms {
   ConvAlgorithms algo;
 };
 
+// The convolutions' input check (ConvolutionBase and TemporalConvolution): t is float32 or
+// float64 of weight's dtype and device. Cheap when it holds; the message, naming m's method,
+// is built only when it fails.
+void check_conv_input(const Module& m, const Tensor& t, const Tensor& weight, const char* what, const char* method);
+
 class ConvolutionBase : public Module, public WithConvAlgorithms<ConvolutionBase> {
  public:
   const Tensor& updateOutput(const Tensor& input) override;

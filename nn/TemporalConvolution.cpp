@@ -50,12 +50,7 @@ ConvSpec TemporalConvolution::spec() const {
 }
 
 void TemporalConvolution::checkInput(const Tensor& t, const char* what, const char* method) const {
-  const bool ok = t.defined() && (t.dtype() == tensor::DType::Float32 || t.dtype() == tensor::DType::Float64) &&
-                  t.dtype() == weight.dtype() && t.device() == weight.device();
-  if (ok) return;
-  const std::string at = where(method);
-  check_float(at, t, what);
-  check_matches(at, t, weight, what);
+  check_conv_input(*this, t, weight, what, method);
 }
 
 Shape TemporalConvolution::outputShape(const Tensor& input, const char* method) const {

@@ -6,7 +6,12 @@
 
 #include <nccl.h>
 
+#include "tensor/DType.h"
+
 namespace cudnn::dist::detail {
+
+// NCCL's name for a tensor dtype (every dtype has one).
+ncclDataType_t nccl_type(tensor::DType t);
 
 [[noreturn]] void throw_nccl_error(ncclResult_t status, ncclComm_t comm, const char* call, const char* file, int line);
 

@@ -19,24 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclDataType_t nccl_type(tensor::DType t) {
-  switch (t) {
-    case tensor::DType::Float32:
-      return ncclFloat32;
-    case tensor::DType::Float64:
-      return ncclFloat64;
-    case tensor::DType::Float16:
-      return ncclFloat16;
-    case tensor::DType::BFloat16:
-      return ncclBfloat16;
-    case tensor::DType::Int64:
-      return ncclInt64;
-    case tensor::DType::UInt8:
-      return ncclUint8;
-  }
-  return ncclFloat32;
-}
-
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
@@ -215,7 +197,7 @@ void ProcessGroup::allReduce(tensor::Tensor& t, ReduceOp op, void* stream) {
 void ProcessGroup::allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) {
   checkUsable("allReduce");
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_,
+  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op), comm_,
                                        static_cast<cudaStream_t>(stream)));
   settle("allReduce");
 }
@@ -227,7 +209,7 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
                         "), got " + std::to_string(root));
   }
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+  NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), detail::nccl_type(t.dtype()),
                                        root, comm_, static_cast<cudaStream_t>(stream)));
   settle("broadcast");
 }
