@@ -18,7 +18,7 @@ class ConfigReader;
 
 // The cuDNN algorithm choices of one convolution module, cudnn.torch's setMode()/fastest():
 // flag values of conv.algo_fwd, conv.algo_bwd_filter and conv.algo_bwd_data (an algorithm
-// name or a policy, see cudnn/Config.h; "" follows the global flag) and `fastest` (ignore
+// name or a policy, see cudnn/core/Config.h; "" follows the global flag) and `fastest` (ignore
 // workspace_limit for this module). They name cuDNN's passes, so a transposed convolution's
 // forward runs under bwdData and its updateGradInput under fwd. Plain fields of the nn
 // module, so they survive convert() both ways: used by the cudnn twin, ignored on the CPU.

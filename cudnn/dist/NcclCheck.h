@@ -1,5 +1,5 @@
 // NcclCheck.h: every NCCL status becomes a tensor::Error naming the call, the place, NCCL's
-// description of the status and its last detailed message (as cudnn/Check.h does for cuDNN).
+// description of the status and its last detailed message (as cudnn/core/Check.h does for cuDNN).
 // Internal to cudnn/dist's sources: the public headers of cudnn/dist name no NCCL type
 // (Note [NCCL flags stay local] in meson.build).
 #pragma once
