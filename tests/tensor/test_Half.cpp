@@ -101,7 +101,7 @@ TEST_CASE("16-bit tensors compute in float and round once") {
   CHECK(s.to_vector<float>() == std::vector<float>{1.5f, 2.25f, 1027});
   Tensor bf = from_vector<float>({1, 256}).to(DType::BFloat16);
   CHECK(bf.add(1).to_vector<float>() == std::vector<float>{2, 256});  // 257 is not a bfloat16
-  CHECK(ones({1000}, DType::BFloat16).sum().item() == 1000);  // a bfloat16 running sum would stick at 256
+  CHECK(ones({1000}, DType::BFloat16).sum().item() == 1000);          // a bfloat16 running sum would stick at 256
 }
 
 // The conversions before they moved to Eigen and CUDA (see Note [16-bit NaNs] in Half.h),
@@ -111,7 +111,7 @@ uint16_t half_from_float(float f) {
   const uint32_t x = bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7fffffffu;
-  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // nan: the quiet nan
+  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // nan: the quiet nan
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // inf, or rounds to it
   if (absx < 0x38800000u) {                                               // subnormal half or zero
     if (absx < 0x33000000u) return static_cast<uint16_t>(sign);           // under half the least subnormal
@@ -177,16 +177,18 @@ TEST_CASE("float -> float16 and bfloat16: sampled bit patterns follow the refere
   for (int i = 0; i < 1000000; ++i) samples.push_back(static_cast<uint32_t>(g.uniform() * 4294967296.0));
   // around every rounding boundary: ties, overflow, the subnormal range, NaN payloads
   for (uint32_t sign : {0u, 0x80000000u}) {
-    for (uint32_t u : {0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x33000000u, 0x33000001u, 0x337fffffu,
-                       0x33800000u, 0x387fe000u, 0x387ff000u, 0x38800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u,
-                       0x3f818000u, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x47800000u, 0x7f7f7fffu, 0x7f7f8000u,
-                       0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7f802000u, 0x7fa00000u, 0x7fc00000u, 0x7fc12345u,
-                       0x7fffffffu}) {
-      for (int32_t d = -2; d <= 2; ++d) samples.push_back(sign | static_cast<uint32_t>(static_cast<int32_t>(u) + d));
+    for (uint32_t u :
+         {0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x33000000u, 0x33000001u, 0x337fffffu, 0x33800000u,
+          0x387fe000u, 0x387ff000u, 0x38800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u, 0x477fe000u,
+          0x477fefffu, 0x477ff000u, 0x47800000u, 0x7f7f7fffu, 0x7f7f8000u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u,
+          0x7f802000u, 0x7fa00000u, 0x7fc00000u, 0x7fc12345u, 0x7fffffffu}) {
+      // unsigned wrap-around (0x7fffffff + 1 would overflow an int32)
+      for (uint32_t d = 0; d <= 4; ++d) samples.push_back(sign | (u + d - 2u));
     }
   }
   for (uint32_t e = 0; e < 256; ++e) {  // every exponent, with tie-like mantissas
-    for (uint32_t m : {0x000000u, 0x001000u, 0x003000u, 0x008000u, 0x018000u, 0x7fffffu}) samples.push_back(e << 23 | m);
+    for (uint32_t m : {0x000000u, 0x001000u, 0x003000u, 0x008000u, 0x018000u, 0x7fffffu})
+      samples.push_back(e << 23 | m);
   }
   for (const uint32_t u : samples) {
     const float f = from_bits(u);
