@@ -377,12 +377,6 @@ def main():
     ap.add_argument('--per-layer', action='store_true', help='also time each top-level module alone')
     ap.add_argument('--data-parallel', action='store_true', help='DDP training steps under torchrun')
     ap.add_argument('--batch', type=int, default=0, help='--data-parallel: the batch per GPU')
-    args = ap.parse_args()
-    if args.data_parallel:
-        torch.backends.cudnn.benchmark = args.benchmark
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
-        return data_parallel(args)
-
     ap.add_argument('--input-grad', action='store_true',
                     help="the input requires a gradient (set by itself when ours ran with --input-grad)")
     ap.add_argument('--step', action='store_true', help='also time the whole training step (set by ours\' step rows)')
@@ -390,6 +384,10 @@ def main():
     ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
     ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
     args = ap.parse_args()
+    if args.data_parallel:
+        torch.backends.cudnn.benchmark = args.benchmark
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
+        return data_parallel(args)
     if args.cpu:
         cpu_main(args)
         return
