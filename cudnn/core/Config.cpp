@@ -162,7 +162,8 @@ std::string Config::str() const {
          ",fastest=" + b(fastest) + ",verbose=" + b(verbose) + ",deterministic=" + b(deterministic) +
          ",allow_tf32=" + b(allow_tf32) + ",workspace_limit=" + std::to_string(workspace_limit) +
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
-         ",conv.algo_bwd_data=" + algo_bwd_data.name + ",conv.precision=" + precision_names[static_cast<int>(precision)];
+         ",conv.algo_bwd_data=" + algo_bwd_data.name + ",conv.precision=" + precision_names[static_cast<int>(precision)] +
+         ",conv.graph=" + b(conv_graph);
 }
 
 namespace {
@@ -202,6 +203,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.algo_bwd_filter = AlgoSetting::parse(ConvPass::BackwardFilter, value);
     } else if (key == "conv.algo_bwd_data") {
       next.algo_bwd_data = AlgoSetting::parse(ConvPass::BackwardData, value);
+    } else if (key == "conv.graph") {
+      next.conv_graph = parse_bool(key, value);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -218,7 +221,8 @@ void apply_flags(Config& next, const std::string& flags) {
     } else {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
-                          "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision)");
+                          "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
+                          "conv.graph)");
     }
   }
 }

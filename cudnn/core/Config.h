@@ -13,6 +13,8 @@
 //                      an algorithm name (see ConvAlgorithm) or a policy: guess_once,
 //                      guess_on_shape_change (default), time_once, time_on_shape_change
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
+//   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
+//                      (Note [Candidates] in cudnn/ops/conv.cpp); false: legacy algorithms only
 #pragma once
 
 #include <cstddef>
@@ -75,6 +77,7 @@ struct Config {
   size_t workspace_limit = size_t(4) << 30;
   AlgoSetting algo_fwd, algo_bwd_filter, algo_bwd_data;
   Precision precision = Precision::AsInputF32;
+  bool conv_graph = true;
 
   const AlgoSetting& algo(ConvPass pass) const;
   std::string str() const;  // the current flags, in CUDNN_NN_FLAGS syntax

@@ -2,6 +2,7 @@
 #include "cudnn/core/Handle.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@ struct PerDevice {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   int device = 0;
+  uint64_t serial = 0;  // unique per handle ever made: handle_serial()
 };
 
 void check_runtime_version() {
@@ -94,8 +96,10 @@ PerDevice& current() {
   if (static_cast<int>(table.devices.size()) <= dev) table.devices.resize(static_cast<size_t>(dev) + 1, nullptr);
   if (!table.devices[dev]) {
     check_runtime_version();
+    static std::atomic<uint64_t> next_serial{1};
     auto d = std::make_unique<PerDevice>();
     d->device = dev;
+    d->serial = next_serial++;
     const auto s = static_cast<cudaStream_t>(tensor::cuda::stream(dev));
     CUDNN_CHECK(cudnnCreate(&d->dnn));
     try {
@@ -120,6 +124,7 @@ PerDevice& current() {
 }  // namespace
 
 cudnnHandle_t handle() { return current().dnn; }
+uint64_t handle_serial() { return current().serial; }
 cublasHandle_t blas_handle() { return current().blas; }
 cudaStream_t stream() { return static_cast<cudaStream_t>(tensor::cuda::stream(-1)); }
 

@@ -11,12 +11,17 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace cudnn {
 
 cudnnHandle_t handle();        // current device, this thread
 cublasHandle_t blas_handle();  // current device, this thread
 cudaStream_t stream();         // the current device's stream
+// A number no other handle of this process has or had: what was built with handle() (a
+// graph-API execution plan) is reused only while this stays the same (a shutdown makes new
+// handles, and an address may come back).
+uint64_t handle_serial();
 
 // A workspace of at least `bytes` for the current handle. Throws tensor::Error when the
 // memory cannot be had (the caller then tries a cheaper algorithm).

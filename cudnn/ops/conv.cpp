@@ -1,13 +1,17 @@
 // conv.cpp: convolution passes and the algorithm selection behind them.
 #include "cudnn/ops/conv.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
 
 #include "cudnn/core/Handle.h"
+#include "cudnn/ops/conv_graph.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {
@@ -32,20 +36,33 @@ namespace cudnn {
 // to cuDNN: no search, no allocation, no descriptor change.
 //
 // Note [Candidates]
-// A Candidate is what the try loop runs; today each is a legacy algorithm. A graph-API engine
-// config (cudnn_graph.h) becomes one more kind of candidate, listed ahead of the legacy ones
-// for the same key and run through its own execution plan: the key, the filters (numerical
-// notes for determinism and TF32), the cap, the loop and the last resort stay as they are.
+// A Candidate is what the try loop runs: a legacy algorithm (cudnnConvolution*), or a
+// graph-API engine (conv_graph.h: an operation graph, an engine configuration from cuDNN's
+// heuristics, its execution plan). The legacy algorithms miss the engines cuDNN 9 ranks best
+// (an AlexNet 3x3 conv: legacy best 0.455 ms, graph engines 0.134, ../CUDNN9-NOTES.md).
+//   - guess: the graph engines in heuristics order (mode A, then the fallback list), then the
+//     legacy ones; time (benchmark=true): every candidate of both kinds timed, one list by time.
+//   - The filters read an engine's numerical notes: NONDETERMINISTIC is skipped under
+//     deterministic=true, TENSOR_CORE for float32 with allow_tf32=false, DOWN_CONVERT_INPUTS
+//     always; its workspace (known once its plan is built) obeys the same cap.
+//   - A graph plan is bound to shapes, strides and the handle: the key holds them all. Its
+//     operation computes op(...) alone (engines refuse other alpha/beta), so a call with other
+//     factors (the twins accumulate filter gradients, beta 1) runs it into a scratch buffer
+//     and blends that into the output with tensor ops. Pinned algorithms and the *_once policies (one algorithm for every shape, which a
+//     graph plan cannot be) stay legacy; conv.graph=false turns the graph engines off.
+//   - Buffers not 16-byte aligned, a filter that is not contiguous, or a strided output with
+//     factors to blend take the legacy path.
 
 namespace {
 
 struct Candidate {
-  int algo = 0;
+  int algo = 0;  // a legacy algorithm, or kGraphEngine + the engine's global index
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   float time = 0;
-  size_t memory = 0;
+  size_t memory = 0;  // a graph engine's is known once its plan is built
   bool deterministic = true;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  std::shared_ptr<graph::ConvEngine> engine;  // set for a graph engine
 };
 
 // What one call of a pass operates on. Forward: a=x, b=w, out=y. Backward data: a=w, b=dy,
@@ -62,7 +79,21 @@ struct ConvCall {
   Scalar alpha, beta;
   size_t out_bytes;
   int device;
+  const graph::ConvGraphSpec* graph;  // null: no graph engines for this call
+  const Tensor* out_tensor;           // the output again, and the factors, for blending after
+  double alpha_value, beta_value;     // a graph engine (Note [Candidates])
 };
+
+// The pass's (x, w, y) in the graph's terms (Uid), from ConvCall's (a, b, out), with the
+// output replaced by `out` (a scratch buffer while timing).
+template <ConvPass P>
+std::array<void*, 3> graph_pointers(const ConvCall& c, void* out) {
+  auto* a = const_cast<void*>(c.a);
+  auto* b = const_cast<void*>(c.b);
+  if constexpr (P == ConvPass::Forward) return {a, b, out};
+  else if constexpr (P == ConvPass::BackwardData) return {out, a, b};
+  else return {a, out, b};
+}
 
 template <ConvPass P>
 struct Pass;
@@ -131,11 +162,32 @@ struct Pass<ConvPass::BackwardFilter> {
   }
 };
 
-// A zero-initialised key of everything an algorithm choice depends on.
+// Runs a graph engine for the call: straight into the output when alpha is 1 and beta 0,
+// else into a scratch buffer (contiguous, as the output then is) blended in with tensor ops.
+template <ConvPass P>
+cudnnStatus_t run_engine(const ConvCall& c, const graph::ConvEngine& e, void* ws, graph::VariantPackCache& pack) {
+  const bool plain = c.alpha_value == 1 && c.beta_value == 0;
+  const Tensor& out = *c.out_tensor;
+  const Tensor scratch = plain ? out : tensor::empty(out.sizes(), out.dtype(), out.device());
+  const std::array<void*, 3> p = graph_pointers<P>(c, scratch.raw_data());
+  const cudnnStatus_t st = e.run(c.handle, p[0], p[1], p[2], ws, pack);
+  if (st != CUDNN_STATUS_SUCCESS || plain) return st;
+  Tensor target(out);
+  if (c.beta_value == 0) target.zero_();  // beta 0 ignores what out held, NaN included
+  else if (c.beta_value != 1) target.mul_(c.beta_value);
+  target.add_(scratch, c.alpha_value);
+  return st;
+}
+
+// A zero-initialised key of everything an algorithm choice depends on (no padding bytes:
+// it is compared and hashed as bytes).
 struct ConvKey {
-  int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross;
+  int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross, graph, reserved;
   int32_t x[5], w[5], y[5], pad[3], stride[3], dilation[3];
+  int64_t x_stride[5], y_stride[5];
+  uint64_t handle;  // handle_serial() with graph engines, else 0
 };
+static_assert(sizeof(ConvKey) == 36 * 4 + 10 * 8 + 8, "ConvKey must have no padding");
 static_assert(std::is_trivially_copyable_v<ConvKey>);
 
 bool operator==(const ConvKey& a, const ConvKey& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -231,7 +283,9 @@ struct PassState {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // float32 after a float16-math fallback
   size_t ws = 0;
-  int once_algo = -1;
+  int once_algo = -1;  // legacy only: see Note [Candidates]
+  std::shared_ptr<graph::ConvEngine> engine;  // set when a graph engine ran
+  graph::VariantPackCache pack;
 };
 
 struct ConvPlan::Impl {
@@ -257,13 +311,16 @@ struct ConvPlan::Impl {
   }
   template <ConvPass P>
   ConvKey make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape,
-                   const ConvSpec& g, cudnnDataType_t compute, bool timed) const;
+                   const ConvSpec& g, cudnnDataType_t compute, bool timed, bool graph) const;
   template <ConvPass P>
   std::vector<Candidate> candidates(const ConvCall& c, const AlgoSetting& setting, const ConvKey& key, bool timed,
                                     const ConvSpec& g, DType dtype, const std::string& what, std::string& policy);
   template <ConvPass P>
   bool try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const std::vector<Candidate>& cands,
                     DType dtype, const std::string& policy, const std::string& what, std::string& tried);
+  template <ConvPass P>
+  bool try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const Candidate& cand, DType dtype,
+                  const std::string& policy, const std::string& what, std::string& tried, std::string& skipped);
   template <ConvPass P>
   std::vector<Candidate> rank(const ConvCall& c, bool timed, const std::string& what);
 };
@@ -272,7 +329,7 @@ namespace {
 template <class Perf>
 Candidate to_candidate(const Perf& p) {
   return Candidate{static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC,
-                   p.mathType};
+                   p.mathType, nullptr};
 }
 
 // A pinned, remembered or last-resort algorithm as a candidate, when cuDNN takes it for
@@ -281,7 +338,55 @@ template <ConvPass P>
 std::optional<Candidate> candidate_of(const ConvCall& c, int algo, DType dtype) {
   size_t bytes = 0;
   if (Pass<P>::workspace(c, algo, &bytes) != CUDNN_STATUS_SUCCESS) return std::nullopt;
-  return Candidate{algo, CUDNN_STATUS_SUCCESS, 0, bytes, deterministic(P, algo), default_math(dtype)};
+  return Candidate{algo, CUDNN_STATUS_SUCCESS, 0, bytes, deterministic(P, algo), default_math(dtype), nullptr};
+}
+}  // namespace
+
+namespace {
+// How many graph engines a search considers: heuristics order puts the useful ones first,
+// and each timed one costs a plan build and a few runs.
+constexpr size_t kMaxGraphEngines = 10;
+
+// The graph engines cuDNN offers for the call, as candidates (none without a graph spec).
+std::vector<Candidate> graph_candidates(const ConvCall& c, ConvPass pass, const std::string& what) {
+  std::vector<Candidate> out;
+  if (!c.graph) return out;
+  std::string why;
+  for (auto& e : graph::conv_engines(*c.graph, c.handle, kMaxGraphEngines, why)) {
+    Candidate cand;
+    cand.algo = kGraphEngine + static_cast<int>(e->global_index());
+    cand.deterministic = !e->has_note(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
+    cand.engine = std::move(e);
+    out.push_back(std::move(cand));
+  }
+  if (out.empty()) log(std::string("conv ") + pass_name(pass) + " " + what + ": no graph engine (" + why + ")");
+  return out;
+}
+
+// Runs `run` once to warm up, then times two runs on the device's stream (ms per run).
+template <class Run>
+float time_on_stream(Run&& run) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  float ms = -1;
+  try {
+    CUDA_CHECK(cudaEventCreate(&stop));
+    if (run() == CUDNN_STATUS_SUCCESS) {
+      CUDA_CHECK(cudaEventRecord(start, stream()));
+      const bool ok = run() == CUDNN_STATUS_SUCCESS && run() == CUDNN_STATUS_SUCCESS;
+      CUDA_CHECK(cudaEventRecord(stop, stream()));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      ms = ok ? ms / 2 : -1;
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
 }
 }  // namespace
 
@@ -289,15 +394,41 @@ template <ConvPass P>
 std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
   using T = Pass<P>;
   ++searches;
+  std::vector<Candidate> graph_cands = graph_candidates(c, P, what);
   typename T::Perf perf[T::kCount];
   int got = 0;
   CUDNN_CHECK(T::heuristics(c, T::kCount, &got, perf));
   std::vector<Candidate> out;
   for (int i = 0; i < got; ++i) out.push_back(to_candidate(perf[i]));
-  if (!timed) return out;
+  if (!timed) {
+    graph_cands.insert(graph_cands.end(), out.begin(), out.end());
+    return graph_cands;
+  }
   // Timing runs the candidates: give it a scratch output (the real one may hold data to
   // accumulate into) and a workspace as large as the largest candidate that fits the cap.
   const size_t cap = workspace_cap();
+  Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
+  std::vector<Candidate> ranked;
+  for (Candidate& g : graph_cands) {
+    std::string why;
+    if (!g.engine->build(c.handle, why)) continue;
+    g.memory = g.engine->workspace();
+    if (g.memory > cap) {
+      g.time = std::numeric_limits<float>::max();  // listed, so the try loop says why it skipped it
+      ranked.push_back(g);
+      continue;
+    }
+    void* ws = nullptr;
+    try {
+      ws = g.memory ? workspace(g.memory) : nullptr;
+    } catch (const tensor::Error&) {
+      continue;
+    }
+    const std::array<void*, 3> p = graph_pointers<P>(c, scratch.raw_data());
+    graph::VariantPackCache pack;
+    g.time = time_on_stream([&] { return g.engine->run(c.handle, p[0], p[1], p[2], ws, pack); });
+    if (g.time >= 0) ranked.push_back(g);
+  }
   size_t ws_bytes = 0;
   for (const auto& p : out) {
     if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
@@ -309,17 +440,71 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const
     ws_bytes = 0;
     log(std::string("conv ") + pass_name(P) + " " + what + ": timing without workspace (allocation failed)");
   }
-  Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
   CUDNN_CHECK(T::find(c, scratch.raw_data(), T::kCount, &got, perf, ws, ws_bytes));
-  std::vector<Candidate> timed_out;
-  for (int i = 0; i < got; ++i) timed_out.push_back(to_candidate(perf[i]));
+  for (int i = 0; i < got; ++i) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) ranked.push_back(to_candidate(perf[i]));
+  }
+  // One list by time, graph engines and legacy algorithms alike.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& x, const Candidate& y) { return x.time < y.time; });
   // Algorithms Find could not time inside the workspace keep their heuristic rank after it.
   for (const auto& p : out) {
     bool present = false;
-    for (const auto& q : timed_out) present = present || (q.algo == p.algo && q.status == CUDNN_STATUS_SUCCESS);
-    if (!present && p.status == CUDNN_STATUS_SUCCESS) timed_out.push_back(p);
+    for (const auto& q : ranked) present = present || (!q.engine && q.algo == p.algo);
+    if (!present && p.status == CUDNN_STATUS_SUCCESS) ranked.push_back(p);
   }
-  return timed_out;
+  return ranked;
+}
+
+template <ConvPass P>
+bool ConvPlan::Impl::try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const Candidate& cand,
+                                DType dtype, const std::string& policy, const std::string& what, std::string& tried,
+                                std::string& skipped) {
+  graph::ConvEngine& e = *cand.engine;
+  const std::string name = e.name();
+  if (config().deterministic && !cand.deterministic) {
+    skipped += "; skipped " + name + ": not deterministic";
+    return false;
+  }
+  if (dtype == DType::Float32 && !config().allow_tf32 && e.has_note(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) {
+    return false;  // TF32 tensor cores, which allow_tf32=false rules out
+  }
+  std::string why;
+  if (!e.build(c.handle, why)) {
+    skipped += "; skipped " + name + ": " + why;
+    return false;
+  }
+  const size_t cap = workspace_cap();
+  const size_t ws_bytes = e.workspace();
+  if (ws_bytes > cap) {
+    skipped += "; skipped " + name + ": workspace " + bytes_str(ws_bytes) + " > cap " + bytes_str(cap);
+    return false;
+  }
+  void* ws = nullptr;
+  if (ws_bytes) {
+    try {
+      ws = workspace(ws_bytes);
+    } catch (const tensor::Error&) {
+      skipped += "; skipped " + name + ": could not allocate " + bytes_str(ws_bytes);
+      return false;
+    }
+  }
+  PassState& s = state[static_cast<int>(P)];
+  const cudnnStatus_t st = run_engine<P>(c, e, ws, s.pack);
+  tried += (tried.empty() ? "" : ", ") + name;
+  if (st != CUDNN_STATUS_SUCCESS) {
+    if (!retryable(st)) detail::throw_cudnn_error(st, "cudnnBackendExecute (selected engine)", __FILE__, __LINE__);
+    skipped += "; " + name + " failed to run: " + cudnnGetErrorString(st);
+    return false;
+  }
+  s.valid = true;
+  s.key = key;
+  s.algo = cand.algo;
+  s.compute = compute;
+  s.ws = ws_bytes;
+  s.engine = cand.engine;
+  log(std::string("conv ") + pass_name(P) + " " + what + ": chose " + name + " (" + policy + ", workspace " +
+      bytes_str(ws_bytes) + ")" + skipped);
+  return true;
 }
 
 template <ConvPass P>
@@ -331,6 +516,10 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
   const size_t cap = workspace_cap();
   std::string skipped;
   for (const Candidate& cand : cands) {
+    if (cand.engine) {
+      if (try_engine<P>(c, key, compute, cand, dtype, policy, what, tried, skipped)) return true;
+      continue;
+    }
     const char* name = algo_name(P, cand.algo);
     if (cand.status != CUDNN_STATUS_SUCCESS) continue;
     if (cfg.deterministic && (!cand.deterministic || !deterministic(P, cand.algo))) {
@@ -370,6 +559,7 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
       s.math = math;
       s.compute = compute;
       s.ws = ws_bytes;
+      s.engine.reset();
       if (s.once_algo < 0) s.once_algo = cand.algo;
       log(std::string("conv ") + pass_name(P) + " " + what + ": chose " + name + " (" + policy + ", workspace " +
           bytes_str(ws_bytes) + (math == CUDNN_FMA_MATH ? ", FMA math" : "") + ")" + skipped);
@@ -384,7 +574,7 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
 
 template <ConvPass P>
 ConvKey ConvPlan::Impl::make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape,
-                                 const ConvSpec& g, cudnnDataType_t compute, bool timed) const {
+                                 const ConvSpec& g, cudnnDataType_t compute, bool timed, bool graph) const {
   const Config& cfg = config();
   ConvKey key;
   std::memset(&key, 0, sizeof key);
@@ -401,6 +591,10 @@ ConvKey ConvPlan::Impl::make_key(const Tensor& a, const Tensor& x_like, const Te
   fill_dims(key.x, x_like.sizes());
   fill_dims(key.w, w_shape);
   fill_dims(key.y, y_like.sizes());
+  for (int64_t i = 0; i < x_like.dim() && i < 5; ++i) key.x_stride[i] = x_like.stride(i);
+  for (int64_t i = 0; i < y_like.dim() && i < 5; ++i) key.y_stride[i] = y_like.stride(i);
+  key.graph = graph;
+  if (graph) key.handle = handle_serial();
   for (int i = 0; i < 3; ++i) {
     key.pad[i] = static_cast<int32_t>(g.pad[i]);
     key.stride[i] = static_cast<int32_t>(g.stride[i]);
@@ -458,8 +652,27 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
   const bool timed = setting.policy != AlgoSetting::Policy::Fixed && (setting.timed() || cfg.benchmark);
   // keyed by the requested compute type; the state records what ran
   const cudnnDataType_t requested = compute_type(dtype, precision, P);
-  const ConvKey key = make_key<P>(a, x_like, y_like, w_shape, g, requested, timed);
+  // Graph engines: see Note [Candidates] for when they are offered.
+  const Tensor& w = P == ConvPass::Forward ? b : P == ConvPass::BackwardData ? a : out;
+  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0; };
+  const bool graph = cfg.conv_graph && !setting.once() && setting.policy != AlgoSetting::Policy::Fixed &&
+                     w.is_contiguous() && x_like.dim() == g.nd + 2 && y_like.dim() == g.nd + 2 && aligned(a) &&
+                     aligned(b) && aligned(out) && ((alpha == 1 && beta == 0) || out.is_contiguous());
+  const ConvKey key = make_key<P>(a, x_like, y_like, w_shape, g, requested, timed, graph);
+  graph::ConvGraphSpec graph_spec;
   auto make_call = [&](cudnnDataType_t compute, cudnnMathType_t math) {
+    if (graph) {
+      graph_spec = graph::ConvGraphSpec{.pass = P,
+                                        .data = data_type(dtype),
+                                        .compute = compute,
+                                        .x_sizes = x_like.sizes(),
+                                        .x_strides = x_like.strides(),
+                                        .w_sizes = w_shape,
+                                        .w_strides = w.strides(),
+                                        .y_sizes = y_like.sizes(),
+                                        .y_strides = y_like.strides(),
+                                        .geometry = g};
+    }
     return ConvCall{handle(),
                     x_desc.set(x_like, g.nd + 2),
                     y_desc.set(y_like, g.nd + 2),
@@ -471,14 +684,23 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
                     Scalar(alpha, dtype),
                     Scalar(beta, dtype),
                     out.nbytes(),
-                    a.device().index};
+                    a.device().index,
+                    graph ? &graph_spec : nullptr,
+                    &out,
+                    alpha,
+                    beta};
   };
 
   // Steady state: same key as last time, straight to cuDNN.
   PassState& st = state[static_cast<int>(P)];
   if (st.valid && st.key == key) {
-    ConvCall c = make_call(st.compute, st.math);
     void* ws = st.ws ? workspace(st.ws) : nullptr;
+    ConvCall c = make_call(st.compute, st.math);
+    if (st.engine) {
+      const cudnnStatus_t status = run_engine<P>(c, *st.engine, ws, st.pack);
+      if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnBackendExecute", __FILE__, __LINE__);
+      return;
+    }
     CUDNN_CHECK(T::run(c, st.algo, ws, st.ws));
     return;
   }

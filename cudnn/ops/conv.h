@@ -64,6 +64,9 @@ struct ConvChoices {
   bool operator==(const ConvChoices&) const = default;
 };
 
+// ConvPlan::algorithm() of a graph-API engine is kGraphEngine + the engine's global index.
+inline constexpr int kGraphEngine = 1000;
+
 class ConvPlan {
  public:
   ConvPlan();
@@ -96,7 +99,8 @@ class ConvPlan {
   void add_bias(const Tensor& y, const Tensor& bias);
   void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
 
-  // The algorithm and workspace the last call of a pass ran with (-1 before any).
+  // The algorithm and workspace the last call of a pass ran with (-1 before any): a legacy
+  // cudnnConvolution*Algo_t value, or kGraphEngine + the global index of a graph-API engine.
   int algorithm(ConvPass pass) const;
   size_t workspace_bytes(ConvPass pass) const;
   // How many algorithm searches (heuristic or timed) this plan has triggered: tests use it

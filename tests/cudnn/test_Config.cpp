@@ -83,7 +83,7 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
   {
     ScopedConfig scoped("benchmark=true,fastest=1,verbose=false,deterministic=true,allow_tf32=false,"
                         "workspace_limit=512M,conv.algo_fwd=small,conv.algo_bwd_data=time_on_shape_change,"
-                        "conv.precision=as_input,enabled=no_check");
+                        "conv.precision=as_input,enabled=no_check,conv.graph=false");
     const Config& c = config();
     CHECK(c.benchmark);
     CHECK(c.fastest);
@@ -94,6 +94,8 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
     CHECK(c.algo_bwd_data.policy == AlgoSetting::Policy::TimeOnShapeChange);
     CHECK(c.precision == Precision::AsInput);
     CHECK(c.enabled == Enabled::NoCheck);
+    CHECK_FALSE(c.conv_graph);
+    CHECK(c.str().find("conv.graph=false") != std::string::npos);
     CHECK(c.str().find("workspace_limit=536870912") != std::string::npos);
   }
   CHECK(config().str() == before.str());

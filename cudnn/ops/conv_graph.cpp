@@ -1,0 +1,240 @@
+// conv_graph.cpp: convolution passes as cuDNN operation graphs (the backend API).
+#include "cudnn/ops/conv_graph.h"
+
+#include <algorithm>
+#include <set>
+
+namespace cudnn::graph {
+
+// The descriptors an engine configuration was derived from. cuDNN copies what it needs
+// when an attribute is set, but keeping them alive as long as the engines costs nothing and
+// does not lean on that.
+struct GraphObjects {
+  std::vector<BackendDescriptor> keep;
+};
+
+namespace {
+
+BackendDescriptor tensor_desc(int64_t uid, cudnnDataType_t type, const Shape& sizes, const Shape& strides) {
+  BackendDescriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  d.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type);
+  d.set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, sizes);
+  d.set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides);
+  d.set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
+  d.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);  // ConvPlan offers the graph only 16-byte-aligned buffers
+  d.finalize("tensor");
+  return d;
+}
+
+BackendDescriptor conv_desc(const ConvSpec& g, cudnnDataType_t compute) {
+  BackendDescriptor d(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  d.set_data_type(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, compute);
+  const cudnnConvolutionMode_t mode = g.cross_correlation ? CUDNN_CROSS_CORRELATION : CUDNN_CONVOLUTION;
+  d.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  d.set_int64(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, g.nd);
+  std::vector<int64_t> dilation, stride, pad;
+  for (int i = g.first(); i < 3; ++i) {
+    dilation.push_back(g.dilation[i]);
+    stride.push_back(g.stride[i]);
+    pad.push_back(g.pad[i]);
+  }
+  d.set_int64s(CUDNN_ATTR_CONVOLUTION_DILATIONS, dilation);
+  d.set_int64s(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, stride);
+  d.set_int64s(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, pad);
+  d.set_int64s(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, pad);
+  d.finalize("convolution");
+  return d;
+}
+
+// The pass's operation: which attribute takes which tensor; alpha 1 and beta 0.
+BackendDescriptor operation(const ConvGraphSpec& s, const BackendDescriptor& x, const BackendDescriptor& w,
+                            const BackendDescriptor& y, const BackendDescriptor& conv) {
+  struct Attrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static const Attrs table[] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  const Attrs& a = table[static_cast<int>(s.pass)];  // indexed by ConvPass
+  BackendDescriptor op(a.type);
+  op.set_descriptor(a.x, x);
+  op.set_descriptor(a.w, w);
+  op.set_descriptor(a.y, y);
+  op.set_descriptor(a.conv, conv);
+  // cuDNN reads double factors for double data, float otherwise (as the legacy calls)
+  if (s.data == CUDNN_DATA_DOUBLE) {
+    const double alpha = 1, beta = 0;
+    op.set(a.alpha, CUDNN_TYPE_DOUBLE, 1, &alpha);
+    op.set(a.beta, CUDNN_TYPE_DOUBLE, 1, &beta);
+  } else {
+    const float alpha = 1, beta = 0;
+    op.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+    op.set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
+  }
+  op.finalize("convolution operation");
+  return op;
+}
+
+const char* note_name(cudnnBackendNumericalNote_t n) {
+  switch (n) {
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "down_convert";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "reduced_precision";
+    case CUDNN_NUMERICAL_NOTE_FFT: return "fft";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "nondeterministic";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "winograd";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+ConvEngine::ConvEngine(std::shared_ptr<GraphObjects> graph, BackendDescriptor config, int64_t global_index,
+                       std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled)
+    : graph_(std::move(graph)),
+      config_(std::move(config)),
+      global_index_(global_index),
+      notes_(std::move(notes)),
+      runtime_compiled_(runtime_compiled) {}
+
+bool ConvEngine::has_note(cudnnBackendNumericalNote_t n) const {
+  return std::find(notes_.begin(), notes_.end(), n) != notes_.end();
+}
+
+std::string ConvEngine::name() const {
+  std::string s = "graph engine " + std::to_string(global_index_);
+  std::string tags;
+  for (auto n : notes_) {
+    if (const char* t = note_name(n)) tags += std::string(tags.empty() ? "" : ",") + t;
+  }
+  return tags.empty() ? s : s + " [" + tags + "]";
+}
+
+bool ConvEngine::build(cudnnHandle_t h, std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (built_) {
+    why = failed_;
+    return plan_.has_value();
+  }
+  built_ = true;
+  try {
+    BackendDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    plan.set_handle(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, h);
+    plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config_);
+    const cudnnStatus_t st = plan.try_finalize();
+    if (st != CUDNN_STATUS_SUCCESS) {
+      failed_ = std::string("no execution plan (") + cudnnGetErrorString(st) + ")";
+    } else {
+      workspace_ = static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
+      plan_.emplace(std::move(plan));
+    }
+  } catch (const tensor::Error& e) {
+    failed_ = std::string("no execution plan (") + e.what() + ")";
+  }
+  why = failed_;
+  return plan_.has_value();
+}
+
+cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache) const {
+  void* const ptrs[4] = {x, w, y, ws};
+  if (!cache.pack || !std::equal(ptrs, ptrs + 4, cache.ptrs)) {
+    cache.pack.reset();
+    BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    const int64_t uids[3] = {kX, kW, kY};
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[3]);
+    const cudnnStatus_t st = pack.try_finalize();
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    cache.pack.emplace(std::move(pack));
+    std::copy(ptrs, ptrs + 4, cache.ptrs);
+  }
+  return cudnnBackendExecute(h, plan_->get(), cache.pack->get());
+}
+
+std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cudnnHandle_t h, size_t max,
+                                                      std::string& why) {
+  std::vector<std::shared_ptr<ConvEngine>> out;
+  try {
+    auto objects = std::make_shared<GraphObjects>();
+    auto& keep = objects->keep;
+    keep.push_back(tensor_desc(kX, s.data, s.x_sizes, s.x_strides));
+    keep.push_back(tensor_desc(kW, s.data, s.w_sizes, s.w_strides));
+    keep.push_back(tensor_desc(kY, s.data, s.y_sizes, s.y_strides));
+    keep.push_back(conv_desc(s.geometry, s.compute));
+    keep.push_back(operation(s, keep[0], keep[1], keep[2], keep[3]));
+    BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, {keep[4].get()});
+    graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
+    if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+      why = std::string("no operation graph (") + cudnnGetErrorString(st) + ")";
+      return out;
+    }
+    const cudnnBackendDescriptor_t graph_raw = graph.get();  // keep's elements move as it grows
+    keep.push_back(std::move(graph));
+
+    std::set<int64_t> seen;
+    std::string heuristics_failed;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_raw);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+      if (const cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+        heuristics_failed += std::string(heuristics_failed.empty() ? "" : "; ") + "heuristics mode " +
+                             std::to_string(static_cast<int>(mode)) + ": " + cudnnGetErrorString(st);
+        continue;
+      }
+      const int64_t n = heur.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
+      std::vector<BackendDescriptor> configs;
+      std::vector<cudnnBackendDescriptor_t> raw;
+      for (int64_t i = 0; i < n; ++i) {
+        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        raw.push_back(configs.back().get());
+      }
+      const int64_t got = n ? heur.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, raw.data()) : 0;
+      for (int64_t i = 0; i < got && out.size() < max; ++i) {
+        BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t engine_raw = engine.get();
+        configs[i].get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_raw);
+        const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
+        if (!seen.insert(index).second) continue;  // the best-ranked configuration of each engine
+        cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+        const int64_t n_notes =
+            engine.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
+        cudnnBackendBehaviorNote_t behaviour[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+        const int64_t n_behaviour =
+            engine.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, behaviour);
+        std::vector<cudnnBackendNumericalNote_t> note_list(notes, notes + n_notes);
+        // Inputs rounded to a narrower type would change the answer: never a candidate.
+        if (std::find(note_list.begin(), note_list.end(), CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) != note_list.end()) {
+          continue;
+        }
+        const bool runtime_compiled =
+            std::find(behaviour, behaviour + n_behaviour, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != behaviour + n_behaviour;
+        out.push_back(std::make_shared<ConvEngine>(objects, std::move(configs[i]), index, std::move(note_list),
+                                                   runtime_compiled));
+      }
+      keep.push_back(std::move(heur));
+    }
+    if (out.empty()) why = heuristics_failed.empty() ? "the heuristics offered no engine" : heuristics_failed;
+  } catch (const tensor::Error& e) {
+    // A graph the backend API refuses to describe leaves the legacy algorithms: not an error.
+    out.clear();
+    why = e.what();
+  }
+  return out;
+}
+
+}  // namespace cudnn::graph

@@ -1,0 +1,234 @@
+// test_ConvGraph.cpp: the graph-API engines behind ConvPlan (Note [Candidates] in
+// cudnn/ops/conv.cpp). Each pass, chosen by guess and by timing, must pick a graph engine
+// where cuDNN offers one and compute what a direct float64 convolution computes, alpha and
+// beta included; strided (channels-last) buffers are described as they are; what the graph
+// path cannot take (unaligned buffers, pins, *_once, conv.graph=false) goes legacy.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cudnn/core/Config.h"
+#include "cudnn/ops/conv.h"
+#include "tensor/Cuda.h"
+#include "tests/support/OpReference.h"
+
+using namespace tensor;
+
+namespace {
+
+const Device gpu = Device::cuda(0);
+
+bool is_graph(int algo) { return algo >= cudnn::kGraphEngine; }
+
+// A 3x3 convolution with padding 1 and stride `stride`, its reference spec and plan spec.
+struct Geometry {
+  int stride = 1;
+  reference::ConvSpec ref() const {
+    reference::ConvSpec s;
+    s.pad = {1, 1};
+    s.stride = {stride, stride};
+    return s;
+  }
+  cudnn::ConvSpec plan() const {
+    cudnn::ConvSpec g;  // 2-d: the last two slots
+    g.pad = {0, 1, 1};
+    g.stride = {1, stride, stride};
+    return g;
+  }
+};
+
+// The gradients' reference through the adjoint: <conv(x, w), g> = <x, dx> = <w, dw>.
+struct Adjoint {
+  Tensor x, w, g;
+  double lhs;
+};
+
+Adjoint adjoint(Generator& gen, const Shape& xs, const Shape& ws, const Geometry& geo) {
+  Adjoint a;
+  a.x = uniform(xs, -1, 1, gen, DType::Float64);
+  a.w = uniform(ws, -1, 1, gen, DType::Float64);
+  const Tensor y = reference::conv(a.x, a.w, geo.ref());
+  a.g = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+  a.lhs = reference::dot(y, a.g);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("every pass picks a graph engine by guess and by timing, and matches float64") {
+  Generator gen(41);
+  for (const char* mode : {"benchmark=false", "benchmark=true"}) {
+    for (int stride : {1, 2}) {
+      INFO(mode, " stride ", stride);
+      cudnn::ScopedConfig flags(std::string("allow_tf32=false,") + mode);
+      cudnn::clear_algorithm_cache();
+      const Geometry geo{stride};
+      const Adjoint a = adjoint(gen, {4, 16, 14, 14}, {32, 16, 3, 3}, geo);
+      const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+      cudnn::ConvPlan plan;
+      Tensor y = empty(ref.sizes(), DType::Float32, gpu);
+      plan.forward(a.x.to(gpu, DType::Float32), a.w.to(gpu, DType::Float32), y, geo.plan());
+      CHECK(is_graph(plan.algorithm(cudnn::ConvPass::Forward)));
+      CHECK(rel_norm_error(y, ref) < 1e-5);
+      Tensor dx = empty(a.x.sizes(), DType::Float32, gpu);
+      plan.backward_data(a.w.to(gpu, DType::Float32), a.g.to(gpu, DType::Float32), dx, geo.plan());
+      CHECK(is_graph(plan.algorithm(cudnn::ConvPass::BackwardData)));
+      CHECK(reference::dot(a.x, dx) == doctest::Approx(a.lhs).epsilon(1e-4));
+      Tensor dw = empty(a.w.sizes(), DType::Float32, gpu);
+      plan.backward_filter(a.x.to(gpu, DType::Float32), a.g.to(gpu, DType::Float32), dw, geo.plan());
+      CHECK(is_graph(plan.algorithm(cudnn::ConvPass::BackwardFilter)));
+      CHECK(reference::dot(a.w, dw) == doctest::Approx(a.lhs).epsilon(1e-4));
+      CHECK(plan.searches() == 3);
+    }
+  }
+}
+
+TEST_CASE("alpha and beta: out = alpha * op + beta * out, and beta 0 ignores NaN in out") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  cudnn::clear_algorithm_cache();
+  Generator gen(42);
+  const Geometry geo;
+  const Adjoint a = adjoint(gen, {2, 8, 10, 10}, {8, 8, 3, 3}, geo);
+  const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+  cudnn::ConvPlan plan;
+  const Tensor x = a.x.to(gpu, DType::Float32), w = a.w.to(gpu, DType::Float32), g = a.g.to(gpu, DType::Float32);
+
+  // beta 0 over a NaN-filled output
+  Tensor y = full(ref.sizes(), std::numeric_limits<double>::quiet_NaN(), DType::Float32, gpu);
+  plan.forward(x, w, y, geo.plan());
+  CHECK(rel_norm_error(y, ref) < 1e-5);
+  // y = 0.5 * conv + 2 * y  ->  2.5 * conv
+  plan.forward(x, w, y, geo.plan(), 0.5, 2);
+  CHECK(rel_norm_error(y, ref.mul(2.5)) < 1e-5);
+
+  // the twins accumulate filter gradients: dw = scale * op + 1 * dw
+  Tensor dw = empty(a.w.sizes(), DType::Float32, gpu);
+  plan.backward_filter(x, g, dw, geo.plan());
+  const Tensor once = dw.clone();
+  plan.backward_filter(x, g, dw, geo.plan(), 0.25, 1);
+  CHECK(rel_norm_error(dw, once.mul(1.25)) < 1e-5);
+  CHECK(reference::dot(a.w, once) == doctest::Approx(a.lhs).epsilon(1e-4));
+  MESSAGE("backward_filter with beta=1 ran ",
+          is_graph(plan.algorithm(cudnn::ConvPass::BackwardFilter)) ? "a graph engine" : "a legacy algorithm");
+
+  Tensor dx = full(a.x.sizes(), std::numeric_limits<double>::quiet_NaN(), DType::Float32, gpu);
+  plan.backward_data(w, g, dx, geo.plan());
+  CHECK(reference::dot(a.x, dx) == doctest::Approx(a.lhs).epsilon(1e-4));
+}
+
+TEST_CASE("16-bit data through graph engines, NaN and Inf propagate as in the legacy path") {
+  Generator gen(43);
+  const Geometry geo;
+  const Adjoint a = adjoint(gen, {8, 32, 12, 12}, {32, 32, 3, 3}, geo);
+  const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    INFO(name(dt));
+    cudnn::clear_algorithm_cache();
+    cudnn::ConvPlan plan;
+    Tensor y = empty(ref.sizes(), dt, gpu);
+    Tensor x = a.x.to(gpu, dt);
+    plan.forward(x, a.w.to(gpu, dt), y, geo.plan());
+    CHECK(is_graph(plan.algorithm(cudnn::ConvPass::Forward)));
+    CHECK(rel_norm_error(y, ref) < (dt == DType::Float16 ? 3e-3 : 2e-2));
+
+    // one NaN and one Inf input pixel: the outputs they reach are NaN, the same ones as legacy
+    Tensor bad = a.x.clone();
+    bad[0][0][3][3].fill_(std::numeric_limits<double>::quiet_NaN());
+    bad[1][0][6][6].fill_(std::numeric_limits<double>::infinity());
+    Tensor y_graph = empty(ref.sizes(), dt, gpu), y_legacy = empty(ref.sizes(), dt, gpu);
+    plan.forward(bad.to(gpu, dt), a.w.to(gpu, dt), y_graph, geo.plan());
+    {
+      cudnn::ScopedConfig legacy("conv.graph=false");
+      cudnn::ConvPlan legacy_plan;
+      legacy_plan.forward(bad.to(gpu, dt), a.w.to(gpu, dt), y_legacy, geo.plan());
+      CHECK_FALSE(is_graph(legacy_plan.algorithm(cudnn::ConvPass::Forward)));
+    }
+    const Tensor yg = y_graph.to(Device::cpu(), DType::Float64), yl = y_legacy.to(Device::cpu(), DType::Float64);
+    int64_t finite_mismatch = 0, nan_graph = 0;
+    for (int64_t i = 0; i < yg.numel(); ++i) {
+      const double u = yg.data<double>()[i], v = yl.data<double>()[i];
+      nan_graph += std::isnan(u);
+      finite_mismatch += std::isfinite(u) != std::isfinite(v);
+    }
+    CHECK(nan_graph > 0);
+    CHECK(finite_mismatch == 0);
+  }
+}
+
+TEST_CASE("channels-last buffers are described by their strides") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  cudnn::clear_algorithm_cache();
+  Generator gen(44);
+  const Geometry geo;
+  const Adjoint a = adjoint(gen, {2, 16, 9, 9}, {16, 16, 3, 3}, geo);
+  const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+  // NHWC storage viewed as NCHW: what a channels-last network hands the plan
+  auto nhwc = [](const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); };
+  const Tensor x = nhwc(a.x.to(gpu, DType::Float32));
+  Tensor y = nhwc(empty(ref.sizes(), DType::Float32, gpu));
+  REQUIRE_FALSE(x.is_contiguous());
+  cudnn::ConvPlan plan;
+  plan.forward(x, a.w.to(gpu, DType::Float32), y, geo.plan());
+  CHECK(is_graph(plan.algorithm(cudnn::ConvPass::Forward)));
+  CHECK(rel_norm_error(y, ref) < 1e-5);
+}
+
+TEST_CASE("what the graph path does not take goes legacy: unaligned buffers, pins, once, conv.graph=false") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(45);
+  const Geometry geo;
+  const Adjoint a = adjoint(gen, {2, 4, 8, 8}, {4, 4, 3, 3}, geo);
+  const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+  const Tensor w = a.w.to(gpu, DType::Float32);
+  auto forward = [&](cudnn::ConvPlan& plan, const Tensor& x) {
+    Tensor y = empty(ref.sizes(), DType::Float32, gpu);
+    plan.forward(x, w, y, geo.plan());
+    CHECK(rel_norm_error(y, ref) < 1e-5);
+    return plan.algorithm(cudnn::ConvPass::Forward);
+  };
+  const Tensor x = a.x.to(gpu, DType::Float32);
+  {
+    cudnn::ConvPlan plan;
+    CHECK(is_graph(forward(plan, x)));
+  }
+  {
+    // one float past a 256-byte boundary: 4-byte aligned only
+    Tensor buffer = empty({x.numel() + 1}, DType::Float32, gpu);
+    Tensor shifted = buffer.narrow(0, 1, x.numel()).view(x.sizes());
+    shifted.copy_(x);
+    cudnn::ConvPlan plan;
+    CHECK_FALSE(is_graph(forward(plan, shifted)));
+  }
+  for (const char* mode : {"none", "guess_once", "time_once"}) {
+    INFO(mode);
+    cudnn::ConvPlan plan;
+    plan.setMode(mode, "", "");
+    CHECK_FALSE(is_graph(forward(plan, x)));
+  }
+  {
+    cudnn::ScopedConfig off("conv.graph=false");
+    cudnn::ConvPlan plan;
+    CHECK_FALSE(is_graph(forward(plan, x)));
+  }
+}
+
+TEST_CASE("deterministic=true: graph engines too give bitwise-equal gradients") {
+  cudnn::ScopedConfig flags("deterministic=true,allow_tf32=false");
+  cudnn::clear_algorithm_cache();
+  Generator gen(46);
+  Tensor x = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  Tensor g = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  Tensor w = uniform({8, 8, 3, 3}, -1, 1, gen, DType::Float32, gpu);
+  const Geometry geo;
+  auto grads = [&] {
+    cudnn::ConvPlan plan;
+    Tensor dw = empty(w.sizes(), DType::Float32, gpu), dx = empty(x.sizes(), DType::Float32, gpu);
+    plan.backward_filter(x, g, dw, geo.plan());
+    plan.backward_data(w, g, dx, geo.plan());
+    return std::make_pair(dw, dx);
+  };
+  const auto first = grads(), second = grads();
+  CHECK(max_abs_diff(first.first, second.first) == 0);
+  CHECK(max_abs_diff(first.second, second.second) == 0);
+}
