@@ -1,6 +1,9 @@
 // Optimizer.cpp
 #include "nn/Optimizer.h"
 
+#include <set>
+#include <utility>
+
 namespace nn {
 
 Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
@@ -37,6 +40,33 @@ int64_t Optimizer::nextStep(size_t i) {
   const auto n = static_cast<int64_t>(it->second.item()) + 1;
   it->second.fill_(static_cast<double>(n));
   return n;
+}
+
+std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_list<const char*> stateNames,
+                                                             std::vector<bool>& inGroup) const {
+  inGroup.assign(params_.size(), false);
+  std::vector<std::vector<size_t>> groups;
+  if (!fused) return groups;
+  std::map<std::pair<int, DType>, size_t> groupOf;  // (device index, dtype) -> position in groups
+  std::set<const void*> seen;                        // parameters already in a group
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    auto fits = [&](const Tensor& t) {
+      return t.is_cuda() && t.is_contiguous() && t.dtype() == p.dtype() && t.device() == p.device() &&
+             t.numel() == p.numel();
+    };
+    bool ok = fits(p) && fits(grads_[i]);
+    for (const char* name : stateNames) {
+      const auto it = state_[i].find(name);
+      if (it != state_[i].end()) ok = ok && fits(it->second);
+    }
+    if (!ok || (p.numel() > 0 && !seen.insert(p.raw_data()).second)) continue;
+    const auto [it, fresh] = groupOf.try_emplace({p.device().index, p.dtype()}, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+    inGroup[i] = true;
+  }
+  return groups;
 }
 
 std::map<std::string, Tensor> Optimizer::stateDict() const {
