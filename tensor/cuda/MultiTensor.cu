@@ -34,22 +34,37 @@ constexpr int64_t kChunk = 4096;  // elements per block, 16 per thread
 constexpr int kMaxEntries = 48;
 constexpr int64_t kMaxEntryElements = kChunk << 18;  // 2^18 chunks: a launch has < 2^31 blocks
 
-// ------------------------------------------------------------------ device arithmetic
+// ------------------------------------------------------------------ arithmetic
+
+// Host and device: the device form runs; the host form (IEEE operations of the same rounding)
+// lets a host program replay a launch element by element.
+#define MT_HD __host__ __device__ __forceinline__
 
 template <class T>
 constexpr bool is_16bit_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float sqrt_rn(float a) { return __fsqrt_rn(a); }
-__device__ __forceinline__ double sqrt_rn(double a) { return __dsqrt_rn(a); }
+#if defined(__CUDA_ARCH__)
+MT_HD float mul(float a, float b) { return __fmul_rn(a, b); }
+MT_HD double mul(double a, double b) { return __dmul_rn(a, b); }
+MT_HD float add(float a, float b) { return __fadd_rn(a, b); }
+MT_HD double add(double a, double b) { return __dadd_rn(a, b); }
+MT_HD float div(float a, float b) { return __fdiv_rn(a, b); }
+MT_HD double div(double a, double b) { return __ddiv_rn(a, b); }
+MT_HD float sqrt_rn(float a) { return __fsqrt_rn(a); }
+MT_HD double sqrt_rn(double a) { return __dsqrt_rn(a); }
+#else
+template <class C>
+C mul(C a, C b) { return a * b; }
+template <class C>
+C add(C a, C b) { return a + b; }
+template <class C>
+C div(C a, C b) { return a / b; }
+template <class C>
+C sqrt_rn(C a) { return std::sqrt(a); }
+#endif
 
 template <class T>
-__device__ __forceinline__ acc_t<T> load(const T* base, int64_t i) {
+MT_HD acc_t<T> load(const T* base, int64_t i) {
   if constexpr (is_16bit_v<T>) {
     return static_cast<float>(base[i]);
   } else {
@@ -57,12 +72,12 @@ __device__ __forceinline__ acc_t<T> load(const T* base, int64_t i) {
   }
 }
 template <class T>
-__device__ __forceinline__ void store(T* base, int64_t i, acc_t<T> v) {
+MT_HD void store(T* base, int64_t i, acc_t<T> v) {
   base[i] = T(v);
 }
 // An op's result as a tensor of T holds it (see Note [Rounding like the tensor ops]).
 template <class T>
-__device__ __forceinline__ acc_t<T> stored(acc_t<T> v) {
+MT_HD acc_t<T> stored(acc_t<T> v) {
   if constexpr (is_16bit_v<T>) {
     return static_cast<float>(T(v));
   } else {
@@ -96,11 +111,9 @@ struct Table {
   int count;
 };
 
-// __grid_constant__: the table is read in place, never copied to local memory, though indexed at
-// run time.
+// What thread `thread` of block `block` does: its elements of the block's chunk.
 template <class T, class Op>
-__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_constant__ Table<T> table, Op op) {
-  const uint32_t block = blockIdx.x;
+MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, const Op& op) {
   int lo = 0, hi = table.count - 1;  // the last entry starting at or before this block
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
@@ -114,21 +127,25 @@ __global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_con
                    table.a[lo], table.b[lo], table.flag[lo]};
   const int64_t begin = static_cast<int64_t>(block - table.chunk_start[lo]) * kChunk;
   const int64_t end = begin + kChunk < e.n ? begin + kChunk : e.n;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) op(e, i);
+  for (int64_t i = begin + thread; i < end; i += kThreads) op(e, i);
 }
 
+// __grid_constant__: the table is read in place, never copied to local memory, though indexed at
+// run time.
 template <class T, class Op>
-void launch(const std::vector<Entry<T>>& entries, const Op& op, int device) {
-  static_assert(sizeof(Table<T>) + sizeof(Op) <= 4000, "kernel arguments over CUDA's 4 KiB");
-  DeviceGuard guard(device);
-  const auto stream = static_cast<cudaStream_t>(cuda::stream(device));
+__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_constant__ Table<T> table, Op op) {
+  update_chunk(table, blockIdx.x, threadIdx.x, op);
+}
+
+// Packs the entries into tables and calls run(table, number of chunks) for each.
+template <class T, class Run>
+void for_each_table(const std::vector<Entry<T>>& entries, Run&& run) {
   Table<T> table{};
   uint32_t chunks = 0;
   auto flush = [&] {
     if (table.count == 0) return;
     table.chunk_start[table.count] = chunks;
-    multi_tensor_kernel<T, Op><<<chunks, kThreads, 0, stream>>>(table, op);
-    CUDA_CHECK_LAUNCH("tensor multi-tensor kernel");
+    run(table, chunks);
     table = Table<T>{};
     chunks = 0;
   };
@@ -152,6 +169,17 @@ void launch(const std::vector<Entry<T>>& entries, const Op& op, int device) {
   flush();
 }
 
+template <class T, class Op>
+void launch(const std::vector<Entry<T>>& entries, const Op& op, int device) {
+  static_assert(sizeof(Table<T>) + sizeof(Op) <= 4000, "kernel arguments over CUDA's 4 KiB");
+  DeviceGuard guard(device);
+  const auto stream = static_cast<cudaStream_t>(cuda::stream(device));
+  for_each_table(entries, [&](const Table<T>& table, uint32_t chunks) {
+    multi_tensor_kernel<T, Op><<<chunks, kThreads, 0, stream>>>(table, op);
+    CUDA_CHECK_LAUNCH("tensor multi-tensor kernel");
+  });
+}
+
 // ------------------------------------------------------------------ the updates
 
 // nn::SGD::step's tensor ops, each commented; see Note [Rounding like the tensor ops].
@@ -160,7 +188,7 @@ struct SgdOp {
   using C = acc_t<T>;
   C weightDecay, momentum, damping, negLr;  // damping: 1 - dampening
   bool decay, useMomentum, nesterov;
-  __device__ __forceinline__ void operator()(const Entry<T>& e, int64_t i) const {
+  MT_HD void operator()(const Entry<T>& e, int64_t i) const {
     const C p = load(e.p, i);
     C d = load(e.g, i);
     if (decay) d = stored<T>(add(d, mul(weightDecay, p)));  // scratch.copy_(grad).add_(p, weightDecay)
@@ -183,7 +211,7 @@ struct AdamOp {
   using C = acc_t<T>;
   C weightDecay, beta1, beta2, c1, c2, eps;  // c1, c2: 1 - beta1, 1 - beta2
   bool decay;
-  __device__ __forceinline__ void operator()(const Entry<T>& e, int64_t i) const {
+  MT_HD void operator()(const Entry<T>& e, int64_t i) const {
     const C p = load(e.p, i);
     C g = load(e.g, i);
     if (decay) g = stored<T>(add(g, mul(weightDecay, p)));    // decayedGrad.copy_(grad).add_(p, weightDecay)
