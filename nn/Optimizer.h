@@ -18,9 +18,10 @@
 // parameters take the CPU kernels of nn/kernels/Optimizer.h where there is one (Adam). Every
 // other parameter (strided ones) takes the tensor ops. All paths give the same bits: the
 // kernels repeat the tensor ops' arithmetic, operation by operation, 16-bit roundings included.
-// A tensor listed twice is fused once; its later entries take the tensor ops, after the fused
-// launches, so its updates keep their order. `fused = false` sends every parameter through the
-// tensor ops (tests compare the paths).
+// Parameters that share memory with another one (a tensor listed twice, overlapping views) take
+// the tensor ops, one after the other as before, after the fused launches (which touch only
+// memory no other parameter has). `fused = false` sends every parameter through the tensor ops
+// (tests compare the paths).
 #pragma once
 
 #include <initializer_list>

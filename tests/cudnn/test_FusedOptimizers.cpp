@@ -4,9 +4,10 @@
 // and bfloat16, and the CPU's steps in float32 and float64, over several steps, state included.
 // One optimizer holds parameters of one element, around the kernels' 4096-element chunk, more
 // than one launch's 48 tensors, an empty one and a strided one (which takes the tensor ops);
-// also loaded state (new and resumed buffers, different Adam step counts in one launch), a tensor
-// listed twice, several dtypes and the CPU in one optimizer, and a steady-state step recorded
-// into a CUDA graph and replayed (so it makes no host synchronisation).
+// also loaded state (new and resumed buffers, different Adam step counts in one launch),
+// parameters sharing memory (which take the tensor ops), several dtypes and the CPU in one
+// optimizer, and a steady-state step recorded into a CUDA graph and replayed (so it makes no
+// host synchronisation).
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -205,14 +206,18 @@ TEST_CASE("loaded state: new and resumed momentum buffers, and different Adam st
   }
 }
 
-TEST_CASE("a tensor listed twice, several dtypes and a CPU parameter in one optimizer") {
+TEST_CASE("shared memory (a tensor listed twice, overlapping views), several dtypes and the CPU in one optimizer") {
   for (const Named& o : optimizers()) {
     INFO(o.name);
     auto make = [](uint64_t seed) {
       Generator gen(seed);
       Params ps;
       const Tensor shared = uniform({300}, -1, 1, gen, DType::Float64).to(gpu, DType::Float32);
-      ps.p = {shared,
+      // views of one buffer: [0, 60) and [40, 100) overlap (the tensor ops, in order), [100, 150)
+      // and [150, 200) only touch (fused)
+      const Tensor flat = uniform({200}, -1, 1, gen, DType::Float64).to(gpu, DType::Float32);
+      ps.p = {flat.narrow(0, 0, 60), flat.narrow(0, 100, 50), flat.narrow(0, 40, 60), flat.narrow(0, 150, 50),
+              shared,
               uniform({5000}, -1, 1, gen, DType::Float64).to(gpu, DType::Float16),
               shared,  // again, with a gradient of its own
               uniform({33}, -1, 1, gen, DType::Float64).to(gpu, DType::BFloat16),
