@@ -85,7 +85,7 @@ std::vector<bool> sharing_memory(const std::vector<Tensor>& params) {
 }  // namespace
 
 std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_list<const char*> stateNames,
-                                                             std::vector<bool>& inGroup) const {
+                                                            std::vector<bool>& inGroup) const {
   inGroup.assign(params_.size(), false);
   std::vector<std::vector<size_t>> groups;
   if (!fused) return groups;

@@ -20,16 +20,16 @@ struct SgdStep {
   double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false;
 };
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& buffers, const std::vector<uint8_t>& first, const SgdStep& options);
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
+              const std::vector<uint8_t>& first, const SgdStep& options);
 
 // Adam as nn::Adam (nn/Adam.h); bias1[i] = 1 - beta1^t and bias2[i] = 1 - beta2^t for parameter
 // i's own step count t.
 struct AdamStep {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
 };
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-               const std::vector<Tensor>& expAvg, const std::vector<Tensor>& expAvgSq,
-               const std::vector<double>& bias1, const std::vector<double>& bias2, const AdamStep& options);
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
+               const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
+               const AdamStep& options);
 
 }  // namespace tensor::cuda

@@ -54,13 +54,21 @@ MT_HD float sqrt_rn(float a) { return __fsqrt_rn(a); }
 MT_HD double sqrt_rn(double a) { return __dsqrt_rn(a); }
 #else
 template <class C>
-C mul(C a, C b) { return a * b; }
+C mul(C a, C b) {
+  return a * b;
+}
 template <class C>
-C add(C a, C b) { return a + b; }
+C add(C a, C b) {
+  return a + b;
+}
 template <class C>
-C div(C a, C b) { return a / b; }
+C div(C a, C b) {
+  return a / b;
+}
 template <class C>
-C sqrt_rn(C a) { return std::sqrt(a); }
+C sqrt_rn(C a) {
+  return std::sqrt(a);
+}
 #endif
 
 template <class T>
@@ -123,8 +131,8 @@ MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, 
       hi = mid - 1;
     }
   }
-  const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo], table.s2[lo], table.n[lo],
-                   table.a[lo], table.b[lo], table.flag[lo]};
+  const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo], table.s2[lo],
+                   table.n[lo], table.a[lo], table.b[lo],  table.flag[lo]};
   const int64_t begin = static_cast<int64_t>(block - table.chunk_start[lo]) * kChunk;
   const int64_t end = begin + kChunk < e.n ? begin + kChunk : e.n;
   for (int64_t i = begin + thread; i < end; i += kThreads) op(e, i);
@@ -196,7 +204,7 @@ struct SgdOp {
       C buf = d;  // fresh.copy_(d)
       if (!e.flag) {
         buf = stored<T>(mul(load(e.s1, i), momentum));  // buf.mul_(momentum)
-        buf = stored<T>(add(buf, mul(damping, d)));        //    .add_(d, 1 - dampening)
+        buf = stored<T>(add(buf, mul(damping, d)));     //    .add_(d, 1 - dampening)
       }
       store(e.s1, i, buf);
       d = nesterov ? stored<T>(add(d, mul(momentum, buf))) : buf;  // scratch.add_(buf, momentum)
@@ -214,17 +222,17 @@ struct AdamOp {
   MT_HD void operator()(const Entry<T>& e, int64_t i) const {
     const C p = load(e.p, i);
     C g = load(e.g, i);
-    if (decay) g = stored<T>(add(g, mul(weightDecay, p)));    // decayedGrad.copy_(grad).add_(p, weightDecay)
-    C m = stored<T>(mul(load(e.s1, i), beta1));            // m.mul_(beta1)
-    m = stored<T>(add(m, mul(c1, g)));                        //  .add_(g, 1 - beta1)
-    C v = stored<T>(mul(load(e.s2, i), beta2));            // v.mul_(beta2)
-    v = stored<T>(add(v, mul(c2, mul(g, g))));                //  .addcmul_(g, g, 1 - beta2)
+    if (decay) g = stored<T>(add(g, mul(weightDecay, p)));  // decayedGrad.copy_(grad).add_(p, weightDecay)
+    C m = stored<T>(mul(load(e.s1, i), beta1));             // m.mul_(beta1)
+    m = stored<T>(add(m, mul(c1, g)));                      //  .add_(g, 1 - beta1)
+    C v = stored<T>(mul(load(e.s2, i), beta2));             // v.mul_(beta2)
+    v = stored<T>(add(v, mul(c2, mul(g, g))));              //  .addcmul_(g, g, 1 - beta2)
     store(e.s1, i, m);
     store(e.s2, i, v);
-    C denom = stored<T>(sqrt_rn(v));                          // denom.copy_(v).sqrt_()
-    denom = stored<T>(mul(denom, e.b));                    //  .div_(sqrt(bias2)): a product by 1 / sqrt(bias2)
-    denom = stored<T>(add(denom, eps));                       //  .add_(eps)
-    store(e.p, i, add(p, mul(e.a, div(m, denom))));     // p.addcdiv_(m, denom, -lr / bias1)
+    C denom = stored<T>(sqrt_rn(v));                 // denom.copy_(v).sqrt_()
+    denom = stored<T>(mul(denom, e.b));              //  .div_(sqrt(bias2)): a product by 1 / sqrt(bias2)
+    denom = stored<T>(add(denom, eps));              //  .add_(eps)
+    store(e.p, i, add(p, mul(e.a, div(m, denom))));  // p.addcdiv_(m, denom, -lr / bias1)
   }
 };
 
@@ -236,8 +244,8 @@ void check_lists(const char* op, const std::vector<Tensor>& params,
                  std::initializer_list<std::pair<const char*, const std::vector<Tensor>*>> lists) {
   if (params.empty()) return;
   const Tensor& p0 = params[0];
-  TENSOR_CHECK(p0.defined() && p0.is_cuda() && is_floating(p0.dtype()), op,
-               ": expected floating CUDA parameters, got ", p0.defined() ? p0.description() : "an undefined tensor");
+  TENSOR_CHECK(p0.defined() && p0.is_cuda() && is_floating(p0.dtype()), op, ": expected floating CUDA parameters, got ",
+               p0.defined() ? p0.description() : "an undefined tensor");
   auto check = [&](const char* what, size_t i, const Tensor& t) {
     TENSOR_CHECK(t.defined() && t.is_cuda() && t.is_contiguous() && t.dtype() == p0.dtype() &&
                      t.device() == p0.device() && t.numel() == params[i].numel(),
@@ -262,18 +270,23 @@ T* ptr(const Tensor& t) {
 template <class F>
 void dispatch_floating(DType dt, const char* op, F&& f) {
   switch (dt) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    default: throw Error(::tensor::detail::concat(op, ": expected a floating dtype, got ", name(dt)));
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    default:
+      throw Error(::tensor::detail::concat(op, ": expected a floating dtype, got ", name(dt)));
   }
 }
 
 }  // namespace
 
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& buffers, const std::vector<uint8_t>& first, const SgdStep& o) {
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
+              const std::vector<uint8_t>& first, const SgdStep& o) {
   constexpr const char* op = "tensor::cuda::sgd_step";
   const bool useMomentum = o.momentum != 0;
   if (useMomentum) {
@@ -294,8 +307,13 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
       e.flag = useMomentum && first[i] ? 1 : 0;
       entries.push_back(e);
     }
-    const SgdOp<T> sgd{static_cast<C>(o.weightDecay), static_cast<C>(o.momentum), static_cast<C>(1 - o.dampening),
-                       static_cast<C>(-o.lr), o.weightDecay != 0, useMomentum, o.nesterov};
+    const SgdOp<T> sgd{static_cast<C>(o.weightDecay),
+                       static_cast<C>(o.momentum),
+                       static_cast<C>(1 - o.dampening),
+                       static_cast<C>(-o.lr),
+                       o.weightDecay != 0,
+                       useMomentum,
+                       o.nesterov};
     launch(entries, sgd, params[0].device().index);
   });
 }
@@ -320,9 +338,9 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
       e.b = static_cast<C>(1.0 / std::sqrt(bias2[i]));
       entries.push_back(e);
     }
-    const AdamOp<T> adam{static_cast<C>(o.weightDecay), static_cast<C>(o.beta1), static_cast<C>(o.beta2),
-                         static_cast<C>(1 - o.beta1),   static_cast<C>(1 - o.beta2), static_cast<C>(o.eps),
-                         o.weightDecay != 0};
+    const AdamOp<T> adam{
+        static_cast<C>(o.weightDecay), static_cast<C>(o.beta1), static_cast<C>(o.beta2), static_cast<C>(1 - o.beta1),
+        static_cast<C>(1 - o.beta2),   static_cast<C>(o.eps),   o.weightDecay != 0};
     launch(entries, adam, params[0].device().index);
   });
 }
