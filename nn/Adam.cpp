@@ -2,9 +2,11 @@
 #include "nn/Adam.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "nn/kernels/Optimizer.h"
+#include "tensor/MultiTensor.h"
 
 namespace nn {
 
@@ -57,30 +59,51 @@ void Adam::step() {
   checkOptions("step");
   // Note [Atomic step]: the moments of new parameters and every temporary first (a failed
   // allocation leaves no moment, counter or parameter changed), then only in-place updates.
-  // Contiguous CPU tensors take the fused kernel, which needs no temporary.
+  // Fused parameters (CUDA groups, contiguous CPU tensors) need no temporary.
   const size_t n = params_.size();
+  std::vector<bool> inGroup;
+  const auto groups = fusedCudaGroups({"exp_avg", "exp_avg_sq"}, inGroup);
   std::vector<Tensor> denom(n), decayedGrad(n), m0(n), v0(n);
-  std::vector<bool> fused(n);
+  std::vector<bool> onCpu(n);
   for (size_t i = 0; i < n; ++i) {
     auto m = state_[i].find("exp_avg"), v = state_[i].find("exp_avg_sq");
-    fused[i] = fusable(params_[i], grads_[i], m == state_[i].end() ? nullptr : &m->second,
-                       v == state_[i].end() ? nullptr : &v->second);
-    if (!fused[i]) {
+    onCpu[i] = fused && fusable(params_[i], grads_[i], m == state_[i].end() ? nullptr : &m->second,
+                                v == state_[i].end() ? nullptr : &v->second);
+    if (!inGroup[i] && !onCpu[i]) {
       denom[i] = tensor::empty_like(params_[i]);
       if (weightDecay != 0) decayedGrad[i] = tensor::empty_like(params_[i]);
     }
     if (m == state_[i].end()) m0[i] = tensor::zeros_like(params_[i]);
     if (v == state_[i].end()) v0[i] = tensor::zeros_like(params_[i]);
   }
-  for (size_t i = 0; i < n; ++i) {
-    Tensor& p = params_[i];
+  auto prepare = [&](size_t i) {  // new moments in place and the counter advanced: the bias corrections
     if (m0[i].defined()) state_[i]["exp_avg"] = m0[i];
     if (v0[i].defined()) state_[i]["exp_avg_sq"] = v0[i];
     const auto t = static_cast<double>(nextStep(i));
+    return std::pair{1 - std::pow(beta1, t), 1 - std::pow(beta2, t)};
+  };
+  // Note [Fused optimizer steps]: the fused groups first, then the rest
+  for (const auto& group : groups) {
+    std::vector<Tensor> p, g, m, v;
+    std::vector<double> bias1, bias2;
+    for (size_t i : group) {
+      const auto [b1, b2] = prepare(i);
+      p.push_back(params_[i]);
+      g.push_back(grads_[i]);
+      m.push_back(moment(i, "exp_avg"));
+      v.push_back(moment(i, "exp_avg_sq"));
+      bias1.push_back(b1);
+      bias2.push_back(b2);
+    }
+    tensor::cuda::adam_step(p, g, m, v, bias1, bias2, {lr, beta1, beta2, eps, weightDecay});
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (inGroup[i]) continue;
+    Tensor& p = params_[i];
+    const auto [bias1, bias2] = prepare(i);
     Tensor& m = moment(i, "exp_avg");
     Tensor& v = moment(i, "exp_avg_sq");
-    const double bias1 = 1 - std::pow(beta1, t), bias2 = 1 - std::pow(beta2, t);
-    if (fused[i]) {
+    if (onCpu[i]) {
       const kernels::AdamStep a{lr, beta1, beta2, eps, weightDecay, bias1, bias2};
       tensor::dispatch_f32_f64(p.dtype(), "nn.Adam", [&](auto tag) {
         using T = decltype(tag);

@@ -4,8 +4,9 @@
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // State per parameter: "step", "exp_avg" (m), "exp_avg_sq" (v). Tensor ops, so CUDA
-// parameters update on the GPU; contiguous CPU ones take one fused pass (kernels/Optimizer.h).
-// Hyperparameters are public fields.
+// parameters update on the GPU; contiguous CPU ones take one fused pass (kernels/Optimizer.h),
+// contiguous CUDA ones a few multi-tensor launches per step (tensor/MultiTensor.h), with the
+// same bits (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields.
 #pragma once
 
 #include "nn/Optimizer.h"

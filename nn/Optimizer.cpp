@@ -1,6 +1,10 @@
 // Optimizer.cpp
 #include "nn/Optimizer.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
 namespace nn {
 
 Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
@@ -37,6 +41,74 @@ int64_t Optimizer::nextStep(size_t i) {
   const auto n = static_cast<int64_t>(it->second.item()) + 1;
   it->second.fill_(static_cast<double>(n));
   return n;
+}
+
+namespace {
+// Which CUDA parameters share memory with another parameter (a tensor listed twice, overlapping
+// views): one sweep over their byte ranges sorted by start.
+std::vector<bool> sharing_memory(const std::vector<Tensor>& params) {
+  struct Range {
+    uintptr_t begin, end;
+    size_t index;
+  };
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    if (!p.is_cuda() || p.numel() == 0) continue;
+    int64_t lo = 0, hi = 0;  // element offsets of the first and last element from raw_data()
+    for (size_t d = 0; d < p.sizes().size(); ++d) {
+      const int64_t reach = (p.sizes()[d] - 1) * p.strides()[d];
+      if (reach < 0) {
+        lo += reach;
+      } else {
+        hi += reach;
+      }
+    }
+    const auto base = reinterpret_cast<uintptr_t>(p.raw_data());
+    const auto item = static_cast<int64_t>(tensor::itemsize(p.dtype()));
+    ranges.push_back({base + static_cast<uintptr_t>(lo * item), base + static_cast<uintptr_t>((hi + 1) * item), i});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::vector<bool> shared(params.size(), false);
+  uintptr_t reach = 0;  // the furthest end so far, and whose
+  size_t owner = 0;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const Range& r = ranges[k];
+    if (k > 0 && r.begin < reach) shared[r.index] = shared[owner] = true;
+    if (k == 0 || r.end > reach) {
+      reach = r.end;
+      owner = r.index;
+    }
+  }
+  return shared;
+}
+}  // namespace
+
+std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_list<const char*> stateNames,
+                                                            std::vector<bool>& inGroup) const {
+  inGroup.assign(params_.size(), false);
+  std::vector<std::vector<size_t>> groups;
+  if (!fused) return groups;
+  const std::vector<bool> shared = sharing_memory(params_);
+  std::map<std::pair<int, DType>, size_t> groupOf;  // (device index, dtype) -> position in groups
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    auto fits = [&](const Tensor& t) {
+      return t.is_cuda() && t.is_contiguous() && t.dtype() == p.dtype() && t.device() == p.device() &&
+             t.numel() == p.numel();
+    };
+    bool ok = !shared[i] && fits(p) && fits(grads_[i]);
+    for (const char* name : stateNames) {
+      const auto it = state_[i].find(name);
+      if (it != state_[i].end()) ok = ok && fits(it->second);
+    }
+    if (!ok) continue;
+    const auto [it, fresh] = groupOf.try_emplace({p.device().index, p.dtype()}, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+    inGroup[i] = true;
+  }
+  return groups;
 }
 
 std::map<std::string, Tensor> Optimizer::stateDict() const {

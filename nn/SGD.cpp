@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "tensor/MultiTensor.h"
+
 namespace nn {
 
 SGD::SGD(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double momentum_, double dampening_,
@@ -41,12 +43,32 @@ void SGD::step() {
   checkOptions("step");
   // Note [Atomic step]: every buffer first, then only in-place updates
   const size_t n = params_.size();
+  std::vector<bool> inGroup;
+  const auto groups = fusedCudaGroups({"momentum_buffer"}, inGroup);
   std::vector<Tensor> scratch(n), fresh(n);
   for (size_t i = 0; i < n; ++i) {
-    if (weightDecay != 0 || nesterov) scratch[i] = tensor::empty_like(params_[i]);
+    if (!inGroup[i] && (weightDecay != 0 || nesterov)) scratch[i] = tensor::empty_like(params_[i]);
     if (momentum != 0 && !state_[i].count("momentum_buffer")) fresh[i] = tensor::empty_like(params_[i]);
   }
+  // Note [Fused optimizer steps]: the fused groups first, then the tensor ops
+  for (const auto& group : groups) {
+    std::vector<Tensor> p, g, buf;
+    std::vector<uint8_t> first;
+    for (size_t i : group) {
+      p.push_back(params_[i]);
+      g.push_back(grads_[i]);
+      if (momentum != 0) {
+        first.push_back(fresh[i].defined() ? 1 : 0);
+        buf.push_back(fresh[i].defined() ? fresh[i] : state_[i].at("momentum_buffer"));
+      }
+    }
+    tensor::cuda::sgd_step(p, g, buf, first, {lr, momentum, dampening, weightDecay, nesterov});
+    for (size_t i : group) {
+      if (fresh[i].defined()) state_[i]["momentum_buffer"] = fresh[i];
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
+    if (inGroup[i]) continue;
     Tensor& p = params_[i];
     Tensor d = grads_[i];
     if (weightDecay != 0) d = scratch[i].copy_(grads_[i]).add_(p, weightDecay);

@@ -4,8 +4,10 @@
 //   buf = d (first step), else buf = momentum * buf + (1 - dampening) * d
 //   d = nesterov ? d + momentum * buf : buf          (when momentum != 0)
 //   p -= lr * d
-// State: "momentum_buffer" per parameter. Tensor ops only, so CUDA parameters update on
-// the GPU. Hyperparameters are public fields (change lr for a schedule).
+// State: "momentum_buffer" per parameter. Tensor ops, so CUDA parameters update on the GPU;
+// contiguous CUDA ones take a few multi-tensor launches per step instead, with the same bits
+// (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields (change lr
+// for a schedule).
 #pragma once
 
 #include "nn/Optimizer.h"

@@ -5,6 +5,7 @@
 
 #include "tensor/Cuda.h"
 #include "tensor/Kernels.h"
+#include "tensor/MultiTensor.h"
 
 namespace tensor {
 
@@ -34,6 +35,15 @@ void shutdown() {}  // nothing to release
 void register_shutdown_hook(void (*)()) {}
 void copy_bytes(void*, bool, const void*, bool, size_t, int) {
   unavailable("tensor::cuda::copy_bytes");
+}
+
+void sgd_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+              const std::vector<uint8_t>&, const SgdStep&) {
+  unavailable("tensor::cuda::sgd_step");
+}
+void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+               const std::vector<Tensor>&, const std::vector<double>&, const std::vector<double>&, const AdamStep&) {
+  unavailable("tensor::cuda::adam_step");
 }
 
 DeviceGuard::DeviceGuard(int) { unavailable("tensor::cuda::DeviceGuard"); }

@@ -117,3 +117,52 @@ TEST_CASE("Adam's fused CPU step (contiguous tensors) gives its tensor-op step's
     CHECK(max_abs_diff(pa, start) > 0.01);  // it moved
   }
 }
+
+TEST_CASE("Adam with fused = false takes the tensor ops and gives the fused step's bits (several parameters)") {
+  // sizes around nothing in particular on the CPU, a strided parameter, a tensor listed twice,
+  // and step counts that differ between parameters (loaded state)
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    for (double weightDecay : {0.0, 0.05}) {
+      INFO(name(dt), " weightDecay ", weightDecay);
+      auto make = [&](std::vector<Tensor>& p, std::vector<Tensor>& g) {
+        Generator gen(6);
+        const Tensor shared = uniform({7}, -1, 1, gen, dt);
+        p = {uniform({1}, -1, 1, gen, dt), shared, uniform({4097}, -1, 1, gen, dt),
+             uniform({20, 30}, -1, 1, gen, dt).t(), shared};
+        g.clear();
+        for (const Tensor& t : p) g.push_back(zeros_like(t));
+      };
+      std::vector<Tensor> pa, ga, pb, gb;
+      make(pa, ga);
+      make(pb, gb);
+      REQUIRE_FALSE(pa[3].is_contiguous());
+      const nn::Adam::Options o{.lr = 0.02, .beta1 = 0.7, .beta2 = 0.95, .eps = 1e-5, .weightDecay = weightDecay};
+      nn::Adam fused(pa, ga, o), ops(pb, gb, o);
+      CHECK(fused.fused);
+      ops.fused = false;
+      const std::map<std::string, Tensor> state{{"2.step", scalar_tensor(4, DType::Int64)},
+                                                {"2.exp_avg", full({4097}, 0.1, dt)},
+                                                {"2.exp_avg_sq", full({4097}, 0.2, dt)}};
+      fused.loadStateDict(state);
+      ops.loadStateDict(state);
+      Generator gen(7);
+      for (int step = 0; step < 4; ++step) {
+        for (size_t i = 0; i < ga.size(); ++i) {
+          const Tensor g = uniform(ga[i].sizes(), -1, 1, gen, dt);
+          ga[i].copy_(g);
+          gb[i].copy_(g);
+        }
+        fused.step();
+        ops.step();
+      }
+      for (size_t i = 0; i < pa.size(); ++i) {
+        INFO("parameter ", i);
+        CHECK(max_abs_diff(pa[i], pb[i]) == 0);
+        CHECK(max_abs_diff(fused.state(i).at("exp_avg"), ops.state(i).at("exp_avg")) == 0);
+        CHECK(max_abs_diff(fused.state(i).at("exp_avg_sq"), ops.state(i).at("exp_avg_sq")) == 0);
+      }
+      CHECK(fused.state(2).at("step").item() == 8);
+      CHECK(fused.state(0).at("step").item() == 4);
+    }
+  }
+}

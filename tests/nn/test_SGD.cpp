@@ -102,3 +102,40 @@ TEST_CASE("SGD argument errors") {
   opt.lr = -2;
   CHECK_THROWS_WITH_AS(opt.step(), "nn.SGD::step: expected lr >= 0, got -2.000000", Error);
 }
+
+TEST_CASE("SGD on CPU parameters: the fused switch changes nothing (they take the tensor ops either way)") {
+  // Note [Fused optimizer steps]: only CUDA parameters are fused; CPU ones put in a CUDA group
+  // would throw from tensor::cuda::sgd_step
+  for (bool nesterov : {false, true}) {
+    INFO("nesterov ", nesterov);
+    auto make = [](std::vector<Tensor>& p, std::vector<Tensor>& g) {
+      Generator gen(8);
+      p = {uniform({1}, -1, 1, gen, DType::Float32), uniform({4097}, -1, 1, gen, DType::Float32),
+           uniform({20, 30}, -1, 1, gen, DType::Float32).t()};
+      g.clear();
+      for (const Tensor& t : p) g.push_back(zeros_like(t));
+    };
+    std::vector<Tensor> pa, ga, pb, gb;
+    make(pa, ga);
+    make(pb, gb);
+    const nn::SGD::Options o{.lr = 0.05, .momentum = 0.9, .weightDecay = 1e-2, .nesterov = nesterov};
+    nn::SGD fused(pa, ga, o), ops(pb, gb, o);
+    ops.fused = false;
+    const Tensor start = pa[1].clone();
+    Generator gen(9);
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < ga.size(); ++i) {
+        const Tensor g = uniform(ga[i].sizes(), -1, 1, gen, DType::Float32);
+        ga[i].copy_(g);
+        gb[i].copy_(g);
+      }
+      fused.step();
+      ops.step();
+    }
+    for (size_t i = 0; i < pa.size(); ++i) {
+      CHECK(max_abs_diff(pa[i], pb[i]) == 0);
+      CHECK(max_abs_diff(fused.state(i).at("momentum_buffer"), ops.state(i).at("momentum_buffer")) == 0);
+    }
+    CHECK(max_abs_diff(pa[1], start) > 0.01);  // it moved
+  }
+}

@@ -1,0 +1,35 @@
+// MultiTensor.h: optimizer updates of many CUDA tensors in a few kernel launches (a
+// multi-tensor apply), for nn::SGD and nn::Adam: see Note [Fused optimizer steps] in
+// nn/Optimizer.h. Every list holds contiguous tensors of one floating dtype (float32, float64,
+// float16, bfloat16) on one CUDA device; element i of each list has params[i]'s element count.
+// The values are those of nn's per-tensor path (the same tensor ops' operations in their order,
+// 16-bit values rounded after each op as the ops store them), bit for bit. In a CPU-only build
+// these throw "built without CUDA" (tensor/cuda/Unavailable.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/Tensor.h"
+
+namespace tensor::cuda {
+
+// SGD as nn::SGD (nn/SGD.h). With momentum != 0, buffers[i] is parameter i's momentum buffer and
+// first[i] != 0 says it is new (the step copies the update into it); otherwise both are empty.
+struct SgdStep {
+  double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  bool nesterov = false;
+};
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
+              const std::vector<uint8_t>& first, const SgdStep& options);
+
+// Adam as nn::Adam (nn/Adam.h); bias1[i] = 1 - beta1^t and bias2[i] = 1 - beta2^t for parameter
+// i's own step count t.
+struct AdamStep {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+};
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
+               const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
+               const AdamStep& options);
+
+}  // namespace tensor::cuda

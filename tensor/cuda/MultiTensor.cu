@@ -1,0 +1,348 @@
+// MultiTensor.cu: the kernels of tensor/MultiTensor.h, SGD and Adam updates of lists of
+// contiguous CUDA tensors in a few launches.
+// Note [Multi-tensor launches]: the host cuts every tensor into chunks of kChunk elements and
+// packs up to kMaxEntries tensors (pointers, element counts, per-tensor scalars and the running
+// count of chunks) into a Table passed BY VALUE as a kernel argument, under the 4 KiB argument
+// limit: no device buffer to fill, so no host synchronisation and nothing to keep alive after
+// the launch (and the launches can be captured in a CUDA graph). Block b of a launch finds its
+// tensor by binary search over the chunk counts and updates that one chunk. A list of n tensors
+// takes ceil(n / kMaxEntries) launches (a tensor longer than kMaxEntryElements takes several
+// entries, so that the chunk counts fit in 32 bits).
+// Note [Rounding like the tensor ops]: each value is computed as nn's per-tensor path computes
+// it with tensor ops (tensor/cuda/CudaKernels.cu): in acc_t<T> (float for float16/bfloat16),
+// every product and sum rounded on its own (__fmul_rn, __fadd_rn, ...: nvcc contracts nothing
+// into an FMA), scalars converted from double to acc_t<T> on the host as the ops convert them,
+// and a 16-bit result rounded to T wherever an op would store it in a 16-bit tensor (stored<T>).
+// So the fused step gives the per-tensor step's bits in every dtype, and the CPU's (the tensor
+// ops' CPU twins, nn/kernels/Optimizer.h) in float32 and float64.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "tensor/Cuda.h"
+#include "tensor/MultiTensor.h"
+#include "tensor/cuda/CudaCheck.h"
+
+namespace tensor::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 4096;  // elements per block, 16 per thread
+constexpr int kMaxEntries = 48;
+constexpr int64_t kMaxEntryElements = kChunk << 18;  // 2^18 chunks: a launch has < 2^31 blocks
+
+// ------------------------------------------------------------------ arithmetic
+
+// Host and device: the device form runs; the host form (IEEE operations of the same rounding)
+// lets a host program replay a launch element by element.
+#define MT_HD __host__ __device__ __forceinline__
+
+template <class T>
+constexpr bool is_16bit_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+#if defined(__CUDA_ARCH__)
+MT_HD float mul(float a, float b) { return __fmul_rn(a, b); }
+MT_HD double mul(double a, double b) { return __dmul_rn(a, b); }
+MT_HD float add(float a, float b) { return __fadd_rn(a, b); }
+MT_HD double add(double a, double b) { return __dadd_rn(a, b); }
+MT_HD float div(float a, float b) { return __fdiv_rn(a, b); }
+MT_HD double div(double a, double b) { return __ddiv_rn(a, b); }
+MT_HD float sqrt_rn(float a) { return __fsqrt_rn(a); }
+MT_HD double sqrt_rn(double a) { return __dsqrt_rn(a); }
+#else
+template <class C>
+C mul(C a, C b) {
+  return a * b;
+}
+template <class C>
+C add(C a, C b) {
+  return a + b;
+}
+template <class C>
+C div(C a, C b) {
+  return a / b;
+}
+template <class C>
+C sqrt_rn(C a) {
+  return std::sqrt(a);
+}
+#endif
+
+template <class T>
+MT_HD acc_t<T> load(const T* base, int64_t i) {
+  if constexpr (is_16bit_v<T>) {
+    return static_cast<float>(base[i]);
+  } else {
+    return base[i];
+  }
+}
+template <class T>
+MT_HD void store(T* base, int64_t i, acc_t<T> v) {
+  base[i] = T(v);
+}
+// An op's result as a tensor of T holds it (see Note [Rounding like the tensor ops]).
+template <class T>
+MT_HD acc_t<T> stored(acc_t<T> v) {
+  if constexpr (is_16bit_v<T>) {
+    return static_cast<float>(T(v));
+  } else {
+    return v;
+  }
+}
+
+// ------------------------------------------------------------------ the table and the launch
+
+template <class T>
+struct Entry {
+  T* p;
+  const T* g;
+  T* s1;  // SGD: momentum buffer; Adam: exp_avg
+  T* s2;  // Adam: exp_avg_sq
+  int64_t n;
+  acc_t<T> a = 0, b = 0;  // Adam: -lr / bias1, 1 / sqrt(bias2)
+  uint8_t flag = 0;       // SGD: the momentum buffer is new
+};
+
+template <class T>
+struct Table {
+  T* p[kMaxEntries];
+  const T* g[kMaxEntries];
+  T* s1[kMaxEntries];
+  T* s2[kMaxEntries];
+  int64_t n[kMaxEntries];
+  acc_t<T> a[kMaxEntries], b[kMaxEntries];
+  uint8_t flag[kMaxEntries];
+  uint32_t chunk_start[kMaxEntries + 1];  // entry e: blocks chunk_start[e] to chunk_start[e + 1] - 1
+  int count;
+};
+
+// What thread `thread` of block `block` does: its elements of the block's chunk.
+template <class T, class Op>
+MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, const Op& op) {
+  int lo = 0, hi = table.count - 1;  // the last entry starting at or before this block
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table.chunk_start[mid] <= block) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo], table.s2[lo],
+                   table.n[lo], table.a[lo], table.b[lo],  table.flag[lo]};
+  const int64_t begin = static_cast<int64_t>(block - table.chunk_start[lo]) * kChunk;
+  const int64_t end = begin + kChunk < e.n ? begin + kChunk : e.n;
+  for (int64_t i = begin + thread; i < end; i += kThreads) op(e, i);
+}
+
+// __grid_constant__: the table is read in place, never copied to local memory, though indexed at
+// run time.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_constant__ Table<T> table, Op op) {
+  update_chunk(table, blockIdx.x, threadIdx.x, op);
+}
+
+// Packs the entries into tables and calls run(table, number of chunks) for each.
+template <class T, class Run>
+void for_each_table(const std::vector<Entry<T>>& entries, Run&& run) {
+  Table<T> table{};
+  uint32_t chunks = 0;
+  auto flush = [&] {
+    if (table.count == 0) return;
+    table.chunk_start[table.count] = chunks;
+    run(table, chunks);
+    table = Table<T>{};
+    chunks = 0;
+  };
+  for (const Entry<T>& e : entries) {
+    for (int64_t offset = 0; offset < e.n; offset += kMaxEntryElements) {
+      const int k = table.count;
+      const int64_t n = std::min(kMaxEntryElements, e.n - offset);
+      table.p[k] = e.p + offset;
+      table.g[k] = e.g + offset;
+      table.s1[k] = e.s1 ? e.s1 + offset : nullptr;
+      table.s2[k] = e.s2 ? e.s2 + offset : nullptr;
+      table.n[k] = n;
+      table.a[k] = e.a;
+      table.b[k] = e.b;
+      table.flag[k] = e.flag;
+      table.chunk_start[k] = chunks;
+      chunks += static_cast<uint32_t>((n + kChunk - 1) / kChunk);
+      if (++table.count == kMaxEntries) flush();
+    }
+  }
+  flush();
+}
+
+template <class T, class Op>
+void launch(const std::vector<Entry<T>>& entries, const Op& op, int device) {
+  static_assert(sizeof(Table<T>) + sizeof(Op) <= 4000, "kernel arguments over CUDA's 4 KiB");
+  DeviceGuard guard(device);
+  const auto stream = static_cast<cudaStream_t>(cuda::stream(device));
+  for_each_table(entries, [&](const Table<T>& table, uint32_t chunks) {
+    multi_tensor_kernel<T, Op><<<chunks, kThreads, 0, stream>>>(table, op);
+    CUDA_CHECK_LAUNCH("tensor multi-tensor kernel");
+  });
+}
+
+// ------------------------------------------------------------------ the updates
+
+// nn::SGD::step's tensor ops, each commented; see Note [Rounding like the tensor ops].
+template <class T>
+struct SgdOp {
+  using C = acc_t<T>;
+  C weightDecay, momentum, damping, negLr;  // damping: 1 - dampening
+  bool decay, useMomentum, nesterov;
+  MT_HD void operator()(const Entry<T>& e, int64_t i) const {
+    const C p = load(e.p, i);
+    C d = load(e.g, i);
+    if (decay) d = stored<T>(add(d, mul(weightDecay, p)));  // scratch.copy_(grad).add_(p, weightDecay)
+    if (useMomentum) {
+      C buf = d;  // fresh.copy_(d)
+      if (!e.flag) {
+        buf = stored<T>(mul(load(e.s1, i), momentum));  // buf.mul_(momentum)
+        buf = stored<T>(add(buf, mul(damping, d)));     //    .add_(d, 1 - dampening)
+      }
+      store(e.s1, i, buf);
+      d = nesterov ? stored<T>(add(d, mul(momentum, buf))) : buf;  // scratch.add_(buf, momentum)
+    }
+    store(e.p, i, add(p, mul(negLr, d)));  // p.add_(d, -lr)
+  }
+};
+
+// nn::Adam::step's tensor ops, each commented; a = -lr / bias1, b = 1 / sqrt(bias2) per tensor.
+template <class T>
+struct AdamOp {
+  using C = acc_t<T>;
+  C weightDecay, beta1, beta2, c1, c2, eps;  // c1, c2: 1 - beta1, 1 - beta2
+  bool decay;
+  MT_HD void operator()(const Entry<T>& e, int64_t i) const {
+    const C p = load(e.p, i);
+    C g = load(e.g, i);
+    if (decay) g = stored<T>(add(g, mul(weightDecay, p)));  // decayedGrad.copy_(grad).add_(p, weightDecay)
+    C m = stored<T>(mul(load(e.s1, i), beta1));             // m.mul_(beta1)
+    m = stored<T>(add(m, mul(c1, g)));                      //  .add_(g, 1 - beta1)
+    C v = stored<T>(mul(load(e.s2, i), beta2));             // v.mul_(beta2)
+    v = stored<T>(add(v, mul(c2, mul(g, g))));              //  .addcmul_(g, g, 1 - beta2)
+    store(e.s1, i, m);
+    store(e.s2, i, v);
+    C denom = stored<T>(sqrt_rn(v));                 // denom.copy_(v).sqrt_()
+    denom = stored<T>(mul(denom, e.b));              //  .div_(sqrt(bias2)): a product by 1 / sqrt(bias2)
+    denom = stored<T>(add(denom, eps));              //  .add_(eps)
+    store(e.p, i, add(p, mul(e.a, div(m, denom))));  // p.addcdiv_(m, denom, -lr / bias1)
+  }
+};
+
+// ------------------------------------------------------------------ checks
+
+// Every list as long as params, every tensor a contiguous CUDA tensor of params[0]'s dtype and
+// device with params[i]'s element count (`lists` may hold empty lists where allowed).
+void check_lists(const char* op, const std::vector<Tensor>& params,
+                 std::initializer_list<std::pair<const char*, const std::vector<Tensor>*>> lists) {
+  if (params.empty()) return;
+  const Tensor& p0 = params[0];
+  TENSOR_CHECK(p0.defined() && p0.is_cuda() && is_floating(p0.dtype()), op, ": expected floating CUDA parameters, got ",
+               p0.defined() ? p0.description() : "an undefined tensor");
+  auto check = [&](const char* what, size_t i, const Tensor& t) {
+    TENSOR_CHECK(t.defined() && t.is_cuda() && t.is_contiguous() && t.dtype() == p0.dtype() &&
+                     t.device() == p0.device() && t.numel() == params[i].numel(),
+                 op, ": expected ", what, " ", i, " to be a contiguous ", name(p0.dtype()), " tensor of ",
+                 params[i].numel(), " elements on ", p0.device().str(), ", got ",
+                 t.defined() ? t.description() + (t.is_contiguous() ? "" : " (strided)") : "an undefined tensor");
+  };
+  for (size_t i = 0; i < params.size(); ++i) check("parameter", i, params[i]);
+  for (const auto& [what, list] : lists) {
+    TENSOR_CHECK(list->size() == params.size(), op, ": expected one ", what, " per parameter (", params.size(),
+                 "), got ", list->size());
+    for (size_t i = 0; i < params.size(); ++i) check(what, i, (*list)[i]);
+  }
+}
+
+template <class T>
+T* ptr(const Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
+
+// dispatch over the four floating dtypes
+template <class F>
+void dispatch_floating(DType dt, const char* op, F&& f) {
+  switch (dt) {
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    default:
+      throw Error(::tensor::detail::concat(op, ": expected a floating dtype, got ", name(dt)));
+  }
+}
+
+}  // namespace
+
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
+              const std::vector<uint8_t>& first, const SgdStep& o) {
+  constexpr const char* op = "tensor::cuda::sgd_step";
+  const bool useMomentum = o.momentum != 0;
+  if (useMomentum) {
+    check_lists(op, params, {{"gradient", &grads}, {"momentum buffer", &buffers}});
+    TENSOR_CHECK(first.size() == params.size(), op, ": expected one 'first' flag per parameter (", params.size(),
+                 "), got ", first.size());
+  } else {
+    check_lists(op, params, {{"gradient", &grads}});
+  }
+  if (params.empty()) return;
+  dispatch_floating(params[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    std::vector<Entry<T>> entries;
+    for (size_t i = 0; i < params.size(); ++i) {
+      Entry<T> e{ptr<T>(params[i]), ptr<T>(grads[i]), useMomentum ? ptr<T>(buffers[i]) : nullptr, nullptr,
+                 params[i].numel()};
+      e.flag = useMomentum && first[i] ? 1 : 0;
+      entries.push_back(e);
+    }
+    const SgdOp<T> sgd{static_cast<C>(o.weightDecay),
+                       static_cast<C>(o.momentum),
+                       static_cast<C>(1 - o.dampening),
+                       static_cast<C>(-o.lr),
+                       o.weightDecay != 0,
+                       useMomentum,
+                       o.nesterov};
+    launch(entries, sgd, params[0].device().index);
+  });
+}
+
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
+               const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
+               const AdamStep& o) {
+  constexpr const char* op = "tensor::cuda::adam_step";
+  check_lists(op, params, {{"gradient", &grads}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
+  TENSOR_CHECK(bias1.size() == params.size() && bias2.size() == params.size(), op,
+               ": expected one bias correction of each kind per parameter (", params.size(), "), got ", bias1.size(),
+               " and ", bias2.size());
+  if (params.empty()) return;
+  dispatch_floating(params[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    std::vector<Entry<T>> entries;
+    for (size_t i = 0; i < params.size(); ++i) {
+      Entry<T> e{ptr<T>(params[i]), ptr<T>(grads[i]), ptr<T>(expAvg[i]), ptr<T>(expAvgSq[i]), params[i].numel()};
+      // the scalars of addcdiv_(m, denom, -lr / bias1) and div_(sqrt(bias2)) (= mul_(1 / sqrt(bias2)))
+      e.a = static_cast<C>(-o.lr / bias1[i]);
+      e.b = static_cast<C>(1.0 / std::sqrt(bias2[i]));
+      entries.push_back(e);
+    }
+    const AdamOp<T> adam{
+        static_cast<C>(o.weightDecay), static_cast<C>(o.beta1), static_cast<C>(o.beta2), static_cast<C>(1 - o.beta1),
+        static_cast<C>(1 - o.beta2),   static_cast<C>(o.eps),   o.weightDecay != 0};
+    launch(entries, adam, params[0].device().index);
+  });
+}
+
+}  // namespace tensor::cuda
