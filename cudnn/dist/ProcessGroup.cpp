@@ -168,6 +168,7 @@ void ProcessGroup::close() noexcept {
       comm_ = nullptr;
     }
     if (abortReason_.empty()) abortReason_ = "the process group was closed (destroyed, or tensor::cuda::shutdown ran)";
+    aborted_ = true;
     // The communicator is gone, so nothing on the group's stream can be stuck: drain it
     // before its events and buffers (DDP's buckets) go.
     if (commStream_) cudaStreamSynchronize(static_cast<cudaStream_t>(commStream_));
@@ -195,10 +196,7 @@ void ProcessGroup::check(const char* method) const {
   }
 }
 
-bool ProcessGroup::aborted() const {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  return !abortReason_.empty();
-}
+bool ProcessGroup::aborted() const { return aborted_.load(); }
 
 void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) const {
   checkUsable(method);
@@ -273,6 +271,7 @@ void ProcessGroup::allReduce(void* data, int64_t count, tensor::DType dtype, Red
   NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op), comm_,
                                        static_cast<cudaStream_t>(stream)));
   settle("allReduce");
+  renewExitHook();
 }
 
 void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
@@ -286,6 +285,7 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
   NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), detail::nccl_type(t.dtype()),
                                        root, comm_, static_cast<cudaStream_t>(stream)));
   settle("broadcast");
+  renewExitHook();
 }
 
 // Note [Groups hold the lock]: from groupStart() to its groupEnd() the user's thread holds
@@ -311,6 +311,16 @@ void ProcessGroup::groupEnd() {
          (last && last[0] ? std::string(" (") + last + ")" : ""));
   }
   settle("a group of collectives");
+  renewExitHook();
+}
+
+// Note [Process group teardown]: exit runs atexit hooks and static destructors newest first.
+// NCCL may set parts of itself up only at the first collective (after create() registered the
+// shutdown hook); registering it once more then keeps the groups' teardown ahead of those.
+void ProcessGroup::renewExitHook() {
+  if (exitHookRenewed_ || groupDepth_ > 0) return;
+  exitHookRenewed_ = true;
+  tensor::cuda::register_shutdown_hook(&close_live_groups);
 }
 
 void ProcessGroup::wait(void* stream, const std::string& what) {
@@ -363,6 +373,7 @@ void ProcessGroup::abort(const std::string& reason) noexcept {
 
 void ProcessGroup::abortLocked(const std::string& reason) noexcept {
   if (abortReason_.empty()) abortReason_ = reason.empty() ? "aborted" : reason;
+  aborted_ = true;
   if (comm_) {
     ncclCommAbort(comm_);
     comm_ = nullptr;

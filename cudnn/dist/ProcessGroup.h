@@ -16,6 +16,7 @@
 // release the group's events and stream, before the allocator gives its cache back.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -83,7 +84,7 @@ class ProcessGroup {
 
   // Aborts the communicator and tells the other ranks why. Never throws.
   void abort(const std::string& reason) noexcept;
-  bool aborted() const;
+  bool aborted() const;  // without waiting for an abort in progress
   // abort(why), then throws tensor::Error with `why`.
   [[noreturn]] void fail(const std::string& why);
 
@@ -101,6 +102,7 @@ class ProcessGroup {
   // "" or why the job cannot go on: an NCCL async error, a lost peer. Takes mutex_.
   std::string trouble();
   void abortLocked(const std::string& reason) noexcept;
+  void renewExitHook();
   void startWatchdog();
   void stopWatchdog() noexcept;
   void watchdogLoop() noexcept;
@@ -114,6 +116,7 @@ class ProcessGroup {
   void* event_ = nullptr;  // for wait()
   std::unique_ptr<Rendezvous> rendezvous_;
   std::string abortReason_;
+  std::atomic<bool> aborted_ = false;  // abortReason_ is set (readable without mutex_)
   int groupDepth_ = 0;  // open groupStart() calls
   std::string where_;   // "cudnn::dist (rank r of n): "
   // Note [Watchdog locking]: mutex_ guards comm_, rendezvous_ and abortReason_: the user's
@@ -127,6 +130,7 @@ class ProcessGroup {
   std::vector<void*> idleEvents_;  // completed watch() events, to record again
   std::vector<void*> allEvents_;   // every watch() event, destroyed by close()
   bool stopWatchdog_ = false;
+  bool exitHookRenewed_ = false;
   std::thread watchdog_;
 };
 
