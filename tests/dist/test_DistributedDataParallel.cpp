@@ -136,7 +136,7 @@ TEST_CASE("dist: collectives at world size 1 leave values as they are") {
   CHECK(has(testing::error_of([&] { cudnn::dist::all_reduce(onCpu); }), "expected a contiguous tensor on cuda:0"));
 }
 
-TEST_CASE("dist: a closed group, or one alive at tensor::cuda::shutdown, refuses work; destroy() releases the default") {
+TEST_CASE("dist: close(), tensor::cuda::shutdown and destroy() release groups; a released group refuses work") {
   {
     SingleGroup group;
     auto ddp = std::make_shared<DistributedDataParallel>(testing::small_convnet(7, gpu, false), group.group);
