@@ -6,8 +6,13 @@
 // gradients again in this backward (a module appears once in the tree: checked). Buckets are
 // launched strictly in order (all ranks must issue the same collectives in the same order, or
 // NCCL hangs), so a bucket that is ready early waits for its predecessors. Whatever backward
-// did not reach (an unused branch, the accGradParameters path) is launched at the end. The
-// host then waits for the group's stream (ProcessGroup::wait: Note [Failure is not a hang]).
+// did not reach (an unused branch, the accGradParameters path) is launched at the end.
+// Note [No host wait after backward]: the host does not wait for the last bucket: an event
+// recorded on the group's stream after it (and its copies back) is made a dependency of the
+// compute stream, so the optimizer step is queued at once and runs on the device after the
+// averages are in place. The group's watchdog follows that event (ProcessGroup::watch), so a
+// lost rank or a stuck collective still becomes an error within the timeout: the group is
+// aborted, which releases the streams, and the next call here throws it (check()).
 // Buffers live as long as the wrapper, so the caching allocator, which assumes one stream per
 // device, never hands their memory to the compute stream while the group's stream uses it.
 #include "cudnn/dist/DistributedDataParallel.h"
@@ -160,6 +165,7 @@ void DistributedDataParallel::broadcastState(bool parameters) {
 }
 
 const Tensor& DistributedDataParallel::updateOutput(const Tensor& input) {
+  group_->check("DistributedDataParallel::forward");
   if (training_ && options_.broadcastBuffers) broadcastState(false);
   output = module().forward(input);
   return output;
@@ -188,6 +194,7 @@ void DistributedDataParallel::backwardImpl(const Tensor& input, const Tensor& gr
 }
 
 void DistributedDataParallel::beginBackward() {
+  group_->check("DistributedDataParallel::backward");
   for (Bucket& b : buckets_) {
     b.pending = b.params.size();
     b.launched = false;
@@ -238,7 +245,12 @@ void DistributedDataParallel::finishBackward() {
   inBackward_ = false;
   launchedInBackward_ = nextBucket_;
   for (; nextBucket_ < buckets_.size(); ++nextBucket_) launch(buckets_[nextBucket_]);
-  if (!buckets_.empty()) group_->wait(group_->commStream(), "the gradient all-reduce");
+  if (buckets_.empty()) return;
+  // Note [No host wait after backward]
+  const int dev = group_->device().index;
+  tensor::cuda::DeviceGuard guard(dev);
+  auto* done = static_cast<cudaEvent_t>(group_->watch(group_->commStream(), "the gradient all-reduce"));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream(dev), done, 0));
 }
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucketLayout() const {

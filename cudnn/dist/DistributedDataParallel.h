@@ -4,8 +4,11 @@
 // averages the gradients over the ranks with NCCL all-reduces in buckets of about 25 MB, in
 // reverse module order, on the group's own stream: each bucket is launched as soon as the
 // last module owning one of its gradients has finished its backward (Module::setBackwardHook),
-// so communication overlaps the rest of backward. When backward() returns, every rank holds
-// the same averaged gradients, and an optimizer step keeps the replicas identical.
+// so communication overlaps the rest of backward. backward() returns without waiting: the
+// device's stream waits for the last all-reduce, so whatever is queued after it (the optimizer
+// step, a copy to the host) sees the same averaged gradients on every rank, and the replicas
+// stay identical. A lost rank or a stuck collective aborts the group within its timeout (its
+// watchdog); the next forward() or backward() throws that error.
 // A container of the one network: printing shows it; save module(), not the wrapper.
 #pragma once
 

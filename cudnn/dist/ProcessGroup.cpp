@@ -4,8 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "cudnn/dist/NcclCheck.h"
@@ -60,6 +62,31 @@ class Backoff {
   int n_ = 0;
 };
 
+// Every group alive, for the shutdown hook (Note [Process group teardown]). Leaked, like the
+// runtime's own state: the hook may run from exit, after static destructors.
+struct LiveGroups {
+  std::mutex mutex;
+  std::set<ProcessGroup*> groups;
+  static LiveGroups& get() {
+    static LiveGroups* live = new LiveGroups();
+    return *live;
+  }
+};
+
+void close_live_groups() {
+  LiveGroups& live = LiveGroups::get();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (ProcessGroup* g : live.groups) g->close();
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 }  // namespace
 
 std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, double timeoutSeconds) {
@@ -93,11 +120,33 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, doubl
   NCCL_CHECK(ncclCommInitRankConfig(&comm, world.worldSize, id, world.rank, &config));
   g->comm_ = comm;
   g->settle("creating the NCCL communicator");
+  {
+    LiveGroups& live = LiveGroups::get();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.groups.insert(g.get());
+  }
+  tensor::cuda::register_shutdown_hook(&close_live_groups);
+  g->startWatchdog();
   return g;
 }
 
 ProcessGroup::~ProcessGroup() {
   try {
+    LiveGroups& live = LiveGroups::get();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.groups.erase(this);
+  } catch (...) {
+  }
+  close();
+}
+
+void ProcessGroup::close() noexcept {
+  stopWatchdog();
+  try {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+    cudaSetDevice(world_.localRank);
     if (comm_) {
       // Finalize flushes what is enqueued; bounded, else abort (a peer may be gone).
       bool clean = false;
@@ -118,17 +167,36 @@ ProcessGroup::~ProcessGroup() {
         ncclCommAbort(comm_);
       comm_ = nullptr;
     }
+    if (abortReason_.empty()) abortReason_ = "the process group was closed (destroyed, or tensor::cuda::shutdown ran)";
+    aborted_ = true;
+    // The communicator is gone, so nothing on the group's stream can be stuck: drain it
+    // before its events and buffers (DDP's buckets) go.
+    if (commStream_) cudaStreamSynchronize(static_cast<cudaStream_t>(commStream_));
     if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = nullptr;
+    {
+      std::lock_guard<std::mutex> watchLock(watchMutex_);
+      for (void* e : allEvents_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+      allEvents_.clear();
+      idleEvents_.clear();
+      watched_.clear();
+    }
     if (commStream_) cudaStreamDestroy(static_cast<cudaStream_t>(commStream_));
+    commStream_ = nullptr;
+    cudaGetLastError();  // statuses on this path are ignored (the runtime may be unloading at exit)
+    if (previous >= 0) cudaSetDevice(previous);
   } catch (...) {
   }
 }
 
-void ProcessGroup::checkUsable(const char* method) const {
+void ProcessGroup::check(const char* method) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!abortReason_.empty()) {
     throw tensor::Error(where_ + method + ": the process group was aborted: " + abortReason_);
   }
 }
+
+bool ProcessGroup::aborted() const { return aborted_.load(); }
 
 void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) const {
   checkUsable(method);
@@ -139,6 +207,7 @@ void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) cons
 }
 
 std::string ProcessGroup::trouble() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   // A lost peer first: it names the rank, where NCCL's own error (a closed socket) may not.
   std::string lost = rendezvous_ ? rendezvous_->lostPeer() : std::string();
   if (!lost.empty() || !comm_) return lost;
@@ -190,19 +259,23 @@ void* ProcessGroup::commStream() {
 }
 
 void ProcessGroup::allReduce(tensor::Tensor& t, ReduceOp op, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkTensor(t, "allReduce");
   allReduce(t.raw_data(), t.numel(), t.dtype(), op, stream);
 }
 
 void ProcessGroup::allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkUsable("allReduce");
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
   NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op), comm_,
                                        static_cast<cudaStream_t>(stream)));
   settle("allReduce");
+  renewExitHook();
 }
 
 void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkTensor(t, "broadcast");
   if (root < 0 || root >= world_.worldSize) {
     throw tensor::Error(where_ + "broadcast: expected a root rank in [0, " + std::to_string(world_.worldSize) +
@@ -212,16 +285,24 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
   NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), detail::nccl_type(t.dtype()),
                                        root, comm_, static_cast<cudaStream_t>(stream)));
   settle("broadcast");
+  renewExitHook();
 }
 
+// Note [Groups hold the lock]: from groupStart() to its groupEnd() the user's thread holds
+// mutex_ (locked here, released by groupEnd), so the watchdog cannot abort the communicator
+// while NCCL holds recorded calls on it.
 void ProcessGroup::groupStart() {
+  std::unique_lock<std::recursive_mutex> lock(mutex_);
   checkUsable("groupStart");
   NCCL_CHECK(ncclGroupStart());
   ++groupDepth_;
+  lock.release();  // held until groupEnd()
 }
 
 void ProcessGroup::groupEnd() {
+  std::unique_lock<std::recursive_mutex> lock(mutex_);
   if (groupDepth_ == 0) throw tensor::Error(where_ + "groupEnd: expected groupStart() first");
+  std::unique_lock<std::recursive_mutex> fromStart(mutex_, std::adopt_lock);  // groupStart()'s
   --groupDepth_;
   const ncclResult_t r = ncclGroupEnd();
   if (r != ncclSuccess && r != ncclInProgress) {
@@ -230,10 +311,20 @@ void ProcessGroup::groupEnd() {
          (last && last[0] ? std::string(" (") + last + ")" : ""));
   }
   settle("a group of collectives");
+  renewExitHook();
+}
+
+// Note [Process group teardown]: exit runs atexit hooks and static destructors newest first.
+// NCCL may set parts of itself up only at the first collective (after create() registered the
+// shutdown hook); registering it once more then keeps the groups' teardown ahead of those.
+void ProcessGroup::renewExitHook() {
+  if (exitHookRenewed_ || groupDepth_ > 0) return;
+  exitHookRenewed_ = true;
+  tensor::cuda::register_shutdown_hook(&close_live_groups);
 }
 
 void ProcessGroup::wait(void* stream, const std::string& what) {
-  checkUsable("wait");
+  checkUsable("wait");  // the lock is taken only to poll: the watchdog may abort meanwhile
   tensor::cuda::DeviceGuard guard(world_.localRank);
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
   if (!event_) {
@@ -250,6 +341,7 @@ void ProcessGroup::wait(void* stream, const std::string& what) {
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) CUDA_CHECK(q);
     if (polls % 16 == 0) {
+      checkUsable("wait");
       if (const std::string t = trouble(); !t.empty()) fail("waiting for " + what + ": " + t);
       if (Clock::now() > deadline) {
         fail("waiting for " + what + ": timed out after " + std::to_string(timeout_) +
@@ -261,6 +353,7 @@ void ProcessGroup::wait(void* stream, const std::string& what) {
 }
 
 void ProcessGroup::barrier() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkUsable("barrier");
   try {
     rendezvous_->barrier(timeout_);
@@ -271,7 +364,16 @@ void ProcessGroup::barrier() {
 }
 
 void ProcessGroup::abort(const std::string& reason) noexcept {
+  try {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    abortLocked(reason);
+  } catch (...) {  // a mutex error: nothing else here throws
+  }
+}
+
+void ProcessGroup::abortLocked(const std::string& reason) noexcept {
   if (abortReason_.empty()) abortReason_ = reason.empty() ? "aborted" : reason;
+  aborted_ = true;
   if (comm_) {
     ncclCommAbort(comm_);
     comm_ = nullptr;
@@ -282,6 +384,114 @@ void ProcessGroup::abort(const std::string& reason) noexcept {
 void ProcessGroup::fail(const std::string& why) {
   abort(why);
   throw tensor::Error(where_ + why);
+}
+
+void* ProcessGroup::watch(void* stream, const std::string& what) {
+  checkUsable("watch");
+  tensor::cuda::DeviceGuard guard(world_.localRank);
+  if (!stream) stream = tensor::cuda::stream(world_.localRank);
+  cudaEvent_t e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    if (!idleEvents_.empty()) {
+      e = static_cast<cudaEvent_t>(idleEvents_.back());
+      idleEvents_.pop_back();
+    }
+  }
+  if (!e) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    allEvents_.push_back(e);
+  }
+  const cudaError_t recorded = cudaEventRecord(e, static_cast<cudaStream_t>(stream));
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    if (recorded != cudaSuccess)
+      idleEvents_.push_back(e);
+    else
+      watched_.push_back(Watched{e, Clock::now(), what});
+  }
+  CUDA_CHECK(recorded);
+  watchCv_.notify_one();
+  return e;
+}
+
+void ProcessGroup::startWatchdog() {
+  watchdog_ = std::thread([this] { watchdogLoop(); });
+}
+
+void ProcessGroup::stopWatchdog() noexcept {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(watchMutex_);
+      stopWatchdog_ = true;
+    }
+    watchCv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+  } catch (...) {  // a mutex or join error
+  }
+}
+
+// Note [Watchdog]: asleep while no watched work is pending; otherwise every millisecond it
+// retires the completed work (its events return to the pool) and looks at the oldest pending
+// one: past the timeout, or with a lost rank or an NCCL error, the group is aborted (which also
+// releases NCCL kernels stuck waiting for a peer, so the streams behind them drain) and the
+// reason is kept for the user's thread (check()).
+void ProcessGroup::watchdogLoop() noexcept {
+  if (cudaSetDevice(world_.localRank) != cudaSuccess) cudaGetLastError();
+  std::unique_lock<std::mutex> lock(watchMutex_);
+  while (!stopWatchdog_) {
+    if (watched_.empty()) {
+      watchCv_.wait(lock, [&] { return stopWatchdog_ || !watched_.empty(); });
+      continue;
+    }
+    lock.unlock();
+    std::string why;
+    try {
+      why = watchdogPoll();
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+      why = "the watchdog failed";
+    }
+    if (!why.empty()) abort(why);
+    lock.lock();
+    if (!why.empty()) {
+      for (const Watched& w : watched_) idleEvents_.push_back(w.event);
+      watched_.clear();
+    }
+    if (!watched_.empty()) watchCv_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopWatchdog_; });
+  }
+}
+
+std::string ProcessGroup::watchdogPoll() {
+  std::string what;
+  double age = 0;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    while (!watched_.empty()) {
+      const Watched& w = watched_.front();
+      const cudaError_t q = cudaEventQuery(static_cast<cudaEvent_t>(w.event));
+      if (q == cudaErrorNotReady) break;
+      if (q != cudaSuccess) {
+        cudaGetLastError();
+        return w.what + ": CUDA reports " + cudaGetErrorString(q);
+      }
+      idleEvents_.push_back(w.event);
+      watched_.pop_front();
+    }
+    if (watched_.empty()) return "";
+    what = watched_.front().what;
+    age = seconds_since(watched_.front().enqueued);
+  }
+  if (age > timeout_) {
+    return what + " did not finish within the timeout of " + seconds_text(timeout_) +
+           " (a rank is missing, stuck, or issued different collectives)";
+  }
+  if (const std::string t = trouble(); !t.empty()) {
+    return what + " (pending for " + seconds_text(age) + ", timeout " + seconds_text(timeout_) + "): " + t;
+  }
+  return "";
 }
 
 }  // namespace cudnn::dist

@@ -1,7 +1,12 @@
 // DistributedDataParallel at world size 1 on one GPU: exactly the network's own training,
 // for every bucket size (one parameter per bucket up to one bucket for all), so the bucket,
-// copy, all-reduce and hook path changes no bit; and its errors.
+// copy, all-reduce and hook path changes no bit; and its errors. The group's teardown
+// (close(), tensor::cuda::shutdown) and its watchdog (a watched work past the timeout).
+#include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "cudnn/core/Config.h"
 #include "cudnn/dist/Dist.h"
@@ -15,15 +20,23 @@ using testing::has;
 namespace {
 const tensor::Device gpu = tensor::Device::cuda(0);
 
-std::shared_ptr<cudnn::dist::ProcessGroup> single_group() {
-  cudnn::dist::WorldInfo w;  // rank 0 of 1: no peer, no port
-  return cudnn::dist::init(w, 60);
-}
+// The default group for one test case, rank 0 of 1 (no peer, no port), released at the end
+// of the case, as DataParallelTable releases its communicators: no communicator outlives the
+// case that made it.
+struct SingleGroup {
+  std::shared_ptr<cudnn::dist::ProcessGroup> group;
+  SingleGroup() : group(cudnn::dist::init(cudnn::dist::WorldInfo{}, 60)) {}
+  ~SingleGroup() {
+    group.reset();
+    cudnn::dist::destroy();
+  }
+  cudnn::dist::ProcessGroup* operator->() const { return group.get(); }
+};
 }  // namespace
 
 TEST_CASE("DDP: world size 1 trains exactly as the network alone, for bucket sizes from one parameter to all") {
   cudnn::ScopedConfig deterministic("deterministic=true");
-  auto group = single_group();
+  SingleGroup group;
   CHECK(group->worldSize() == 1);
   CHECK(cudnn::dist::rank() == 0);
   CHECK(cudnn::dist::world_size() == 1);
@@ -39,7 +52,7 @@ TEST_CASE("DDP: world size 1 trains exactly as the network alone, for bucket siz
     DistributedDataParallel::Options options;
     options.firstBucketBytes = c.first;
     options.bucketBytes = c.cap;
-    auto ddp = std::make_shared<DistributedDataParallel>(wrapped, options, group);
+    auto ddp = std::make_shared<DistributedDataParallel>(wrapped, options, group.group);
     const auto layout = ddp->bucketLayout();
     if (c.buckets) CHECK(layout.size() == c.buckets);
     CHECK(layout.front().front() == "5.bias");  // reverse module order: the last layer first
@@ -61,11 +74,11 @@ TEST_CASE("DDP: world size 1 trains exactly as the network alone, for bucket siz
 
 TEST_CASE("DDP: the accGradParameters path averages too, and hooks go with the wrapper") {
   cudnn::ScopedConfig deterministic("deterministic=true");
-  auto group = single_group();
+  SingleGroup group;
   auto alone = testing::small_convnet(6, gpu);
   auto wrapped = testing::small_convnet(6, gpu);
   {
-    DistributedDataParallel ddp(wrapped, group);
+    DistributedDataParallel ddp(wrapped, group.group);
     auto [x, y] = testing::batch(0, 8);
     const tensor::Tensor xs = x.to(gpu);
     const tensor::Tensor g = tensor::ones({8, 10}, tensor::DType::Float32, gpu);
@@ -89,16 +102,17 @@ TEST_CASE("DDP: the accGradParameters path averages too, and hooks go with the w
 }
 
 TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is refused with its name") {
-  auto group = single_group();
+  SingleGroup group;
   auto cpuNet = std::make_shared<nn::Sequential>();
   cpuNet->add(std::make_shared<nn::Linear>(3, 2));
-  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(cpuNet, group); }),
+  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(cpuNet, group.group); }),
             "expected parameter '0.weight' and its gradient contiguous on cuda:0"));
   auto shared = testing::small_convnet(1, gpu, false);
   auto twice = std::make_shared<nn::Sequential>();
   twice->add(shared);
   twice->add(shared);
-  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(twice, group); }), "shared modules are not supported"));
+  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(twice, group.group); }),
+            "shared modules are not supported"));
 }
 
 TEST_CASE("DDP: bucket assignment") {
@@ -111,7 +125,7 @@ TEST_CASE("DDP: bucket assignment") {
 }
 
 TEST_CASE("dist: collectives at world size 1 leave values as they are") {
-  single_group();
+  SingleGroup group;
   tensor::Tensor t = tensor::arange(6, tensor::DType::Float32, gpu);
   cudnn::dist::all_reduce(t);
   cudnn::dist::broadcast(t, 0);
@@ -120,4 +134,56 @@ TEST_CASE("dist: collectives at world size 1 leave values as they are") {
   CHECK(has(testing::error_of([&] { cudnn::dist::broadcast(t, 1); }), "expected a root rank in [0, 1), got 1"));
   tensor::Tensor onCpu = tensor::zeros({2});
   CHECK(has(testing::error_of([&] { cudnn::dist::all_reduce(onCpu); }), "expected a contiguous tensor on cuda:0"));
+}
+
+TEST_CASE("dist: close(), tensor::cuda::shutdown and destroy() release groups; a released group refuses work") {
+  {
+    SingleGroup group;
+    auto ddp = std::make_shared<DistributedDataParallel>(testing::small_convnet(7, gpu, false), group.group);
+    tensor::Tensor t = tensor::arange(4, tensor::DType::Float32, gpu);
+    group->close();
+    group->close();  // twice is fine
+    CHECK(group->aborted());
+    CHECK(has(testing::error_of([&] { group->allReduce(t); }),
+              "cudnn::dist (rank 0 of 1): allReduce: the process group was aborted: the process group was closed"));
+    CHECK(has(testing::error_of([&] { ddp->forward(tensor::zeros({2, 3, 8, 8}, tensor::DType::Float32, gpu)); }),
+              "DistributedDataParallel::forward: the process group was aborted"));
+  }
+  CHECK_FALSE(cudnn::dist::is_initialized());
+  CHECK(cudnn::dist::rank() == 0);
+  // A group the caller still holds is closed by shutdown (before the allocator's cache goes);
+  // the default one is released; a new init() makes a working group again.
+  auto held = cudnn::dist::ProcessGroup::create(cudnn::dist::WorldInfo{}, 60);
+  cudnn::dist::init(cudnn::dist::WorldInfo{}, 60);
+  CHECK(cudnn::dist::is_initialized());
+  tensor::cuda::shutdown();
+  CHECK(held->aborted());
+  CHECK_FALSE(cudnn::dist::is_initialized());
+  held.reset();
+  SingleGroup again;
+  tensor::Tensor t = tensor::arange(4, tensor::DType::Float32, gpu);
+  cudnn::dist::all_reduce(t);
+  CHECK(tensor::max_abs_diff(t.cpu(), tensor::arange(4)) == 0);
+}
+
+TEST_CASE("dist: the watchdog aborts a group whose watched work outlives the timeout; the next call says so") {
+  auto group = cudnn::dist::ProcessGroup::create(cudnn::dist::WorldInfo{}, 0.2);
+  auto* stream = static_cast<cudaStream_t>(group->commStream());
+  // A host function that holds the group's stream for 1.5 s: the watched work is late.
+  REQUIRE(cudaLaunchHostFunc(
+              stream, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); }, nullptr) ==
+          cudaSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  group->watch(stream, "the slow work");
+  while (!group->aborted() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(group->aborted());
+  CHECK(took < 1.4);  // within the timeout (and the watchdog's poll), not when the work ends
+  tensor::Tensor t = tensor::arange(4, tensor::DType::Float32, gpu);
+  const std::string e = testing::error_of([&] { group->allReduce(t); });
+  CHECK(has(e, "cudnn::dist (rank 0 of 1): allReduce: the process group was aborted: the slow work did not finish "
+               "within the timeout of 0.2 s"));
+  CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
 }

@@ -54,6 +54,10 @@ int worker_killed() {
   auto net = testing::small_convnet(12, dev, false);
   cudnn::dist::DistributedDataParallel ddp(net);
   testing::train(ddp, dev, 1, kRows, 0, kRows / 2);
+  // backward() does not wait for its all-reduce: both ranks finish the first step (and meet)
+  // before rank 1 dies, so rank 0 loses its peer in the training below, not in this step.
+  group->wait(nullptr, "the first step");
+  group->barrier();
   if (group->rank() == 1) ::raise(SIGKILL);
   const auto start = std::chrono::steady_clock::now();
   try {
