@@ -491,6 +491,7 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
       else
         dcx.zero_();
     }
+    ++m.last.dataRuns;  // backwardDataDone(): accGradParameters may follow
     return;
   }
   Impl::Entry* e = m.last.entry;
