@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "cudnn/core/Twin.h"
@@ -63,14 +65,14 @@ class RNNBase : public Twin<Base> {
 
   const Tensor& updateOutput(const Tensor& input) override {
     const std::string where = this->where("updateOutput");
-    compute_.flatten(*this);
+    named(where, input, [&] { compute_.flatten(*this); });
     check_on_device(where, input, this->params[0].value);
     check_cuda(where, input, "input");
     this->carryStates();
     this->forward_ = {};
     this->checkInput(input, "updateOutput");
     nn::check_matches(where, input, this->params[0].value, "input", "weight_ih_l0");
-    compute_.forward(*this, input, this->isTraining());
+    named(where, input, [&] { compute_.forward(*this, input, this->isTraining()); });
     this->forward_ = {input.sizes(), input.dtype(), this->sequenceLengths, this->isTraining()};
     return this->output;
   }
@@ -81,7 +83,7 @@ class RNNBase : public Twin<Base> {
     this->checkGradOutput(input, gradOutput, "updateGradInput");
     this->checkTrainingForward(input, "updateGradInput");
     check_cuda(where, gradOutput, "gradOutput");
-    compute_.backwardData(*this, gradOutput);
+    named(where, input, [&] { compute_.backwardData(*this, gradOutput); });
     return this->gradInput;
   }
 
@@ -94,18 +96,18 @@ class RNNBase : public Twin<Base> {
       throw tensor::Error(
           where + "expected updateGradInput() after the forward first (backward() calls both), got none");
     }
-    compute_.backwardWeights(scale);
+    named(where, input, [&] { compute_.backwardWeights(scale); });
   }
 
   using Base::to;
   nn::Module& to(tensor::Device device) override {
     Base::to(device);
-    if (compute_.flatten(*this)) this->forward_ = {};
+    if (named(this->where("to"), {}, [&] { return compute_.flatten(*this); })) this->forward_ = {};
     return *this;
   }
   nn::Module& to(DType dtype) override {
     Base::to(dtype);
-    if (compute_.flatten(*this)) this->forward_ = {};
+    if (named(this->where("to"), {}, [&] { return compute_.flatten(*this); })) this->forward_ = {};
     return *this;
   }
 
@@ -119,6 +121,21 @@ class RNNBase : public Twin<Base> {
   void seedDropout(uint64_t seed) { compute_.seedDropout(seed); }
 
  private:
+  // Runs f, naming the module, the method and the input in front of the errors of the layers
+  // below (cudnn::RNNBlock's, cuDNN's), which name only the op: "cudnn.LSTM::updateOutput: input
+  // float32 [5 x 2 x 3] on cuda:0: cudnn::RNNBlock::forward: ...". Errors that already name the
+  // module, and other error types (an allocation limit), pass unchanged.
+  template <class F>
+  auto named(const std::string& where, const Tensor& input, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const tensor::Error& e) {
+      if (typeid(e) != typeid(tensor::Error) || std::string_view(e.what()).starts_with(this->type_name())) throw;
+      throw tensor::Error(where + (input.defined() ? "input " + input.description() + ": " : std::string()) +
+                          e.what());
+    }
+  }
+
   detail::RNNCompute compute_;
 };
 

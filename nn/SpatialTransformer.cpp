@@ -17,10 +17,13 @@ void check_out_size(const std::string& where, int64_t outH, int64_t outW) {
 }
 }  // namespace
 
-SpatialTransformer::SpatialTransformer(ModulePtr localisation, int64_t outH_, int64_t outW_)
-    : outH(outH_), outW(outW_) {
+SpatialTransformer::SpatialTransformer(ModulePtr localisation, int64_t outH_, int64_t outW_, int64_t nInputPlane_)
+    : outH(outH_), outW(outW_), nInputPlane(nInputPlane_) {
   if (!localisation) throw Error(std::string(kTypeName) + ": expected a localisation module, got nullptr");
   check_out_size(std::string(kTypeName) + ": ", outH, outW);
+  if (nInputPlane < 0) {
+    throw Error(std::string(kTypeName) + ": expected nInputPlane >= 0 (0: any), got " + std::to_string(nInputPlane));
+  }
   add(std::move(localisation));
 }
 
@@ -37,6 +40,11 @@ void SpatialTransformer::checkInput(const Tensor& input, const char* method) con
   if (input.dim() != 4 || input.size(1) < 1 || input.size(2) < 1 || input.size(3) < 1) {
     throw Error(where(method) + "expected 4D input [N x C x H x W] with C, H, W >= 1, got " +
                 tensor::shape_str(input.sizes()));
+  }
+  // up front: the localisation network would report its own (reshaped) input instead
+  if (nInputPlane > 0 && input.size(1) != nInputPlane) {
+    throw Error(where(method) + "expected input [N x " + std::to_string(nInputPlane) + " x H x W] (nInputPlane " +
+                std::to_string(nInputPlane) + "), got " + tensor::shape_str(input.sizes()));
   }
 }
 
@@ -145,22 +153,27 @@ void SpatialTransformer::backwardImpl(const Tensor& input, const Tensor& gradOut
 }
 
 std::string SpatialTransformer::str() const {
-  std::string s = type_name() + "(outH " + std::to_string(outH) + ", outW " + std::to_string(outW) + ") {";
+  std::string s = type_name() + "(" + (nInputPlane > 0 ? "nInputPlane " + std::to_string(nInputPlane) + ", " : "") +
+                  "outH " + std::to_string(outH) + ", outW " + std::to_string(outW) + ") {";
   if (!modules.empty()) s += "\n  localisation: " + indent_lines(modules[0]->str(), "  ");
   return s + "\n}";
 }
 
-tensor::Json SpatialTransformer::config() const { return tensor::Json::Object{{"outH", outH}, {"outW", outW}}; }
+tensor::Json SpatialTransformer::config() const {
+  tensor::Json::Object o{{"outH", outH}, {"outW", outW}};
+  if (nInputPlane > 0) o.emplace_back("nInputPlane", nInputPlane);  // absent: any (model files before it)
+  return o;
+}
 
 ModulePtr SpatialTransformer::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
   ConfigReader c(config, kTypeName);
-  const int64_t h = c.integer("outH"), w = c.integer("outW");
+  const int64_t h = c.integer("outH"), w = c.integer("outW"), planes = c.integer("nInputPlane", 0);
   c.finish();
   if (children.size() != 1) {
     throw Error(std::string(kTypeName) + ": expected one child (the localisation network), got " +
                 std::to_string(children.size()));
   }
-  return std::make_shared<SpatialTransformer>(children[0], h, w);
+  return std::make_shared<SpatialTransformer>(children[0], h, w, planes);
 }
 
 }  // namespace nn

@@ -2,7 +2,8 @@
 // single-input Module interface: its one child, the localisation network, maps the input
 // [N x C x H x W] to theta, which must come out as [N x 6] or [N x 2 x 3] (the rows of each
 // sample's 2 x 3 affine map); the input is then sampled on theta's grid, giving
-// [N x C x outH x outW] (nn::spatial_tf, Note [Spatial transformer grid]). Backward sends
+// [N x C x outH x outW] (nn::spatial_tf, Note [Spatial transformer grid]). With nInputPlane > 0
+// the input must have C = nInputPlane, checked before the localisation network sees it. Backward sends
 // gradOutput through the sampler to the input and to theta, and theta's gradient through the
 // localisation network, so its parameters learn; gradInput = the sampler's image gradient + the
 // localisation network's gradInput. Children: modules[0] = localisation. Prints as
@@ -18,7 +19,8 @@ namespace nn {
 
 class SpatialTransformer : public Container {
  public:
-  SpatialTransformer(ModulePtr localisation, int64_t outH, int64_t outW);
+  // nInputPlane: the input's plane count C (0: any, the localisation network decides)
+  SpatialTransformer(ModulePtr localisation, int64_t outH, int64_t outW, int64_t nInputPlane = 0);
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
@@ -34,6 +36,7 @@ class SpatialTransformer : public Container {
   ModulePtr localisation() const { return modules.at(0); }
 
   int64_t outH, outW;
+  int64_t nInputPlane = 0;
   // The last forward's theta, [N x 2 x 3], and the last backward's gradient with respect to it.
   Tensor theta, gradTheta;
 

@@ -356,7 +356,8 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   const std::string where = "cudnn::RNNBlock::forward: ";
   check_cuda(where, x, "x");
   check_same(where, x, "x", params, "params");
-  if (x.dim() != 3 || !x.is_contiguous())
+  // See Note [Empty RNN batches]: an empty x need not be "contiguous"
+  if (x.dim() != 3 || (!x.is_contiguous() && x.numel() != 0))
     throw tensor::Error(where + "expected a contiguous 3-d x, got " + x.description());
   tensor::cuda::DeviceGuard guard(x.device().index);
   const int64_t T = s.batchFirst ? x.size(1) : x.size(0), B = s.batchFirst ? x.size(0) : x.size(1);
@@ -370,7 +371,15 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   const bool lstm = mode_ == nn::RNNMode::LSTM;
   if (lstm) nn::ensure(cy, {LD, B, H}, x);
   m.last = {};
-  if (B == 0 || T == 0) {  // nothing for cuDNN to do: the states pass through
+  // Note [Empty RNN batches]
+  // cuDNN takes no empty batch or sequence (its RNN data descriptors want sizes >= 1), so an
+  // empty x never reaches it: y is empty, the final states are the initial ones (zeros when
+  // undefined), and backward passes the states' gradients through, adds nothing to the weights'
+  // gradient and gives an empty dx -- what nn::RNNBase computes for B == 0. The check above lets
+  // an empty x of any strides through: tensor::contiguous_strides counts a size-0 dimension as
+  // 1, so [T x 0 x I] made by empty()/contiguous() has strides [I, I, 1], which is_contiguous()
+  // refuses, though nothing is read.
+  if (B == 0 || T == 0) {
     y.zero_();
     if (s.h0.defined())
       hy.copy_(s.h0);
@@ -482,6 +491,7 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
       else
         dcx.zero_();
     }
+    ++m.last.dataRuns;  // backwardDataDone(): accGradParameters may follow
     return;
   }
   Impl::Entry* e = m.last.entry;

@@ -25,7 +25,10 @@ Tensor as_nchw(const Tensor& t) {
 }
 }  // namespace
 
+// An empty tensor (an empty batch: the cross-entropy criteria call these directly) has nothing to
+// compute, and cuDNN takes no tensor descriptor with a size 0.
 void SoftmaxPlan::forward(SoftmaxAlgo algo, SoftmaxMode mode, const Tensor& x_in, const Tensor& y_in) {
+  if (x_in.numel() == 0) return;
   tensor::cuda::DeviceGuard guard(x_in.device().index);
   const Tensor x = as_nchw(x_in), y = as_nchw(y_in);
   const DType t = x.dtype();
@@ -35,6 +38,7 @@ void SoftmaxPlan::forward(SoftmaxAlgo algo, SoftmaxMode mode, const Tensor& x_in
 
 void SoftmaxPlan::backward(SoftmaxAlgo algo, SoftmaxMode mode, const Tensor& y_in, const Tensor& dy_in,
                            const Tensor& dx_in) {
+  if (y_in.numel() == 0) return;
   tensor::cuda::DeviceGuard guard(y_in.device().index);
   const Tensor y = as_nchw(y_in), dy = as_nchw(dy_in), dx = as_nchw(dx_in);
   const DType t = y.dtype();

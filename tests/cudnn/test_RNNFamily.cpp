@@ -2,7 +2,7 @@
 // their nn modules, as one table (as tests/nn/test_RNNFamily.cpp is for nn): each row names the type
 // pair and the seed of its cases; every row goes through the same checks (tests/support/RNNTwinChecks.h):
 // output, final states and every gradient in every dtype; parameters as views into one flat cuDNN
-// weight buffer; steady state, convert, model file, rememberStates and errors. A new recurrent
+// weight buffer; steady state, convert, model file, rememberStates, errors and empty batches. A new recurrent
 // twin is one row; the types' own cases follow the table (dropout between layers, float32 math
 // where TF32 is allowed, persistent kernels, variable lengths against each sequence alone).
 #include <doctest/doctest.h>
@@ -30,14 +30,17 @@ namespace {
 
 struct RNNTwin {
   const char* name;
-  uint64_t seed;  // the twin comparison's; the flat-buffer check takes seed + 50, the lifecycle seed + 60
-  std::function<void(uint64_t)> family, flatParameters, lifecycle;
+  // the twin comparison's; the flat-buffer check takes seed + 50, the lifecycle seed + 60, the empty
+  // batch seed + 70
+  uint64_t seed;
+  std::function<void(uint64_t)> family, flatParameters, lifecycle, emptyBatch;
 };
 
 template <class Nn, class Cu>
 RNNTwin row(const char* name, uint64_t seed) {
   return {name, seed, [](uint64_t s) { expect_rnn_family<Nn, Cu>(s); },
-          [](uint64_t s) { expect_flat_parameters<Nn, Cu>(s); }, [](uint64_t s) { expect_rnn_lifecycle<Nn, Cu>(s); }};
+          [](uint64_t s) { expect_flat_parameters<Nn, Cu>(s); }, [](uint64_t s) { expect_rnn_lifecycle<Nn, Cu>(s); },
+          [](uint64_t s) { expect_rnn_empty_batch<Nn, Cu>(s); }};
 }
 
 const std::vector<RNNTwin>& rnns() {
@@ -69,6 +72,13 @@ TEST_CASE("recurrent twins: steady state, convert, model file, rememberStates an
   for (const RNNTwin& t : rnns()) {
     INFO(t.name);
     t.lifecycle(t.seed + 60);
+  }
+}
+
+TEST_CASE("recurrent twins: an empty batch gives nn's empty shapes; parameter gradients stay as they were") {
+  for (const RNNTwin& t : rnns()) {
+    INFO(t.name);
+    t.emptyBatch(t.seed + 70);
   }
 }
 

@@ -408,6 +408,17 @@ TEST_CASE("cudnn.SpatialTransformer convert round trip, printing, steady state a
                        "cudnn.SpatialTransformer::updateOutput: expected 4D input [N x C x H x W] with C, H, W >= 1, "
                        "got [2 x 2 x 3]",
                        Error);
+  // a wrong plane count, checked up front with nInputPlane (nn's check, through the nn base)
+  cudnn::SpatialTransformer planes(localisation<cudnn::View, cudnn::Linear>(2, 3, 3, 94), 4, 4, 2);
+  planes.to(gpu);
+  CHECK_THROWS_WITH_AS(planes.forward(zeros({2, 3, 3, 3}, DType::Float32, gpu)),
+                       "cudnn.SpatialTransformer::updateOutput: expected input [N x 2 x H x W] (nInputPlane 2), got "
+                       "[2 x 3 x 3 x 3]",
+                       Error);
+  auto planesNn = std::make_shared<nn::SpatialTransformer>(localisation<nn::View, nn::Linear>(2, 3, 3, 94), 4, 4, 2);
+  const nn::ModulePtr planesCu = nn::convert(planesNn, cudnn::backend);
+  CHECK(dynamic_cast<nn::SpatialTransformer&>(*planesCu).nInputPlane == 2);
+  CHECK(planesCu->config().dump() == R"({"outH":4,"outW":4,"nInputPlane":2})");
   const Tensor xg = x.to(gpu, DType::Float32);
   twin.forward(xg);
   CHECK_THROWS_WITH_AS(twin.backward(xg, zeros({2, 2, 4, 4})),

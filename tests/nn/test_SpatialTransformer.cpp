@@ -339,10 +339,24 @@ TEST_CASE("SpatialTransformer: empty batch, state round trip, printing, model fi
   const auto& st = dynamic_cast<nn::SpatialTransformer&>(*back);
   CHECK(st.outH == 5);
   CHECK(st.outW == 3);
+  CHECK(st.nInputPlane == 0);
   const Tensor x = uniform({2, 2, 3, 3}, -1, 1, gen, DType::Float64);
   CHECK(max_abs_diff(back->forward(x), c.forward(x)) == 0);
   const Tensor g = uniform({2, 2, 5, 3}, -1, 1, gen, DType::Float64);
   CHECK(max_abs_diff(back->backward(x, g), c.backward(x, g)) == 0);
+
+  // nInputPlane: printed, in the config and the model file when set
+  nn::SpatialTransformer p(localisation(2, 3, 3, gen), 4, 4, 2);
+  CHECK(p.str().rfind("nn.SpatialTransformer(nInputPlane 2, outH 4, outW 4) {\n", 0) == 0);
+  CHECK(p.config().dump() == R"({"outH":4,"outW":4,"nInputPlane":2})");
+  nn::save_model(p, path);
+  const nn::ModulePtr backP = nn::load_model(path);
+  std::filesystem::remove(path + ".json");
+  std::filesystem::remove(path + ".safetensors");
+  CHECK(dynamic_cast<nn::SpatialTransformer&>(*backP).nInputPlane == 2);
+  CHECK(backP->str() == p.str());
+  CHECK_THROWS_WITH_AS(backP->forward(zeros({2, 3, 3, 3})), doctest::Contains("(nInputPlane 2), got [2 x 3 x 3 x 3]"),
+                       Error);
 }
 
 TEST_CASE("SpatialTransformer errors") {
@@ -370,6 +384,25 @@ TEST_CASE("SpatialTransformer errors") {
   // the localisation network's errors carry its position
   CHECK_THROWS_WITH_AS(st.forward(zeros({2, 1, 3, 3})), doctest::Contains("In 1 module of nn.SpatialTransformer: "),
                        Error);
+  // with nInputPlane, a wrong plane count is the transformer's own error, before the localisation
+  // network sees the input; in backward too
+  CHECK_THROWS_WITH_AS(nn::SpatialTransformer(localisation(2, 3, 3, gen), 4, 4, -1),
+                       "nn.SpatialTransformer: expected nInputPlane >= 0 (0: any), got -1", Error);
+  nn::SpatialTransformer planes(localisation(2, 3, 3, gen), 4, 4, 2);
+  for (const Shape& bad : {Shape{2, 1, 3, 3}, Shape{2, 3, 3, 3}, Shape{0, 5, 3, 3}}) {
+    CHECK_THROWS_WITH_AS(planes.forward(zeros(bad)),
+                         ("nn.SpatialTransformer::updateOutput: expected input [N x 2 x H x W] (nInputPlane 2), got " +
+                          shape_str(bad))
+                             .c_str(),
+                         Error);
+  }
+  const Tensor xp = uniform({2, 2, 3, 3}, -1, 1, gen);
+  planes.forward(xp);
+  CHECK_THROWS_WITH_AS(planes.backward(zeros({2, 3, 3, 3}), zeros({2, 3, 4, 4})),
+                       "nn.SpatialTransformer::backward: expected input [N x 2 x H x W] (nInputPlane 2), got "
+                       "[2 x 3 x 3 x 3]",
+                       Error);
+  CHECK(planes.localisation()->output.size(0) == 2);  // the last good forward's, untouched
   // theta of the wrong shape
   nn::SpatialTransformer five(std::make_shared<nn::Sequential>(
                                   std::initializer_list<nn::ModulePtr>{flatten(), std::make_shared<nn::Linear>(18, 5)}),

@@ -115,8 +115,8 @@ const std::vector<ModuleSpec>& module_table() {
       {"SpatialMaxPooling", make<nn::SpatialMaxPooling>(2, 2), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialSoftMax", make<nn::SpatialSoftMax>(), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialTransformer",
-       [] { return ModulePtr(std::make_shared<nn::SpatialTransformer>(localisation(), 4, 4)); },
-       {2, 2, 3, 3}, 0, 1, {2, 3}, false, false, true},
+       [] { return ModulePtr(std::make_shared<nn::SpatialTransformer>(localisation(), 4, 4, 2)); },
+       {2, 2, 3, 3}, 0, 1, {2, 3}},
       {"Tanh", make<nn::Tanh>(), {2, 3, 4}},
       {"TemporalConvolution", make<nn::TemporalConvolution>(3, 4, 2), {2, 5, 3}, 0, 2, {2, 3, 4, 5}},
       {"View", [] { return ModulePtr(std::make_shared<nn::View>(6)); }, {2, 2, 3}, 0, 2, {}, false, true},
@@ -141,16 +141,6 @@ const ModuleSpec* find_spec(const std::string& type) {
 tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n) {
   shape.at(static_cast<size_t>(dim)) = n;
   return shape;
-}
-
-tensor::Tensor noncontiguous_copy(const tensor::Tensor& x) {
-  const int64_t r = x.dim();
-  if (r == 1) {
-    tensor::Tensor wide = tensor::zeros({x.size(0), 2}, x.dtype(), x.device());
-    wide.narrow(1, 0, 1).copy_(x.view({x.size(0), 1}));
-    return wide.select(1, 0);
-  }
-  return x.transpose(0, r - 1).contiguous().transpose(0, r - 1);
 }
 
 }  // namespace testing

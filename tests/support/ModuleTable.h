@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/Module.h"
+#include "tests/support/NonContiguous.h"  // noncontiguous_copy, for the matrix
 
 namespace testing {
 
@@ -43,9 +44,5 @@ const ModuleSpec* find_spec(const std::string& type);
 
 // `shape` with size `n` at `dim`.
 tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n);
-
-// The same values as `x` in a non-contiguous layout (the first and last dimensions stored
-// swapped; for a 1-D input, every other element of a buffer twice as long).
-tensor::Tensor noncontiguous_copy(const tensor::Tensor& x);
 
 }  // namespace testing

@@ -11,7 +11,8 @@
 //                          buffers; an SGD step through parameters() changes what cuDNN
 //                          computes; to(dtype) re-views; reset() goes back into the buffer;
 //   expect_rnn_lifecycle   steady state (no device malloc), convert both ways (bit-exact),
-//                          a model-file round trip, rememberStates, backward after evaluate.
+//                          a model-file round trip, rememberStates, backward after evaluate;
+//   expect_rnn_empty_batch an empty batch in both layouts gives nn's empty shapes and gradients.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -30,6 +31,7 @@
 #include "nn/RNNBase.h"
 #include "nn/SGD.h"
 #include "tensor/Cuda.h"
+#include "tests/support/ErrorText.h"
 #include "tests/support/SteadyState.h"
 #include "tests/support/TwinCheck.h"
 
@@ -260,6 +262,100 @@ void expect_flat_parameters(uint64_t seed) {
   for (const Tensor& gr : twin->gradParameters()) CHECK(gr.shares_storage(twin->gradWeightBuffer()));
 }
 
+// An empty batch (Note [Empty RNN batches] in cudnn/ops/rnn.cpp), time-first and batchFirst, with
+// and without initial states and gradients on the final states, 2 layers in both directions where
+// the type takes them: the twin gives nn's empty output, final states, gradInput and state
+// gradients, and leaves the parameter gradients as they were (scale 1 and 0.5), in training and
+// evaluation. An empty sequence (seqLength 0) is the same error on both, naming each module.
+template <class Nn, class Cu>
+void expect_rnn_empty_batch(uint64_t seed) {
+  using tensor::Tensor;
+  const tensor::Device gpu = tensor::Device::cuda(0);
+  tensor::Generator gen(seed);
+  for (bool batchFirst : {false, true}) {
+    for (bool states : {false, true}) {
+      for (bool training : {true, false}) {
+        const RNNCase c{"empty batch", 3, 4, 2, batchFirst, 5, 0, {}, states};
+        const std::string what = std::string(batchFirst ? "batchFirst" : "time-first") +
+                                 (states ? ", with states" : "") + (training ? ", training" : ", evaluation");
+        INFO(what);
+        tensor::manual_seed(seed);
+        auto [ref, twin] = rnn_pair<Nn, Cu>(c, true, tensor::DType::Float32);
+        if (!training) {
+          ref->evaluate();
+          twin->evaluate();
+        }
+        const int64_t LD = c.layers * ref->numDirections();
+        const bool lstm = ref->mode == nn::RNNMode::LSTM;
+        std::vector<Tensor> before;
+        for (size_t i = 0; i < ref->params.size(); ++i) {  // not zero: "unchanged" is seen
+          const Tensor g = tensor::uniform(ref->params[i].grad.sizes(), -1, 1, gen, tensor::DType::Float32);
+          ref->params[i].grad.copy_(g);
+          twin->params[i].grad.copy_(g);
+          before.push_back(g.to(tensor::DType::Float64));
+        }
+        const tensor::Shape xs = batchFirst ? tensor::Shape{0, c.seq, c.inputDim} : tensor::Shape{c.seq, 0, c.inputDim};
+        const tensor::Shape ss{LD, 0, c.hidden};
+        if (states) {
+          ref->hiddenInput = tensor::zeros(ss, tensor::DType::Float64);
+          twin->hiddenInput = tensor::zeros(ss, tensor::DType::Float32, gpu);
+          if (lstm) {
+            ref->cellInput = tensor::zeros(ss, tensor::DType::Float64);
+            twin->cellInput = tensor::zeros(ss, tensor::DType::Float32, gpu);
+          }
+        }
+        const Tensor x = tensor::zeros(xs, tensor::DType::Float64), xg = tensor::zeros(xs, tensor::DType::Float32, gpu);
+        const Tensor y = ref->forward(x).clone();
+        Tensor yg;
+        REQUIRE(error_of([&] { yg = twin->forward(xg).clone(); }) == "(no error)");
+        CHECK(y.sizes() == tensor::Shape{batchFirst ? 0 : c.seq, batchFirst ? c.seq : 0, c.hidden * 2});
+        expect_close("output", yg, y, 0);
+        expect_close("hiddenOutput", twin->hiddenOutput, ref->hiddenOutput, 0);
+        expect_close("cellOutput", twin->cellOutput, ref->cellOutput, 0);
+        if (!training) continue;
+        if (states) {
+          ref->gradHiddenOutput = tensor::zeros(ss, tensor::DType::Float64);
+          twin->gradHiddenOutput = tensor::zeros(ss, tensor::DType::Float32, gpu);
+          if (lstm) {
+            ref->gradCellOutput = tensor::zeros(ss, tensor::DType::Float64);
+            twin->gradCellOutput = tensor::zeros(ss, tensor::DType::Float32, gpu);
+          }
+        }
+        for (double scale : {1.0, 0.5}) {
+          INFO("scale ", scale);
+          const Tensor gx = ref->backward(x, tensor::zeros(y.sizes(), tensor::DType::Float64), scale).clone();
+          Tensor gxg;
+          REQUIRE(error_of([&] {
+                    gxg = twin->backward(xg, tensor::zeros(y.sizes(), tensor::DType::Float32, gpu), scale).clone();
+                  }) == "(no error)");
+          CHECK(gxg.sizes() == xs);
+          expect_close("gradInput", gxg, gx, 0);
+          expect_close("gradHiddenInput", twin->gradHiddenInput, ref->gradHiddenInput, 0);
+          expect_close("gradCellInput", twin->gradCellInput, ref->gradCellInput, 0);
+          for (size_t i = 0; i < ref->params.size(); ++i) {
+            INFO(ref->params[i].name);
+            CHECK(tensor::max_abs_diff(ref->params[i].grad, before[i]) == 0);
+            CHECK(tensor::max_abs_diff(twin->params[i].grad.to(tensor::Device::cpu(), tensor::DType::Float64),
+                                       before[i]) == 0);
+          }
+        }
+      }
+    }
+  }
+  // seqLength 0: nn refuses it (a sequence has a first step); the twin refuses it alike
+  for (bool batchFirst : {false, true}) {
+    const RNNCase c{"empty sequence", 3, 4, 1, batchFirst, 0, 2};
+    auto [ref, twin] = rnn_pair<Nn, Cu>(c, false, tensor::DType::Float32);
+    const tensor::Shape xs = batchFirst ? tensor::Shape{2, 0, 3} : tensor::Shape{0, 2, 3};
+    const std::string e = error_of([&] { ref->forward(tensor::zeros(xs, tensor::DType::Float64)); });
+    const std::string eg = error_of([&] { twin->forward(tensor::zeros(xs, tensor::DType::Float32, gpu)); });
+    INFO(e, " / ", eg);
+    CHECK(e.find(ref->type_name() + "::updateOutput: expected seqLength >= 1") == 0);
+    CHECK(eg.find(twin->type_name() + "::updateOutput: expected seqLength >= 1") == 0);
+    CHECK(eg.substr(twin->type_name().size()) == e.substr(ref->type_name().size()));
+  }
+}
+
 struct RNNTempDir {
   std::filesystem::path dir;
   RNNTempDir() {
@@ -356,6 +452,15 @@ void expect_rnn_lifecycle(uint64_t seed) {
     const Tensor g1 = twin->updateGradInput(x, y).clone();
     const Tensor g2 = twin->updateGradInput(x, y).clone();
     CHECK(tensor::max_abs_diff(g1, g2) == 0);
+    // an error of the op below (cudnn::RNNBlock) names the module, the method and the input
+    auto dropping = make_rnn<Cu>(RNNCase{"dropout", 5, 4, 2, false, 6, 3, {}, false, false, 0.5}, false);
+    dropping->to(gpu);
+    const Tensor yd = dropping->forward(x).clone();
+    dropping->updateGradInput(x, yd);
+    const std::string e = error_of([&] { dropping->updateGradInput(x, yd); });
+    INFO(e);
+    CHECK(e.find(dropping->type_name() + "::updateGradInput: input float32 [6 x 3 x 5] on cuda:0: "
+                 "cudnn::RNNBlock::backwardData: expected one backward per forward with dropout") == 0);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "convert/Convert.h"
 #include "tensor/Safetensors.h"
+#include "tests/support/NonContiguous.h"
 
 namespace testing {
 
@@ -27,14 +28,6 @@ TwinTolerance TwinTolerance::for_dtype(DType dt) {
 
 namespace {
 const Device gpu = Device::cuda(0);
-
-Tensor noncontiguous_copy(const Tensor& t) {
-  // the same values in a transposed buffer
-  if (t.dim() < 2) return t.unsqueeze(1).expand({t.size(0), 2}).select(1, 0);
-  Tensor buf = tensor::empty(t.transpose(0, 1).sizes(), t.dtype(), t.device());
-  buf.copy_(t.transpose(0, 1));
-  return buf.transpose(0, 1);
-}
 
 void compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
   INFO(std::string(what), ": twin ", got.description(), " vs nn ", want.description());
@@ -171,7 +164,7 @@ void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& 
   tensor::Generator gen(4242);
   const Tensor x = input.to(DType::Float64);
   Tensor xg = x.to(gpu, dtype);
-  if (noncontiguous) xg = noncontiguous_copy(xg);
+  if (noncontiguous) xg = noncontiguous_copy(xg, 0, 1);  // the layout these checks always used, where it is one
   tensor::manual_seed(99);
   const Tensor y = reference.forward(x.clone()).clone();
   tensor::manual_seed(99);
