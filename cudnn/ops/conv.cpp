@@ -390,10 +390,20 @@ float time_on_stream(Run&& run) {
 }
 }  // namespace
 
+// Graph plans held by the process-wide cache are released at shutdown, before the handles
+// they were built with (shutdown hooks run newest first, and the handles' hook came first).
+namespace {
+void release_algorithm_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().ranked.clear();
+}
+}  // namespace
+
 template <ConvPass P>
 std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
   using T = Pass<P>;
   ++searches;
+  tensor::cuda::register_shutdown_hook(&release_algorithm_cache);
   std::vector<Candidate> graph_cands = graph_candidates(c, P, what);
   typename T::Perf perf[T::kCount];
   int got = 0;
@@ -808,10 +818,7 @@ void ConvPlan::backward_filter(const Tensor& x, const Tensor& dy, const Tensor& 
   impl_->execute<ConvPass::BackwardFilter>(x, dy, dw, x, dy, dw.sizes(), g, alpha, beta);
 }
 
-void clear_algorithm_cache() {
-  std::lock_guard<std::mutex> lock(cache().mutex);
-  cache().ranked.clear();
-}
+void clear_algorithm_cache() { release_algorithm_cache(); }
 
 // ------------------------------------------------------------------------------ bias
 
