@@ -81,12 +81,14 @@ void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
   const Tensor w = m.weight.contiguous();
   plan_.sync(m, m.algo, method);
   with_where(m, method, [&] {
+    if (fused && !m.transposed() && plan_->forward_fused(x, w, m.bias, y, s, fused)) return;
     if (m.transposed()) {
       plan_->backward_data(w, x, y, s);
     } else {
       plan_->forward(x, w, y, s);
     }
     if (m.bias.defined()) plan_->add_bias(y, m.bias);
+    if (fused) activation_.forward(*fused, 0, y, y);
   });
 }
 

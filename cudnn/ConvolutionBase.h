@@ -8,6 +8,7 @@
 // ConvolutionBase.cpp.
 #pragma once
 
+#include <optional>
 #include <type_traits>
 
 #include "cudnn/core/Twin.h"
@@ -48,6 +49,10 @@ class ModulePlan {
 // The three passes of every nn::ConvolutionBase twin; each checks device and dtype first.
 class ConvolutionCompute {
  public:
+  // With a fused activation (cudnn::fuse) forward computes act(conv + bias): as one graph
+  // operation where an engine runs it, else as three steps.
+  std::optional<Activation> fused;
+
   void forward(nn::ConvolutionBase& m, const Tensor& input);
   void backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput);
   void backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput, double scale);
@@ -55,6 +60,16 @@ class ConvolutionCompute {
 
  private:
   ModulePlan plan_;
+  ActivationPlan activation_;  // the unfused fallback's activation
+};
+
+// What cudnn::fuse sees of a convolution twin (the template's instances share no other base).
+class FusableConvolution {
+ public:
+  virtual ~FusableConvolution() = default;
+  virtual bool fusable() const = 0;  // a plain (not transposed) convolution
+  virtual void setFusedActivation(std::optional<Activation> act) = 0;
+  virtual std::optional<Activation> fusedActivation() const = 0;
 };
 
 // The checks each pass makes first: input (and gradOutput) on the parameters' CUDA device,
@@ -66,7 +81,7 @@ void check_conv_grad(const nn::Module& m, const char* method, const Tensor& grad
 }  // namespace detail
 
 template <class Base>
-class ConvolutionBase : public Twin<Base> {
+class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
   static_assert(std::is_base_of_v<nn::ConvolutionBase, Base>, "cudnn::ConvolutionBase twins an nn::ConvolutionBase");
 
  public:
@@ -88,6 +103,10 @@ class ConvolutionBase : public Twin<Base> {
 
   // The plan behind the passes: its algorithm choices, workspace and search count.
   const ConvPlan& plan() const { return compute_.plan(); }
+
+  bool fusable() const override { return !this->transposed(); }
+  void setFusedActivation(std::optional<Activation> act) override { compute_.fused = act; }
+  std::optional<Activation> fusedActivation() const override { return compute_.fused; }
 
  private:
   detail::ConvolutionCompute compute_;

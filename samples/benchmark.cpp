@@ -35,6 +35,7 @@
 #include "tensor/Json.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
+#include "cudnn/Fuse.h"
 #include "cudnn/core/Config.h"
 #endif
 #ifdef CUDNN_NN_HAVE_NCCL
@@ -62,6 +63,7 @@ struct Options {
   bool data_parallel = false;
   bool step = false;        // also time forward + loss + backward + optimizer update
   bool input_grad = false;  // compute the first module's gradInput (Torch's backward always did)
+  bool fuse = false;        // cudnn::fuse the network (convolution + activation as one operation)
 };
 
 const char* kUsage =
@@ -81,7 +83,9 @@ const char* kUsage =
     "                    the optimizer update (SGD with momentum 0.9; Adam for fashion), for networks\n"
     "                    that end in [batch x classes] scores\n"
     "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
-    "                    no gradient; see nn::Module::setGradInputNeeded)\n";
+    "                    no gradient; see nn::Module::setGradInputNeeded)\n"
+    "  --fuse            cudnn::fuse the network: each convolution + activation pair as one cuDNN\n"
+    "                    graph operation (cudnn/Fuse.h)\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -115,10 +119,12 @@ Options parse(int argc, char** argv) {
     else if (flag == "--data-parallel") o.data_parallel = true;
     else if (flag == "--step") o.step = true;
     else if (flag == "--input-grad") o.input_grad = true;
+    else if (flag == "--fuse") o.fuse = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
   if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + " needs --backend cudnn");
+  if (o.backend == "nn" && o.fuse) args.fail("--fuse needs --backend cudnn");
   return o;
 }
 
@@ -172,6 +178,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   if (o.batch) b.input[b.batchDim] = o.batch;
   std::shared_ptr<nn::Module> net = b.net;
   if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
+  if (device.is_cuda() && o.fuse) cudnn::fuse(*net);
   net->to(dtype);
   net->train();
   net->setGradInputNeeded(o.input_grad);

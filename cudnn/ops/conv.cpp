@@ -82,6 +82,7 @@ struct ConvCall {
   const graph::ConvGraphSpec* graph;  // null: no graph engines for this call
   const Tensor* out_tensor;           // the output again, and the factors, for blending after
   double alpha_value, beta_value;     // a graph engine (Note [Candidates])
+  void* bias = nullptr;               // a fused forward's bias (Note [Fusion])
 };
 
 // The pass's (x, w, y) in the graph's terms (Uid), from ConvCall's (a, b, out), with the
@@ -170,7 +171,7 @@ cudnnStatus_t run_engine(const ConvCall& c, const graph::ConvEngine& e, void* ws
   const Tensor& out = *c.out_tensor;
   const Tensor scratch = plain ? out : tensor::empty(out.sizes(), out.dtype(), out.device());
   const std::array<void*, 3> p = graph_pointers<P>(c, scratch.raw_data());
-  const cudnnStatus_t st = e.run(c.handle, p[0], p[1], p[2], ws, pack);
+  const cudnnStatus_t st = e.run(c.handle, p[0], p[1], p[2], ws, pack, c.bias);
   if (st != CUDNN_STATUS_SUCCESS || plain) return st;
   Tensor target(out);
   if (c.beta_value == 0) target.zero_();  // beta 0 ignores what out held, NaN included
@@ -182,7 +183,8 @@ cudnnStatus_t run_engine(const ConvCall& c, const graph::ConvEngine& e, void* ws
 // A zero-initialised key of everything an algorithm choice depends on (no padding bytes:
 // it is compared and hashed as bytes).
 struct ConvKey {
-  int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross, graph, reserved;
+  int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross, graph;
+  int32_t fusion;  // a fused forward's epilogue: 1 + bias + 2 * (1 + activation mode), else 0
   int32_t x[5], w[5], y[5], pad[3], stride[3], dilation[3];
   int64_t x_stride[5], y_stride[5];
   uint64_t handle;  // handle_serial() with graph engines, else 0
@@ -320,7 +322,16 @@ struct ConvPlan::Impl {
                     DType dtype, const std::string& policy, const std::string& what, std::string& tried);
   template <ConvPass P>
   bool try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const Candidate& cand, DType dtype,
-                  const std::string& policy, const std::string& what, std::string& tried, std::string& skipped);
+                  const std::string& policy, const std::string& what, std::string& tried, std::string& skipped,
+                  PassState& s);
+
+ public:
+  // Note [Fusion]: the fused forward, when a graph engine runs it.
+  PassState fused;
+  ConvKey fused_refused{};  // the last key no fused engine ran for: not searched again
+  bool has_refused = false;
+  bool forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvSpec& g,
+                     std::optional<Activation> act);
   template <ConvPass P>
   std::vector<Candidate> rank(const ConvCall& c, bool timed, const std::string& what);
 };
@@ -399,6 +410,34 @@ void release_algorithm_cache() {
 }
 }  // namespace
 
+// The graph candidates that build, each timed on `scratch` as output (in no order yet); those
+// over the cap are kept with an infinite time, so the try loop can say why it skipped them.
+template <ConvPass P>
+std::vector<Candidate> time_graph(const ConvCall& c, std::vector<Candidate>& cands, size_t cap, void* scratch) {
+  std::vector<Candidate> timed;
+  for (Candidate& g : cands) {
+    std::string why;
+    if (!g.engine->build(c.handle, why)) continue;
+    g.memory = g.engine->workspace();
+    if (g.memory > cap) {
+      g.time = std::numeric_limits<float>::max();
+      timed.push_back(g);
+      continue;
+    }
+    void* ws = nullptr;
+    try {
+      ws = g.memory ? workspace(g.memory) : nullptr;
+    } catch (const tensor::Error&) {
+      continue;
+    }
+    const std::array<void*, 3> p = graph_pointers<P>(c, scratch);
+    graph::VariantPackCache pack;
+    g.time = time_on_stream([&] { return g.engine->run(c.handle, p[0], p[1], p[2], ws, pack, c.bias); });
+    if (g.time >= 0) timed.push_back(g);
+  }
+  return timed;
+}
+
 template <ConvPass P>
 std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const std::string& what) {
   using T = Pass<P>;
@@ -418,27 +457,7 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const
   // accumulate into) and a workspace as large as the largest candidate that fits the cap.
   const size_t cap = workspace_cap();
   Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
-  std::vector<Candidate> ranked;
-  for (Candidate& g : graph_cands) {
-    std::string why;
-    if (!g.engine->build(c.handle, why)) continue;
-    g.memory = g.engine->workspace();
-    if (g.memory > cap) {
-      g.time = std::numeric_limits<float>::max();  // listed, so the try loop says why it skipped it
-      ranked.push_back(g);
-      continue;
-    }
-    void* ws = nullptr;
-    try {
-      ws = g.memory ? workspace(g.memory) : nullptr;
-    } catch (const tensor::Error&) {
-      continue;
-    }
-    const std::array<void*, 3> p = graph_pointers<P>(c, scratch.raw_data());
-    graph::VariantPackCache pack;
-    g.time = time_on_stream([&] { return g.engine->run(c.handle, p[0], p[1], p[2], ws, pack); });
-    if (g.time >= 0) ranked.push_back(g);
-  }
+  std::vector<Candidate> ranked = time_graph<P>(c, graph_cands, cap, scratch.raw_data());
   size_t ws_bytes = 0;
   for (const auto& p : out) {
     if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
@@ -468,7 +487,7 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const
 template <ConvPass P>
 bool ConvPlan::Impl::try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t compute, const Candidate& cand,
                                 DType dtype, const std::string& policy, const std::string& what, std::string& tried,
-                                std::string& skipped) {
+                                std::string& skipped, PassState& s) {
   graph::ConvEngine& e = *cand.engine;
   const std::string name = e.name();
   if (config().deterministic && !cand.deterministic) {
@@ -498,7 +517,6 @@ bool ConvPlan::Impl::try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t
       return false;
     }
   }
-  PassState& s = state[static_cast<int>(P)];
   const cudnnStatus_t st = run_engine<P>(c, e, ws, s.pack);
   tried += (tried.empty() ? "" : ", ") + name;
   if (st != CUDNN_STATUS_SUCCESS) {
@@ -527,7 +545,9 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
   std::string skipped;
   for (const Candidate& cand : cands) {
     if (cand.engine) {
-      if (try_engine<P>(c, key, compute, cand, dtype, policy, what, tried, skipped)) return true;
+      if (try_engine<P>(c, key, compute, cand, dtype, policy, what, tried, skipped, state[static_cast<int>(P)])) {
+        return true;
+      }
       continue;
     }
     const char* name = algo_name(P, cand.algo);
@@ -681,7 +701,9 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
                                         .w_strides = w.strides(),
                                         .y_sizes = y_like.sizes(),
                                         .y_strides = y_like.strides(),
-                                        .geometry = g};
+                                        .geometry = g,
+                                        .bias = false,
+                                        .activation = std::nullopt};
     }
     return ConvCall{handle(),
                     x_desc.set(x_like, g.nd + 2),
@@ -747,6 +769,100 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
   }
 }
 
+// Note [Fusion]
+// forward_fused runs y = act(conv(x, w) + bias) as one operation graph (conv -> virtual float
+// -> + bias -> virtual float -> act -> y), so the bias and activation cost no extra pass over
+// y. Only graph engines can: the candidates are the fused graph's engines alone (keyed apart
+// from the plain forward by ConvKey::fusion), under the same filters, cap and policies as
+// Note [Candidates]; when none runs the plan remembers the key and answers false, and the
+// caller (cudnn::ConvolutionBase, set up by cudnn::fuse) runs conv, bias and activation as
+// three steps. The fused and unfused results agree to rounding (the epilogue adds in float).
+bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                                   const ConvSpec& g, std::optional<Activation> act) {
+  constexpr ConvPass P = ConvPass::Forward;
+  const Config& cfg = config();
+  const AlgoSetting& setting = choices.mode[static_cast<int>(P)] ? *choices.mode[static_cast<int>(P)] : cfg.algo(P);
+  std::optional<cudnnPointwiseMode_t> mode;
+  if (act) {
+    switch (*act) {
+      case Activation::Relu: mode = CUDNN_POINTWISE_RELU_FWD; break;
+      case Activation::Tanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
+      case Activation::Sigmoid: mode = CUDNN_POINTWISE_SIGMOID_FWD; break;
+      default: return false;
+    }
+  }
+  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0; };
+  if (!cfg.conv_graph || setting.once() || setting.policy == AlgoSetting::Policy::Fixed || !w.is_contiguous() ||
+      x.dim() != g.nd + 2 || y.dim() != g.nd + 2 || !aligned(x) || !aligned(w) || !aligned(y) ||
+      (bias.defined() && (!bias.is_contiguous() || !aligned(bias)))) {
+    return false;
+  }
+  const DType dtype = x.dtype();
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  const bool timed = setting.timed() || cfg.benchmark;
+  const cudnnDataType_t compute = compute_type(dtype, precision, P);
+  ConvKey key = make_key<P>(x, x, y, w.sizes(), g, compute, timed, true);
+  key.fusion = 1 + (bias.defined() ? 1 : 0) + 2 * (mode ? 1 + static_cast<int32_t>(*mode) : 0);
+  if (has_refused && fused_refused == key) return false;
+  const graph::ConvGraphSpec spec{.pass = P,
+                                  .data = data_type(dtype),
+                                  .compute = compute,
+                                  .x_sizes = x.sizes(),
+                                  .x_strides = x.strides(),
+                                  .w_sizes = w.sizes(),
+                                  .w_strides = w.strides(),
+                                  .y_sizes = y.sizes(),
+                                  .y_strides = y.strides(),
+                                  .geometry = g,
+                                  .bias = bias.defined(),
+                                  .activation = mode};
+  ConvCall c{handle(),          nullptr, nullptr, nullptr, nullptr, x.raw_data(), w.raw_data(), y.raw_data(),
+             Scalar(1, dtype),  Scalar(0, dtype), y.nbytes(), x.device().index, &spec, &y, 1, 0,
+             bias.defined() ? bias.raw_data() : nullptr};
+  if (fused.valid && fused.key == key) {
+    void* ws = fused.ws ? workspace(fused.ws) : nullptr;
+    const cudnnStatus_t status = run_engine<P>(c, *fused.engine, ws, fused.pack);
+    if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnBackendExecute (fused)", __FILE__, __LINE__);
+    return true;
+  }
+  const std::string what = std::string("fused ") + tensor::name(dtype) + " x" + tensor::shape_str(x.sizes()) + " w" +
+                           tensor::shape_str(w.sizes()) + (bias.defined() ? " + bias" : "") +
+                           (act ? " + activation" : "");
+  std::vector<Candidate> cands;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    auto it = cache().ranked.find(key);
+    if (it != cache().ranked.end()) {
+      cands = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    ++searches;
+    tensor::cuda::register_shutdown_hook(&release_algorithm_cache);
+    cands = graph_candidates(c, P, what);
+    if (timed && !cands.empty()) {
+      Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, x.device());
+      cands = time_graph<P>(c, cands, workspace_cap(), scratch.raw_data());
+      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
+    }
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    cache().ranked[key] = cands;
+  }
+  std::string tried, skipped;
+  for (const Candidate& cand : cands) {
+    if (try_engine<P>(c, key, compute, cand, dtype, timed ? "fused, timed" : "fused", what, tried, skipped, fused)) {
+      return true;
+    }
+  }
+  log("conv fwd " + what + ": no fused engine ran (" + (tried.empty() ? "none tried" : tried) + skipped +
+      "); computing conv, bias and activation apart");
+  fused_refused = key;
+  has_refused = true;
+  return false;
+}
+
 ConvPlan::ConvPlan() : impl_(std::make_unique<Impl>()) {}
 ConvPlan::~ConvPlan() = default;
 ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
@@ -803,6 +919,12 @@ std::string_view ConvPlan::mode(ConvPass pass) const {
 int ConvPlan::algorithm(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].algo; }
 size_t ConvPlan::workspace_bytes(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].ws; }
 int ConvPlan::searches() const { return impl_->searches; }
+int ConvPlan::fused_algorithm() const { return impl_->fused.valid ? impl_->fused.algo : -1; }
+
+bool ConvPlan::forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvSpec& g,
+                             std::optional<Activation> act) {
+  return impl_->forward_fused(x, w, bias, y, g, act);
+}
 
 void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha, double beta) {
   impl_->execute<ConvPass::Forward>(x, w, y, x, y, w.sizes(), g, alpha, beta);

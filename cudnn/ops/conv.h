@@ -22,6 +22,7 @@
 
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/ops/activation.h"
 
 namespace cudnn {
 
@@ -93,6 +94,14 @@ class ConvPlan {
                      double beta = 0);
   void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvSpec& g, double alpha = 1,
                        double beta = 0);
+
+  // y = act(conv(x, w) + bias) as one graph-API operation (Note [Fusion] in conv.cpp); bias
+  // may be undefined and act nullopt (Relu, Tanh and Sigmoid fuse). Returns false, leaving y
+  // to the caller, when no fused engine runs for these shapes (remembered: no new search).
+  bool forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvSpec& g,
+                     std::optional<Activation> act);
+  // The fused engine the last successful forward_fused ran (kGraphEngine + index), or -1.
+  int fused_algorithm() const;
 
   // y += bias and db = alpha * (dy summed over every dim but 1) + beta * db, as add_bias and
   // backward_bias below, with descriptors the plan keeps (no cuDNN setup in steady state).

@@ -2,6 +2,7 @@
 #include "cudnn/ops/conv_graph.h"
 
 #include <algorithm>
+#include <deque>
 #include <set>
 
 namespace cudnn::graph {
@@ -10,20 +11,42 @@ namespace cudnn::graph {
 // when an attribute is set, but keeping them alive as long as the engines costs nothing and
 // does not lean on that.
 struct GraphObjects {
-  std::vector<BackendDescriptor> keep;
+  std::deque<BackendDescriptor> keep;  // a deque: references stay valid as it grows
 };
 
 namespace {
 
-BackendDescriptor tensor_desc(int64_t uid, cudnnDataType_t type, const Shape& sizes, const Shape& strides) {
+BackendDescriptor tensor_desc(int64_t uid, cudnnDataType_t type, const Shape& sizes, const Shape& strides,
+                              bool is_virtual = false) {
   BackendDescriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   d.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type);
   d.set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, sizes);
   d.set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides);
   d.set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
   d.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);  // ConvPlan offers the graph only 16-byte-aligned buffers
+  if (is_virtual) {
+    const bool yes = true;
+    d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+  }
   d.finalize("tensor");
   return d;
+}
+
+// y = mode(x) or y = mode(x, b), computed in float.
+BackendDescriptor pointwise(cudnnPointwiseMode_t mode, const BackendDescriptor& x, const BackendDescriptor* b,
+                            const BackendDescriptor& y, std::deque<BackendDescriptor>& keep) {
+  BackendDescriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT);
+  pw.finalize("pointwise");
+  BackendDescriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+  if (b) op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  op.finalize("pointwise operation");
+  keep.push_back(std::move(pw));
+  return op;
 }
 
 BackendDescriptor conv_desc(const ConvSpec& g, cudnnDataType_t compute) {
@@ -147,19 +170,21 @@ bool ConvEngine::build(cudnnHandle_t h, std::string& why) {
   return plan_.has_value();
 }
 
-cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache) const {
-  void* const ptrs[4] = {x, w, y, ws};
-  if (!cache.pack || !std::equal(ptrs, ptrs + 4, cache.ptrs)) {
+cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache,
+                              void* bias) const {
+  void* const ptrs[5] = {x, w, y, bias, ws};
+  if (!cache.pack || !std::equal(ptrs, ptrs + 5, cache.ptrs)) {
     cache.pack.reset();
     BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    const int64_t uids[3] = {kX, kW, kY};
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[3]);
+    const int64_t uids[4] = {kX, kW, kY, kB};
+    const int64_t n = bias ? 4 : 3;
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[4]);
     const cudnnStatus_t st = pack.try_finalize();
     if (st != CUDNN_STATUS_SUCCESS) return st;
     cache.pack.emplace(std::move(pack));
-    std::copy(ptrs, ptrs + 4, cache.ptrs);
+    std::copy(ptrs, ptrs + 5, cache.ptrs);
   }
   return cudnnBackendExecute(h, plan_->get(), cache.pack->get());
 }
@@ -170,19 +195,53 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
   try {
     auto objects = std::make_shared<GraphObjects>();
     auto& keep = objects->keep;
+    const bool epilogue = s.pass == ConvPass::Forward && (s.bias || s.activation);
     keep.push_back(tensor_desc(kX, s.data, s.x_sizes, s.x_strides));
     keep.push_back(tensor_desc(kW, s.data, s.w_sizes, s.w_strides));
     keep.push_back(tensor_desc(kY, s.data, s.y_sizes, s.y_strides));
     keep.push_back(conv_desc(s.geometry, s.compute));
-    keep.push_back(operation(s, keep[0], keep[1], keep[2], keep[3]));
+    std::vector<cudnnBackendDescriptor_t> ops;
+    if (!epilogue) {
+      keep.push_back(operation(s, keep[0], keep[1], keep[2], keep[3]));
+      ops.push_back(keep.back().get());
+    } else {
+      // conv -> (virtual, float) [+ bias -> (virtual, float)] [act ->] y
+      int64_t next_uid = kVirtual;
+      BackendDescriptor conv_out = tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true);
+      BackendDescriptor conv_op = operation(s, keep[0], keep[1], conv_out, keep[3]);
+      ops.push_back(conv_op.get());
+      keep.push_back(std::move(conv_op));
+      keep.push_back(std::move(conv_out));
+      const BackendDescriptor* last = &keep.back();
+      if (s.bias) {
+        Shape b_sizes(s.y_sizes.size(), 1), b_strides(s.y_sizes.size(), 1);
+        b_sizes[1] = s.y_sizes[1];
+        keep.push_back(tensor_desc(kB, s.data, b_sizes, b_strides));
+        const BackendDescriptor& b = keep.back();
+        const BackendDescriptor* sum = &keep[2];
+        if (s.activation) {
+          keep.push_back(tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true));
+          sum = &keep.back();
+        }
+        BackendDescriptor add = pointwise(CUDNN_POINTWISE_ADD, *last, &b, *sum, keep);
+        ops.push_back(add.get());
+        keep.push_back(std::move(add));
+        last = sum;
+      }
+      if (s.activation) {
+        BackendDescriptor act = pointwise(*s.activation, *last, nullptr, keep[2], keep);
+        ops.push_back(act.get());
+        keep.push_back(std::move(act));
+      }
+    }
     BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, {keep[4].get()});
+    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, ops);
     graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
     if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
       why = std::string("no operation graph (") + cudnnGetErrorString(st) + ")";
       return out;
     }
-    const cudnnBackendDescriptor_t graph_raw = graph.get();  // keep's elements move as it grows
+    const cudnnBackendDescriptor_t graph_raw = graph.get();
     keep.push_back(std::move(graph));
 
     std::set<int64_t> seen;

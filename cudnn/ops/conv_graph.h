@@ -4,7 +4,9 @@
 //   conv_engines(spec)   builds the graph, asks heuristics mode A then the fallback list,
 //                        and returns one ConvEngine per engine, best first;
 //   ConvEngine::build    finalizes its execution plan (once; cuDNN may refuse);
-//   ConvEngine::run      executes it on three device pointers and a workspace.
+//   ConvEngine::run      executes it on three device pointers (four with a bias) and a workspace.
+// A forward graph may carry a fused epilogue: + bias (broadcast over all but the channels),
+// then an activation, through virtual intermediates (cudnn::fuse, Note [Fusion] in conv.cpp).
 // Tensors are described by their real strides, so a plan is only reused for the same shapes,
 // strides, dtypes, geometry and handle (ConvPlan's key holds all of them). The operation
 // computes out = op(...) (alpha 1, beta 0: engines refuse other factors at execution with
@@ -32,17 +34,20 @@ struct ConvGraphSpec {
   cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
   Shape x_sizes, x_strides, w_sizes, w_strides, y_sizes, y_strides;
   ConvSpec geometry;
+  bool bias = false;                                 // forward only: y = conv + bias[1 x K x 1...]
+  std::optional<cudnnPointwiseMode_t> activation;    // forward only: then y = act(...)
 };
 
-// The uids the graph gives x, w and y; run() takes their pointers in this order.
-enum Uid : int64_t { kX = 1, kW = 2, kY = 3 };
+// The uids the graph gives x, w, y and the bias; run() takes their pointers in this order.
+// The virtual intermediates of a fused epilogue take kVirtual and up.
+enum Uid : int64_t { kX = 1, kW = 2, kY = 3, kB = 4, kVirtual = 10 };
 
 // A variant pack remembered by its pointers: steady-state calls with the same buffers (the
 // caching allocator hands them back) skip rebuilding it. Owned by the caller (one per
 // ConvPlan pass), so engines shared between plans are never written by run().
 struct VariantPackCache {
   std::optional<BackendDescriptor> pack;
-  void* ptrs[4] = {nullptr, nullptr, nullptr, nullptr};
+  void* ptrs[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
 };
 
 struct GraphObjects;  // the graph and heuristics descriptors the engine configs refer to
@@ -61,8 +66,10 @@ class ConvEngine {
   // cannot. Later calls return the first answer.
   bool build(cudnnHandle_t h, std::string& why);
   size_t workspace() const { return workspace_; }  // after a successful build
-  // Runs the built plan: x, w, y as in Uid, and a workspace of workspace() bytes.
-  cudnnStatus_t run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache) const;
+  // Runs the built plan: x, w, y (and the bias of a fused graph) as in Uid, and a workspace
+  // of workspace() bytes.
+  cudnnStatus_t run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache,
+                    void* bias = nullptr) const;
 
  private:
   std::shared_ptr<GraphObjects> graph_;

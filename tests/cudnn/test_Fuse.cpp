@@ -1,0 +1,120 @@
+// test_Fuse.cpp: cudnn::fuse (Note [Fusion] in cudnn/ops/conv.cpp). Fused convolution +
+// activation pairs must give nn's answers (forward, gradInput, every parameter gradient), NaN
+// and Inf included, run as one graph operation where cuDNN has an engine for it, leave what
+// cannot fuse alone, keep the printing, and come apart again with unfuse.
+#include <doctest/doctest.h>
+
+#include "cudnn/Fuse.h"
+#include "cudnn/ReLU.h"
+#include "cudnn/Sigmoid.h"
+#include "cudnn/SpatialConvolution.h"
+#include "cudnn/SpatialDilatedConvolution.h"
+#include "cudnn/SpatialFullConvolution.h"
+#include "cudnn/Tanh.h"
+#include "cudnn/ELU.h"
+#include "cudnn/core/Config.h"
+#include "nn/ELU.h"
+#include "nn/ReLU.h"
+#include "nn/Sequential.h"
+#include "nn/Sigmoid.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/SpatialDilatedConvolution.h"
+#include "nn/SpatialFullConvolution.h"
+#include "nn/Tanh.h"
+#include "tests/support/TwinCheck.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+
+// conv+ReLU, conv(no bias)+Tanh, dilated conv+Sigmoid, full conv+ReLU (not fusable: transposed),
+// conv+ELU (not fusable: no ELU epilogue): three pairs fuse.
+template <bool Twin>
+std::shared_ptr<nn::Sequential> network() {
+  using Conv = std::conditional_t<Twin, cudnn::SpatialConvolution, nn::SpatialConvolution>;
+  using Dilated = std::conditional_t<Twin, cudnn::SpatialDilatedConvolution, nn::SpatialDilatedConvolution>;
+  using Full = std::conditional_t<Twin, cudnn::SpatialFullConvolution, nn::SpatialFullConvolution>;
+  using ReLU = std::conditional_t<Twin, cudnn::ReLU, nn::ReLU>;
+  using Tanh = std::conditional_t<Twin, cudnn::Tanh, nn::Tanh>;
+  using Sigmoid = std::conditional_t<Twin, cudnn::Sigmoid, nn::Sigmoid>;
+  using ELU = std::conditional_t<Twin, cudnn::ELU, nn::ELU>;
+  auto no_bias = std::make_shared<Conv>(8, 8, 3, 3, 1, 1, 1, 1);
+  no_bias->noBias();
+  return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<Conv>(3, 8, 3, 3, 1, 1, 1, 1), std::make_shared<ReLU>(), no_bias, std::make_shared<Tanh>(),
+      std::make_shared<Dilated>(8, 8, 3, 3, 1, 1, 2, 2, 2, 2), std::make_shared<Sigmoid>(),
+      std::make_shared<Full>(8, 8, 3, 3, 1, 1, 1, 1), std::make_shared<ReLU>(),
+      std::make_shared<Conv>(8, 4, 1, 1), std::make_shared<ELU>()});
+}
+
+const cudnn::ConvPlan& plan_of(nn::Module& net, size_t i) {
+  return dynamic_cast<cudnn::SpatialConvolution&>(*dynamic_cast<nn::Sequential&>(net).modules[i]).plan();
+}
+
+}  // namespace
+
+TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, float16 and bfloat16") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(5101);
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    INFO(name(dt));
+    auto ref = network<false>();
+    auto twin = network<true>();
+    const std::string printed = twin->str();
+    CHECK(cudnn::fuse(*twin) == 3);
+    CHECK(cudnn::fuse(*twin) == 0);  // already fused
+    CHECK(twin->str() == printed);
+    expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
+                        TwinTolerance::for_dtype(dt));
+    if (dt == DType::Float32) {
+      // the float32 conv + bias + ReLU runs as one graph operation on cuDNN 9 (H100, H200)
+      CHECK(plan_of(*twin, 0).fused_algorithm() >= cudnn::kGraphEngine);
+    }
+    MESSAGE(name(dt), ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
+            ", conv+Tanh: ", plan_of(*twin, 2).fused_algorithm() >= 0);
+  }
+}
+
+TEST_CASE("fuse: NaN and Inf give nn's answers, fused or not") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(5102);
+  for (bool fuse : {true, false}) {
+    INFO("fused ", fuse);
+    auto ref = network<false>();
+    auto twin = network<true>();
+    if (fuse) CHECK(cudnn::fuse(*twin) == 3);
+    const Tensor x = with_nonfinite(uniform({2, 3, 10, 10}, -1, 1, gen, DType::Float64));
+    expect_twin_nonfinite_matches(*ref, *twin, x);
+  }
+}
+
+TEST_CASE("unfuse restores three-step passes with the same results; training steps agree") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(5103);
+  auto twin = network<true>();
+  twin->to(Device::cuda(0));
+  const Tensor x = uniform({2, 3, 12, 12}, -1, 1, gen, DType::Float32, Device::cuda(0));
+  const Tensor g = uniform({2, 4, 12, 12}, -1, 1, gen, DType::Float32, Device::cuda(0));
+  auto pass = [&] {
+    twin->zeroGradParameters();
+    const Tensor y = twin->forward(x).clone();
+    const Tensor dx = twin->backward(x, g).clone();
+    std::vector<Tensor> grads;
+    for (const Tensor& p : twin->gradParameters()) grads.push_back(p.clone());
+    return std::make_tuple(y, dx, grads);
+  };
+  const auto plain = pass();
+  CHECK(cudnn::fuse(*twin) == 3);
+  const auto fused = pass();
+  CHECK(cudnn::unfuse(*twin) == 3);
+  CHECK(cudnn::unfuse(*twin) == 0);
+  const auto again = pass();
+  CHECK(rel_norm_error(std::get<0>(fused), std::get<0>(plain)) < 1e-5);
+  CHECK(rel_norm_error(std::get<1>(fused), std::get<1>(plain)) < 1e-4);
+  for (size_t i = 0; i < std::get<2>(plain).size(); ++i) {
+    CHECK(rel_norm_error(std::get<2>(fused)[i], std::get<2>(plain)[i]) < 1e-4);
+  }
+  CHECK(max_abs_diff(std::get<0>(again), std::get<0>(plain)) == 0);
+  CHECK(max_abs_diff(std::get<1>(again), std::get<1>(plain)) == 0);
+}
