@@ -58,7 +58,7 @@ TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, floa
   cudnn::ScopedConfig flags("allow_tf32=false");
   Generator gen(5101);
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
-    INFO(name(dt));
+    INFO(std::string(name(dt)));
     auto ref = network<false>();
     auto twin = network<true>();
     const std::string printed = twin->str();
@@ -71,7 +71,7 @@ TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, floa
       // the float32 conv + bias + ReLU runs as one graph operation on cuDNN 9 (H100, H200)
       CHECK(plan_of(*twin, 0).fused_algorithm() >= cudnn::kGraphEngine);
     }
-    MESSAGE(name(dt), ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
+    MESSAGE(std::string(name(dt)), ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
             ", conv+Tanh: ", plan_of(*twin, 2).fused_algorithm() >= 0);
   }
 }

@@ -146,12 +146,20 @@ void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Crite
   expect_same_nonfinite("gradInput", twin.backward(xg, tg), reference.backward(x, t), tol.backward);
 }
 
+namespace {
+// cudnn.X for nn.X; a container (nn.Sequential, ...) holding twins keeps its nn type.
+bool is_twin_of(const nn::Module& twin, nn::Module& reference) {
+  if (reference.children()) return twin.type_name() == reference.type_name();
+  return twin.type_name() == "cudnn" + reference.type_name().substr(2);
+}
+}  // namespace
+
 void expect_twin_matches(nn::Module& reference, nn::Module& twin, const Tensor& input, DType dtype, TwinTolerance tol,
                          bool noncontiguous) {
   // doctest prints a const char* as a pointer: strings only
   INFO(twin.str(), " vs ", reference.str(), " in ", std::string(tensor::name(dtype)),
        std::string(noncontiguous ? ", non-contiguous input" : ""));
-  CHECK(twin.type_name() == "cudnn" + reference.type_name().substr(2));
+  CHECK(is_twin_of(twin, reference));
   reference.to(DType::Float64);
   // convert first, then load: a float64 twin then holds the reference's exact values
   twin.to(gpu);
