@@ -104,6 +104,10 @@ void Concat::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
 void Concat::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
   backwardPass(gradOutput, gradInputNeeded(),
                [&](Module& m, const Tensor& g) -> const Tensor& { return m.backward(input, g, scale); });
+  // Note [Freeing intermediate gradients] in Container.cpp: summed into gradInput now
+  if (freesIntermediateGradients()) {
+    for (auto& m : modules) m->releaseGradInput();
+  }
 }
 
 std::string Concat::str() const {

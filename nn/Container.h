@@ -21,6 +21,7 @@ class Container : public Module {
   // Passes the switch to the children that see the container's input (childSeesInput), now
   // and as add() brings them.
   void setGradInputNeeded(bool needed) override;
+  void setFreeIntermediateGradients(bool on) override;
 
   std::vector<ModulePtr> modules;
 

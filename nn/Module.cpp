@@ -36,6 +36,7 @@ const Tensor& Module::forward(const Tensor& input) {
 // one without gradInput gets no gradOutput: backward() says so by name.
 
 void Module::setGradInputNeeded(bool needed) { gradInputNeeded_ = needed; }
+void Module::setFreeIntermediateGradients(bool on) { freeIntermediateGradients_ = on; }
 
 void Module::backwardOrParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   if (gradInputNeeded_ || children() || parametersNeedGradInput()) {

@@ -65,6 +65,18 @@ class Module {
   virtual void setGradInputNeeded(bool needed);
   bool gradInputNeeded() const { return gradInputNeeded_; }
 
+  // ---- intermediate gradients (Note [Freeing intermediate gradients] in nn/Container.cpp) ----
+  // With true, containers give their children's gradInput buffers back as soon as backward()
+  // has used them, as PyTorch's autograd frees intermediate gradients: a step's peak memory
+  // holds one layer's gradients, not all of them. The network's own gradInput stays; the
+  // children's read empty after backward(), and accGradParameters() then needs
+  // updateGradInput() first. Off by default (Torch keeps every gradInput). Set on a network,
+  // it reaches every container inside it, and containers added later.
+  virtual void setFreeIntermediateGradients(bool on);
+  bool freesIntermediateGradients() const { return freeIntermediateGradients_; }
+  // Drops gradInput (and, for a container whose gradInput is a child's, that child's too).
+  virtual void releaseGradInput() { gradInput = Tensor(); }
+
   // ---- state ----
   std::vector<Tensor> parameters();
   std::vector<Tensor> gradParameters();
@@ -140,6 +152,7 @@ class Module {
 
  private:
   bool gradInputNeeded_ = true;
+  bool freeIntermediateGradients_ = false;
   // backwardImpl, or accGradParameters alone where gradInput is not needed
   void backwardOrParameters(const Tensor& input, const Tensor& gradOutput, double scale);
   Tensor bridgedInput_, bridgedOutput_, bridgedGradOutput_, bridgedGradInput_;

@@ -78,6 +78,10 @@ void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, doubl
   backwardPass(input, gradOutput, gradInputNeeded(), [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
     return m.backward(x, g, scale);
   });
+  // Note [Freeing intermediate gradients] in Container.cpp: summed into gradInput now
+  if (freesIntermediateGradients()) {
+    for (auto& m : modules) m->releaseGradInput();
+  }
 }
 
 std::string Residual::str() const {

@@ -21,7 +21,7 @@ const Tensor& Sequential::updateOutput(const Tensor& input) {
 }
 
 template <class Step>
-void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step) {
+void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release) {
   if (inputs_.size() != modules.size()) {
     throw Error(where("backward") + "expected a forward() first with the current " +
                 std::to_string(modules.size()) + " modules");
@@ -32,14 +32,24 @@ void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Ste
     const Tensor& in = i == 0 ? input : inputs_[i];
     gradOutputs_[i] = grad;
     grad = rethrowErrors(i, [&]() { return step(child_at(*this, modules, i, "backward"), in, grad); });
+    if (release && i + 1 < modules.size()) {  // Note [Freeing intermediate gradients] in Container.cpp
+      gradOutputs_[i] = Tensor();
+      modules[i + 1]->releaseGradInput();
+    }
   }
   gradInput = grad;
 }
 
+void Sequential::releaseGradInput() {
+  Module::releaseGradInput();
+  if (!modules.empty()) modules.front()->releaseGradInput();  // gradInput was the first child's
+  for (auto& g : gradOutputs_) g = Tensor();
+}
+
 const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) {
-    return m.updateGradInput(in, g);
-  });
+  backwardPass(
+      input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) { return m.updateGradInput(in, g); },
+      false);
   return gradInput;
 }
 
@@ -50,6 +60,13 @@ void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput
     throw Error(where("accGradParameters") + "expected updateGradInput() first");
   }
   gradOutputs_.back() = gradOutput;
+  for (size_t i = 0; i + 1 < modules.size(); ++i) {
+    if (!gradOutputs_[i].defined()) {
+      throw Error(where("accGradParameters") +
+                  "expected updateGradInput() first (backward() freed the intermediate gradients: "
+                  "setFreeIntermediateGradients)");
+    }
+  }
   for (size_t i = modules.size(); i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
     rethrowErrors(i, [&]() { child_at(*this, modules, i, "accGradParameters").accGradParameters(in, gradOutputs_[i], scale); });
@@ -57,9 +74,9 @@ void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput
 }
 
 void Sequential::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  backwardPass(input, gradOutput, [scale](Module& m, const Tensor& in, const Tensor& g) {
-    return m.backward(in, g, scale);
-  });
+  backwardPass(
+      input, gradOutput, [scale](Module& m, const Tensor& in, const Tensor& g) { return m.backward(in, g, scale); },
+      freesIntermediateGradients());
 }
 
 std::string Sequential::str() const {

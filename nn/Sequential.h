@@ -28,6 +28,7 @@ class Sequential : public Container {
  protected:
   bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
+  void releaseGradInput() override;
 
  private:
   // The input each child saw in the last forward (a child's result may be a bridged copy,
@@ -35,7 +36,7 @@ class Sequential : public Container {
   std::vector<Tensor> inputs_;
   std::vector<Tensor> gradOutputs_;  // the gradient each child received in the last backward
   template <class Step>
-  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step);
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release);
 };
 
 }  // namespace nn

@@ -150,3 +150,45 @@ TEST_CASE("a module before one without gradInput gets no gradOutput, and says so
     CHECK(what.find("setGradInputNeeded(false)") != std::string::npos);
   }
 }
+
+TEST_CASE("freeing intermediate gradients: the same gradients, the children's gradInput released") {
+  // Note [Freeing intermediate gradients] in nn/Container.cpp
+  for (const GradInputCase& c : grad_input_cases()) {
+    INFO(c.name);
+    manual_seed(7);
+    auto kept = c.build();
+    manual_seed(7);
+    auto freed = c.build();
+    kept->to(DType::Float64);
+    freed->to(DType::Float64);
+    freed->setFreeIntermediateGradients(true);
+    CHECK(freed->freesIntermediateGradients());
+    CHECK(freed->modules.back()->freesIntermediateGradients());
+    Generator gen(13);
+    const Tensor x = uniform(c.input, -1, 1, gen, DType::Float64);
+    const Tensor y = kept->forward(x);
+    const Tensor g = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+    for (int step = 0; step < 2; ++step) {  // the second step reallocates what the first released
+      const auto a = gradients_of(*kept, x, g);
+      const Tensor gin_kept = kept->gradInput.clone();
+      const auto b = gradients_of(*freed, x, g);
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i].second, b[i].second) == 0);
+      CHECK(max_abs_diff(freed->gradInput, gin_kept) == 0);
+      for (size_t i = 1; i < freed->modules.size(); ++i) {
+        CHECK(kept->modules[i]->gradInput.defined());
+        CHECK_FALSE(freed->modules[i]->gradInput.defined());
+      }
+    }
+    // accGradParameters needs the gradients backward() let go of
+    CHECK_THROWS_WITH_AS(freed->accGradParameters(x, g), doctest::Contains("expected updateGradInput() first"),
+                         nn::Error);
+    freed->updateGradInput(x, g);
+    freed->accGradParameters(x, g);
+  }
+  // a child added later follows the container
+  nn::Sequential net;
+  net.setFreeIntermediateGradients(true);
+  net.add(std::make_shared<nn::Sequential>());
+  CHECK(net.modules[0]->freesIntermediateGradients());
+}
