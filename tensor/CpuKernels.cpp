@@ -8,6 +8,7 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <vector>
 
 #include "tensor/Kernels.h"
 
@@ -24,14 +25,29 @@ struct Operands {
   std::array<Shape, N> strides;  // bytes
 };
 
+// Note [Memory order]
+// Element-wise kernels walk the dims in the output's memory order (largest stride first),
+// not in index order: a channels-last output (NHWC strides on an NCHW shape) then reads as
+// one run, and when every operand shares its strides (the usual case: dense operands of
+// one memory format) the dims all merge into one and the loop is flat, as it is for
+// row-major tensors. Only the visiting order changes; each element gets the same value.
+std::vector<size_t> memory_order(const Shape& sizes, const Shape& strides) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1) order.push_back(d);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  return order;
+}
+
 // Calls f(ptrs) for every element of `sizes`, where ptrs[k] points into operand k.
 template <size_t N, class F>
 void for_each_element(const Shape& sizes_in, Operands<N> ops, F&& f) {
-  // Drop size-1 dims and merge dims that are contiguous with each other in every operand.
+  // Drop size-1 dims, visit the rest in operand 0's memory order (Note [Memory order]) and
+  // merge dims that are contiguous with each other in every operand.
   Shape sizes;
   std::array<Shape, N> strides;
-  for (size_t d = 0; d < sizes_in.size(); ++d) {
-    if (sizes_in[d] == 1) continue;
+  for (const size_t d : memory_order(sizes_in, ops.strides[0])) {
     const bool mergeable = !sizes.empty() && [&] {
       for (size_t k = 0; k < N; ++k) {
         if (strides[k].back() != ops.strides[k][d] * sizes_in[d]) return false;

@@ -42,6 +42,10 @@ struct Backend {
                  uint64_t offset);
 };
 
+// Both tensors are non-overlapping and dense with the same strides (size-1 dims aside), so
+// their elements pair up as two flat blocks of numel() items from raw_data().
+bool same_dense_layout(const Tensor& a, const Tensor& b);
+
 const Backend& cpu();
 const Backend& cuda();  // throws "built without CUDA" in a CPU-only build
 inline const Backend& backend_for(const Tensor& t) { return t.is_cuda() ? cuda() : cpu(); }

@@ -19,6 +19,31 @@ using kernels::Reduce;
 using kernels::Unary;
 
 namespace {
+// The dims of a `rank`-d tensor from the fastest-varying to the slowest in `format`.
+std::vector<size_t> format_order(size_t rank, MemoryFormat format) {
+  std::vector<size_t> order;
+  if (format == MemoryFormat::ChannelsLast && (rank == 4 || rank == 5)) {
+    order.push_back(1);                                  // C
+    for (size_t d = rank; d-- > 2;) order.push_back(d);  // W, H (, D)
+    order.push_back(0);                                  // N
+  } else {
+    for (size_t d = rank; d-- > 0;) order.push_back(d);
+  }
+  return order;
+}
+}  // namespace
+
+Shape contiguous_strides(const Shape& sizes, MemoryFormat format) {
+  Shape strides(sizes.size());
+  int64_t s = 1;
+  for (const size_t d : format_order(sizes.size(), format)) {
+    strides[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+namespace {
 
 int64_t wrap_dim(int64_t d, int64_t ndim, const char* op) {
   const int64_t lo = ndim == 0 ? -1 : -ndim;
@@ -26,16 +51,6 @@ int64_t wrap_dim(int64_t d, int64_t ndim, const char* op) {
   TENSOR_CHECK(d >= lo && d <= hi, op, ": dimension ", d, " out of range for a ", ndim,
                "-d tensor (expected ", lo, "..", hi, ")");
   return d < 0 ? d + std::max<int64_t>(ndim, 1) : d;
-}
-
-Shape contiguous_strides(const Shape& sizes) {
-  Shape strides(sizes.size());
-  int64_t s = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = s;
-    s *= std::max<int64_t>(sizes[i], 1);
-  }
-  return strides;
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
@@ -119,7 +134,9 @@ Tensor binary_op(Binary op, const Tensor& a, const Tensor& b, double alpha, cons
   check_same_dtype(a, b, name);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   const bool is_cmp = op >= Binary::Eq;
-  Tensor out = empty(shape, is_cmp ? DType::UInt8 : a.dtype(), a.device());
+  // the result takes the layout of an operand of its shape (a channels-last one stays so)
+  const MemoryFormat format = suggest_memory_format(a.sizes() == shape ? a : b.sizes() == shape ? b : Tensor());
+  Tensor out = empty(shape, is_cmp ? DType::UInt8 : a.dtype(), a.device(), format);
   kernels::backend_for(a).binary(op, a.expand(shape), b.expand(shape), out, alpha);
   return out;
 }
@@ -139,14 +156,14 @@ Tensor& binary_inplace(Binary op, Tensor& self, const Tensor& b, double alpha, c
 Tensor scalar_op(Binary op, const Tensor& a, double s, const char* name) {
   check_defined(a, name);
   const bool is_cmp = op >= Binary::Eq;
-  Tensor out = empty(a.sizes(), is_cmp ? DType::UInt8 : a.dtype(), a.device());
+  Tensor out = empty(a.sizes(), is_cmp ? DType::UInt8 : a.dtype(), a.device(), suggest_memory_format(a));
   kernels::backend_for(a).binary_scalar(op, a, s, false, out);
   return out;
 }
 
 Tensor unary_op(Unary op, const Tensor& a, const char* name) {
   check_defined(a, name);
-  Tensor out = empty(a.sizes(), a.dtype(), a.device());
+  Tensor out = empty(a.sizes(), a.dtype(), a.device(), suggest_memory_format(a));
   kernels::backend_for(a).unary(op, a, out);
   return out;
 }
@@ -222,15 +239,53 @@ int64_t Tensor::size(int64_t d) const { return sizes_[wrap_dim(d, dim(), "Tensor
 
 int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim(d, dim(), "Tensor::stride")]; }
 
-bool Tensor::is_contiguous() const {
+bool Tensor::is_contiguous() const { return is_contiguous(MemoryFormat::Contiguous); }
+
+// A tensor without elements is in every format: contiguous_strides counts a size-0 dim as 1,
+// so a check of its strides could disagree with what contiguous() just made.
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  if (numel_ == 0) return true;
   int64_t expected = 1;
-  for (size_t i = sizes_.size(); i-- > 0;) {
-    if (sizes_[i] == 1) continue;
-    if (strides_[i] != expected) return false;
-    expected *= sizes_[i];
+  for (const size_t d : format_order(sizes_.size(), format)) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected *= sizes_[d];
   }
   return true;
 }
+
+bool Tensor::is_non_overlapping_and_dense() const {
+  if (numel_ == 0) return true;
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes_.size(); ++d) {
+    if (sizes_[d] != 1) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides_[a] < strides_[b]; });
+  int64_t expected = 1;
+  for (const size_t d : order) {
+    if (strides_[d] != expected) return false;
+    expected *= sizes_[d];
+  }
+  return true;
+}
+
+MemoryFormat suggest_memory_format(const Tensor& t) {
+  if (t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+      t.is_contiguous(MemoryFormat::ChannelsLast)) {
+    return MemoryFormat::ChannelsLast;
+  }
+  return MemoryFormat::Contiguous;
+}
+
+namespace kernels {
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || !a.is_non_overlapping_and_dense() || !b.is_non_overlapping_and_dense()) return false;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (a.size(d) != 1 && a.strides()[d] != b.strides()[d]) return false;
+  }
+  return true;
+}
+}  // namespace kernels
 
 void* Tensor::raw_data() const {
   check_defined(*this, "Tensor::raw_data");
@@ -373,6 +428,14 @@ Tensor Tensor::contiguous() const {
   return is_contiguous() ? *this : clone();
 }
 
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  check_defined(*this, "Tensor::contiguous");
+  if (is_contiguous(format)) return *this;
+  Tensor out = empty(sizes_, dtype_, device(), format);
+  kernels::backend_for(*this).copy(*this, out);
+  return out;
+}
+
 Tensor Tensor::clone() const {
   check_defined(*this, "Tensor::clone");
   Tensor out = empty(sizes_, dtype_, device());
@@ -398,8 +461,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
   // scatter on the destination side only when the destination is strided.
   TENSOR_CHECK(from.is_cpu() || is_cpu(), "Tensor::copy_: copies between two CUDA devices (",
                from.device().str(), " -> ", device().str(), ") are not supported");
-  Tensor packed = from.to(dtype_).contiguous();
-  Tensor target = is_contiguous() ? *this : empty(sizes_, dtype_, device());
+  Tensor packed = from.to(dtype_);
+  if (!kernels::same_dense_layout(packed, *this)) packed = packed.contiguous();
+  Tensor target = kernels::same_dense_layout(packed, *this) ? *this : empty(sizes_, dtype_, device());
   const int cuda_index = is_cuda() ? device().index : packed.device().index;
   cuda::copy_bytes(target.raw_data(), target.is_cuda(), packed.raw_data(), packed.is_cuda(),
                    nbytes(), cuda_index);
@@ -410,7 +474,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor Tensor::to(Device device) const {
   check_defined(*this, "Tensor::to");
   if (device == this->device()) return *this;
-  Tensor out = empty(sizes_, dtype_, device);
+  Tensor out = empty(sizes_, dtype_, device, suggest_memory_format(*this));
   out.copy_(*this);
   return out;
 }
@@ -418,7 +482,7 @@ Tensor Tensor::to(Device device) const {
 Tensor Tensor::to(DType dtype) const {
   check_defined(*this, "Tensor::to");
   if (dtype == dtype_) return *this;
-  Tensor out = empty(sizes_, dtype, device());
+  Tensor out = empty(sizes_, dtype, device(), suggest_memory_format(*this));
   kernels::backend_for(*this).copy(*this, out);
   return out;
 }
@@ -426,7 +490,7 @@ Tensor Tensor::to(DType dtype) const {
 Tensor Tensor::to(Device device, DType dtype) const {
   check_defined(*this, "Tensor::to");
   if (device == this->device()) return to(dtype);
-  Tensor out = empty(sizes_, dtype, device);
+  Tensor out = empty(sizes_, dtype, device, suggest_memory_format(*this));
   out.copy_(*this);
   return out;
 }
@@ -441,6 +505,12 @@ Tensor& Tensor::resize_(const Shape& shape) {
   sizes_ = shape;
   strides_ = contiguous_strides(shape);
   compute_numel();
+  return *this;
+}
+
+Tensor& Tensor::resize_(const Shape& shape, MemoryFormat format) {
+  resize_(shape);
+  strides_ = contiguous_strides(shape, format);
   return *this;
 }
 
@@ -544,7 +614,7 @@ Tensor Tensor::div(double s) const { return scalar_op(Binary::Div, *this, s, "Te
 
 Tensor Tensor::pow(double exponent) const {
   check_defined(*this, "Tensor::pow");
-  Tensor out = empty(sizes_, dtype_, device());
+  Tensor out = empty(sizes_, dtype_, device(), suggest_memory_format(*this));
   kernels::backend_for(*this).pow_scalar(*this, exponent, out);
   return out;
 }
@@ -552,7 +622,7 @@ Tensor Tensor::pow(double exponent) const {
 Tensor Tensor::clamp(double lo, double hi) const {
   check_defined(*this, "Tensor::clamp");
   TENSOR_CHECK(lo <= hi, "Tensor::clamp: expected lo <= hi, got ", lo, " > ", hi);
-  Tensor out = empty(sizes_, dtype_, device());
+  Tensor out = empty(sizes_, dtype_, device(), suggest_memory_format(*this));
   kernels::backend_for(*this).clamp(*this, lo, hi, out);
   return out;
 }
@@ -744,8 +814,26 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   return t;
 }
 
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype(), t.device()); }
+Tensor empty(const Shape& shape, DType dtype, Device device, MemoryFormat format) {
+  const size_t nbytes = shape_nbytes(shape, dtype, "tensor::empty");
+  return Tensor(std::make_shared<Storage>(nbytes, device), 0, shape, contiguous_strides(shape, format), dtype);
+}
+
+Tensor empty_like(const Tensor& t) {
+  check_defined(t, "tensor::empty_like");
+  if (t.numel() > 0 && t.is_non_overlapping_and_dense()) {
+    Shape strides = t.strides();
+    const Shape row_major = contiguous_strides(t.sizes());
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (t.size(d) == 1) strides[d] = row_major[d];  // a size-1 dim's stride is free: keep it sane
+    }
+    const size_t nbytes = shape_nbytes(t.sizes(), t.dtype(), "tensor::empty_like");
+    return Tensor(std::make_shared<Storage>(nbytes, t.device()), 0, t.sizes(), strides, t.dtype());
+  }
+  return empty(t.sizes(), t.dtype(), t.device(), suggest_memory_format(t));
+}
+
+Tensor zeros_like(const Tensor& t) { return empty_like(t).fill_(0.0); }
 
 Tensor arange(double end, DType dtype, Device device) { return arange(0, end, 1, dtype, device); }
 

@@ -18,6 +18,19 @@
 
 namespace tensor {
 
+// Note [Memory formats]
+// A memory format is a stride order of an ordinary tensor, never a new storage kind: the
+// shape stays [N x C x H x W] (or [N x C x D x H x W]) and only the strides change, as
+// PyTorch's torch.channels_last. Contiguous is row-major; ChannelsLast is NHWC for 4-d and
+// NDHWC for 5-d tensors (strides [HWC, 1, WC, C] and [DHWC, 1, HWC, WC, C]); other ranks
+// have no channels-last form and treat ChannelsLast as Contiguous. The cudnn twins keep a
+// channels-last input channels-last (cuDNN's NHWC kernels are faster, Tensor Cores want
+// them); nn modules accept any strides. A tensor with no elements is in every format.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+
+// The dense strides of `shape` in `format` (size-0 and size-1 dims count as 1).
+Shape contiguous_strides(const Shape& shape, MemoryFormat format = MemoryFormat::Contiguous);
+
 class Tensor {
  public:
   Tensor() = default;  // undefined: defined() is false
@@ -38,7 +51,11 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * itemsize(dtype_); }
   int64_t storage_offset() const { return offset_; }
   const StoragePtr& storage() const { return storage_; }
-  bool is_contiguous() const;
+  bool is_contiguous() const;  // row-major; true for every tensor without elements
+  bool is_contiguous(MemoryFormat format) const;
+  // No two elements share memory and the elements fill [raw_data(), + numel) exactly, in
+  // some order of the dims (contiguous, channels-last, a permuted dense view).
+  bool is_non_overlapping_and_dense() const;
   bool shares_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
   // Same storage, offset, sizes, strides and dtype: the very same view.
   bool is_same_view(const Tensor& o) const {
@@ -70,10 +87,12 @@ class Tensor {
   Tensor squeeze() const;
   Tensor expand(const Shape& shape) const;  // size-1 dims broadcast with stride 0
   Tensor contiguous() const;                // *this when already contiguous
+  Tensor contiguous(MemoryFormat format) const;  // *this when already in format, else a copy
   Tensor clone() const;                     // always a fresh contiguous copy
 
   // -- copies, devices, dtypes --
   Tensor& copy_(const Tensor& src);  // src broadcastable to this; any device and dtype
+  // to(): *this when already there; a channels-last tensor stays channels-last.
   Tensor to(Device device) const;     // *this when already there
   Tensor to(DType dtype) const;
   Tensor to(Device device, DType dtype) const;
@@ -82,6 +101,7 @@ class Tensor {
   // (the module output buffers rely on this to stop reallocating in steady state).
   Tensor& resize_(const Shape& shape);
   Tensor& resize_as_(const Tensor& other) { return resize_(other.sizes()); }
+  Tensor& resize_(const Shape& shape, MemoryFormat format);  // the same, dense in `format`
 
   // -- filling (in place) --
   Tensor& fill_(double value);
@@ -201,8 +221,14 @@ Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = D
 Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
 Tensor full(const Shape& shape, double value, DType dtype = DType::Float32,
             Device device = Device::cpu());
+Tensor empty(const Shape& shape, DType dtype, Device device, MemoryFormat format);
+// A tensor of t's shape, dtype and device; a dense t's strides are kept (PyTorch's
+// preserve_format), any other t gives suggest_memory_format(t).
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
+// ChannelsLast when t is a 4-d or 5-d tensor laid out channels-last (and not also
+// row-major, as a tensor with C == 1 or H == W == 1 can be), else Contiguous.
+MemoryFormat suggest_memory_format(const Tensor& t);
 Tensor arange(double end, DType dtype = DType::Float32, Device device = Device::cpu());
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
               Device device = Device::cpu());

@@ -20,6 +20,7 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <vector>
 
 #include "tensor/Cuda.h"
 #include "tensor/Kernels.h"
@@ -175,9 +176,16 @@ Layout<N> make_layout(const std::array<const Tensor*, N>& tensors, const char* o
   for (int k = 0; k < N; ++k) {
     layout.base[k] = static_cast<char*>(tensors[k]->raw_data());
   }
-  // Drop size-1 dims and merge a dim into the previous one where every operand allows it.
+  // Drop size-1 dims, visit the rest in operand 0's memory order (Note [Memory order] in
+  // CpuKernels.cpp: dense operands of one memory format merge into one flat dim) and merge
+  // a dim into the previous one where every operand allows it.
+  const Shape& out_strides = tensors[0]->strides();
+  std::vector<size_t> order;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
+    if (sizes[d] != 1) order.push_back(d);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return out_strides[a] > out_strides[b]; });
+  for (const size_t d : order) {
     int64_t stride[N];
     for (int k = 0; k < N; ++k) {
       stride[k] = tensors[k]->strides()[d] * static_cast<int64_t>(itemsize(tensors[k]->dtype()));
@@ -366,7 +374,7 @@ void fill(const Tensor& out, double value) {
 void copy(const Tensor& src, const Tensor& out) {
   if (out.numel() == 0) return;
   if (src.dtype() == out.dtype()) {
-    if (src.is_contiguous() && out.is_contiguous()) {
+    if (same_dense_layout(src, out)) {  // row-major, channels-last, ...: one block of bytes
       if (src.raw_data() == out.raw_data()) return;
       const int device = out.device().index;
       cuda::DeviceGuard guard(device);
