@@ -147,10 +147,10 @@ void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Crite
 }
 
 namespace {
-// cudnn.X for nn.X; a container (nn.Sequential, ...) holding twins keeps its nn type.
+// cudnn.X for nn.X; a container without a twin (nn.Sequential) holding twins keeps its nn type.
 bool is_twin_of(const nn::Module& twin, nn::Module& reference) {
-  if (reference.children()) return twin.type_name() == reference.type_name();
-  return twin.type_name() == "cudnn" + reference.type_name().substr(2);
+  if (twin.type_name() == "cudnn" + reference.type_name().substr(2)) return true;
+  return reference.children() && twin.type_name() == reference.type_name();
 }
 }  // namespace
 
