@@ -27,9 +27,9 @@ Shape Concat::outputShape(const std::vector<Tensor>& outputs) const {
     bool ok = static_cast<int64_t>(s.size()) == rank;
     for (int64_t k = 0; ok && k < rank; ++k) ok = k == d || s[k] == first[k];
     if (!ok) {
-      throw Error(where("updateOutput") + "expected the output of module " + std::to_string(i + 1) +
-                  " to match " + tensor::shape_str(first) + " (module 1) except in dimension " +
-                  std::to_string(d) + ", got " + tensor::shape_str(s));
+      throw Error(where("updateOutput") + "expected the output of module " + std::to_string(i + 1) + " to match " +
+                  tensor::shape_str(first) + " (module 1) except in dimension " + std::to_string(d) + ", got " +
+                  tensor::shape_str(s));
     }
     shape[d] += s[d];
   }
@@ -40,7 +40,8 @@ const Tensor& Concat::updateOutput(const Tensor& input) {
   if (modules.empty()) throw Error(where("updateOutput") + "expected at least one module, got none");
   std::vector<Tensor> outs(modules.size());
   for (size_t i = 0; i < modules.size(); ++i) {
-    outs[i] = rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(input); });
+    outs[i] =
+        rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(input); });
   }
   const Shape shape = outputShape(outs);
   dim_ = dimension < 0 ? dimension + static_cast<int64_t>(shape.size()) : dimension;
@@ -64,15 +65,16 @@ Tensor Concat::gradSlice(const Tensor& gradOutput, size_t i) const {
 template <class Step>
 void Concat::backwardPass(const Tensor& gradOutput, bool wantGradInput, Step step) {
   if (extents_.size() != modules.size()) {
-    throw Error(where("backward") + "expected a forward() first with the current " +
-                std::to_string(modules.size()) + " modules");
+    throw Error(where("backward") + "expected a forward() first with the current " + std::to_string(modules.size()) +
+                " modules");
   }
   if (gradOutput.sizes() != output.sizes()) {
     throw Error(where("backward") + "expected gradOutput of " + tensor::shape_str(output.sizes()) + ", got " +
                 tensor::shape_str(gradOutput.sizes()));
   }
   for (size_t i = 0; i < modules.size(); ++i) {
-    const Tensor g = rethrowErrors(i, [&]() -> const Tensor& { return step(child_at(*this, modules, i, "backward"), gradSlice(gradOutput, i)); });
+    const Tensor g = rethrowErrors(
+        i, [&]() -> const Tensor& { return step(child_at(*this, modules, i, "backward"), gradSlice(gradOutput, i)); });
     if (!wantGradInput) {
       gradInput = Tensor();  // Note [gradInput not needed] in Module.cpp
     } else if (i == 0) {
@@ -114,7 +116,8 @@ std::string Concat::str() const {
   // Torch's layout: children hang off a vertical rule between "input" and "output".
   std::string s = type_name() + " {\n  input";
   for (size_t i = 0; i < modules.size(); ++i) {
-    s += "\n    |`-> (" + std::to_string(i + 1) + "): " + indent_lines(child_at(*this, modules, i, "str").str(), "    |    ");
+    s += "\n    |`-> (" + std::to_string(i + 1) +
+         "): " + indent_lines(child_at(*this, modules, i, "str").str(), "    |    ");
   }
   return s + "\n     ... -> output\n}";
 }

@@ -61,9 +61,8 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool 
 }
 
 const Tensor& Residual::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  backwardPass(input, gradOutput, true, [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
-    return m.updateGradInput(x, g);
-  });
+  backwardPass(input, gradOutput, true,
+               [](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.updateGradInput(x, g); });
   return gradInput;
 }
 
@@ -75,9 +74,9 @@ void Residual::accGradParameters(const Tensor& input, const Tensor& gradOutput, 
 }
 
 void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
-  backwardPass(input, gradOutput, gradInputNeeded(), [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& {
-    return m.backward(x, g, scale);
-  });
+  backwardPass(
+      input, gradOutput, gradInputNeeded(),
+      [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.backward(x, g, scale); });
   // Note [Freeing intermediate gradients] in Container.cpp: summed into gradInput now
   if (freesIntermediateGradients()) {
     for (auto& m : modules) m->releaseGradInput();
@@ -87,7 +86,8 @@ void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, doubl
 std::string Residual::str() const {
   std::string s = type_name() + " {";
   if (!modules.empty()) s += "\n  block: " + indent_lines(child_at(*this, modules, 0, "str").str(), "  ");
-  s += "\n  shortcut: " + (modules.size() > 1 ? indent_lines(child_at(*this, modules, 1, "str").str(), "  ") : std::string("identity"));
+  s += "\n  shortcut: " +
+       (modules.size() > 1 ? indent_lines(child_at(*this, modules, 1, "str").str(), "  ") : std::string("identity"));
   return s + "\n}";
 }
 

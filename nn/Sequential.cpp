@@ -14,7 +14,8 @@ const Tensor& Sequential::updateOutput(const Tensor& input) {
   Tensor current = input;
   for (size_t i = 0; i < modules.size(); ++i) {
     inputs_[i] = current;
-    current = rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(current); });
+    current =
+        rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(current); });
   }
   output = current;
   return output;
@@ -23,8 +24,8 @@ const Tensor& Sequential::updateOutput(const Tensor& input) {
 template <class Step>
 void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release) {
   if (inputs_.size() != modules.size()) {
-    throw Error(where("backward") + "expected a forward() first with the current " +
-                std::to_string(modules.size()) + " modules");
+    throw Error(where("backward") + "expected a forward() first with the current " + std::to_string(modules.size()) +
+                " modules");
   }
   gradOutputs_.resize(modules.size());
   Tensor grad = gradOutput;
@@ -48,8 +49,7 @@ void Sequential::releaseGradInput() {
 
 const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   backwardPass(
-      input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) { return m.updateGradInput(in, g); },
-      false);
+      input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) { return m.updateGradInput(in, g); }, false);
   return gradInput;
 }
 
@@ -69,7 +69,8 @@ void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput
   }
   for (size_t i = modules.size(); i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
-    rethrowErrors(i, [&]() { child_at(*this, modules, i, "accGradParameters").accGradParameters(in, gradOutputs_[i], scale); });
+    rethrowErrors(
+        i, [&]() { child_at(*this, modules, i, "accGradParameters").accGradParameters(in, gradOutputs_[i], scale); });
   }
 }
 

@@ -48,8 +48,8 @@ namespace cudnn {
 //   - A graph plan is bound to shapes, strides and the handle: the key holds them all. Its
 //     operation computes op(...) alone (engines refuse other alpha/beta), so a call with other
 //     factors (the twins accumulate filter gradients, beta 1) runs it into a scratch buffer
-//     and blends that into the output with tensor ops. Pinned algorithms and the *_once policies (one algorithm for every shape, which a
-//     graph plan cannot be) stay legacy; conv.graph=false turns the graph engines off.
+//     and blends that into the output with tensor ops. Pinned algorithms and the *_once policies (one algorithm for
+//     every shape, which a graph plan cannot be) stay legacy; conv.graph=false turns the graph engines off.
 //   - Buffers not 16-byte aligned, a filter that is not contiguous, or a strided output with
 //     factors to blend take the legacy path.
 
@@ -91,9 +91,12 @@ template <ConvPass P>
 std::array<void*, 3> graph_pointers(const ConvCall& c, void* out) {
   auto* a = const_cast<void*>(c.a);
   auto* b = const_cast<void*>(c.b);
-  if constexpr (P == ConvPass::Forward) return {a, b, out};
-  else if constexpr (P == ConvPass::BackwardData) return {out, a, b};
-  else return {a, out, b};
+  if constexpr (P == ConvPass::Forward)
+    return {a, b, out};
+  else if constexpr (P == ConvPass::BackwardData)
+    return {out, a, b};
+  else
+    return {a, out, b};
 }
 
 template <ConvPass P>
@@ -108,8 +111,8 @@ struct Pass<ConvPass::Forward> {
     return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x, c.w, c.conv, c.y, n, got, out);
   }
   static cudnnStatus_t find(const ConvCall& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x, c.a, c.w, c.b, c.conv, c.y, scratch, n, got, out,
-                                                  ws, bytes);
+    return cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x, c.a, c.w, c.b, c.conv, c.y, scratch, n, got, out, ws,
+                                                  bytes);
   }
   static cudnnStatus_t workspace(const ConvCall& c, int algo, size_t* bytes) {
     return cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x, c.w, c.conv, c.y, static_cast<Algo>(algo), bytes);
@@ -129,11 +132,12 @@ struct Pass<ConvPass::BackwardData> {
     return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w, c.y, c.conv, c.x, n, got, out);
   }
   static cudnnStatus_t find(const ConvCall& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w, c.a, c.y, c.b, c.conv, c.x, scratch, n, got,
-                                                       out, ws, bytes);
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w, c.a, c.y, c.b, c.conv, c.x, scratch, n, got, out,
+                                                       ws, bytes);
   }
   static cudnnStatus_t workspace(const ConvCall& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w, c.y, c.conv, c.x, static_cast<Algo>(algo), bytes);
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w, c.y, c.conv, c.x, static_cast<Algo>(algo),
+                                                        bytes);
   }
   static cudnnStatus_t run(const ConvCall& c, int algo, void* ws, size_t bytes) {
     return cudnnConvolutionBackwardData(c.handle, c.alpha.ptr(), c.w, c.a, c.y, c.b, c.conv, static_cast<Algo>(algo),
@@ -174,8 +178,10 @@ cudnnStatus_t run_engine(const ConvCall& c, const graph::ConvEngine& e, void* ws
   const cudnnStatus_t st = e.run(c.handle, p[0], p[1], p[2], ws, pack, c.bias);
   if (st != CUDNN_STATUS_SUCCESS || plain) return st;
   Tensor target(out);
-  if (c.beta_value == 0) target.zero_();  // beta 0 ignores what out held, NaN included
-  else if (c.beta_value != 1) target.mul_(c.beta_value);
+  if (c.beta_value == 0)
+    target.zero_();  // beta 0 ignores what out held, NaN included
+  else if (c.beta_value != 1)
+    target.mul_(c.beta_value);
   target.add_(scratch, c.alpha_value);
   return st;
 }
@@ -221,9 +227,12 @@ bool retryable(cudnnStatus_t s) {
 
 std::string bytes_str(size_t b) {
   char buf[32];
-  if (b >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
-  else if (b >= (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
-  else std::snprintf(buf, sizeof buf, "%zu B", b);
+  if (b >= (size_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (size_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", b);
   return buf;
 }
 
@@ -243,18 +252,22 @@ cudnnDataType_t compute_type(DType dtype, std::optional<Precision> override_prec
   };
   switch (dtype) {
     case DType::Float64:
-      if (p == Precision::Float16 || p == Precision::Float32) return reject(p == Precision::Float16 ? "float16" : "float32");
+      if (p == Precision::Float16 || p == Precision::Float32)
+        return reject(p == Precision::Float16 ? "float16" : "float32");
       return CUDNN_DATA_DOUBLE;
     case DType::Float32:
-      if (p == Precision::Float16 || p == Precision::Float64) return reject(p == Precision::Float16 ? "float16" : "float64");
+      if (p == Precision::Float16 || p == Precision::Float64)
+        return reject(p == Precision::Float16 ? "float16" : "float64");
       return CUDNN_DATA_FLOAT;
     case DType::Float16:
       if (p == Precision::Float64) return reject("float64");
       return (p == Precision::AsInput || p == Precision::Float16) ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     case DType::BFloat16:
-      if (p == Precision::Float64 || p == Precision::Float16) return reject(p == Precision::Float64 ? "float64" : "float16");
+      if (p == Precision::Float64 || p == Precision::Float16)
+        return reject(p == Precision::Float64 ? "float64" : "float16");
       return CUDNN_DATA_FLOAT;  // cuDNN has no bfloat16 compute type
-    default: break;
+    default:
+      break;
   }
   return data_type(dtype);
 }
@@ -285,7 +298,7 @@ struct PassState {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // float32 after a float16-math fallback
   size_t ws = 0;
-  int once_algo = -1;  // legacy only: see Note [Candidates]
+  int once_algo = -1;                         // legacy only: see Note [Candidates]
   std::shared_ptr<graph::ConvEngine> engine;  // set when a graph engine ran
   graph::VariantPackCache pack;
 };
@@ -312,8 +325,8 @@ struct ConvPlan::Impl {
     return use_fastest() ? workspace_available() : std::min(config().workspace_limit, workspace_available());
   }
   template <ConvPass P>
-  ConvKey make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape,
-                   const ConvSpec& g, cudnnDataType_t compute, bool timed, bool graph) const;
+  ConvKey make_key(const Tensor& a, const Tensor& x_like, const Tensor& y_like, const Shape& w_shape, const ConvSpec& g,
+                   cudnnDataType_t compute, bool timed, bool graph) const;
   template <ConvPass P>
   std::vector<Candidate> candidates(const ConvCall& c, const AlgoSetting& setting, const ConvKey& key, bool timed,
                                     const ConvSpec& g, DType dtype, const std::string& what, std::string& policy);
@@ -339,8 +352,8 @@ struct ConvPlan::Impl {
 namespace {
 template <class Perf>
 Candidate to_candidate(const Perf& p) {
-  return Candidate{static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC,
-                   p.mathType, nullptr};
+  return Candidate{
+      static_cast<int>(p.algo), p.status, p.time, p.memory, p.determinism == CUDNN_DETERMINISTIC, p.mathType, nullptr};
 }
 
 // A pinned, remembered or last-resort algorithm as a candidate, when cuDNN takes it for
@@ -474,7 +487,8 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const
     if (perf[i].status == CUDNN_STATUS_SUCCESS) ranked.push_back(to_candidate(perf[i]));
   }
   // One list by time, graph engines and legacy algorithms alike.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& x, const Candidate& y) { return x.time < y.time; });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.time < y.time; });
   // Algorithms Find could not time inside the workspace keep their heuristic rank after it.
   for (const auto& p : out) {
     bool present = false;
@@ -556,10 +570,11 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
       skipped += std::string("; skipped ") + name + ": not deterministic";
       continue;
     }
-    if (dtype == DType::Float32 && cand.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;  // would round to float16
+    if (dtype == DType::Float32 && cand.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;  // would round to float16
     if (cand.memory > cap) {
-      skipped += std::string("; skipped ") + name + ": workspace " + bytes_str(cand.memory) + " > cap " + bytes_str(cap) +
-                 (use_fastest() ? " (free memory)" : " (workspace_limit or free memory)");
+      skipped += std::string("; skipped ") + name + ": workspace " + bytes_str(cand.memory) + " > cap " +
+                 bytes_str(cap) + (use_fastest() ? " (free memory)" : " (workspace_limit or free memory)");
       continue;
     }
     const cudnnMathType_t math = default_math(dtype) == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : cand.math;
@@ -671,8 +686,7 @@ std::vector<Candidate> ConvPlan::Impl::candidates(const ConvCall& c, const AlgoS
 
 template <ConvPass P>
 void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& x_like,
-                             const Tensor& y_like, const Shape& w_shape, const ConvSpec& g, double alpha,
-                             double beta) {
+                             const Tensor& y_like, const Shape& w_shape, const ConvSpec& g, double alpha, double beta) {
   using T = Pass<P>;
   const DType dtype = a.dtype();
   tensor::cuda::DeviceGuard guard(a.device().index);
@@ -744,10 +758,10 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
     cache_key.compute = compute;
     const int first = g.first();
     std::ostringstream what_os;
-    what_os << tensor::name(dtype) << (compute == CUDNN_DATA_HALF ? "(f16 math)" : "") << " x" << tensor::shape_str(x_like.sizes())
-            << " w" << tensor::shape_str(w_shape) << " stride " << g.stride[first] << "," << g.stride[first + 1]
-            << " pad " << g.pad[first] << "," << g.pad[first + 1] << " dilation " << g.dilation[first] << ","
-            << g.dilation[first + 1] << " groups " << g.groups;
+    what_os << tensor::name(dtype) << (compute == CUDNN_DATA_HALF ? "(f16 math)" : "") << " x"
+            << tensor::shape_str(x_like.sizes()) << " w" << tensor::shape_str(w_shape) << " stride " << g.stride[first]
+            << "," << g.stride[first + 1] << " pad " << g.pad[first] << "," << g.pad[first + 1] << " dilation "
+            << g.dilation[first] << "," << g.dilation[first + 1] << " groups " << g.groups;
     const std::string what = what_os.str();
 
     std::string policy;
@@ -764,8 +778,8 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
       compute = CUDNN_DATA_FLOAT;
       continue;
     }
-    throw tensor::Error(where_of(P) + "no algorithm could run for " + what + "; tried: " +
-                        (tried.empty() ? "none" : tried));
+    throw tensor::Error(where_of(P) + "no algorithm could run for " + what +
+                        "; tried: " + (tried.empty() ? "none" : tried));
   }
 }
 
@@ -785,10 +799,17 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
   std::optional<cudnnPointwiseMode_t> mode;
   if (act) {
     switch (*act) {
-      case Activation::Relu: mode = CUDNN_POINTWISE_RELU_FWD; break;
-      case Activation::Tanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
-      case Activation::Sigmoid: mode = CUDNN_POINTWISE_SIGMOID_FWD; break;
-      default: return false;
+      case Activation::Relu:
+        mode = CUDNN_POINTWISE_RELU_FWD;
+        break;
+      case Activation::Tanh:
+        mode = CUDNN_POINTWISE_TANH_FWD;
+        break;
+      case Activation::Sigmoid:
+        mode = CUDNN_POINTWISE_SIGMOID_FWD;
+        break;
+      default:
+        return false;
     }
   }
   auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0; };
@@ -816,13 +837,28 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
                                   .geometry = g,
                                   .bias = bias.defined(),
                                   .activation = mode};
-  ConvCall c{handle(),          nullptr, nullptr, nullptr, nullptr, x.raw_data(), w.raw_data(), y.raw_data(),
-             Scalar(1, dtype),  Scalar(0, dtype), y.nbytes(), x.device().index, &spec, &y, 1, 0,
+  ConvCall c{handle(),
+             nullptr,
+             nullptr,
+             nullptr,
+             nullptr,
+             x.raw_data(),
+             w.raw_data(),
+             y.raw_data(),
+             Scalar(1, dtype),
+             Scalar(0, dtype),
+             y.nbytes(),
+             x.device().index,
+             &spec,
+             &y,
+             1,
+             0,
              bias.defined() ? bias.raw_data() : nullptr};
   if (fused.valid && fused.key == key) {
     void* ws = fused.ws ? workspace(fused.ws) : nullptr;
     const cudnnStatus_t status = run_engine<P>(c, *fused.engine, ws, fused.pack);
-    if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnBackendExecute (fused)", __FILE__, __LINE__);
+    if (status != CUDNN_STATUS_SUCCESS)
+      detail::throw_cudnn_error(status, "cudnnBackendExecute (fused)", __FILE__, __LINE__);
     return true;
   }
   const std::string what = std::string("fused ") + tensor::name(dtype) + " x" + tensor::shape_str(x.sizes()) + " w" +
@@ -845,7 +881,8 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
     if (timed && !cands.empty()) {
       Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, x.device());
       cands = time_graph<P>(c, cands, workspace_cap(), scratch.raw_data());
-      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
+      std::stable_sort(cands.begin(), cands.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
     }
     std::lock_guard<std::mutex> lock(cache().mutex);
     cache().ranked[key] = cands;
@@ -926,7 +963,8 @@ bool ConvPlan::forward_fused(const Tensor& x, const Tensor& w, const Tensor& bia
   return impl_->forward_fused(x, w, bias, y, g, act);
 }
 
-void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha, double beta) {
+void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha,
+                       double beta) {
   impl_->execute<ConvPass::Forward>(x, w, y, x, y, w.sizes(), g, alpha, beta);
 }
 
@@ -981,17 +1019,18 @@ void add_bias_with(TensorDescriptor& yd, TensorDescriptor& bd, const Tensor& y, 
   const cudnnStatus_t st = cudnnAddTensor(handle(), Scalar(1, y.dtype()).ptr(), bd.set(b), b.raw_data(),
                                           Scalar(1, y.dtype()).ptr(), yd.set(y), y.raw_data());
   if (st == CUDNN_STATUS_SUCCESS) return;
-  if (!bias_unsupported(st, y.dtype(), "cudnnAddTensor")) detail::throw_cudnn_error(st, "cudnnAddTensor", __FILE__, __LINE__);
+  if (!bias_unsupported(st, y.dtype(), "cudnnAddTensor"))
+    detail::throw_cudnn_error(st, "cudnnAddTensor", __FILE__, __LINE__);
   Tensor(y).add_(b);
 }
 
-void backward_bias_with(TensorDescriptor& dyd, TensorDescriptor& dbd, const Tensor& dy, const Tensor& db,
-                        double alpha, double beta) {
+void backward_bias_with(TensorDescriptor& dyd, TensorDescriptor& dbd, const Tensor& dy, const Tensor& db, double alpha,
+                        double beta) {
   tensor::cuda::DeviceGuard guard(dy.device().index);
   const Tensor b = db.view(bias_shape(dy));
-  const cudnnStatus_t st = cudnnConvolutionBackwardBias(handle(), Scalar(alpha, dy.dtype()).ptr(), dyd.set(dy),
-                                                        dy.raw_data(), Scalar(beta, dy.dtype()).ptr(), dbd.set(b),
-                                                        b.raw_data());
+  const cudnnStatus_t st =
+      cudnnConvolutionBackwardBias(handle(), Scalar(alpha, dy.dtype()).ptr(), dyd.set(dy), dy.raw_data(),
+                                   Scalar(beta, dy.dtype()).ptr(), dbd.set(b), b.raw_data());
   if (st == CUDNN_STATUS_SUCCESS) return;
   if (!bias_unsupported(st, dy.dtype(), "cudnnConvolutionBackwardBias")) {
     detail::throw_cudnn_error(st, "cudnnConvolutionBackwardBias", __FILE__, __LINE__);
@@ -999,8 +1038,10 @@ void backward_bias_with(TensorDescriptor& dyd, TensorDescriptor& dbd, const Tens
   const int64_t C = dy.size(1);
   const Tensor sums = dy.reshape({dy.size(0), C, -1}).sum(2).sum(0);
   Tensor flat = db.view({C});
-  if (beta == 0) flat.zero_();  // beta 0 ignores what db held, NaN included
-  else if (beta != 1) flat.mul_(beta);
+  if (beta == 0)
+    flat.zero_();  // beta 0 ignores what db held, NaN included
+  else if (beta != 1)
+    flat.mul_(beta);
   flat.add_(sums, alpha);
 }
 }  // namespace
@@ -1049,10 +1090,17 @@ ConvSpec conv_spec(const ConvParams& p, const Shape& kerns) {
     const int k = static_cast<int>(kerns[2 + i]);
     g.k[d] = k;
     switch (p.border_mode.kind) {
-      case BorderMode::Kind::Valid: g.pad[d] = 0; break;
-      case BorderMode::Kind::Full: g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1); break;
-      case BorderMode::Kind::Half: g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1) / 2; break;
-      case BorderMode::Kind::Explicit: break;
+      case BorderMode::Kind::Valid:
+        g.pad[d] = 0;
+        break;
+      case BorderMode::Kind::Full:
+        g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1);
+        break;
+      case BorderMode::Kind::Half:
+        g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1) / 2;
+        break;
+      case BorderMode::Kind::Explicit:
+        break;
     }
   }
   if (p.border_mode.kind == BorderMode::Kind::Explicit) per_dim(p.border_mode.pad, "border_mode pads", g.pad, 0);

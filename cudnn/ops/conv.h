@@ -42,8 +42,8 @@ struct ConvParams {
   std::vector<int> dilation;   // empty: all 1
   int groups = 1;
   enum class Mode { Conv, Cross } conv_mode = Mode::Conv;
-  std::string algo;                      // empty: the conv.algo_* flag of the pass
-  std::optional<Precision> precision;    // empty: the conv.precision flag
+  std::string algo;                    // empty: the conv.algo_* flag of the pass
+  std::optional<Precision> precision;  // empty: the conv.precision flag
 };
 
 // Resolves params against a kernel shape into the convolution's settings.
@@ -88,8 +88,7 @@ class ConvPlan {
   std::string_view mode(ConvPass pass) const;  // the pass's flag value, "" when it follows the flag
 
   // out = alpha * op(...) + beta * out. Shapes must already agree (the ops above check).
-  void forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha = 1,
-               double beta = 0);
+  void forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha = 1, double beta = 0);
   void backward_data(const Tensor& w, const Tensor& dy, const Tensor& dx, const ConvSpec& g, double alpha = 1,
                      double beta = 0);
   void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvSpec& g, double alpha = 1,

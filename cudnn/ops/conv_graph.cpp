@@ -112,13 +112,20 @@ BackendDescriptor operation(const ConvGraphSpec& s, const BackendDescriptor& x, 
 
 const char* note_name(cudnnBackendNumericalNote_t n) {
   switch (n) {
-    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "tensor_core";
-    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "down_convert";
-    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "reduced_precision";
-    case CUDNN_NUMERICAL_NOTE_FFT: return "fft";
-    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "nondeterministic";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "winograd";
-    default: return nullptr;
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+      return "tensor_core";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
+      return "down_convert";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
+      return "reduced_precision";
+    case CUDNN_NUMERICAL_NOTE_FFT:
+      return "fft";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
+      return "nondeterministic";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+      return "winograd";
+    default:
+      return nullptr;
   }
 }
 
@@ -270,18 +277,19 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
         const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
         if (!seen.insert(index).second) continue;  // the best-ranked configuration of each engine
         cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-        const int64_t n_notes =
-            engine.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
+        const int64_t n_notes = engine.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                           CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
         cudnnBackendBehaviorNote_t behaviour[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-        const int64_t n_behaviour =
-            engine.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, behaviour);
+        const int64_t n_behaviour = engine.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, behaviour);
         std::vector<cudnnBackendNumericalNote_t> note_list(notes, notes + n_notes);
         // Inputs rounded to a narrower type would change the answer: never a candidate.
-        if (std::find(note_list.begin(), note_list.end(), CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) != note_list.end()) {
+        if (std::find(note_list.begin(), note_list.end(), CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) !=
+            note_list.end()) {
           continue;
         }
-        const bool runtime_compiled =
-            std::find(behaviour, behaviour + n_behaviour, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != behaviour + n_behaviour;
+        const bool runtime_compiled = std::find(behaviour, behaviour + n_behaviour,
+                                                CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != behaviour + n_behaviour;
         out.push_back(std::make_shared<ConvEngine>(objects, std::move(configs[i]), index, std::move(note_list),
                                                    runtime_compiled));
       }

@@ -34,8 +34,8 @@ struct ConvGraphSpec {
   cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
   Shape x_sizes, x_strides, w_sizes, w_strides, y_sizes, y_strides;
   ConvSpec geometry;
-  bool bias = false;                                 // forward only: y = conv + bias[1 x K x 1...]
-  std::optional<cudnnPointwiseMode_t> activation;    // forward only: then y = act(...)
+  bool bias = false;                               // forward only: y = conv + bias[1 x K x 1...]
+  std::optional<cudnnPointwiseMode_t> activation;  // forward only: then y = act(...)
 };
 
 // The uids the graph gives x, w, y and the bias; run() takes their pointers in this order.

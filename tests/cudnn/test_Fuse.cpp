@@ -4,6 +4,7 @@
 // cannot fuse alone, keep the printing, and come apart again with unfuse.
 #include <doctest/doctest.h>
 
+#include "cudnn/ELU.h"
 #include "cudnn/Fuse.h"
 #include "cudnn/ReLU.h"
 #include "cudnn/Sigmoid.h"
@@ -11,7 +12,6 @@
 #include "cudnn/SpatialDilatedConvolution.h"
 #include "cudnn/SpatialFullConvolution.h"
 #include "cudnn/Tanh.h"
-#include "cudnn/ELU.h"
 #include "cudnn/core/Config.h"
 #include "nn/ELU.h"
 #include "nn/ReLU.h"
@@ -44,8 +44,8 @@ std::shared_ptr<nn::Sequential> network() {
   return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
       std::make_shared<Conv>(3, 8, 3, 3, 1, 1, 1, 1), std::make_shared<ReLU>(), no_bias, std::make_shared<Tanh>(),
       std::make_shared<Dilated>(8, 8, 3, 3, 1, 1, 2, 2, 2, 2), std::make_shared<Sigmoid>(),
-      std::make_shared<Full>(8, 8, 3, 3, 1, 1, 1, 1), std::make_shared<ReLU>(),
-      std::make_shared<Conv>(8, 4, 1, 1), std::make_shared<ELU>()});
+      std::make_shared<Full>(8, 8, 3, 3, 1, 1, 1, 1), std::make_shared<ReLU>(), std::make_shared<Conv>(8, 4, 1, 1),
+      std::make_shared<ELU>()});
 }
 
 const cudnn::ConvPlan& plan_of(nn::Module& net, size_t i) {
