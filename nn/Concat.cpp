@@ -106,10 +106,7 @@ void Concat::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
 void Concat::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
   backwardPass(gradOutput, gradInputNeeded(),
                [&](Module& m, const Tensor& g) -> const Tensor& { return m.backward(input, g, scale); });
-  // Note [Freeing intermediate gradients] in Container.cpp: summed into gradInput now
-  if (freesIntermediateGradients()) {
-    for (auto& m : modules) m->releaseGradInput();
-  }
+  releaseChildGradInputs();  // summed into gradInput now
 }
 
 std::string Concat::str() const {

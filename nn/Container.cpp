@@ -34,6 +34,11 @@ void Container::setFreeIntermediateGradients(bool on) {
   }
 }
 
+void Container::releaseChildGradInputs() {
+  if (!freesIntermediateGradients()) return;
+  for (auto& m : modules) m->releaseGradInput();
+}
+
 ModulePtr Container::get(size_t index) const {
   if (index >= modules.size()) {
     throw Error(where("get") + "index " + std::to_string(index) + " out of range for " +

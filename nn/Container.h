@@ -27,6 +27,9 @@ class Container : public Module {
 
  protected:
   Container() = default;
+  // Under setFreeIntermediateGradients: releases every child's gradInput (Note [Freeing
+  // intermediate gradients] in Container.cpp); for containers that have summed them.
+  void releaseChildGradInputs();
   Container(Container&&) = default;
   // Whether child i is handed the container's input: all of them here (Concat, Residual, the
   // spatial transformer's localisation network), the first alone in a Sequential.

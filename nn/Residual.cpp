@@ -77,10 +77,7 @@ void Residual::backwardImpl(const Tensor& input, const Tensor& gradOutput, doubl
   backwardPass(
       input, gradOutput, gradInputNeeded(),
       [scale](Module& m, const Tensor& x, const Tensor& g) -> const Tensor& { return m.backward(x, g, scale); });
-  // Note [Freeing intermediate gradients] in Container.cpp: summed into gradInput now
-  if (freesIntermediateGradients()) {
-    for (auto& m : modules) m->releaseGradInput();
-  }
+  releaseChildGradInputs();  // summed into gradInput now
 }
 
 std::string Residual::str() const {

@@ -417,6 +417,38 @@ float time_on_stream(Run&& run) {
 // Graph plans held by the process-wide cache are released at shutdown, before the handles
 // they were built with (shutdown hooks run newest first, and the handles' hook came first).
 namespace {
+// Whether a call may offer graph engines (Note [Candidates]): graph engines allowed, a policy
+// that chooses per shape, a contiguous filter, nd+2-d tensors, and 16-byte-aligned buffers
+// (the alignment the graph's tensors declare).
+bool graph_eligible(const AlgoSetting& setting, const ConvSpec& g, const Tensor& x_like, const Tensor& w,
+                    const Tensor& y_like, std::initializer_list<const Tensor*> buffers) {
+  if (!config().conv_graph || setting.once() || setting.policy == AlgoSetting::Policy::Fixed || !w.is_contiguous() ||
+      x_like.dim() != g.nd + 2 || y_like.dim() != g.nd + 2) {
+    return false;
+  }
+  for (const Tensor* t : buffers) {
+    if (reinterpret_cast<uintptr_t>(t->raw_data()) % 16 != 0) return false;
+  }
+  return true;
+}
+
+graph::ConvGraphSpec graph_spec_of(ConvPass pass, DType dtype, cudnnDataType_t compute, const Tensor& x_like,
+                                   const Shape& w_shape, const Tensor& w, const Tensor& y_like, const ConvSpec& g,
+                                   bool bias = false, std::optional<cudnnPointwiseMode_t> activation = std::nullopt) {
+  return graph::ConvGraphSpec{.pass = pass,
+                              .data = data_type(dtype),
+                              .compute = compute,
+                              .x_sizes = x_like.sizes(),
+                              .x_strides = x_like.strides(),
+                              .w_sizes = w_shape,
+                              .w_strides = w.strides(),
+                              .y_sizes = y_like.sizes(),
+                              .y_strides = y_like.strides(),
+                              .geometry = g,
+                              .bias = bias,
+                              .activation = activation};
+}
+
 void release_algorithm_cache() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   cache().ranked.clear();
@@ -698,27 +730,12 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
   const cudnnDataType_t requested = compute_type(dtype, precision, P);
   // Graph engines: see Note [Candidates] for when they are offered.
   const Tensor& w = P == ConvPass::Forward ? b : P == ConvPass::BackwardData ? a : out;
-  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0; };
-  const bool graph = cfg.conv_graph && !setting.once() && setting.policy != AlgoSetting::Policy::Fixed &&
-                     w.is_contiguous() && x_like.dim() == g.nd + 2 && y_like.dim() == g.nd + 2 && aligned(a) &&
-                     aligned(b) && aligned(out) && ((alpha == 1 && beta == 0) || out.is_contiguous());
+  const bool graph = graph_eligible(setting, g, x_like, w, y_like, {&a, &b, &out}) &&
+                     ((alpha == 1 && beta == 0) || out.is_contiguous());
   const ConvKey key = make_key<P>(a, x_like, y_like, w_shape, g, requested, timed, graph);
   graph::ConvGraphSpec graph_spec;
   auto make_call = [&](cudnnDataType_t compute, cudnnMathType_t math) {
-    if (graph) {
-      graph_spec = graph::ConvGraphSpec{.pass = P,
-                                        .data = data_type(dtype),
-                                        .compute = compute,
-                                        .x_sizes = x_like.sizes(),
-                                        .x_strides = x_like.strides(),
-                                        .w_sizes = w_shape,
-                                        .w_strides = w.strides(),
-                                        .y_sizes = y_like.sizes(),
-                                        .y_strides = y_like.strides(),
-                                        .geometry = g,
-                                        .bias = false,
-                                        .activation = std::nullopt};
-    }
+    if (graph) graph_spec = graph_spec_of(P, dtype, compute, x_like, w_shape, w, y_like, g);
     return ConvCall{handle(),
                     x_desc.set(x_like, g.nd + 2),
                     y_desc.set(y_like, g.nd + 2),
@@ -812,10 +829,8 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
         return false;
     }
   }
-  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0; };
-  if (!cfg.conv_graph || setting.once() || setting.policy == AlgoSetting::Policy::Fixed || !w.is_contiguous() ||
-      x.dim() != g.nd + 2 || y.dim() != g.nd + 2 || !aligned(x) || !aligned(w) || !aligned(y) ||
-      (bias.defined() && (!bias.is_contiguous() || !aligned(bias)))) {
+  const Tensor& bias_or_x = bias.defined() ? bias : x;  // the buffers to align: bias when there is one
+  if (!graph_eligible(setting, g, x, w, y, {&x, &w, &y, &bias_or_x}) || (bias.defined() && !bias.is_contiguous())) {
     return false;
   }
   const DType dtype = x.dtype();
@@ -825,18 +840,7 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
   ConvKey key = make_key<P>(x, x, y, w.sizes(), g, compute, timed, true);
   key.fusion = 1 + (bias.defined() ? 1 : 0) + 2 * (mode ? 1 + static_cast<int32_t>(*mode) : 0);
   if (has_refused && fused_refused == key) return false;
-  const graph::ConvGraphSpec spec{.pass = P,
-                                  .data = data_type(dtype),
-                                  .compute = compute,
-                                  .x_sizes = x.sizes(),
-                                  .x_strides = x.strides(),
-                                  .w_sizes = w.sizes(),
-                                  .w_strides = w.strides(),
-                                  .y_sizes = y.sizes(),
-                                  .y_strides = y.strides(),
-                                  .geometry = g,
-                                  .bias = bias.defined(),
-                                  .activation = mode};
+  const graph::ConvGraphSpec spec = graph_spec_of(P, dtype, compute, x, w.sizes(), w, y, g, bias.defined(), mode);
   ConvCall c{handle(),
              nullptr,
              nullptr,
