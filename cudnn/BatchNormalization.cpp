@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "cudnn/core/Layout.h"
 #include "cudnn/kernels/BatchNorm.h"
 #include "nn/Buffers.h"
 
@@ -11,6 +12,12 @@ namespace cudnn::detail {
 
 namespace {
 std::string where_of(const nn::Module& m, const char* method) { return m.type_name() + "::" + method + ": "; }
+
+// What cuDNN is handed: [N x C x S] for row-major data; channels-last data as it is (4-d or
+// 5-d, NHWC strides), which cuDNN recognises as packed NHWC (Note [Channels-last twins]).
+Tensor as_cudnn(const Tensor& t, const Shape& s3, tensor::MemoryFormat format) {
+  return format == tensor::MemoryFormat::ChannelsLast ? t : t.view(s3);
+}
 
 // A constant [C] tensor of the statistics' dtype and device (affine = false).
 const Tensor& constant(Tensor& buf, const nn::BatchNormalization& m, double value) {
@@ -47,18 +54,19 @@ void BatchNormCompute::check(const nn::BatchNormalization& m, const Tensor& inpu
 
 void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l,
                                const Tensor& input) {
-  const Tensor x = input.contiguous();
-  nn::ensure(m.output, x.sizes(), x);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_format(input, format);
+  nn::ensure(m.output, x.sizes(), x, format);
   if (x.numel() == 0) return;
   const Shape s3{l.N, l.C, l.S};
   if (m.isTraining()) {
     nn::ensure(m.save_mean, {l.C}, m.running_mean);
     nn::ensure(m.save_invstd, {l.C}, m.running_mean);
-    plan_.forward_train(mode(m), x.view(s3), m.output.view(s3), gamma(m), beta(m), m.momentum, m.running_mean,
-                        m.running_var, m.eps, m.save_mean, m.save_invstd);
+    plan_.forward_train(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
+                        m.momentum, m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
   } else {
-    plan_.forward_inference(mode(m), x.view(s3), m.output.view(s3), gamma(m), beta(m), m.running_mean, m.running_var,
-                            m.eps);
+    plan_.forward_inference(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
+                            m.running_mean, m.running_var, m.eps);
   }
 }
 
@@ -68,15 +76,19 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   check_cuda(where_of(m, method), gradOutput, "gradOutput");
   m.checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && m.affine;
-  const Tensor x = input.contiguous();
-  const Tensor dy = gradOutput.contiguous();
-  if (wantGradInput) nn::ensure(m.gradInput, x.sizes(), x);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_format(input, format);
+  const Tensor dy = as_format(gradOutput, format);
+  if (wantGradInput) nn::ensure(m.gradInput, x.sizes(), x, format);
   if (x.numel() == 0 || (!wantGradInput && !wantParams)) return;
   const Shape s3{l.N, l.C, l.S};
-  const Tensor dx = wantGradInput ? m.gradInput.view(s3) : Tensor();
 
   if (!m.isTraining()) {
-    kernels::batch_norm_eval_backward(x.view(s3), dy.view(s3), dx, {l.N, l.C, l.S}, m.affine ? m.weight : Tensor(),
+    // x, dy and dx share one layout: the kernel takes its strides from the [N x C x S] view
+    const Tensor x3 = x.view(s3);
+    const kernels::BatchNormSizes sizes{l.N, l.C, l.S, x3.stride(0), x3.stride(1), x3.stride(2)};
+    const Tensor dx = wantGradInput ? m.gradInput.view(s3) : Tensor();
+    kernels::batch_norm_eval_backward(x3, dy.view(s3), dx, sizes, m.affine ? m.weight : Tensor(),
                                       m.running_mean, m.running_var, m.eps, wantParams ? m.gradWeight : Tensor(),
                                       wantParams ? m.gradBias : Tensor(), scale);
     return;
@@ -89,10 +101,11 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   }
   // cuDNN computes dx and both parameter gradients in one call; what the caller did not ask
   // for goes to scratch buffers.
-  const Tensor dxOut = wantGradInput ? dx : nn::ensure(scratchData_, s3, x);
+  const Tensor dxOut = wantGradInput ? m.gradInput : nn::ensure(scratchData_, x.sizes(), x, format);
   const Tensor dgamma = wantParams ? m.gradWeight : nn::ensure(scratchWeight_, {l.C}, m.running_mean);
   const Tensor dbeta = wantParams ? m.gradBias : nn::ensure(scratchBias_, {l.C}, m.running_mean);
-  plan_.backward(mode(m), x.view(s3), dy.view(s3), dxOut, gamma(m), dgamma, dbeta, wantParams ? scale : 1.0,
+  plan_.backward(mode(m), as_cudnn(x, s3, format), as_cudnn(dy, s3, format), as_cudnn(dxOut, s3, format), gamma(m),
+                 dgamma, dbeta, wantParams ? scale : 1.0,
                  wantParams ? 1.0 : 0.0, m.eps, m.save_mean, m.save_invstd);
 }
 

@@ -1,7 +1,9 @@
 // BatchNormalization.h: the cuDNN twin of nn::BatchNormalization, and cudnn::BatchNormBase,
 // the base it shares with cudnn::SpatialBatchNormalization and VolumetricBatchNormalization.
 // The input is viewed as [N x C x S] (nn's layout(); [C ...] single samples in evaluation as
-// N = 1); mode PER_ACTIVATION for [N x C], SPATIAL for the others, through one BatchNormPlan:
+// N = 1; channels-last data is handed over 4-d / 5-d with its NHWC strides and trains in
+// SPATIAL_PERSISTENT mode, Note [Channels-last twins] in cudnn/core/Layout.h); mode
+// PER_ACTIVATION for [N x C], SPATIAL for the others, through one BatchNormPlan:
 //   training     cudnnBatchNormalizationForwardTraining: batch statistics (biased variance),
 //                running = (1 - momentum) * running + momentum * stat (unbiased variance),
 //                in place; save_mean / save_invstd kept for backward;

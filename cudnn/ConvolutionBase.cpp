@@ -19,8 +19,12 @@
 // input runs as a batch of one (views, no copies). The module's algo names cuDNN's passes,
 // so a transposed module's forward runs under algo.bwdData. Each pass reads spec() once and
 // builds its error prefix ("cudnn.SpatialConvolution::updateOutput: ") only when throwing.
+// Activations keep a channels-last input's layout (Note [Channels-last twins] in
+// cudnn/core/Layout.h): x, y, dx and dy are handed to the plan with their NHWC strides; the
+// weight and its gradient stay row-major.
 #include "cudnn/ConvolutionBase.h"
 
+#include "cudnn/core/Layout.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
@@ -74,8 +78,9 @@ void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
   check_conv_input(m, method, input, m.weight);
   const ConvSpec s = m.spec();
   const Shape outShape = m.outputSizes(s, input.sizes(), method);
-  const Tensor x = as_batch(input.contiguous(), s.nd);
-  nn::ensure(m.output, outShape, x);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_batch(as_format(input, format), s.nd);
+  nn::ensure(m.output, outShape, x, format);
   const Tensor y = as_batch(m.output, s.nd);
   if (y.numel() == 0) return;  // an empty batch
   const Tensor w = m.weight.contiguous();
@@ -98,8 +103,9 @@ void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& inpu
   check_conv_grad(m, method, gradOutput, m.weight);
   const ConvSpec s = m.spec();
   m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
-  const Tensor dy = as_batch(gradOutput.contiguous(), s.nd);
-  nn::ensure(m.gradInput, input.sizes(), dy);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);
+  nn::ensure(m.gradInput, input.sizes(), dy, format);
   const Tensor dx = as_batch(m.gradInput, s.nd);
   if (dx.numel() == 0) return;
   const Tensor w = m.weight.contiguous();
@@ -120,8 +126,9 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   check_conv_grad(m, method, gradOutput, m.weight);
   const ConvSpec s = m.spec();
   m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
-  const Tensor x = as_batch(input.contiguous(), s.nd);
-  const Tensor dy = as_batch(gradOutput.contiguous(), s.nd);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_batch(as_format(input, format), s.nd);
+  const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);
   if (dy.numel() == 0) return;
   Tensor gw = m.gradWeight.contiguous();
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();

@@ -1,6 +1,7 @@
 // PointwiseBase.cpp: buffers (in place or not) around ActivationPlan, as nn::PointwiseBase.
 #include "cudnn/PointwiseBase.h"
 
+#include "cudnn/core/Layout.h"
 #include "cudnn/kernels/Activation.h"
 #include "nn/Buffers.h"
 
@@ -19,8 +20,10 @@ Activation mode_of(nn::PointwiseBase::Activation a) {
   return Activation::Relu;
 }
 
-// Element-wise work sees one flat, contiguous vector: any rank, one descriptor shape.
-Tensor flat(const Tensor& t) { return t.view({t.numel()}); }
+// Element-wise work sees one flat vector in memory order: any rank, one descriptor shape.
+// Every operand of a pass is dense in one memory format (row-major or channels-last: Note
+// [Channels-last twins]), so the flat vectors pair up element for element.
+Tensor flat(const Tensor& t) { return flat_view(t); }
 }  // namespace
 
 void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
@@ -28,38 +31,41 @@ void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
   if (m.inplace) {
     m.output = input;
     if (input.numel() == 0) return;
-    if (input.is_contiguous()) {
+    if (input.is_contiguous() || input.is_contiguous(activation_format(input))) {
       plan_.forward(mode, m.coef(), flat(input), flat(input));
     } else {
       // compute on a packed copy, then write through the caller's view
-      const Tensor packed = input.contiguous();
+      const Tensor packed = input.contiguous(activation_format(input));
       plan_.forward(mode, m.coef(), flat(packed), flat(packed));
       Tensor(input).copy_(packed);
     }
     return;
   }
-  const Tensor x = input.contiguous();
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_format(input, format);
   if (m.output.shares_storage(input)) m.output = Tensor();  // was in place: never write into the input
-  nn::ensure(m.output, x.sizes(), x);
+  nn::ensure(m.output, x.sizes(), x, format);
   if (x.numel() == 0) return;
   plan_.forward(mode, m.coef(), flat(x), flat(m.output));
 }
 
 void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput) {
   const Activation mode = mode_of(m.activation());
-  const Tensor y = m.output.contiguous();
+  // x, y, dy and dx share one layout: the output's (the input's, Note [Channels-last twins])
+  const tensor::MemoryFormat format = tensor::suggest_memory_format(m.output);
+  const Tensor y = as_format(m.output, format);
   // In place the input was overwritten by y: hand cuDNN y as x too (Note [In-place activation gradients]).
-  const Tensor x = m.inplace ? y : input.contiguous();
-  if (m.inplace && gradOutput.is_contiguous()) {
+  const Tensor x = m.inplace ? y : as_format(input, format);
+  if (m.inplace && gradOutput.is_contiguous(format)) {
     m.gradInput = gradOutput;
   } else {
     if (m.gradInput.shares_storage(gradOutput)) m.gradInput = Tensor();
-    nn::ensure(m.gradInput, gradOutput.sizes(), gradOutput);
+    nn::ensure(m.gradInput, gradOutput.sizes(), gradOutput, format);
   }
   if (y.numel() == 0) return;
-  const Tensor dy = gradOutput.contiguous();
+  const Tensor dy = as_format(gradOutput, format);
   if (m.inplace && mode == Activation::ClippedRelu) {
-    kernels::clipped_relu_backward_from_output(y, dy, m.gradInput, m.coef());
+    kernels::clipped_relu_backward_from_output(flat(y), flat(dy), flat(m.gradInput), m.coef());
     return;
   }
   plan_.backward(mode, m.coef(), flat(x), flat(y), flat(dy), flat(m.gradInput));

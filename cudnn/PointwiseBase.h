@@ -2,7 +2,8 @@
 // Sigmoid, ELU), cudnn.torch's Pointwise.lua: one ActivationPlan (cudnnActivationForward /
 // Backward) driven by the nn module's activation() and coef(). Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
-// x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase.
+// x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase. A channels-last
+// input gives channels-last output and gradInput (Note [Channels-last twins], core/Layout.h).
 // Note [In-place activation gradients]: cuDNN's backward reads y for sigmoid, tanh and ELU
 // (dx = dy * (y + alpha) where y <= 0) and x for relu and clipped relu. After an in-place
 // forward x holds y: relu is still right (y > 0 exactly where x > 0), clipped relu is not

@@ -1,6 +1,7 @@
 // PoolingBase.cpp: buffers and the batch-of-one view around PoolPlan, for every pooling twin.
 #include "cudnn/PoolingBase.h"
 
+#include "cudnn/core/Layout.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
@@ -14,10 +15,11 @@ Tensor batched(const Tensor& t, size_t spatial) {
 
 void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p) {
   ran_ = false;
-  const Tensor x = input.contiguous();
-  nn::ensure(m.output, outShape, x);
+  const tensor::MemoryFormat format = activation_format(input);  // Note [Channels-last twins]
+  const Tensor x = as_format(input, format);
+  nn::ensure(m.output, outShape, x, format);
   if (x.numel() > 0) plan_.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
-  if (private_output_) nn::ensure(y_, outShape, x).copy_(m.output);
+  if (private_output_) nn::ensure(y_, outShape, x, format).copy_(m.output);
   ran_ = true;
   if (shape_ != input.sizes() || dtype_ != input.dtype() || device_ != input.device()) {
     shape_ = input.sizes();
@@ -28,12 +30,14 @@ void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& ou
 }
 
 void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p) {
-  const Tensor x = input.contiguous();
-  const Tensor dy = gradOutput.contiguous();
-  nn::ensure(m.gradInput, x.sizes(), x);
+  const tensor::MemoryFormat format = activation_format(input);
+  const Tensor x = as_format(input, format);
+  const Tensor dy = as_format(gradOutput, format);
+  nn::ensure(m.gradInput, x.sizes(), x, format);
   if (x.numel() == 0) return;
   const size_t nd = p.ws.size();
-  const Tensor& y = private_output_ ? y_ : m.output;  // See Note [Pooling backward state]
+  // See Note [Pooling backward state]; y and dy share a descriptor, so one layout
+  const Tensor y = as_format(private_output_ ? y_ : m.output, format);
   plan_.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
 }
 

@@ -5,7 +5,9 @@
 // with Torch's semantics). Output sizes are the nn base's outputShape(), so always Torch's.
 // Max pooling is PoolMode::Max (max_deterministic under the deterministic flag); average
 // pooling AverageIncPad or AverageExcPad as count_include_pad says. float32, float64, float16
-// and bfloat16; [C x spatial] inputs run as a batch of one.
+// and bfloat16; [C x spatial] inputs run as a batch of one. Channels-last inputs keep their
+// layout (Note [Channels-last twins] in cudnn/core/Layout.h; the ceil-mode kernels go through
+// row-major copies).
 //
 // Note [Pooling backward state]: cuDNN's backward takes x, y and dy, so backward needs the
 // forward's input and output. Max pooling throws, as the nn module does, when backward's input

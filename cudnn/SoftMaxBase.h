@@ -1,7 +1,8 @@
 // SoftMaxBase.h: the shared base of the softmax twins (cudnn::SoftMax, LogSoftMax,
 // SpatialSoftMax, SpatialLogSoftMax, VolumetricSoftMax, VolumetricLogSoftMax): the nn base's
 // layout() {outer, channels, inner} is described as [outer x channels x inner x 1] and
-// cudnnSoftmaxForward/Backward run in CHANNEL mode over it, through one SoftmaxPlan.
+// cudnnSoftmaxForward/Backward run in CHANNEL mode over it, through one SoftmaxPlan. The
+// spatial variants keep a channels-last input's layout (Note [Channels-last twins]).
 // Algorithm: LOG for the log variants; ACCURATE (max subtracted) for the others, or FAST
 // (no max subtraction: exp overflows for inputs above ~88 in float32, ~11 in float16) after
 // fastMode(true), as cudnn.torch's CUDNN_SOFTMAX_FAST; the log variants ignore fastMode.

@@ -14,6 +14,15 @@ Tensor& ensure(Tensor& buf, const tensor::Shape& shape, const Tensor& like) {
   return buf;
 }
 
+Tensor& ensure(Tensor& buf, const tensor::Shape& shape, const Tensor& like, tensor::MemoryFormat format) {
+  if (!buf.defined() || buf.dtype() != like.dtype() || buf.device() != like.device()) {
+    buf = tensor::empty(shape, like.dtype(), like.device(), format);
+  } else if (buf.sizes() != shape || !buf.is_contiguous(format)) {
+    buf.resize_(shape, format);
+  }
+  return buf;
+}
+
 void check_float(const std::string& where, const Tensor& t, const char* what) {
   if (!t.defined()) throw tensor::Error(where + what + " is undefined");
   if (t.dtype() != tensor::DType::Float32 && t.dtype() != tensor::DType::Float64) {

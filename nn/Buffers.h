@@ -12,6 +12,10 @@ namespace nn {
 // Makes `buf` a contiguous tensor of `shape` with `like`'s dtype and device, reusing its
 // storage when it can (no allocation in steady state). Returns buf.
 tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like);
+// The same, dense in `format` (Note [Memory formats] in tensor/Tensor.h): the cudnn twins keep
+// a channels-last input's layout in their outputs and gradients.
+tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like,
+                       tensor::MemoryFormat format);
 
 // Throws "<where>expected float32 or float64 <what>, got <description>".
 void check_float(const std::string& where, const tensor::Tensor& t, const char* what = "input");

@@ -1,5 +1,6 @@
 // Residual.cpp: sums through tensor ops, so the container works on whatever device its
-// children's outputs live on.
+// children's outputs live on. The sums keep the block's layout (a channels-last block output
+// gives a channels-last output and gradInput: Note [Memory formats] in tensor/Tensor.h).
 #include "nn/Residual.h"
 
 #include "nn/Buffers.h"
@@ -32,7 +33,7 @@ const Tensor& Residual::updateOutput(const Tensor& input) {
                 " outputs of the same shape, got " + tensor::shape_str(y.sizes()) + " and " +
                 tensor::shape_str(s.sizes()));
   }
-  ensure(output, y.sizes(), y).copy_(y);
+  ensure(output, y.sizes(), y, tensor::suggest_memory_format(y)).copy_(y);
   output.add_(s);
   return output;
 }
@@ -52,7 +53,7 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool 
     gradInput = Tensor();
     return;
   }
-  ensure(gradInput, gb.sizes(), gb).copy_(gb);
+  ensure(gradInput, gb.sizes(), gb, tensor::suggest_memory_format(gb)).copy_(gb);
   if (modules.size() > 1) {
     gradInput.add_(rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); }));
   } else {

@@ -163,7 +163,7 @@ std::string Config::str() const {
          ",allow_tf32=" + b(allow_tf32) + ",workspace_limit=" + std::to_string(workspace_limit) +
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
          ",conv.algo_bwd_data=" + algo_bwd_data.name + ",conv.precision=" + precision_names[static_cast<int>(precision)] +
-         ",conv.graph=" + b(conv_graph);
+         ",conv.graph=" + b(conv_graph) + ",channels_last=" + b(channels_last);
 }
 
 namespace {
@@ -205,6 +205,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.algo_bwd_data = AlgoSetting::parse(ConvPass::BackwardData, value);
     } else if (key == "conv.graph") {
       next.conv_graph = parse_bool(key, value);
+    } else if (key == "channels_last") {
+      next.channels_last = parse_bool(key, value);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -222,7 +224,7 @@ void apply_flags(Config& next, const std::string& flags) {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph)");
+                          "conv.graph, channels_last)");
     }
   }
 }

@@ -15,6 +15,10 @@
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
 //   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
 //                      (Note [Candidates] in cudnn/ops/conv.cpp); false: legacy algorithms only
+//   channels_last      true/false (default): the twins run 4-d and 5-d activations channels-last
+//                      (NHWC / NDHWC), converting a row-major input once, where it enters;
+//                      false: they keep the layout they are given. See Note [Channels-last twins]
+//                      in cudnn/core/Layout.h
 #pragma once
 
 #include <cstddef>
@@ -78,6 +82,7 @@ struct Config {
   AlgoSetting algo_fwd, algo_bwd_filter, algo_bwd_data;
   Precision precision = Precision::AsInputF32;
   bool conv_graph = true;
+  bool channels_last = false;
 
   const AlgoSetting& algo(ConvPass pass) const;
   std::string str() const;  // the current flags, in CUDNN_NN_FLAGS syntax

@@ -25,7 +25,7 @@ __device__ inline T narrow(double v) {
 
 // One block per channel (blockIdx.x).
 template <class T, class P>
-__global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, int64_t N, int64_t C, int64_t S, const P* weight,
+__global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSizes s, const P* weight,
                                      const P* mean, const P* var, double eps, P* gradWeight, P* gradBias,
                                      double scale) {
   __shared__ double sum_dy[kThreads], sum_dyx[kThreads];
@@ -35,9 +35,9 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, int64_t N, 
   const double m = static_cast<double>(mean[c]);
   const bool params = gradWeight != nullptr;
   double a = 0, b = 0;
-  const int64_t total = N * S;
+  const int64_t total = s.N * s.S;
   for (int64_t i = threadIdx.x; i < total; i += kThreads) {
-    const int64_t idx = ((i / S) * C + c) * S + i % S;
+    const int64_t idx = (i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS;
     const double g = widen(dy[idx]);
     if (dx) dx[idx] = narrow<T>(g * dx_factor);
     if (params) {
@@ -74,6 +74,11 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
                               const tensor::Tensor& running_var, double eps, const tensor::Tensor& gradWeight,
                               const tensor::Tensor& gradBias, double scale) {
   if (s.N * s.C * s.S == 0 || (!dx.defined() && !gradWeight.defined())) return;
+  if (s.strideN == 0 && s.strideC == 0 && s.strideS == 0) {
+    s.strideN = s.C * s.S;
+    s.strideC = s.S;
+    s.strideS = 1;
+  }
   tensor::cuda::DeviceGuard guard(x.device().index);
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
   tensor::dispatch(x.dtype(), [&](auto tag) {
@@ -84,7 +89,7 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
       using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
       eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
           static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
-          dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s.N, s.C, s.S, ptr_or_null<P>(weight),
+          dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight),
           running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
           gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
       CUDA_CHECK_LAUNCH("batch_norm_eval_backward");

@@ -1,6 +1,6 @@
 // BatchNorm.h: batch normalisation's gradient in evaluation mode, which cuDNN has no call
 // for (its backward differentiates through the batch statistics). With the running
-// statistics fixed, per channel c of x, dy [N x C x S] (contiguous):
+// statistics fixed, per channel c of x, dy [N x C x S] (contiguous or strided, see BatchNormSizes):
 //   dx            = dy * weight[c] * invstd[c],   invstd[c] = 1 / sqrt(running_var[c] + eps)
 //   gradWeight[c] += scale * sum(dy * (x - running_mean[c]) * invstd[c])
 //   gradBias[c]   += scale * sum(dy)
@@ -14,8 +14,11 @@
 
 namespace cudnn::kernels {
 
+// x, dy and dx share one layout: element (n, c, s) at n*strideN + c*strideC + s*strideS
+// (0 strides: contiguous [N x C x S]; channels-last data has strides [S*C, 1, C]).
 struct BatchNormSizes {
   int64_t N, C, S;
+  int64_t strideN = 0, strideC = 0, strideS = 0;
 };
 
 void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy, const tensor::Tensor& dx,

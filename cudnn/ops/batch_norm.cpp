@@ -11,6 +11,17 @@ cudnnBatchNormMode_t cudnn_mode(BatchNormMode m) {
   return m == BatchNormMode::Spatial ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_PER_ACTIVATION;
 }
 
+// Training (forward and backward, which must agree): channels-last 16/32-bit data takes the
+// persistent NHWC kernels, as PyTorch does; NCHW data never does (that mode can overflow on
+// it). See Note [Channels-last twins] in cudnn/core/Layout.h.
+cudnnBatchNormMode_t training_mode(BatchNormMode m, const Tensor& x) {
+  if (m == BatchNormMode::Spatial && x.dtype() != DType::Float64 &&
+      tensor::suggest_memory_format(x) == tensor::MemoryFormat::ChannelsLast) {
+    return CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+  }
+  return cudnn_mode(m);
+}
+
 // [N x C] is described as [N x C x 1 x 1]; the parameter shape follows from the mode.
 Shape param_shape(const Tensor& x, BatchNormMode m) {
   Shape s(static_cast<size_t>(std::max<int64_t>(x.dim(), 4)), 1);
@@ -41,7 +52,7 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
   const DType t = x.dtype();
   const Shape ps = param_shape(x, mode);
   CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-      handle(), cudnn_mode(mode), Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(),
+      handle(), training_mode(mode, x), Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(),
       y_desc_.set(y), y.raw_data(), param_desc_.set(gamma.dtype(), ps),
       gamma.raw_data(), beta.raw_data(), factor, running_mean.defined() ? running_mean.raw_data() : nullptr,
       running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(), save_invstd.raw_data()));
@@ -67,7 +78,7 @@ void BatchNormPlan::backward(BatchNormMode mode, const Tensor& x, const Tensor& 
   const DType t = x.dtype();
   const Shape ps = param_shape(x, mode);
   CUDNN_CHECK(cudnnBatchNormalizationBackward(
-      handle(), cudnn_mode(mode), Scalar(1, t).ptr(), Scalar(0, t).ptr(), Scalar(alpha_param, t).ptr(),
+      handle(), training_mode(mode, x), Scalar(1, t).ptr(), Scalar(0, t).ptr(), Scalar(alpha_param, t).ptr(),
       Scalar(beta_param, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(dy), dy.raw_data(), y_desc_.get(),
       dx.raw_data(), param_desc_.set(gamma.dtype(), ps),
       gamma.raw_data(), dgamma.raw_data(), dbeta.raw_data(), epsilon, save_mean.raw_data(), save_invstd.raw_data()));

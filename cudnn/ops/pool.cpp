@@ -91,7 +91,13 @@ void PoolPlan::forward(const Tensor& x, const Tensor& y, const PoolParams& p) {
   const Resolved r = resolve(p, "cudnn::pool: ");
   tensor::cuda::DeviceGuard guard(x.device().index);
   if (needs_own_kernel(x, y, r)) {
-    kernels::pool_ceil_forward(x, y, p);
+    if (x.is_contiguous() && y.is_contiguous()) {
+      kernels::pool_ceil_forward(x, y, p);
+    } else {  // the ceil-mode kernels take row-major data: a channels-last pass goes through copies
+      Tensor packed = tensor::empty(y.sizes(), y.dtype(), y.device());
+      kernels::pool_ceil_forward(x.contiguous(), packed, p);
+      Tensor(y).copy_(packed);
+    }
     return;
   }
   pool_desc_.set(cudnn_mode(p.mode), r.nd, r.ws, r.pad, r.stride);
@@ -104,7 +110,13 @@ void PoolPlan::backward(const Tensor& x, const Tensor& y, const Tensor& dy, cons
   const Resolved r = resolve(p, "cudnn::pool_grad: ");
   tensor::cuda::DeviceGuard guard(x.device().index);
   if (needs_own_kernel(x, y, r)) {
-    kernels::pool_ceil_backward(x, dy, dx, p);
+    if (x.is_contiguous() && dy.is_contiguous() && dx.is_contiguous()) {
+      kernels::pool_ceil_backward(x, dy, dx, p);
+    } else {
+      Tensor packed = tensor::empty(dx.sizes(), dx.dtype(), dx.device());
+      kernels::pool_ceil_backward(x.contiguous(), dy.contiguous(), packed, p);
+      Tensor(dx).copy_(packed);
+    }
     return;
   }
   pool_desc_.set(cudnn_mode(p.mode), r.nd, r.ws, r.pad, r.stride);

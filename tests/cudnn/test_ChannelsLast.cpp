@@ -1,0 +1,312 @@
+// test_ChannelsLast.cpp: the cudnn twins on channels-last (NHWC / NDHWC) tensors (Note
+// [Channels-last twins] in cudnn/core/Layout.h): convolutions (strided, padded, grouped, 3-d),
+// batch norm (training, with the persistent NHWC kernels, and evaluation), pooling (cuDNN's
+// and the ceil-mode kernels), activations (in place too), the spatial softmax, Residual and a
+// small ResNet-like network, in float32 (TF32 off) and float16, against nn in float64 on the
+// row-major input. Every 4-d / 5-d output and gradInput must BE channels-last, so a layer that
+// silently goes back to NCHW fails. Then the switch (flag channels_last=true) on a row-major
+// input, against the row-major run of the same twins; and the tensor layer's element-wise
+// kernels on channels-last CUDA tensors.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+#include "convert/Convert.h"
+#include "cudnn/core/Config.h"
+#include "nn/Linear.h"
+#include "nn/ReLU.h"
+#include "nn/Residual.h"
+#include "nn/Sequential.h"
+#include "nn/Sigmoid.h"
+#include "nn/SpatialAveragePooling.h"
+#include "nn/SpatialBatchNormalization.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/SpatialMaxPooling.h"
+#include "nn/SpatialSoftMax.h"
+#include "nn/Tanh.h"
+#include "nn/View.h"
+#include "nn/VolumetricBatchNormalization.h"
+#include "nn/VolumetricConvolution.h"
+#include "tests/support/TwinCheck.h"
+
+using namespace tensor;
+using testing::TwinTolerance;
+
+namespace {
+
+const Device gpu = Device::cuda(0);
+using Builder = std::function<nn::ModulePtr()>;
+
+void compare(const std::string& what, const Tensor& got, const Tensor& want, double tol) {
+  INFO(what, ": twin ", got.description(), " vs nn ", want.description());
+  REQUIRE(got.sizes() == want.sizes());
+  CHECK_FALSE(has_nonfinite(got));
+  const double err = rel_norm_error(got, want);
+  INFO("relative error ", err, " (tolerance ", tol, ")");
+  CHECK(err <= tol);
+}
+
+// A 4-d / 5-d result of a channels-last pass must be channels-last (and not merely
+// ambiguous: the shapes used here have C > 1 and more than one position).
+void expect_channels_last(const std::string& what, const Tensor& t) {
+  if (t.dim() != 4 && t.dim() != 5) return;
+  INFO(what, " ", t.description(), " strides ", shape_str(t.strides()));
+  CHECK(t.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(suggest_memory_format(t) == MemoryFormat::ChannelsLast);
+}
+
+// Every module's output (and gradInput) below `m`, containers included.
+void expect_tree_channels_last(nn::Module& m, const std::string& path) {
+  expect_channels_last(path + m.type_name() + " output", m.output);
+  if (m.gradInput.defined()) expect_channels_last(path + m.type_name() + " gradInput", m.gradInput);
+  if (auto* c = dynamic_cast<nn::Container*>(&m)) {
+    for (size_t i = 0; i < c->modules.size(); ++i) expect_tree_channels_last(*c->modules[i], path + std::to_string(i) + ".");
+  }
+}
+
+struct Run {
+  Tensor output, gradInput;
+  std::vector<std::pair<std::string, Tensor>> grads, buffers;
+};
+
+// One forward and backward of `m` on `x` with gradOutput `g`, results copied out.
+Run run(nn::Module& m, const Tensor& x, const Tensor& g) {
+  m.zeroGradParameters();
+  Run r;
+  r.output = m.forward(x).clone();
+  r.gradInput = m.backward(x, g).clone();
+  for (auto& [name, t] : m.namedGradParameters()) r.grads.emplace_back(name, t.clone());
+  for (auto& [name, t] : m.namedBuffers()) r.buffers.emplace_back(name, t.clone());
+  return r;
+}
+
+void compare_runs(const Run& got, const Run& want, TwinTolerance tol) {
+  compare("output", got.output, want.output, tol.forward);
+  compare("gradInput", got.gradInput, want.gradInput, tol.backward);
+  REQUIRE(got.grads.size() == want.grads.size());
+  for (size_t i = 0; i < got.grads.size(); ++i) compare("grad of " + want.grads[i].first, got.grads[i].second, want.grads[i].second, tol.backward);
+  REQUIRE(got.buffers.size() == want.buffers.size());
+  for (size_t i = 0; i < got.buffers.size(); ++i) compare(want.buffers[i].first, got.buffers[i].second, want.buffers[i].second, tol.forward);
+}
+
+// nn (float64, CPU, row-major input) against the twins of the same network (GPU, `dtype`,
+// the input and gradOutput made channels-last). `rowMajorGrad`: hand the twins a row-major
+// gradOutput instead (converted once inside).
+void expect_channels_last_matches(const Builder& build, const Shape& shape, DType dtype, bool training,
+                                  uint64_t seed, bool rowMajorGrad = false) {
+  INFO("seed ", seed, ", ", name(dtype), ", ", training ? "training" : "evaluation", ", input ", shape_str(shape));
+  Generator gen(seed);
+  nn::ModulePtr ref = build();
+  nn::ModulePtr twin = nn::convert(build(), nn::Backend::cudnn);
+  INFO(twin->str());
+  ref->to(DType::Float64);
+  twin->to(gpu);
+  twin->to(dtype);
+  twin->loadStateDict(ref->stateDict());
+  if (training) {
+    ref->train();
+    twin->train();
+  } else {
+    ref->evaluate();
+    twin->evaluate();
+  }
+  const Tensor x = uniform(shape, -1, 1, gen, DType::Float64);
+  const Tensor y = ref->forward(x);
+  const Tensor g = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+  const Run want = run(*ref, x, g);
+
+  const Tensor xg = x.to(gpu, dtype).contiguous(MemoryFormat::ChannelsLast);
+  REQUIRE(suggest_memory_format(xg) == MemoryFormat::ChannelsLast);
+  const Tensor gg = rowMajorGrad ? g.to(gpu, dtype) : g.to(gpu, dtype).contiguous(MemoryFormat::ChannelsLast);
+  // the reference ran forward twice (running statistics): so does the twin
+  twin->forward(xg);
+  const Run got = run(*twin, xg, gg);
+  compare_runs(got, want, TwinTolerance::for_dtype(dtype));
+  expect_tree_channels_last(*twin, "");
+}
+
+void for_each_dtype(const std::function<void(DType)>& f) {
+  for (DType dt : {DType::Float32, DType::Float16}) f(dt);
+}
+
+template <class M, class... A>
+Builder make(A... args) {
+  return [=] { return nn::ModulePtr(std::make_shared<M>(args...)); };
+}
+
+nn::ModulePtr sequential(std::initializer_list<nn::ModulePtr> ms) { return std::make_shared<nn::Sequential>(ms); }
+
+// conv 3x3 - bn - relu - conv 3x3 - bn, plus a shortcut (1x1 strided conv + bn when the
+// shape changes), as ResNet's basic block.
+nn::ModulePtr basic_block(int64_t in, int64_t out, int64_t stride) {
+  nn::ModulePtr block = sequential({std::make_shared<nn::SpatialConvolution>(in, out, 3, 3, stride, stride, 1, 1),
+                                    std::make_shared<nn::SpatialBatchNormalization>(out),
+                                    std::make_shared<nn::ReLU>(true),
+                                    std::make_shared<nn::SpatialConvolution>(out, out, 3, 3, 1, 1, 1, 1),
+                                    std::make_shared<nn::SpatialBatchNormalization>(out)});
+  nn::ModulePtr shortcut;
+  if (in != out || stride != 1) {
+    shortcut = sequential({std::make_shared<nn::SpatialConvolution>(in, out, 1, 1, stride, stride),
+                           std::make_shared<nn::SpatialBatchNormalization>(out)});
+  }
+  return std::make_shared<nn::Residual>(block, shortcut);
+}
+
+nn::ModulePtr small_resnet() {
+  return sequential({std::make_shared<nn::SpatialConvolution>(3, 8, 3, 3, 1, 1, 1, 1),
+                     std::make_shared<nn::SpatialBatchNormalization>(8), std::make_shared<nn::ReLU>(true),
+                     std::make_shared<nn::SpatialMaxPooling>(3, 3, 2, 2, 1, 1), basic_block(8, 8, 1),
+                     std::make_shared<nn::ReLU>(), basic_block(8, 16, 2), std::make_shared<nn::ReLU>(),
+                     std::make_shared<nn::SpatialAveragePooling>(2, 2, 2, 2), std::make_shared<nn::View>(-1, 16 * 2 * 2),
+                     std::make_shared<nn::Linear>(16 * 2 * 2, 5)});
+}
+
+}  // namespace
+
+TEST_CASE("channels-last convolutions: plain, strided and padded, grouped, 1x1, no bias, 3-d") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for_each_dtype([](DType dt) {
+    expect_channels_last_matches(make<nn::SpatialConvolution>(3, 8, 3, 3), {2, 3, 9, 9}, dt, true, 5101);
+    expect_channels_last_matches(make<nn::SpatialConvolution>(8, 16, 3, 3, 2, 2, 1, 1), {2, 8, 9, 9}, dt, true, 5102);
+    expect_channels_last_matches(make<nn::SpatialConvolution>(8, 16, 3, 3, 1, 1, 1, 1, 4), {2, 8, 7, 7}, dt, true, 5103);
+    expect_channels_last_matches(make<nn::SpatialConvolution>(16, 8, 1, 1), {2, 16, 5, 6}, dt, true, 5104);
+    expect_channels_last_matches(
+        [] {
+          auto c = std::make_shared<nn::SpatialConvolution>(8, 8, 3, 3, 1, 1, 1, 1);
+          c->noBias();
+          return nn::ModulePtr(c);
+        },
+        {2, 8, 6, 6}, dt, true, 5105);
+    expect_channels_last_matches(make<nn::VolumetricConvolution>(4, 8, 3, 3, 3, 1, 1, 1, 1, 1, 1), {2, 4, 5, 5, 5},
+                                 dt, true, 5106);
+  });
+}
+
+TEST_CASE("channels-last convolution with a row-major gradOutput (converted once)") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  expect_channels_last_matches(make<nn::SpatialConvolution>(8, 16, 3, 3, 1, 1, 1, 1), {2, 8, 7, 7}, DType::Float32,
+                               true, 5107, true);
+}
+
+TEST_CASE("channels-last batch norm: training (persistent NHWC kernels) and evaluation, 2-d and 3-d") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for_each_dtype([](DType dt) {
+    for (bool training : {true, false}) {
+      expect_channels_last_matches(make<nn::SpatialBatchNormalization>(8), {4, 8, 5, 6}, dt, training, 5201);
+      expect_channels_last_matches(make<nn::SpatialBatchNormalization>(8, 1e-5, 0.1, false), {4, 8, 5, 6}, dt,
+                                   training, 5202);
+      expect_channels_last_matches(make<nn::VolumetricBatchNormalization>(6), {2, 6, 3, 4, 5}, dt, training, 5203);
+    }
+  });
+  expect_channels_last_matches(make<nn::SpatialBatchNormalization>(8), {4, 8, 5, 6}, DType::Float32, false, 5204, true);
+}
+
+TEST_CASE("channels-last pooling: max and average, padded, ceil mode (own kernels)") {
+  for_each_dtype([](DType dt) {
+    expect_channels_last_matches(make<nn::SpatialMaxPooling>(3, 3, 2, 2, 1, 1), {2, 8, 9, 9}, dt, true, 5301);
+    expect_channels_last_matches(make<nn::SpatialAveragePooling>(2, 2, 2, 2), {2, 8, 8, 6}, dt, true, 5302);
+    expect_channels_last_matches(make<nn::SpatialAveragePooling>(3, 3, 1, 1, 1, 1), {2, 8, 5, 5}, dt, true, 5303);
+    expect_channels_last_matches(
+        [] {
+          auto p = std::make_shared<nn::SpatialMaxPooling>(3, 3, 2, 2);
+          p->ceil();
+          return nn::ModulePtr(p);
+        },
+        {2, 8, 8, 8}, dt, true, 5304);
+  });
+}
+
+TEST_CASE("channels-last activations and the spatial softmax") {
+  for_each_dtype([](DType dt) {
+    expect_channels_last_matches(make<nn::ReLU>(), {2, 8, 5, 6}, dt, true, 5401);
+    expect_channels_last_matches(make<nn::ReLU>(true), {2, 8, 5, 6}, dt, true, 5402);
+    expect_channels_last_matches(make<nn::Tanh>(), {2, 8, 5, 6}, dt, true, 5403);
+    expect_channels_last_matches(make<nn::Sigmoid>(), {2, 8, 5, 6}, dt, true, 5404);
+    expect_channels_last_matches(make<nn::SpatialSoftMax>(), {2, 8, 5, 6}, dt, true, 5405);
+  });
+}
+
+TEST_CASE("channels-last Residual (identity and projection shortcuts) and a small ResNet") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for_each_dtype([](DType dt) {
+    expect_channels_last_matches([] { return basic_block(8, 8, 1); }, {2, 8, 6, 6}, dt, true, 5501);
+    expect_channels_last_matches([] { return basic_block(8, 16, 2); }, {2, 8, 6, 6}, dt, true, 5502);
+    expect_channels_last_matches(small_resnet, {4, 3, 16, 16}, dt, true, 5503);
+    expect_channels_last_matches(small_resnet, {4, 3, 16, 16}, dt, false, 5504);
+  });
+}
+
+TEST_CASE("the switch: channels_last=true runs a row-major input channels-last, with the row-major run's values") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    INFO(name(dt));
+    Generator gen(5601);
+    nn::ModulePtr ref = small_resnet();
+    nn::ModulePtr plain = nn::convert(small_resnet(), nn::Backend::cudnn);
+    nn::ModulePtr cl = nn::convert(small_resnet(), nn::Backend::cudnn);
+    ref->to(DType::Float64);
+    for (auto& m : {plain, cl}) {
+      m->to(gpu);
+      m->to(dt);
+      m->loadStateDict(ref->stateDict());
+    }
+    const Tensor x = uniform({4, 3, 16, 16}, -1, 1, gen, DType::Float64);
+    const Tensor g = uniform({4, 5}, -1, 1, gen, DType::Float64);
+    const Tensor xg = x.to(gpu, dt), gg = g.to(gpu, dt);
+    REQUIRE(xg.is_contiguous());
+    const Run want = run(*ref, x, g);
+    const Run rowMajor = run(*plain, xg, gg);
+    {
+      cudnn::ScopedConfig on("channels_last=true");
+      CHECK(cudnn::config().channels_last);
+      const Run got = run(*cl, xg, gg);
+      compare_runs(got, want, TwinTolerance::for_dtype(dt));
+      // the same twins, row-major: the layouts differ, the values agree as two runs of one dtype do
+      const TwinTolerance tight = dt == DType::Float32 ? TwinTolerance{1e-5, 1e-5} : TwinTolerance::for_dtype(dt);
+      compare_runs(got, rowMajor, tight);
+      CHECK(xg.is_contiguous());  // the caller's input is not touched
+      auto& seq = dynamic_cast<nn::Sequential&>(*cl);
+      CHECK(seq.modules[0]->gradInput.is_contiguous(MemoryFormat::ChannelsLast));
+      for (size_t i = 0; i + 2 < seq.modules.size(); ++i) expect_tree_channels_last(*seq.modules[i], std::to_string(i) + ".");
+    }
+    CHECK_FALSE(cudnn::config().channels_last);
+    auto& seq = dynamic_cast<nn::Sequential&>(*plain);
+    CHECK(seq.modules[0]->output.is_contiguous());  // off: the twins keep the row-major layout
+  }
+  cudnn::ScopedConfig bad("channels_last=false");
+  CHECK_THROWS_WITH_AS(cudnn::set_flags("channels_last=maybe"), doctest::Contains("channels_last"), Error);
+}
+
+TEST_CASE("tensor kernels on channels-last CUDA tensors: values, layouts, copies across devices") {
+  Generator gen(5701);
+  const Tensor a = uniform({2, 3, 4, 5}, -2, 2, gen);
+  const Tensor b = uniform({2, 3, 4, 5}, -2, 2, gen);
+  const Tensor ag = a.to(gpu).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor bg = b.to(gpu).contiguous(MemoryFormat::ChannelsLast);
+  CHECK(ag.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(max_abs_diff(ag, a) == 0);
+  CHECK(max_abs_diff(ag + bg, a + b) == 0);
+  CHECK(max_abs_diff(ag.mul(b.to(gpu)), a * b) == 0);
+  Tensor s = empty_like(ag);
+  CHECK(s.strides() == ag.strides());
+  s.copy_(ag);
+  s.add_(bg, 0.5);
+  CHECK(s.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(max_abs_diff(s, a.add(b, 0.5)) == 0);
+  s.fill_(2);
+  CHECK(s.sum().item() == 240);
+  // across devices and dtypes, keeping the layout
+  const Tensor back = ag.cpu();
+  CHECK(back.is_contiguous(MemoryFormat::ChannelsLast));
+  CHECK(max_abs_diff(back, a) == 0);
+  Tensor h = empty({2, 3, 4, 5}, DType::Float16, gpu, MemoryFormat::ChannelsLast);
+  h.copy_(a);
+  CHECK(max_abs_diff(h, a.to(DType::Float16)) == 0);
+  const Tensor cl_cpu = a.contiguous(MemoryFormat::ChannelsLast);
+  Tensor d = empty({2, 3, 4, 5}, DType::Float32, gpu);
+  d.copy_(cl_cpu);
+  CHECK(d.is_contiguous());
+  CHECK(max_abs_diff(d, a) == 0);
+  CHECK(empty({0, 3, 4, 5}, DType::Float32, gpu).contiguous().is_contiguous());
+}
