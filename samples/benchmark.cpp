@@ -14,7 +14,10 @@
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
 // cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
-//             [--step] [--input-grad]
+//             [--step] [--input-grad] [--channels-last]
+// --channels-last (cudnn): the input is made channels-last (NHWC / NDHWC) once, before any
+// timing, and the twins keep that layout throughout (Note [Channels-last twins] in
+// cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -65,6 +68,7 @@ struct Options {
   bool input_grad = false;  // compute the first module's gradInput (Torch's backward always did)
   bool fuse = false;        // cudnn::fuse the network (convolution + activation as one operation)
   bool keep_grad_inputs = false;  // keep every module's gradInput after backward (Torch's default)
+  bool channels_last = false;  // cudnn: run on a channels-last input
 };
 
 const char* kUsage =
@@ -88,7 +92,9 @@ const char* kUsage =
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
     "                    them once used, as PyTorch does; nn::Module::setFreeIntermediateGradients)\n"
     "  --fuse            cudnn::fuse the network: each convolution + activation pair as one cuDNN\n"
-    "                    graph operation (cudnn/Fuse.h)\n";
+    "                    graph operation (cudnn/Fuse.h)\n"
+    "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
+    "                    the cudnn layers then compute and keep that layout\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -124,12 +130,24 @@ Options parse(int argc, char** argv) {
     else if (flag == "--input-grad") o.input_grad = true;
     else if (flag == "--fuse") o.fuse = true;
     else if (flag == "--keep-grad-inputs") o.keep_grad_inputs = true;
+    else if (flag == "--channels-last") o.channels_last = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
   if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + " needs --backend cudnn");
   if (o.backend == "nn" && o.fuse) args.fail("--fuse needs --backend cudnn");
+  if (o.backend == "nn" && o.channels_last) args.fail("--channels-last needs --backend cudnn");
   return o;
+}
+
+// The benchmark's input in the layout asked for (one conversion, before any timing).
+Tensor in_layout(const Tensor& x, const Options& o) {
+  return o.channels_last ? x.contiguous(tensor::MemoryFormat::ChannelsLast) : x;
+}
+
+// A random gradOutput in the output's layout (channels-last outputs get channels-last ones).
+Tensor grad_like(const Tensor& y, tensor::Generator& gen, DType dtype, Device device) {
+  return tensor::uniform(y.sizes(), -1, 1, gen, dtype, device).contiguous(tensor::suggest_memory_format(y));
 }
 
 double median(std::vector<double> v) {
@@ -188,9 +206,9 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   net->setGradInputNeeded(o.input_grad);
   net->setFreeIntermediateGradients(!o.keep_grad_inputs);
   tensor::Generator gen(1);
-  const Tensor x = tensor::uniform(b.input, -1, 1, gen, dtype, device);
+  const Tensor x = in_layout(tensor::uniform(b.input, -1, 1, gen, dtype, device), o);
   const Tensor y = net->forward(x);
-  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, dtype, device);
+  const Tensor g = grad_like(y, gen, dtype, device);
   auto sync = [&] {
     if (device.is_cuda()) tensor::cuda::synchronize();
   };
@@ -234,7 +252,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     Tensor in = x;
     for (const nn::ModulePtr& m : *net->children()) {
       const Tensor out = m->forward(in);
-      const Tensor gm = tensor::uniform(out.sizes(), -1, 1, gen, dtype, device);
+      const Tensor gm = grad_like(out, gen, dtype, device);
       const double f = time_ms([&] { m->forward(in); });
       const double t = time_ms([&] {
         m->zeroGradParameters();
@@ -267,8 +285,8 @@ int run_data_parallel(const Options& o, const std::string& name) {
   net->to(dtype);
   net->train();
   tensor::Generator gen(1 + static_cast<uint64_t>(group->rank()));
-  const Tensor x = tensor::uniform(b.input, -1, 1, gen, dtype, device);
-  const Tensor g = tensor::uniform(net->forward(x).sizes(), -1, 1, gen, dtype, device);
+  const Tensor x = in_layout(tensor::uniform(b.input, -1, 1, gen, dtype, device), o);
+  const Tensor g = grad_like(net->forward(x), gen, dtype, device);
   auto step_ms = [&](nn::Module& model) {
     nn::SGD sgd(model, 0.01, 0.9);
     auto step = [&] {
@@ -335,7 +353,7 @@ int run(const Options& o) {
     device = Device::cuda(0);
 #ifdef CUDNN_NN_HAVE_CUDA
     if (!o.flags.empty()) cudnn::set_flags(o.flags);
-    std::printf("cudnn flags: %s\n", cudnn::config().str().c_str());
+    std::printf("cudnn flags: %s%s\n", cudnn::config().str().c_str(), o.channels_last ? " (input channels-last)" : "");
 #endif
   }
   const DType dtype = tensor::dtype_from_name(o.dtype);
@@ -385,6 +403,7 @@ int run(const Options& o) {
     doc.set("dtype", tensor::Json(o.dtype));
     doc.set("iterations", tensor::Json(o.iterations));
     doc.set("input_grad", tensor::Json(o.input_grad));
+    doc.set("channels_last", tensor::Json(o.channels_last));
 #ifdef CUDNN_NN_HAVE_CUDA
     if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
 #endif

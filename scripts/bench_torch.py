@@ -9,6 +9,11 @@ whole row (algorithm searches and CUDA-graph capture included), both in the JSON
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
+        [--channels-last]
+
+--channels-last runs the forward and fwd+bwd rows channels-last too (model and 4-D input in
+torch.channels_last), as convnet_benchmark --channels-last does; it is set by itself when
+ours ran with it (recorded in its JSON). The step rows are channels-last either way.
 
 --per-layer also times each top-level module alone on the input it sees in the network, as
 convnet_benchmark --per-layer does, and matches the rows with ours by position.
@@ -380,6 +385,8 @@ def main():
     ap.add_argument('--input-grad', action='store_true',
                     help="the input requires a gradient (set by itself when ours ran with --input-grad)")
     ap.add_argument('--step', action='store_true', help='also time the whole training step (set by ours\' step rows)')
+    ap.add_argument('--channels-last', action='store_true',
+                    help='forward and fwd+bwd rows channels-last (set by itself when ours ran with --channels-last)')
     ap.add_argument('--cpu', action='store_true', help='the Fashion-MNIST comparison on the CPU (see above)')
     ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
     ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
@@ -400,12 +407,14 @@ def main():
             doc = json.load(f)
         ours = {r['network']: r for r in doc['results']}
         input_grad = input_grad or doc.get('input_grad', True)  # older files: Torch's always-gradInput
+        args.channels_last = args.channels_last or doc.get('channels_last', False)
     args.input_grad = input_grad
     names = args.nets.split(',') if args.nets else (list(ours) or list(NETS))
     dtype = getattr(torch, args.dtype)
     dev = torch.device('cuda')
     print(f'torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}, '
-          f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}, input grad={input_grad}')
+          f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}, input grad={input_grad}, '
+          f'channels-last={args.channels_last}')
     print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} "
           f"{'ratio':>6}   {'torch MiB':>9} {'ours MiB':>8}")
     results = []
@@ -417,8 +426,10 @@ def main():
         torch.cuda.reset_peak_memory_stats()
         MEM.update(row=0, steady=0)
         torch.manual_seed(1)
-        model = make().to(dev, dtype).train()
-        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).requires_grad_(input_grad)
+        fmt = torch.channels_last if args.channels_last and len(shape) == 4 else torch.contiguous_format
+        model = make().to(dev, dtype).train().to(memory_format=fmt)
+        x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).contiguous(memory_format=fmt)
+        x.requires_grad_(input_grad)
         y = model(x)
         g = torch.rand_like(y) * 2 - 1
         with torch.no_grad():  # a forward pass keeps no graph, as ours keeps none
@@ -463,7 +474,7 @@ def main():
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'input_grad': input_grad,
-                       'results': results}, f, indent=2)
+                       'channels_last': args.channels_last, 'results': results}, f, indent=2)
 
 
 if __name__ == '__main__':
