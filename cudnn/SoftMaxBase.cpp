@@ -7,14 +7,18 @@
 namespace cudnn::detail {
 
 namespace {
-// [outer x channels x inner]; SoftmaxPlan describes it as [outer x channels x inner x 1]
-// (with a channels-last tensor's strides [inner*channels x 1 x channels], which cuDNN takes).
-Tensor as_3d(const Tensor& t, const nn::SoftMaxBase::Layout& l) { return t.view({l.outer, l.channels, l.inner}); }
+// [outer x channels x inner]; SoftmaxPlan describes it as [outer x channels x inner x 1].
+// Channels-last data goes as it is, 4-d with NHWC strides (the same softmax over dim 1).
+Tensor as_3d(const Tensor& t, const nn::SoftMaxBase::Layout& l) {
+  if (tensor::suggest_memory_format(t) == tensor::MemoryFormat::ChannelsLast) return t;
+  return t.view({l.outer, l.channels, l.inner});
+}
 
-// Channels-last stays channels-last where the softmax runs over dim 1 of a batched 4-d or
-// 5-d tensor (the spatial softmaxes); any other layout is made row-major.
+// Channels-last stays channels-last where the softmax runs over dim 1 of a batched 4-d
+// tensor (the spatial softmaxes; cuDNN describes it as NHWC); any other layout, the
+// volumetric ones' NDHWC included, is made row-major.
 tensor::MemoryFormat format_of(const Tensor& t, const nn::SoftMaxBase::Layout& l) {
-  const bool spatial = (t.dim() == 4 || t.dim() == 5) && l.outer == t.size(0) && l.channels == t.size(1);
+  const bool spatial = t.dim() == 4 && l.outer == t.size(0) && l.channels == t.size(1);
   return spatial ? activation_format(t) : tensor::MemoryFormat::Contiguous;
 }
 }  // namespace

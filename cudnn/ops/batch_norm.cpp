@@ -22,6 +22,19 @@ cudnnBatchNormMode_t training_mode(BatchNormMode m, const Tensor& x) {
   return cudnn_mode(m);
 }
 
+// call(mode) in training_mode(m, x); should cuDNN refuse the persistent mode for these
+// descriptors (NOT_SUPPORTED, BAD_PARAM), SPATIAL runs instead: it computes the same batch
+// statistics and keeps save_mean / save_invstd in the same form, so the passes may differ.
+template <class Call>
+cudnnStatus_t run_training(BatchNormMode m, const Tensor& x, Call&& call) {
+  const cudnnBatchNormMode_t mode = training_mode(m, x);
+  const cudnnStatus_t st = call(mode);
+  const bool refused = CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
+                       CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
+  if (mode == CUDNN_BATCHNORM_SPATIAL_PERSISTENT && refused) return call(cudnn_mode(m));
+  return st;
+}
+
 // [N x C] is described as [N x C x 1 x 1]; the parameter shape follows from the mode.
 Shape param_shape(const Tensor& x, BatchNormMode m) {
   Shape s(static_cast<size_t>(std::max<int64_t>(x.dim(), 4)), 1);
@@ -51,11 +64,13 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
   tensor::cuda::DeviceGuard guard(x.device().index);
   const DType t = x.dtype();
   const Shape ps = param_shape(x, mode);
-  CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-      handle(), training_mode(mode, x), Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(),
-      y_desc_.set(y), y.raw_data(), param_desc_.set(gamma.dtype(), ps),
-      gamma.raw_data(), beta.raw_data(), factor, running_mean.defined() ? running_mean.raw_data() : nullptr,
-      running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(), save_invstd.raw_data()));
+  CUDNN_CHECK(run_training(mode, x, [&](cudnnBatchNormMode_t m) {
+    return cudnnBatchNormalizationForwardTraining(
+        handle(), m, Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(y),
+        y.raw_data(), param_desc_.set(gamma.dtype(), ps), gamma.raw_data(), beta.raw_data(), factor,
+        running_mean.defined() ? running_mean.raw_data() : nullptr,
+        running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(), save_invstd.raw_data());
+  }));
 }
 
 void BatchNormPlan::forward_inference(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma,
@@ -77,11 +92,13 @@ void BatchNormPlan::backward(BatchNormMode mode, const Tensor& x, const Tensor& 
   tensor::cuda::DeviceGuard guard(x.device().index);
   const DType t = x.dtype();
   const Shape ps = param_shape(x, mode);
-  CUDNN_CHECK(cudnnBatchNormalizationBackward(
-      handle(), training_mode(mode, x), Scalar(1, t).ptr(), Scalar(0, t).ptr(), Scalar(alpha_param, t).ptr(),
-      Scalar(beta_param, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(dy), dy.raw_data(), y_desc_.get(),
-      dx.raw_data(), param_desc_.set(gamma.dtype(), ps),
-      gamma.raw_data(), dgamma.raw_data(), dbeta.raw_data(), epsilon, save_mean.raw_data(), save_invstd.raw_data()));
+  CUDNN_CHECK(run_training(mode, x, [&](cudnnBatchNormMode_t m) {
+    return cudnnBatchNormalizationBackward(
+        handle(), m, Scalar(1, t).ptr(), Scalar(0, t).ptr(), Scalar(alpha_param, t).ptr(),
+        Scalar(beta_param, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(dy), dy.raw_data(), y_desc_.get(),
+        dx.raw_data(), param_desc_.set(gamma.dtype(), ps), gamma.raw_data(), dgamma.raw_data(), dbeta.raw_data(),
+        epsilon, save_mean.raw_data(), save_invstd.raw_data());
+  }));
 }
 
 namespace {
