@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include "cudnn/core/Config.h"
+#include "cudnn/core/Layout.h"
 #include "tensor/DType.h"
 
 using namespace cudnn;
@@ -109,4 +110,35 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
   set_flags("workspace_limit=2G");
   CHECK(config().workspace_limit == size_t(2) << 30);
   config() = before;
+}
+
+TEST_CASE("channels_last flag: parsed, printed, and what activation_format makes of it") {
+  using tensor::MemoryFormat;
+  const tensor::Tensor nchw = tensor::empty({2, 3, 4, 5});
+  const tensor::Tensor nhwc = nchw.contiguous(MemoryFormat::ChannelsLast);
+  const tensor::Tensor ncdhw = tensor::empty({2, 3, 2, 4, 5});
+  const tensor::Tensor flat = tensor::empty({2, 3});
+  CHECK_FALSE(config().channels_last);
+  CHECK(config().str().find("channels_last=false") != std::string::npos);
+  // off: the twins keep the layout they are given
+  CHECK(activation_format(nchw) == MemoryFormat::Contiguous);
+  CHECK(activation_format(nhwc) == MemoryFormat::ChannelsLast);
+  CHECK(activation_format(ncdhw) == MemoryFormat::Contiguous);
+  CHECK(activation_format(flat) == MemoryFormat::Contiguous);
+  {
+    ScopedConfig on("channels_last=true");
+    CHECK(config().channels_last);
+    CHECK(config().str().find("channels_last=true") != std::string::npos);
+    // on: every 4-d and 5-d activation is computed channels-last; other ranks stay row-major
+    CHECK(activation_format(nchw) == MemoryFormat::ChannelsLast);
+    CHECK(activation_format(ncdhw) == MemoryFormat::ChannelsLast);
+    CHECK(activation_format(flat) == MemoryFormat::Contiguous);
+  }
+  CHECK_FALSE(config().channels_last);
+  CHECK_THROWS_WITH_AS(set_flags("channels_last=maybe"), "cudnn flags: channels_last expects true or false, got 'maybe'",
+                       tensor::Error);
+  // flat_view: a dense tensor's elements in memory order, a strided one refused
+  CHECK(flat_view(nhwc).sizes() == tensor::Shape{120});
+  CHECK(flat_view(nhwc).raw_data() == nhwc.raw_data());
+  CHECK_THROWS_AS(flat_view(nchw.narrow(3, 0, 2)), tensor::Error);
 }
