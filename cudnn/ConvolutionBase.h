@@ -4,9 +4,9 @@
 // parameters, as cross-correlation. Inputs of [C x spatial] or [batch x C x spatial] (2-d or
 // 3-d), float32, float64, float16 and bfloat16 (ConvPlan picks the compute type), any
 // strides (packed first; a 4-d / 5-d channels-last input stays channels-last, as do output
-// and gradInput: Note [Channels-last twins] in cudnn/core/Layout.h). The module's algo (setMode / fastest, nn::ConvAlgorithms) reaches
-// the plan parsed, once per change (ModulePlan). See Note [Convolution twins] in
-// ConvolutionBase.cpp.
+// and gradInput: Note [Channels-last twins] in cudnn/core/Layout.h). The module's algo
+// (setMode / fastest, nn::ConvAlgorithms) reaches the plan parsed, once per change
+// (ModulePlan). See Note [Convolution twins] in ConvolutionBase.cpp.
 #pragma once
 
 #include <optional>

@@ -69,7 +69,8 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
         handle(), m, Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(y),
         y.raw_data(), param_desc_.set(gamma.dtype(), ps), gamma.raw_data(), beta.raw_data(), factor,
         running_mean.defined() ? running_mean.raw_data() : nullptr,
-        running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(), save_invstd.raw_data());
+        running_var.defined() ? running_var.raw_data() : nullptr, epsilon, save_mean.raw_data(),
+        save_invstd.raw_data());
   }));
 }
 
