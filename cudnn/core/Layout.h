@@ -18,10 +18,11 @@ namespace cudnn {
 //   - the user hands the network x.contiguous(MemoryFormat::ChannelsLast);
 //   - config().channels_last (flag channels_last=true): the first twin that meets a 4-d or
 //     5-d row-major input converts it (one copy) and every later layer sees channels-last.
-// Convolution weights stay row-major [K x C x kH x kW] (the graph-API path describes NHWC
-// activations with NCHW filters; Note [Candidates] in cudnn/ops/conv.cpp). Batch norm trains
-// with CUDNN_BATCHNORM_SPATIAL_PERSISTENT on channels-last data (PyTorch's choice), never on
-// NCHW data, where that mode can overflow. Tensors of other ranks are always row-major.
+// Convolution weights stay row-major [K x C x kH x kW] parameters; the passes use a
+// channels-last copy (Note [Channels-last filters] in cudnn/ops/conv.cpp). Batch norm trains
+// channels-last data with CUDNN_BATCHNORM_SPATIAL_PERSISTENT through the Ex calls (PyTorch's
+// choice; Note [Channels-last batch norm through the Ex calls]), never NCHW data, where that
+// mode can overflow. Tensors of other ranks are always row-major.
 tensor::MemoryFormat activation_format(const tensor::Tensor& input);
 
 // `t` dense in `format`: t itself when it already is, else one copy.

@@ -32,7 +32,17 @@ class BatchNormPlan {
                 const Tensor& save_mean, const Tensor& save_invstd);
 
  private:
-  TensorDescriptor x_desc_, y_desc_, param_desc_;
+  // Channels-last training through the Ex calls (Note [Channels-last batch norm through the Ex
+  // calls] in batch_norm.cpp); false where cuDNN refuses them.
+  bool forward_train_ex(const Tensor& x, const Tensor& y, const Tensor& gamma, const Tensor& beta, double factor,
+                        const Tensor& running_mean, const Tensor& running_var, double epsilon, const Tensor& save_mean,
+                        const Tensor& save_invstd, const Shape& ps);
+
+  TensorDescriptor x_desc_, y_desc_, dx_desc_, param_desc_;
+  Tensor reserve_;                   // the Ex forward's reserve space, read by its backward
+  const void* reserve_x_ = nullptr;  // the x it belongs to (address and size); null: none
+  int64_t reserve_x_numel_ = 0;
+  size_t reserve_bytes_ = 0;
 };
 
 struct BatchNormTrainResult {
