@@ -20,8 +20,9 @@
 // so a transposed module's forward runs under algo.bwdData. Each pass reads spec() once and
 // builds its error prefix ("cudnn.SpatialConvolution::updateOutput: ") only when throwing.
 // Activations keep a channels-last input's layout (Note [Channels-last twins] in
-// cudnn/core/Layout.h): x, y, dx and dy are handed to the plan with their NHWC strides; the
-// weight and its gradient stay row-major.
+// cudnn/core/Layout.h): x, y, dx and dy are handed to the plan with their NHWC strides, and so
+// are a copy of the weight and the filter gradient before it is added (weight_in); the
+// parameters themselves stay row-major.
 #include "cudnn/ConvolutionBase.h"
 
 #include "cudnn/core/Layout.h"
@@ -73,6 +74,13 @@ void check_conv_grad(const nn::Module& m, const char* method, const Tensor& grad
   nn::check_matches(where, gradOutput, weight, "gradOutput");
 }
 
+Tensor ConvolutionCompute::weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format) {
+  if (format == tensor::MemoryFormat::Contiguous || m.weight.dim() < 4) return m.weight.contiguous();
+  if (m.weight.is_contiguous(format)) return m.weight;
+  nn::ensure(weightInFormat_, m.weight.sizes(), m.weight, format).copy_(m.weight);
+  return weightInFormat_;
+}
+
 void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
   const char* method = "updateOutput";
   check_conv_input(m, method, input, m.weight);
@@ -83,7 +91,7 @@ void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
   nn::ensure(m.output, outShape, x, format);
   const Tensor y = as_batch(m.output, s.nd);
   if (y.numel() == 0) return;  // an empty batch
-  const Tensor w = m.weight.contiguous();
+  const Tensor w = weight_in(m, format);
   plan_.sync(m, m.algo, method);
   with_where(m, method, [&] {
     if (fused && !m.transposed() && plan_->forward_fused(x, w, m.bias, y, s, fused)) return;
@@ -108,7 +116,7 @@ void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& inpu
   nn::ensure(m.gradInput, input.sizes(), dy, format);
   const Tensor dx = as_batch(m.gradInput, s.nd);
   if (dx.numel() == 0) return;
-  const Tensor w = m.weight.contiguous();
+  const Tensor w = weight_in(m, format);
   plan_.sync(m, m.algo, method);
   with_where(m, method, [&] {
     if (m.transposed()) {
@@ -130,18 +138,27 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   const Tensor x = as_batch(as_format(input, format), s.nd);
   const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);
   if (dy.numel() == 0) return;
-  Tensor gw = m.gradWeight.contiguous();
+  // channels-last activations: the filter gradient is taken channels-last, then added
+  const bool filterInFormat =
+      format != tensor::MemoryFormat::Contiguous && m.gradWeight.dim() >= 4 && !m.gradWeight.is_contiguous(format);
+  Tensor gw = filterInFormat ? nn::ensure(gradWeightInFormat_, m.gradWeight.sizes(), m.gradWeight, format)
+                             : m.gradWeight.contiguous();
+  const double gwAlpha = filterInFormat ? 1 : scale, gwBeta = filterInFormat ? 0 : 1;
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();
   plan_.sync(m, m.algo, method);
   with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_->backward_filter(dy, x, gw, s, scale, 1);
+      plan_->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
     } else {
-      plan_->backward_filter(x, dy, gw, s, scale, 1);
+      plan_->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);
     }
     if (gb.defined()) plan_->backward_bias(dy, gb, scale, 1);
   });
-  if (!gw.is_same_view(m.gradWeight)) m.gradWeight.copy_(gw);
+  if (filterInFormat) {
+    m.gradWeight.add_(gw, scale);
+  } else if (!gw.is_same_view(m.gradWeight)) {
+    m.gradWeight.copy_(gw);
+  }
   if (gb.defined() && !gb.is_same_view(m.gradBias)) m.gradBias.copy_(gb);
 }
 

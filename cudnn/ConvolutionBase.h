@@ -60,8 +60,14 @@ class ConvolutionCompute {
   const ConvPlan& plan() const { return plan_.get(); }
 
  private:
+  // The weight in the activations' layout: m.weight itself when row-major, else a copy in
+  // weightInFormat_ (Note [Channels-last filters] in cudnn/ops/conv.cpp).
+  Tensor weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format);
+
   ModulePlan plan_;
   ActivationPlan activation_;  // the unfused fallback's activation
+  Tensor weightInFormat_;      // channels-last copy of the weight (channels-last activations)
+  Tensor gradWeightInFormat_;  // the filter gradient in that layout, before it is added to gradWeight
 };
 
 // What cudnn::fuse sees of a convolution twin (the template's instances share no other base).

@@ -51,13 +51,15 @@ cudnnTensorDescriptor_t TensorDescriptor::set(DType dtype, const Shape& sizes) {
   return set(dtype, sizes, strides);
 }
 
-cudnnFilterDescriptor_t FilterDescriptor::set(DType dtype, const Shape& sizes) {
+cudnnFilterDescriptor_t FilterDescriptor::set(DType dtype, const Shape& sizes, bool channels_last) {
   cudnnFilterDescriptor_t d = get();
-  if (dtype == dtype_ && sizes == sizes_) return d;
+  if (dtype == dtype_ && sizes == sizes_ && channels_last == channels_last_) return d;
   std::vector<int> dims(sizes.begin(), sizes.end());
-  CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, data_type(dtype), CUDNN_TENSOR_NCHW, static_cast<int>(dims.size()), dims.data()));
+  CUDNN_CHECK(cudnnSetFilterNdDescriptor(d, data_type(dtype), channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                         static_cast<int>(dims.size()), dims.data()));
   dtype_ = dtype;
   sizes_ = sizes;
+  channels_last_ = channels_last;
   return d;
 }
 

@@ -76,11 +76,14 @@ class TensorDescriptor
 class FilterDescriptor
     : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor> {
  public:
-  cudnnFilterDescriptor_t set(DType dtype, const Shape& sizes);
+  // channels_last: the filter's memory is [K x kH x kW x C] (NHWC), as a channels-last
+  // activation's convolution wants it (Note [Channels-last filters] in cudnn/ops/conv.cpp).
+  cudnnFilterDescriptor_t set(DType dtype, const Shape& sizes, bool channels_last = false);
 
  private:
   DType dtype_ = DType::UInt8;
   Shape sizes_;
+  bool channels_last_ = false;
 };
 
 class ConvolutionDescriptor
