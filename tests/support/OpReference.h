@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensor/Tensor.h"
+#include "tests/support/ConvReference.h"
 
 namespace reference {
 
@@ -20,55 +21,30 @@ struct ConvSpec {
   bool flip = false;  // true convolution (Theano's conv_mode='conv')
 };
 
-// x [N x C x (D) x H x W], w [K x C/groups x (kD) x kH x kW] -> y [N x K x ...]
+// x [N x C x (D) x H x W], w [K x C/groups x (kD) x kH x kW] -> y [N x K x ...]: the twin
+// tests' direct loop (convref::conv in ConvReference.h), on float64 CPU copies, with the
+// kernel flipped first for a true convolution.
 inline Tensor conv(const Tensor& x_in, const Tensor& w_in, const ConvSpec& s) {
   const Tensor x = x_in.cpu().to(tensor::DType::Float64).contiguous();
-  const Tensor w = w_in.cpu().to(tensor::DType::Float64).contiguous();
-  const int nd = s.nd;
-  auto dim = [&](const Tensor& t, int i) { return i < 3 - nd ? 1 : t.size(2 + i - (3 - nd)); };
-  auto par = [&](const std::vector<int>& v, int i, int unused_dim_value) {
-    return i < 3 - nd ? unused_dim_value : v[i - (3 - nd)];
-  };
-  const int64_t N = x.size(0), C = x.size(1), K = w.size(0), G = s.groups, Cg = C / G, Kg = K / G;
-  int64_t in[3], k[3], out[3], p[3], st[3], dl[3];
-  for (int i = 0; i < 3; ++i) {
-    in[i] = dim(x, i);
-    k[i] = dim(w, i);
-    p[i] = par(s.pad, i, 0);
-    st[i] = par(s.stride, i, 1);
-    dl[i] = par(s.dilation, i, 1);
-    out[i] = (in[i] + 2 * p[i] - dl[i] * (k[i] - 1) - 1) / st[i] + 1;
+  Tensor w = w_in.cpu().to(tensor::DType::Float64).contiguous();
+  if (s.flip) {  // w[k, c, a, b, e] <- w[k, c, kA - 1 - a, kB - 1 - b, kE - 1 - e]
+    const int64_t outer = w.size(0) * w.size(1), taps = w.numel() / std::max<int64_t>(outer, 1);
+    Tensor flipped = w.clone();
+    const double* src = w.data<double>();
+    double* dst = flipped.data<double>();
+    // the spatial taps of one (k, c) pair are contiguous, and reversing all of them reverses
+    // each spatial dim at once
+    for (int64_t i = 0; i < outer; ++i) std::reverse_copy(src + i * taps, src + (i + 1) * taps, dst + i * taps);
+    w = flipped;
   }
-  Shape ys = {N, K};
-  for (int i = 3 - nd; i < 3; ++i) ys.push_back(out[i]);
-  Tensor y = tensor::zeros(ys, tensor::DType::Float64);
-  const double* xp = x.data<double>();
-  const double* wp = w.data<double>();
-  double* yp = y.data<double>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t kk = 0; kk < K; ++kk) {
-      const int64_t g = kk / Kg;
-      for (int64_t o0 = 0; o0 < out[0]; ++o0)
-        for (int64_t o1 = 0; o1 < out[1]; ++o1)
-          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
-            double acc = 0;
-            for (int64_t c = 0; c < Cg; ++c)
-              for (int64_t a = 0; a < k[0]; ++a)
-                for (int64_t b = 0; b < k[1]; ++b)
-                  for (int64_t e = 0; e < k[2]; ++e) {
-                    const int64_t i0 = o0 * st[0] - p[0] + a * dl[0];
-                    const int64_t i1 = o1 * st[1] - p[1] + b * dl[1];
-                    const int64_t i2 = o2 * st[2] - p[2] + e * dl[2];
-                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
-                    const int64_t wa = s.flip ? k[0] - 1 - a : a, wb = s.flip ? k[1] - 1 - b : b,
-                                  we = s.flip ? k[2] - 1 - e : e;
-                    acc += xp[(((n * C + g * Cg + c) * in[0] + i0) * in[1] + i1) * in[2] + i2] *
-                           wp[(((kk * Cg + c) * k[0] + wa) * k[1] + wb) * k[2] + we];
-                  }
-            yp[(((n * K + kk) * out[0] + o0) * out[1] + o1) * out[2] + o2] = acc;
-          }
-    }
-  return y;
+  convref::Params p;
+  p.groups = s.groups;
+  for (int i = 0; i < s.nd; ++i) {
+    p.pad.push_back(s.pad[i]);
+    p.stride.push_back(s.stride[i]);
+    p.dilation.push_back(s.dilation[i]);
+  }
+  return convref::conv(x, w, Tensor(), p);
 }
 
 // <a, b> in float64
