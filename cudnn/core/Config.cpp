@@ -81,6 +81,22 @@ size_t parse_bytes(const std::string& key, const std::string& v) {
   return static_cast<size_t>(n * scale);
 }
 
+// A non-negative whole number, all of `v`.
+size_t parse_count(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || v[0] == '-' || v[0] == '+') {
+    throw tensor::Error("cudnn flags: " + key + " expects a whole number of entries like 10000 (0: no limit), got '" +
+                        v + "'");
+  }
+  return static_cast<size_t>(n);
+}
+
 }  // namespace
 
 std::span<const ConvAlgorithm> conv_algorithms(ConvPass pass) {
@@ -162,8 +178,9 @@ std::string Config::str() const {
          ",fastest=" + b(fastest) + ",verbose=" + b(verbose) + ",deterministic=" + b(deterministic) +
          ",allow_tf32=" + b(allow_tf32) + ",workspace_limit=" + std::to_string(workspace_limit) +
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
-         ",conv.algo_bwd_data=" + algo_bwd_data.name + ",conv.precision=" + precision_names[static_cast<int>(precision)] +
-         ",conv.graph=" + b(conv_graph) + ",channels_last=" + b(channels_last);
+         ",conv.algo_bwd_data=" + algo_bwd_data.name +
+         ",conv.precision=" + precision_names[static_cast<int>(precision)] + ",conv.graph=" + b(conv_graph) +
+         ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",channels_last=" + b(channels_last);
 }
 
 namespace {
@@ -205,6 +222,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.algo_bwd_data = AlgoSetting::parse(ConvPass::BackwardData, value);
     } else if (key == "conv.graph") {
       next.conv_graph = parse_bool(key, value);
+    } else if (key == "conv.cache_limit") {
+      next.conv_cache_limit = parse_count(key, value);
     } else if (key == "channels_last") {
       next.channels_last = parse_bool(key, value);
     } else if (key == "conv.precision") {
@@ -224,7 +243,7 @@ void apply_flags(Config& next, const std::string& flags) {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph, channels_last)");
+                          "conv.graph, conv.cache_limit, channels_last)");
     }
   }
 }

@@ -15,6 +15,9 @@
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
 //   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
 //                      (Note [Candidates] in cudnn/ops/conv.cpp); false: legacy algorithms only
+//   conv.cache_limit   the most entries (pass, shape, layout, dtype, flags) the process-wide
+//                      cache of algorithm choices and graph plans keeps, dropping the least
+//                      recently used first (default 10000, as PyTorch's plan cache; 0: no limit)
 //   channels_last      true/false (default): the twins run 4-d and 5-d activations channels-last
 //                      (NHWC / NDHWC), converting a row-major input once, where it enters;
 //                      false: they keep the layout they are given. See Note [Channels-last twins]
@@ -82,6 +85,7 @@ struct Config {
   AlgoSetting algo_fwd, algo_bwd_filter, algo_bwd_data;
   Precision precision = Precision::AsInputF32;
   bool conv_graph = true;
+  size_t conv_cache_limit = 10000;
   bool channels_last = false;
 
   const AlgoSetting& algo(ConvPass pass) const;

@@ -13,6 +13,7 @@
 #include "cudnn/core/Handle.h"
 #include "cudnn/ops/conv_graph.h"
 #include "tensor/Cuda.h"
+#include "tensor/LruCache.h"
 
 namespace cudnn {
 
@@ -210,9 +211,21 @@ struct KeyHash {
   }
 };
 
+// Bounded by the flag conv.cache_limit (least recently used keys go first, each with its
+// graph plans once no pass still holds them): a network fed ever-new shapes would otherwise
+// grow it without end.
 struct AlgorithmCache {
   std::mutex mutex;
-  std::unordered_map<ConvKey, std::vector<Candidate>, KeyHash> ranked;
+  tensor::LruCache<ConvKey, std::vector<Candidate>, KeyHash> ranked;
+
+  const std::vector<Candidate>* find(const ConvKey& key) {
+    ranked.set_capacity(config().conv_cache_limit);
+    return ranked.find(key);
+  }
+  void put(const ConvKey& key, std::vector<Candidate> candidates) {
+    ranked.set_capacity(config().conv_cache_limit);
+    ranked.put(key, std::move(candidates));
+  }
 };
 
 AlgorithmCache& cache() {
@@ -719,12 +732,12 @@ std::vector<Candidate> ConvPlan::Impl::candidates(const ConvCall& c, const AlgoS
   }
   {
     std::lock_guard<std::mutex> lock(cache().mutex);
-    auto it = cache().ranked.find(key);
-    if (it != cache().ranked.end() && !it->second.empty()) return it->second;
+    const std::vector<Candidate>* found = cache().find(key);
+    if (found && !found->empty()) return *found;
   }
   std::vector<Candidate> ranked = rank<P>(c, timed, what);
   std::lock_guard<std::mutex> lock(cache().mutex);
-  cache().ranked[key] = ranked;
+  cache().put(key, ranked);
   return ranked;
 }
 
@@ -887,9 +900,8 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
   bool cached = false;
   {
     std::lock_guard<std::mutex> lock(cache().mutex);
-    auto it = cache().ranked.find(key);
-    if (it != cache().ranked.end()) {
-      cands = it->second;
+    if (const std::vector<Candidate>* found = cache().find(key)) {
+      cands = *found;
       cached = true;
     }
   }
@@ -904,7 +916,7 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
                        [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
     }
     std::lock_guard<std::mutex> lock(cache().mutex);
-    cache().ranked[key] = cands;
+    cache().put(key, cands);
   }
   std::string tried, skipped;
   for (const Candidate& cand : cands) {
@@ -998,6 +1010,11 @@ void ConvPlan::backward_filter(const Tensor& x, const Tensor& dy, const Tensor& 
 }
 
 void clear_algorithm_cache() { release_algorithm_cache(); }
+
+size_t algorithm_cache_size() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().ranked.size();
+}
 
 // ------------------------------------------------------------------------------ bias
 

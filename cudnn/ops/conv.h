@@ -133,5 +133,7 @@ Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& k
 
 // Clears the process-wide algorithm cache (benchmarks; tests of the policies).
 void clear_algorithm_cache();
+// Its entries (one per pass, shape, layout, dtype and flags), at most conv.cache_limit.
+size_t algorithm_cache_size();
 
 }  // namespace cudnn

@@ -82,9 +82,10 @@ TEST_CASE("the algorithm table: 3-D support, determinism and last resorts") {
 TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restores") {
   const Config before = config();
   {
-    ScopedConfig scoped("benchmark=true,fastest=1,verbose=false,deterministic=true,allow_tf32=false,"
-                        "workspace_limit=512M,conv.algo_fwd=small,conv.algo_bwd_data=time_on_shape_change,"
-                        "conv.precision=as_input,enabled=no_check,conv.graph=false");
+    ScopedConfig scoped(
+        "benchmark=true,fastest=1,verbose=false,deterministic=true,allow_tf32=false,"
+        "workspace_limit=512M,conv.algo_fwd=small,conv.algo_bwd_data=time_on_shape_change,"
+        "conv.precision=as_input,enabled=no_check,conv.graph=false,conv.cache_limit=64");
     const Config& c = config();
     CHECK(c.benchmark);
     CHECK(c.fastest);
@@ -97,12 +98,20 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
     CHECK(c.enabled == Enabled::NoCheck);
     CHECK_FALSE(c.conv_graph);
     CHECK(c.str().find("conv.graph=false") != std::string::npos);
+    CHECK(c.conv_cache_limit == 64);
+    CHECK(c.str().find("conv.cache_limit=64") != std::string::npos);
     CHECK(c.str().find("workspace_limit=536870912") != std::string::npos);
   }
   CHECK(config().str() == before.str());
   CHECK_THROWS_WITH_AS(set_flags("benchmark=maybe"), "cudnn flags: benchmark expects true or false, got 'maybe'", tensor::Error);
   CHECK_THROWS_WITH_AS(set_flags("workspace_limit=lots"), doctest::Contains("expects a byte count"), tensor::Error);
   CHECK_THROWS_WITH_AS(set_flags("colour=blue"), doctest::Contains("unknown key 'colour'"), tensor::Error);
+  for (const char* bad :
+       {"conv.cache_limit=-1", "conv.cache_limit=lots", "conv.cache_limit=10k", "conv.cache_limit="}) {
+    CHECK_THROWS_WITH_AS(set_flags(bad), doctest::Contains("conv.cache_limit expects a whole number of entries"),
+                         tensor::Error);
+  }
+  CHECK(config().conv_cache_limit == 10000);  // the default, as PyTorch's plan cache
   CHECK_THROWS_WITH_AS(set_flags("benchmark"), doctest::Contains("expected key=value"), tensor::Error);
   // a failed set_flags changes nothing
   CHECK_THROWS_AS(set_flags("benchmark=true,conv.precision=float8"), tensor::Error);

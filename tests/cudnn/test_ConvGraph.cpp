@@ -244,3 +244,31 @@ TEST_CASE("deterministic=true: graph engines too give bitwise-equal gradients") 
   CHECK(max_abs_diff(first.first, second.first) == 0);
   CHECK(max_abs_diff(first.second, second.second) == 0);
 }
+
+TEST_CASE("conv.cache_limit bounds the algorithm cache; a forgotten shape is searched again and computes the same") {
+  cudnn::ScopedConfig flags("allow_tf32=false,conv.cache_limit=3");
+  cudnn::clear_algorithm_cache();
+  Generator gen(47);
+  const Tensor w = uniform({4, 3, 3, 3}, -1, 1, gen, DType::Float64);
+  const Geometry geo;
+  cudnn::ConvParams p;
+  p.border_mode = cudnn::BorderMode::half();
+  p.conv_mode = cudnn::ConvParams::Mode::Cross;
+  std::vector<Tensor> xs;
+  for (int64_t side = 6; side < 11; ++side) xs.push_back(uniform({2, 3, side, side}, -1, 1, gen, DType::Float64));
+  auto check_one = [&](const Tensor& x) {
+    INFO("input ", shape_str(x.sizes()));
+    const Tensor y = cudnn::conv(x.to(gpu, DType::Float32), w.to(gpu, DType::Float32), p);
+    CHECK(rel_norm_error(y, reference::conv(x, w, geo.ref())) < 1e-5);
+  };
+  for (const Tensor& x : xs) check_one(x);  // five shapes, one forward key each
+  CHECK(cudnn::algorithm_cache_size() == 3);
+  check_one(xs[0]);  // forgotten: searched again
+  CHECK(cudnn::algorithm_cache_size() == 3);
+  {
+    cudnn::ScopedConfig unbounded("conv.cache_limit=0");
+    for (const Tensor& x : xs) check_one(x);
+    CHECK(cudnn::algorithm_cache_size() == 5);
+  }
+  cudnn::clear_algorithm_cache();
+}
