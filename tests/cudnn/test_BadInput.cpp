@@ -114,7 +114,13 @@ TEST_CASE("bad-input matrix (cudnn): a CPU input is an error for the twin; the n
 
 // The recurrent twins included: an empty batch never reaches cuDNN (Note [Empty RNN batches] in
 // cudnn/ops/rnn.cpp), and their final states and state gradients come out empty as nn's do.
-TEST_CASE("bad-input matrix (cudnn): an empty batch gives nn's empty output, gradInput and gradients") {
+namespace {
+// The empty-batch, non-contiguous and non-finite rows, with the cudnn flags `flags` in force:
+// as given, and again under channels_last=true, where every 4-d and 5-d activation is computed
+// channels-last (Note [Channels-last twins] in cudnn/core/Layout.h) and must still give nn's
+// shapes and values.
+void expect_empty_batches_match(const char* flags) {
+  cudnn::ScopedConfig scoped(flags);
   Generator gen(9);
   for (const ModuleSpec& s : module_table()) {
     for (bool training : {true, false}) {
@@ -154,7 +160,8 @@ TEST_CASE("bad-input matrix (cudnn): an empty batch gives nn's empty output, gra
   }
 }
 
-TEST_CASE("bad-input matrix (cudnn): a non-contiguous input gives nn's values (float64)") {
+void expect_noncontiguous_match(const char* flags) {
+  cudnn::ScopedConfig scoped(flags);
   Generator gen(7);
   const TwinTolerance tol = TwinTolerance::for_dtype(DType::Float64);
   for (const ModuleSpec& s : module_table()) {
@@ -176,8 +183,8 @@ TEST_CASE("bad-input matrix (cudnn): a non-contiguous input gives nn's values (f
   }
 }
 
-TEST_CASE("bad-input matrix (cudnn): NaN and +-Inf give nn's values element by element, forward and backward") {
-  cudnn::ScopedConfig flags("allow_tf32=false");
+void expect_nonfinite_match(const char* flags) {
+  cudnn::ScopedConfig scoped(flags);
   Generator gen(8);
   for (const ModuleSpec& s : module_table()) {
     INFO(s.type);
@@ -188,4 +195,23 @@ TEST_CASE("bad-input matrix (cudnn): NaN and +-Inf give nn's values element by e
     expect_same_nonfinite("output for an input NaN everywhere", twin->forward(nan.to(gpu, twin->output.dtype())),
                           ref->forward(nan), 1e-5);
   }
+}
+}  // namespace
+
+TEST_CASE("bad-input matrix (cudnn): an empty batch gives nn's empty output, gradInput and gradients") {
+  expect_empty_batches_match("");
+}
+
+TEST_CASE("bad-input matrix (cudnn): a non-contiguous input gives nn's values (float64)") {
+  expect_noncontiguous_match("");
+}
+
+TEST_CASE("bad-input matrix (cudnn): NaN and +-Inf give nn's values element by element, forward and backward") {
+  expect_nonfinite_match("allow_tf32=false");
+}
+
+TEST_CASE("bad-input matrix (cudnn) under channels_last=true: empty batches, non-contiguous and non-finite inputs") {
+  expect_empty_batches_match("channels_last=true");
+  expect_noncontiguous_match("channels_last=true");
+  expect_nonfinite_match("allow_tf32=false,channels_last=true");
 }
