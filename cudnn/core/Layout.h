@@ -22,7 +22,7 @@ namespace cudnn {
 // channels-last copy (Note [Channels-last filters] in cudnn/ops/conv.cpp). Batch norm trains
 // channels-last data with CUDNN_BATCHNORM_SPATIAL_PERSISTENT through the Ex calls (PyTorch's
 // choice; Note [Channels-last batch norm through the Ex calls]), never NCHW data, where that
-// mode can overflow. Tensors of other ranks are always row-major.
+// mode can overflow. Tensors of other ranks, and float64 tensors, are always computed row-major.
 tensor::MemoryFormat activation_format(const tensor::Tensor& input);
 
 // `t` dense in `format`: t itself when it already is, else one copy.

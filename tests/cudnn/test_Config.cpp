@@ -142,7 +142,11 @@ TEST_CASE("channels_last flag: parsed, printed, and what activation_format makes
     CHECK(activation_format(nchw) == MemoryFormat::ChannelsLast);
     CHECK(activation_format(ncdhw) == MemoryFormat::ChannelsLast);
     CHECK(activation_format(flat) == MemoryFormat::Contiguous);
+    // float64 stays row-major either way: cuDNN's NHWC kernels are for 16- and 32-bit data
+    CHECK(activation_format(nchw.to(tensor::DType::Float64)) == MemoryFormat::Contiguous);
+    CHECK(activation_format(nhwc.to(tensor::DType::Float64)) == MemoryFormat::Contiguous);
   }
+  CHECK(activation_format(nhwc.to(tensor::DType::Float64)) == MemoryFormat::Contiguous);
   CHECK_FALSE(config().channels_last);
   CHECK_THROWS_WITH_AS(set_flags("channels_last=maybe"),
                        "cudnn flags: channels_last expects true or false, got 'maybe'", tensor::Error);
