@@ -1130,10 +1130,10 @@ ConvSpec conv_spec(const ConvParams& p, const Shape& kerns) {
         g.pad[d] = 0;
         break;
       case BorderMode::Kind::Full:
-        g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1);
+        g.pad[d] = g.dilation[d] * (k - 1);  // in int64: no int overflow for huge dilations
         break;
       case BorderMode::Kind::Half:
-        g.pad[d] = static_cast<int>(g.dilation[d]) * (k - 1) / 2;
+        g.pad[d] = g.dilation[d] * (k - 1) / 2;
         break;
       case BorderMode::Kind::Explicit:
         break;
