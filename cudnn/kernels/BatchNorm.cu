@@ -62,6 +62,30 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSi
   }
 }
 
+// One block per channel (blockIdx.x); channels whose running mean is finite return at once.
+template <class T, class P>
+__global__ void repair_running_mean_kernel(const T* x, BatchNormSizes s, const P* previous, P* running_mean,
+                                           double factor) {
+  __shared__ double partial[kThreads];
+  const int64_t c = blockIdx.x;
+  if (isfinite(static_cast<double>(running_mean[c]))) return;  // uniform across the block
+  double sum = 0;
+  const int64_t total = s.N * s.S;
+  for (int64_t i = threadIdx.x; i < total; i += kThreads) {
+    sum += widen(x[(i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS]);
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double mean = partial[0] / static_cast<double>(total);
+    running_mean[c] = static_cast<P>((1 - factor) * static_cast<double>(previous[c]) + factor * mean);
+  }
+}
+
 template <class P>
 const P* ptr_or_null(const tensor::Tensor& t) {
   return t.defined() ? t.data<P>() : nullptr;
@@ -93,6 +117,24 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
           running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
           gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
       CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
+    }
+  });
+}
+
+void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& previous,
+                                    const tensor::Tensor& running_mean, double factor) {
+  if (s.N * s.C * s.S == 0) return;
+  tensor::cuda::DeviceGuard guard(x.device().index);
+  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
+  tensor::dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
+      throw tensor::Error("batch_norm_repair_running_mean: floating data expected, got " + x.description());
+    } else {
+      using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
+          static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
+      CUDA_CHECK_LAUNCH("batch_norm_repair_running_mean");
     }
   });
 }

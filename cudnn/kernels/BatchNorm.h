@@ -26,4 +26,13 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
                               const tensor::Tensor& running_var, double eps, const tensor::Tensor& gradWeight,
                               const tensor::Tensor& gradBias, double scale);
 
+// Note [Persistent batch norm and Inf]: cuDNN's channels-last (persistent) training forward
+// folds x into its mean with a running update, which turns a channel holding +-Inf into NaN;
+// nn's plain mean (and cuDNN's NCHW kernels) give +-Inf. For each channel c whose running_mean
+// came out NaN or +-Inf, this recomputes it from x and `previous` (a copy of running_mean taken
+// before the call): running_mean[c] = (1 - factor) * previous[c] + factor * mean(x[:, c]).
+// Finite channels are left alone; the check costs one read per channel.
+void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes sizes, const tensor::Tensor& previous,
+                                    const tensor::Tensor& running_mean, double factor);
+
 }  // namespace cudnn::kernels

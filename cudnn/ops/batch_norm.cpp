@@ -2,6 +2,7 @@
 #include "cudnn/ops/batch_norm.h"
 
 #include "cudnn/core/Handle.h"
+#include "cudnn/kernels/BatchNorm.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {
@@ -106,8 +107,22 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
   const DType t = x.dtype();
   const Shape ps = param_shape(x, mode);
   reserve_x_ = nullptr;
-  if (training_mode(mode, x) == CUDNN_BATCHNORM_SPATIAL_PERSISTENT &&
+  const bool persistent = training_mode(mode, x) == CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+  // Note [Persistent batch norm and Inf]: the persistent kernels' running update turns a channel
+  // holding +-Inf into NaN where nn's plain mean gives +-Inf; such channels are recomputed from
+  // the running mean held before the call.
+  const Tensor previous_mean = persistent && running_mean.defined() && running_mean.numel() > 0 && x.numel() > 0
+                                   ? running_mean.clone()
+                                   : Tensor();
+  const auto repair = [&] {
+    if (!previous_mean.defined()) return;
+    const int64_t N = x.size(0), C = x.size(1);
+    kernels::batch_norm_repair_running_mean(x, {N, C, x.numel() / (N * C), x.stride(0), x.stride(1), C}, previous_mean,
+                                            running_mean, factor);
+  };
+  if (persistent &&
       forward_train_ex(x, y, gamma, beta, factor, running_mean, running_var, epsilon, save_mean, save_invstd, ps)) {
+    repair();
     return;
   }
   CUDNN_CHECK(run_training(mode, x, [&](cudnnBatchNormMode_t m) {
@@ -118,6 +133,7 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
                                                   running_var.defined() ? running_var.raw_data() : nullptr, epsilon,
                                                   save_mean.raw_data(), save_invstd.raw_data());
   }));
+  repair();
 }
 
 void BatchNormPlan::forward_inference(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma,
