@@ -7,6 +7,7 @@
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
+#include "tests/support/NonFinite.h"
 #include "tests/support/OpReference.h"
 
 using namespace tensor;
@@ -329,4 +330,80 @@ TEST_CASE("float16 and bfloat16 convolutions, and 3-D algorithm fallbacks") {
   s3.pad = {1, 1, 1};
   cudnn::ConvParams p3 = p;
   CHECK(rel_norm_error(cudnn::conv(x3.to(gpu), w3.to(gpu), p3), reference::conv(x3, w3, s3)) < 1e-4);
+}
+
+// add_bias / backward_bias take the kernels of cudnn/kernels/Bias.cu for row-major and
+// channels-last data (Note [Bias kernels]); checked against float64 sums on the CPU for every
+// floating dtype, both layouts, long rows (the segmented sum), C not a multiple of 32, empty
+// batches, NaN and Inf in dy, and the alpha/beta rule (beta 0 ignores a NaN in db).
+TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha and beta, NaN and Inf, empty") {
+  Generator gen(131);
+  using MF = MemoryFormat;
+  const std::vector<std::pair<Shape, MF>> shapes = {
+      {{2, 5, 3}, MF::Contiguous},          {{3, 7, 4, 5}, MF::Contiguous},       {{3, 7, 4, 5}, MF::ChannelsLast},
+      {{2, 70, 3, 2}, MF::ChannelsLast},    {{2, 33, 2, 3, 2}, MF::ChannelsLast}, {{2, 3, 130, 41}, MF::Contiguous},
+      {{1, 3, 130, 141}, MF::ChannelsLast}, {{64, 40, 1, 1}, MF::ChannelsLast},   {{0, 4, 3, 3}, MF::Contiguous},
+      {{0, 4, 3, 3}, MF::ChannelsLast},     {{2, 1, 5, 5}, MF::ChannelsLast},
+  };
+  for (const DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    // unit roundoff of the dtype, and of the sums' accumulator (float32, float64 for float64)
+    const double u = dtype == DType::Float64   ? 0x1p-53
+                     : dtype == DType::Float32 ? 0x1p-24
+                     : dtype == DType::Float16 ? 0x1p-11
+                                               : 0x1p-8;
+    const double u_acc = dtype == DType::Float64 ? 0x1p-53 : 0x1p-24;
+    for (const auto& [shape, format] : shapes) {
+      const int64_t N = shape[0], C = shape[1],
+                    S = shape.size() == 3 ? shape[2] : shape[2] * shape[3] * (shape.size() == 5 ? shape[4] : 1);
+      INFO(tensor::name(dtype), " ", format == MF::ChannelsLast ? "channels-last " : "row-major ", shape_str(shape));
+      // values rounded to dtype first, so the float64 reference sums what the GPU sums
+      Tensor host = uniform(shape, -1, 1, gen).to(dtype).to(DType::Float64);
+      if (N > 0 && C > 1) {
+        host.data<double>()[0] = std::numeric_limits<double>::infinity();   // channel 0: +Inf
+        host.data<double>()[S] = std::numeric_limits<double>::quiet_NaN();  // channel 1: NaN
+      }
+      const Tensor dy = host.to(dtype).to(gpu).contiguous(format);
+      REQUIRE(dy.is_contiguous(format));
+      std::vector<double> sums(static_cast<size_t>(C), 0.0);
+      double sum_abs = 0;  // the largest channel's sum of magnitudes (finite terms)
+      for (int64_t c = 0; c < C; ++c) {
+        double a = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t s = 0; s < S; ++s) {
+            const double v = host.data<double>()[(n * C + c) * S + s];
+            sums[static_cast<size_t>(c)] += v;
+            if (std::isfinite(v)) a += std::abs(v);
+          }
+        }
+        sum_abs = std::max(sum_abs, a);
+      }
+      const Tensor db0 = uniform({C}, -1, 1, gen).to(dtype).to(DType::Float64);
+      for (const auto& [alpha, beta] : std::vector<std::pair<double, double>>{{1, 0}, {0.5, 1}, {2, -0.5}}) {
+        INFO("alpha ", alpha, " beta ", beta);
+        Tensor start = db0.clone();
+        if (beta == 0) start.data<double>()[0] = std::numeric_limits<double>::quiet_NaN();  // ignored
+        const Tensor db = start.to(dtype).to(gpu);
+        cudnn::backward_bias(dy, db, alpha, beta);
+        std::vector<double> want(static_cast<size_t>(C));
+        double largest = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          const double s = sums[static_cast<size_t>(c)];
+          want[static_cast<size_t>(c)] = alpha * s + (beta == 0 ? 0.0 : beta * db0.data<double>()[c]);
+          if (std::isfinite(want[static_cast<size_t>(c)]))
+            largest = std::max(largest, std::abs(want[static_cast<size_t>(c)]));
+        }
+        // the result's rounding to dtype, plus the accumulation's error (bounded loosely by the
+        // sum of magnitudes: about 0.04 for 18330 float32-accumulated terms, so a lost term shows)
+        testing::expect_values("db", db.cpu(), want, u * (largest + 1) + 64 * u_acc * std::abs(alpha) * sum_abs);
+      }
+      const Tensor bias_host = uniform({C}, -1, 1, gen).to(dtype).to(DType::Float64);
+      const Tensor y = dy.clone().contiguous(format);
+      cudnn::add_bias(y, bias_host.to(dtype).to(gpu));
+      CHECK(y.is_contiguous(format));
+      std::vector<double> want(static_cast<size_t>(N * C * S));
+      for (int64_t i = 0; i < N * C * S; ++i)
+        want[static_cast<size_t>(i)] = host.data<double>()[i] + bias_host.data<double>()[(i / S) % C];
+      testing::expect_values("y + bias", y.cpu().contiguous(), want, 2 * u * 2);  // |y + bias| <= 2
+    }
+  }
 }

@@ -1,0 +1,20 @@
+// Bias.h: a convolution's bias, added to its output and summed out of its gradient, for the
+// two dense layouts the cudnn convolutions produce (row-major NC..., and channels-last
+// N...C). cuDNN's cudnnAddTensor and cudnnConvolutionBackwardBias ran far below the memory
+// bandwidth on large outputs (Note [Bias kernels] in Bias.cu); these kernels read dy once.
+// Both return false, having done nothing, for any other layout: the caller takes cuDNN's call.
+#pragma once
+
+#include "tensor/Tensor.h"
+
+namespace cudnn::kernels {
+
+// y[n, c, ...] += bias[c]; y of dim >= 3, bias [C] contiguous with y's dtype, both on one device.
+bool bias_add(const tensor::Tensor& y, const tensor::Tensor& bias);
+
+// db = alpha * (dy summed over every dim but 1) + beta * db, with beta == 0 ignoring what db
+// held (NaN included). Sums accumulate in float32 (double for float64 data) in a fixed order,
+// so the result is deterministic. db [C] contiguous with dy's dtype.
+bool bias_grad(const tensor::Tensor& dy, const tensor::Tensor& db, double alpha, double beta);
+
+}  // namespace cudnn::kernels
