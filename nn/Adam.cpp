@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nn/kernels/Optimizer.h"
+#include "tensor/Cuda.h"
 #include "tensor/MultiTensor.h"
 
 namespace nn {
@@ -57,6 +58,16 @@ bool fusable(const Tensor& p, const Tensor& g, const Tensor* m, const Tensor* v)
 
 void Adam::step() {
   checkOptions("step");
+  // The bias corrections come from the step count on the host: a captured step would replay
+  // the count it saw at capture (Note [CUDA graphs] in tensor/Cuda.h).
+  for (const Tensor& p : params_) {
+    if (p.is_cuda() && tensor::cuda::Graph::capturing(p.device().index)) {
+      throw tensor::Error(
+          "nn::Adam::step: cannot be captured in a CUDA graph (its bias corrections use the step "
+          "count kept on the host, which a replay would not advance); capture SGD, or run Adam "
+          "eagerly");
+    }
+  }
   // Note [Atomic step]: the moments of new parameters and every temporary first (a failed
   // allocation leaves no moment, counter or parameter changed), then only in-place updates.
   // Fused parameters (CUDA groups, contiguous CPU tensors) need no temporary.

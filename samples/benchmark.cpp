@@ -1,6 +1,6 @@
-// convnet_benchmark (samples/benchmark.cpp): times forward and forward+backward of the convnet-benchmarks layers (L1-L5) and
-// whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes
-// JSON. Each timed iteration ends with a device synchronisation; the median is reported.
+// convnet_benchmark (samples/benchmark.cpp): times forward and forward+backward of the convnet-benchmarks layers
+// (L1-L5) and whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes JSON. Each timed
+// iteration ends with a device synchronisation; the median is reported.
 // --step adds the whole training step (loss, backward, optimizer update). Device memory comes
 // from the caching allocator: the row's peak (algorithm searches included) and the peak over
 // the timed iterations alone (the table's "peak MiB"). The first module computes no
@@ -14,7 +14,7 @@
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
 // cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
-//             [--step] [--input-grad] [--channels-last]
+//             [--step [--graph]] [--input-grad] [--channels-last]
 // --channels-last (cudnn): the input is made channels-last (NHWC / NDHWC) once, before any
 // timing, and the twins keep that layout throughout (Note [Channels-last twins] in
 // cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout.
@@ -69,6 +69,7 @@ struct Options {
   bool fuse = false;        // cudnn::fuse the network (convolution + activation as one operation)
   bool keep_grad_inputs = false;  // keep every module's gradInput after backward (Torch's default)
   bool channels_last = false;  // cudnn: run on a channels-last input
+  bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
 };
 
 const char* kUsage =
@@ -87,6 +88,9 @@ const char* kUsage =
     "  --step            also time a whole training step: forward, cross-entropy loss, backward and\n"
     "                    the optimizer update (SGD with momentum 0.9; Adam for fashion), for networks\n"
     "                    that end in [batch x classes] scores\n"
+    "  --graph           (cudnn, with --step) capture the step once as a CUDA graph and time its replays\n"
+    "                    (tensor::cuda::Graph); the captured step computes the criterion's gradient but\n"
+    "                    reads no loss, which a capture cannot do\n"
     "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
     "                    no gradient; see nn::Module::setGradInputNeeded)\n"
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
@@ -127,6 +131,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--per-layer") o.per_layer = true;
     else if (flag == "--data-parallel") o.data_parallel = true;
     else if (flag == "--step") o.step = true;
+    else if (flag == "--graph")
+      o.graph = true;
     else if (flag == "--input-grad") o.input_grad = true;
     else if (flag == "--fuse") o.fuse = true;
     else if (flag == "--keep-grad-inputs") o.keep_grad_inputs = true;
@@ -137,6 +143,7 @@ Options parse(int argc, char** argv) {
   if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + " needs --backend cudnn");
   if (o.backend == "nn" && o.fuse) args.fail("--fuse needs --backend cudnn");
   if (o.backend == "nn" && o.channels_last) args.fail("--channels-last needs --backend cudnn");
+  if (o.graph && (o.backend == "nn" || !o.step)) args.fail("--graph needs --backend cudnn and --step");
   return o;
 }
 
@@ -171,9 +178,12 @@ struct Result {
 };
 
 // forward, cross-entropy loss, backward, optimizer update: the whole training step, as a
-// training loop runs it (the loss is read back, as a loop that prints it does).
+// training loop runs it (the loss is read back, as a loop that prints it does). With `graph`
+// the step without the loss read (the criterion's gradient needs no loss value) is captured
+// once after a warm-up and its replays are timed; the loss is read once at the end.
 template <class TimeMs>
-double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, TimeMs&& time_ms) {
+double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, bool graph, int64_t warmup,
+                 TimeMs&& time_ms) {
   std::vector<int64_t> labels(static_cast<size_t>(x.size(0)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7) % classes);
   const Tensor target = tensor::from_vector(labels).to(x.device());
@@ -183,6 +193,24 @@ double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, T
   if (adam) optimizer = std::make_unique<nn::Adam>(net, 2e-3);
   else optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
   double loss = 0;
+  if (graph && adam) {
+    std::fprintf(stderr, "convnet_benchmark: --graph: Adam cannot be captured (nn::Adam::step); eager step\n");
+    graph = false;
+  }
+  if (graph) {
+    auto step = [&] {
+      optimizer->zeroGrad();
+      const Tensor& scores = net.forward(x);
+      net.backward(x, criterion->updateGradInput(scores, target));
+      optimizer->step();
+    };
+    for (int64_t i = 0; i < std::max<int64_t>(warmup, 1); ++i) step();  // searches, buffers, optimizer state
+    const tensor::cuda::Graph captured = tensor::cuda::Graph::capture(step, x.device().index);
+    const double ms = time_ms([&] { captured.replay(); });
+    loss = criterion->forward(net.forward(x), target);
+    if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the step's loss is %g\n", loss);
+    return ms;
+  }
   const double ms = time_ms([&] {
     optimizer->zeroGrad();
     const Tensor& scores = net.forward(x);
@@ -243,7 +271,9 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->forward(x);
     net->backward(x, g);
   });
-  if (o.step && y.dim() == 2) r.step_ms = time_step(*net, x, y.size(1), name == "fashion", time_ms);
+  if (o.step && y.dim() == 2) {
+    r.step_ms = time_step(*net, x, y.size(1), name == "fashion", o.graph && device.is_cuda(), o.warmup, time_ms);
+  }
   r.peak_bytes = r_peak;
   r.steady_bytes = steady;
   // Each top-level module on the input it sees inside the network, timed alone the same way
@@ -404,6 +434,7 @@ int run(const Options& o) {
     doc.set("iterations", tensor::Json(o.iterations));
     doc.set("input_grad", tensor::Json(o.input_grad));
     doc.set("channels_last", tensor::Json(o.channels_last));
+    doc.set("graph", tensor::Json(o.graph));
 #ifdef CUDNN_NN_HAVE_CUDA
     if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
 #endif

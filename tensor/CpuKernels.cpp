@@ -445,7 +445,9 @@ void reduce(Reduce op, const Tensor& in, int64_t outer, int64_t n, int64_t inner
   });
 }
 
-void random(Random dist, const Tensor& out, double p1, double p2, uint64_t seed, uint64_t offset) {
+void random(Random dist, const Tensor& out, double p1, double p2, uint64_t seed, uint64_t offset,
+            const uint64_t* state) {
+  TENSOR_CHECK(state == nullptr, "tensor::kernels::cpu::random: device state words given to a CPU fill");
   dispatch(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());

@@ -7,6 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace tensor {
+class Generator;
+}
 
 namespace tensor::cuda {
 
@@ -66,6 +72,73 @@ void register_shutdown_hook(void (*f)());
 // Host destinations are complete when this returns.
 void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t nbytes,
                 int device);
+
+// Note [CUDA graphs]
+// Graph::capture(work) runs `work` once while CUDA records, instead of running, everything it
+// enqueues on the device's stream (all of the library's work goes there: Note [One stream
+// per device]); replay() then launches the recorded work again with one call, which removes
+// the host's per-kernel launch cost (PyTorch's torch.cuda.graph). What a capture needs:
+//   - no host synchronisation inside `work`: a value read to the host (a criterion's loss,
+//     item()), synchronize() or a copy to host memory fails the capture, with an error;
+//   - warm-up first: run `work` eagerly a few times, so algorithm searches, plan builds,
+//     workspaces and buffers happen outside the capture;
+//   - static tensors: replay reads and writes the addresses the capture saw, so inputs are
+//     refreshed in place (x.copy_(batch)) and every tensor the work uses stays alive.
+//   - nothing whose state advances on the host: nn::Adam's step count refuses a capture with
+//     an error, since every replay would repeat it. Random fills (dropout masks) are fine: see
+//     Note [Random fills in CUDA graphs] below.
+// Memory allocated while capturing comes from a pool private to the graph, and a block freed
+// while capturing joins that pool too: the graph's addresses are never handed to other
+// tensors while it lives. Destroying the graph gives its pool back to the caching allocator.
+// One capture at a time per device, from one thread; no other thread may use the device
+// meanwhile.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Captures `work` on device `index` (-1: the current one). Throws tensor::Error naming the
+  // device and what went wrong; the device stays usable and nothing is kept.
+  static Graph capture(const std::function<void()>& work, int index = -1);
+  void replay() const;  // enqueues the recorded work on the device's stream
+  bool defined() const { return exec_ != nullptr; }
+  size_t nodes() const;  // the recorded operations (kernels, copies, memsets)
+  int device() const { return device_; }
+
+  // Whether a capture is under way on device `index` (-1: the current one); false without CUDA.
+  static bool capturing(int index = -1);
+
+  // Note [Random fills in CUDA graphs]
+  // A fill captured in a graph cannot take its Philox seed and offset as launch arguments:
+  // every replay would draw the same numbers. It reads them from two device words instead,
+  // which replay() sets from the generator just before each launch, advancing the generator
+  // by the draws the capture made, as PyTorch's graph-safe generators do. So a replay draws
+  // exactly what the same work run eagerly would draw from the generator's state at that
+  // moment, the capture itself draws nothing (the generator does not advance), and a reseed
+  // between replays takes effect. The generators a capture draws from must outlive the graph.
+  // For a fill of n draws on `index` while a capture is under way there: the state words to
+  // read and, in `relative`, the fill's first draw among the capture's draws from `gen`;
+  // nullptr (the fill runs as usual) when no capture is under way on `index`.
+  static const uint64_t* random_state_for_capture(int index, Generator& gen, uint64_t n, uint64_t& relative);
+
+  struct RandomBinding {  // one generator a capture drew from
+    Generator* gen;
+    uint64_t* state;  // {seed, base} on the device, in the graph's pool
+    uint64_t draws;   // how many counters one replay consumes
+  };
+
+ private:
+  void reset() noexcept;
+  std::vector<RandomBinding> random_;
+  void* graph_ = nullptr;  // cudaGraph_t
+  void* exec_ = nullptr;   // cudaGraphExec_t
+  int device_ = -1;
+  uint64_t pool_ = 0;  // the private memory pool's id
+};
 
 // Sets the device for a scope and restores the previous one.
 class DeviceGuard {

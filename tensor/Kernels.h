@@ -38,9 +38,15 @@ struct Backend {
                  const Tensor& values, const Tensor& indices);
   // Element i of contiguous `out` gets a draw from Philox(seed, offset + i).
   // Uniform(p1, p2) in [p1, p2); Normal(mean p1, std p2); Bernoulli(p1) gives 0/1.
-  void (*random)(Random dist, const Tensor& out, double p1, double p2, uint64_t seed,
-                 uint64_t offset);
+  // `state` (CUDA only, for fills captured in a graph; else nullptr): device words {seed, base}
+  // read when the kernel runs, which then draws from Philox(state[0], state[1] + offset + i).
+  void (*random)(Random dist, const Tensor& out, double p1, double p2, uint64_t seed, uint64_t offset,
+                 const uint64_t* state);
 };
+
+// Writes {seed, base} to a captured fill's device state words on the device's stream
+// (Note [Random fills in CUDA graphs] in Cuda.h).
+void cuda_set_random_state(uint64_t* state, uint64_t seed, uint64_t base, int device);
 
 // Both tensors are non-overlapping and dense with the same strides (size-1 dims aside), so
 // their elements pair up as two flat blocks of numel() items from raw_data().

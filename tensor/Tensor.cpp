@@ -529,8 +529,13 @@ Tensor& random_fill(Tensor& self, kernels::Random dist, double p1, double p2, Ge
   TENSOR_CHECK(is_floating(self.dtype()) || dist == kernels::Random::Bernoulli, name,
                ": expected a floating tensor, got ", self.description());
   Tensor target = self.is_contiguous() ? self : empty(self.sizes(), self.dtype(), self.device());
-  const uint64_t offset = gen.reserve(static_cast<uint64_t>(self.numel()));
-  kernels::backend_for(self).random(dist, target, p1, p2, gen.seed(), offset);
+  const auto n = static_cast<uint64_t>(self.numel());
+  uint64_t offset = 0;
+  // inside a CUDA graph capture: Note [Random fills in CUDA graphs] in Cuda.h
+  const uint64_t* state =
+      self.is_cuda() ? cuda::Graph::random_state_for_capture(self.device().index, gen, n, offset) : nullptr;
+  if (!state) offset = gen.reserve(n);
+  kernels::backend_for(self).random(dist, target, p1, p2, gen.seed(), offset, state);
   if (!target.is_same_view(self)) self.copy_(target);
   return self;
 }

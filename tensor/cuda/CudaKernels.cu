@@ -664,7 +664,12 @@ void reduce(Reduce op, const Tensor& in, int64_t outer, int64_t n, int64_t inner
 // The CPU's formulas in the CPU's order, each product rounded before the sum.
 template <class T>
 __global__ void __launch_bounds__(kThreads) random_kernel(T* out, int64_t numel, Random dist, double p1,
-                                                          double p2, uint64_t seed, uint64_t offset) {
+                                                          double p2, uint64_t seed, uint64_t offset,
+                                                          const uint64_t* state) {
+  if (state) {  // a fill captured in a CUDA graph: the generator's state as of this replay
+    seed = state[0];
+    offset += state[1];
+  }
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += step) {
     const uint64_t counter = offset + static_cast<uint64_t>(i);
@@ -684,7 +689,13 @@ __global__ void __launch_bounds__(kThreads) random_kernel(T* out, int64_t numel,
   }
 }
 
-void random(Random dist, const Tensor& out, double p1, double p2, uint64_t seed, uint64_t offset) {
+__global__ void set_random_state_kernel(uint64_t* state, uint64_t seed, uint64_t base) {
+  state[0] = seed;
+  state[1] = base;
+}
+
+void random(Random dist, const Tensor& out, double p1, double p2, uint64_t seed, uint64_t offset,
+            const uint64_t* state) {
   const int64_t numel = out.numel();
   if (numel == 0) return;
   const int device = out.device().index;
@@ -692,12 +703,18 @@ void random(Random dist, const Tensor& out, double p1, double p2, uint64_t seed,
   dispatch(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     random_kernel<T><<<grid_for(numel, device), kThreads, 0, stream_of(device)>>>(
-        static_cast<T*>(out.raw_data()), numel, dist, p1, p2, seed, offset);
+        static_cast<T*>(out.raw_data()), numel, dist, p1, p2, seed, offset, state);
   });
   CUDA_CHECK_LAUNCH("tensor random kernel");
 }
 
 }  // namespace
+
+void cuda_set_random_state(uint64_t* state, uint64_t seed, uint64_t base, int device) {
+  cuda::DeviceGuard guard(device);
+  set_random_state_kernel<<<1, 1, 0, stream_of(device)>>>(state, seed, base);
+  CUDA_CHECK_LAUNCH("tensor::cuda::Graph::replay (random state)");
+}
 
 const Backend& cuda() {
   static const Backend backend{fill,     copy,    unary,   binary,  binary_scalar, pow_scalar,

@@ -8,9 +8,11 @@
 // given back at shutdown() and at exit.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,6 +21,8 @@
 
 #include "tensor/Cuda.h"
 #include "tensor/DType.h"
+#include "tensor/Generator.h"
+#include "tensor/Kernels.h"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace tensor::cuda {
@@ -52,12 +56,21 @@ int query_device_count() {
   return count;
 }
 
+using FreeBlocks = std::multimap<size_t, void*>;  // cached, unused: size -> pointer
+
 struct DeviceState {
   cudaStream_t stream = nullptr;
-  std::multimap<size_t, void*> free_blocks;     // cached, unused: size -> pointer
+  FreeBlocks free_blocks;
   std::unordered_map<void*, size_t> used_blocks;  // in tensors: pointer -> size
   MemoryStats stats;
   size_t limit = 0;  // set_memory_limit; 0: none
+  // CUDA graphs' private pools (Note [CUDA graphs] in Cuda.h): each pool's unused blocks, and
+  // the owner of every block (in a tensor or unused) that belongs to a pool. `capturing` is
+  // the pool of the capture under way, 0 when none.
+  std::unordered_map<uint64_t, FreeBlocks> pools;
+  std::unordered_map<void*, uint64_t> pool_of;
+  uint64_t capturing = 0;
+  std::vector<Graph::RandomBinding>* capture_random = nullptr;  // the capture's generators
 };
 
 // Process-wide state. Deliberately leaked: Storage destructors of static tensors may run
@@ -66,7 +79,8 @@ struct DeviceState {
 struct Runtime {
   std::mutex mutex;
   std::vector<DeviceState> devices;
-  bool exited = false;  // the exit hook ran: blocks freed later go straight to the driver
+  bool exited = false;     // the exit hook ran: blocks freed later go straight to the driver
+  uint64_t next_pool = 1;  // ids of CUDA graphs' memory pools
 
   Runtime() : devices(static_cast<size_t>(query_device_count())) {}
 
@@ -83,6 +97,17 @@ int resolve(int index, const char* op) {
   TENSOR_CHECK(index >= 0 && index < count, op, ": invalid device cuda:", index, " (",
                count, " device", count == 1 ? "" : "s", " visible)");
   return index;
+}
+
+// The smallest cached block that fits `size` and is at most kMaxReuseFactor times larger,
+// taken out of `blocks`; nullptr when none.
+void* take_cached(FreeBlocks& blocks, size_t size, size_t& block_size) {
+  const auto cached = blocks.lower_bound(size);
+  if (cached == blocks.end() || cached->first / kMaxReuseFactor > size) return nullptr;
+  block_size = cached->first;
+  void* ptr = cached->second;
+  blocks.erase(cached);
+  return ptr;
 }
 
 size_t round_size(size_t nbytes) {
@@ -168,9 +193,15 @@ void release_all(bool at_exit) noexcept {
     }
     for (size_t i = 0; i < runtime.devices.size(); ++i) {
       DeviceState& state = runtime.devices[i];
-      if (!state.stream && state.free_blocks.empty()) continue;
+      if (!state.stream && state.free_blocks.empty() && state.pools.empty()) continue;
       ignore_status(cudaSetDevice(static_cast<int>(i)));
       if (state.stream) ignore_status(cudaStreamSynchronize(state.stream));
+      // graphs still alive keep nothing: their pools' unused blocks go too, and their blocks
+      // in tensors return to the ordinary cache when freed
+      for (auto& [id, blocks] : state.pools) state.free_blocks.merge(blocks);
+      state.pools.clear();
+      state.pool_of.clear();
+      state.capturing = 0;
       for (const auto& [size, ptr] : state.free_blocks) {
         ignore_status(cudaFree(ptr));
         state.stats.reserved_bytes -= size;
@@ -274,11 +305,32 @@ void* allocate(size_t nbytes, int index) {
 
   void* ptr = nullptr;
   size_t block_size = size;
-  const auto cached = state.free_blocks.lower_bound(size);
-  if (cached != state.free_blocks.end() && cached->first / kMaxReuseFactor <= size) {
-    block_size = cached->first;
-    ptr = cached->second;
-    state.free_blocks.erase(cached);
+  if (state.capturing != 0) {
+    // A CUDA graph is being captured: its pool serves the request, or a new block joins the
+    // pool. Nothing is given back to the driver here (cudaFree would break the capture).
+    ptr = take_cached(state.pools[state.capturing], size, block_size);
+    if (!ptr) {
+      DeviceGuard guard(index);
+      const bool within_limit = state.limit == 0 || stats.reserved_bytes + size <= state.limit;
+      // cudaMalloc is an 'unsafe' call in the capture's mode and would invalidate it; it does
+      // not touch the stream, so this thread's mode is relaxed around it (as PyTorch's allocator does)
+      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+      CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+      const cudaError_t status = within_limit ? cudaMalloc(&ptr, size) : cudaErrorMemoryAllocation;
+      CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+      if (status != cudaSuccess) {
+        cudaGetLastError();
+        throw Error(::tensor::detail::concat("tensor::cuda::allocate: cannot allocate ", nbytes, " bytes (",
+                                             human_bytes(nbytes), ") on cuda:", index,
+                                             " while a CUDA graph is captured: ", cudaGetErrorString(status),
+                                             " (cached blocks cannot be released during a capture)"));
+      }
+      stats.reserved_bytes += size;
+      ++stats.device_mallocs;
+    }
+    state.pool_of[ptr] = state.capturing;
+  } else if ((ptr = take_cached(state.free_blocks, size, block_size)) != nullptr) {
+    // served from the cache
   } else {
     DeviceGuard guard(index);
     const auto within_limit = [&] { return state.limit == 0 || stats.reserved_bytes + size <= state.limit; };
@@ -336,6 +388,19 @@ void deallocate(void* ptr, int index) {
     const size_t size = used->second;
     state.used_blocks.erase(used);
     state.stats.allocated_bytes -= size;
+    // A graph's block goes back to its pool; so does any block freed while a graph is
+    // captured, since the graph may write it again on replay (Note [CUDA graphs] in Cuda.h).
+    const auto owner = state.pool_of.find(ptr);
+    const uint64_t pool = owner != state.pool_of.end() ? owner->second : state.capturing;
+    if (pool != 0) {
+      const auto blocks = state.pools.find(pool);
+      if (blocks != state.pools.end()) {
+        state.pool_of[ptr] = pool;
+        blocks->second.emplace(size, ptr);
+        return;
+      }
+      state.pool_of.erase(ptr);
+    }
     if (runtime.exited) {  // after the exit hook: nobody will take it from the cache
       int previous = -1;
       ignore_status(cudaGetDevice(&previous));
@@ -393,6 +458,198 @@ void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_devi
   // CUDA only says a pageable copy "might be synchronous", and callers free their staging
   // buffers as soon as this returns.
   if (!dst_on_device || !src_on_device) CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+namespace {
+// Gives a graph's pool back: its unused blocks join the ordinary cache, and its blocks still in
+// tensors go there when freed. Never throws (destructors call it).
+void release_pool(int index, uint64_t pool) noexcept {
+  try {
+    Runtime& runtime = Runtime::get();
+    std::lock_guard<std::mutex> lock(runtime.mutex);
+    if (index < 0 || static_cast<size_t>(index) >= runtime.devices.size()) return;
+    DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+    if (state.capturing == pool) state.capturing = 0;
+    const auto blocks = state.pools.find(pool);
+    if (blocks == state.pools.end()) return;  // shutdown() took it already
+    state.free_blocks.merge(blocks->second);
+    state.pools.erase(blocks);
+    std::erase_if(state.pool_of, [pool](const auto& entry) { return entry.second == pool; });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensor::cuda::Graph: %s\n", e.what());
+  }
+}
+}  // namespace
+
+Graph Graph::capture(const std::function<void()>& work, int index) {
+  index = resolve(index, "tensor::cuda::Graph::capture");
+  const std::string where = ::tensor::detail::concat("tensor::cuda::Graph::capture on cuda:", index, ": ");
+  DeviceGuard guard(index);
+  cudaStream_t s = nullptr;
+  uint64_t pool = 0;
+  std::vector<RandomBinding> bindings;
+  // Ends the capture's bookkeeping; on failure also frees the random state words and the pool.
+  const auto finish = [&](bool failed) noexcept {
+    {
+      Runtime& runtime = Runtime::get();
+      std::lock_guard<std::mutex> lock(runtime.mutex);
+      DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+      state.capturing = 0;
+      state.capture_random = nullptr;
+    }
+    if (!failed) return;
+    for (const RandomBinding& b : bindings) deallocate(b.state, index);
+    release_pool(index, pool);
+  };
+  {
+    Runtime& runtime = Runtime::get();
+    std::lock_guard<std::mutex> lock(runtime.mutex);
+    DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+    TENSOR_CHECK(state.capturing == 0, where, "another capture is under way on this device");
+    s = stream_locked(state, index);
+    pool = runtime.next_pool++;
+    state.pools[pool];
+    state.capturing = pool;
+    state.capture_random = &bindings;
+  }
+  const cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (began != cudaSuccess) {
+    cudaGetLastError();
+    finish(true);
+    throw Error(where + "cudaStreamBeginCapture failed: " + cudaGetErrorString(began));
+  }
+  std::string failure;
+  try {
+    work();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "an exception that is not a std::exception";
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+  if (!failure.empty() || ended != cudaSuccess) {
+    cudaGetLastError();
+    if (graph) ignore_status(cudaGraphDestroy(graph));
+    finish(true);
+    throw Error(
+        where +
+        (failure.empty() ? std::string("the capture was invalidated (") + cudaGetErrorString(ended) + ")" : failure) +
+        "; the captured work may not wait for the device (a value read to the host such as a criterion's "
+        "loss, synchronize(), a copy to host memory): warm up first, then capture the steady-state work");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  if (instantiated != cudaSuccess) {
+    cudaGetLastError();
+    ignore_status(cudaGraphDestroy(graph));
+    finish(true);
+    throw Error(where + "cudaGraphInstantiate failed: " + cudaGetErrorString(instantiated));
+  }
+  finish(false);
+  Graph g;
+  g.random_ = std::move(bindings);
+  g.graph_ = graph;
+  g.exec_ = exec;
+  g.device_ = index;
+  g.pool_ = pool;
+  return g;
+}
+
+const uint64_t* Graph::random_state_for_capture(int index, Generator& gen, uint64_t n, uint64_t& relative) {
+  index = resolve(index, "tensor::cuda::Graph::random_state_for_capture");
+  Runtime& runtime = Runtime::get();
+  std::unique_lock<std::mutex> lock(runtime.mutex);
+  DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+  if (state.capturing == 0 || state.capture_random == nullptr) return nullptr;
+  std::vector<RandomBinding>* bindings = state.capture_random;
+  auto found = std::find_if(bindings->begin(), bindings->end(), [&](const RandomBinding& b) { return b.gen == &gen; });
+  if (found == bindings->end()) {
+    lock.unlock();  // allocate takes the lock; the words come from the graph's pool
+    auto* words = static_cast<uint64_t*>(allocate(2 * sizeof(uint64_t), index));
+    lock.lock();
+    bindings->push_back(RandomBinding{&gen, words, 0});
+    found = std::prev(bindings->end());
+  }
+  relative = found->draws;
+  found->draws += n;
+  return found->state;
+}
+
+bool Graph::capturing(int index) {
+  index = resolve(index, "tensor::cuda::Graph::capturing");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  return runtime.devices[static_cast<size_t>(index)].capturing != 0;
+}
+
+void Graph::replay() const {
+  TENSOR_CHECK(exec_ != nullptr, "tensor::cuda::Graph::replay: the graph is empty (moved from, or never captured)");
+  DeviceGuard guard(device_);
+  // the captured fills' seed and offset as of now (Note [Random fills in CUDA graphs])
+  for (const RandomBinding& b : random_) {
+    ::tensor::kernels::cuda_set_random_state(b.state, b.gen->seed(), b.gen->reserve(b.draws), device_);
+  }
+  CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream(device_))));
+}
+
+size_t Graph::nodes() const {
+  if (!graph_) return 0;
+  size_t n = 0;
+  CUDA_CHECK(cudaGraphGetNodes(static_cast<cudaGraph_t>(graph_), nullptr, &n));
+  return n;
+}
+
+// Waits for the graph's launches (their memory goes back to the cache), then destroys it.
+void Graph::reset() noexcept {
+  if (!exec_ && !graph_) return;
+  bool exited = false;
+  {
+    Runtime& runtime = Runtime::get();
+    std::lock_guard<std::mutex> lock(runtime.mutex);
+    exited = runtime.exited;
+    DeviceState& state = runtime.devices[static_cast<size_t>(device_)];
+    if (!exited && state.stream) {
+      int previous = -1;
+      ignore_status(cudaGetDevice(&previous));
+      ignore_status(cudaSetDevice(device_));
+      ignore_status(cudaStreamSynchronize(state.stream));
+      if (previous >= 0) ignore_status(cudaSetDevice(previous));
+    }
+  }
+  if (exec_) ignore_status(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_)));
+  if (graph_) ignore_status(cudaGraphDestroy(static_cast<cudaGraph_t>(graph_)));
+  for (const RandomBinding& b : random_) deallocate(b.state, device_);
+  random_.clear();
+  release_pool(device_, pool_);
+  exec_ = graph_ = nullptr;
+  pool_ = 0;
+}
+
+Graph::~Graph() { reset(); }
+
+Graph::Graph(Graph&& other) noexcept
+    : random_(std::move(other.random_)),
+      graph_(other.graph_),
+      exec_(other.exec_),
+      device_(other.device_),
+      pool_(other.pool_) {
+  other.graph_ = other.exec_ = nullptr;
+  other.pool_ = 0;
+}
+
+Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this != &other) {
+    reset();
+    random_ = std::move(other.random_);
+    graph_ = other.graph_;
+    exec_ = other.exec_;
+    device_ = other.device_;
+    pool_ = other.pool_;
+    other.graph_ = other.exec_ = nullptr;
+    other.pool_ = 0;
+  }
+  return *this;
 }
 
 DeviceGuard::DeviceGuard(int index) : previous_(current_device()) {

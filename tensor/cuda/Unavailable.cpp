@@ -46,6 +46,16 @@ void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std
   unavailable("tensor::cuda::adam_step");
 }
 
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph Graph::capture(const std::function<void()>&, int) { unavailable("tensor::cuda::Graph::capture"); }
+void Graph::replay() const { unavailable("tensor::cuda::Graph::replay"); }
+size_t Graph::nodes() const { return 0; }
+bool Graph::capturing(int) { return false; }
+const uint64_t* Graph::random_state_for_capture(int, Generator&, uint64_t, uint64_t&) { return nullptr; }
+void Graph::reset() noexcept {}
+
 DeviceGuard::DeviceGuard(int) { unavailable("tensor::cuda::DeviceGuard"); }
 DeviceGuard::~DeviceGuard() = default;
 
@@ -53,6 +63,9 @@ DeviceGuard::~DeviceGuard() = default;
 
 namespace kernels {
 const Backend& cuda() { unavailable("tensor::kernels::cuda"); }
+void cuda_set_random_state(uint64_t*, uint64_t, uint64_t, int) {
+  unavailable("tensor::kernels::cuda_set_random_state");
+}
 }  // namespace kernels
 
 }  // namespace tensor

@@ -614,3 +614,114 @@ TEST_CASE("cuda: shutdown gives cached blocks and the stream back; live tensors 
   CHECK(identical(live.mul(2).cpu(), arange(0, 2000, 2, DType::Float32)));
   cuda::shutdown();  // twice is fine
 }
+
+TEST_CASE("cuda graph: replay runs the recorded work on the values the tensors hold at replay") {
+  Generator gen(7001);
+  Tensor x = uniform({1000}, -1, 1, gen, DType::Float32, kGpu);
+  Tensor y = zeros({1000}, DType::Float32, kGpu);
+  auto work = [&] { y.copy_(x).mul_(2).add_(1); };
+  work();  // warm-up, as for any capture
+  cuda::Graph g = cuda::Graph::capture(work);
+  REQUIRE(g.defined());
+  CHECK(g.device() == 0);
+  CHECK(g.nodes() >= 3);
+  for (int k = 0; k < 3; ++k) {
+    const Tensor fresh = uniform({1000}, -1, 1, gen, DType::Float32);
+    x.copy_(fresh);  // inputs are refreshed in place
+    g.replay();
+    CHECK(max_abs_diff(y.cpu(), fresh.mul(2).add(1)) < 1e-6);
+  }
+  cuda::Graph moved = std::move(g);
+  CHECK_FALSE(g.defined());
+  CHECK_THROWS_WITH_AS(g.replay(), doctest::Contains("the graph is empty"), Error);
+  moved.replay();
+  cuda::synchronize(0);
+}
+
+TEST_CASE("cuda graph: memory allocated or freed inside a capture stays the graph's until it is destroyed") {
+  Generator gen(7002);
+  Tensor x = uniform({4096}, -1, 1, gen, DType::Float32, kGpu);
+  Tensor y = zeros({4096}, DType::Float32, kGpu);
+  Tensor before = zeros({4096}, DType::Float32, kGpu);  // allocated before, freed inside
+  auto work = [&] {
+    const Tensor tmp = x.mul(3);  // a temporary: allocated and freed while capturing
+    y.copy_(tmp.add(1));
+    before = Tensor();
+  };
+  cuda::Graph g = cuda::Graph::capture(work);
+  // Eager tensors of the same size, made after the capture, must not share the graph's
+  // blocks: filled with garbage, they would corrupt the replay if they did.
+  std::vector<Tensor> eager;
+  for (int k = 0; k < 4; ++k) eager.push_back(full({4096}, 1e30, DType::Float32, kGpu));
+  const Tensor fresh = uniform({4096}, -1, 1, gen, DType::Float32);
+  x.copy_(fresh);
+  g.replay();
+  for (Tensor& t : eager) t.fill_(-1e30);  // written after the replay, in stream order
+  CHECK(max_abs_diff(y.cpu(), fresh.mul(3).add(1)) < 1e-5);
+  for (const Tensor& t : eager) CHECK(max_abs_diff(t.cpu(), full({4096}, -1e30)) == 0);
+  // Destroyed: its pool returns to the cache, so a new request of that size needs no cudaMalloc.
+  const uint64_t mallocs = cuda::memory_stats(0).device_mallocs;
+  g = cuda::Graph();
+  const Tensor reused = empty({4096}, DType::Float32, kGpu);
+  CHECK(cuda::memory_stats(0).device_mallocs == mallocs);
+}
+
+TEST_CASE("cuda graph: a host synchronisation inside the capture is an error naming it; nothing is kept") {
+  Tensor x = ones({16}, DType::Float32, kGpu);
+  const size_t reserved = cuda::memory_stats(0).reserved_bytes;
+  const std::string e = [&] {
+    try {
+      cuda::Graph::capture([&] {
+        x.add_(1);
+        (void)x.sum().item();  // reads a value to the host
+      });
+    } catch (const Error& err) {
+      return std::string(err.what());
+    }
+    return std::string("(no error)");
+  }();
+  CHECK(e.find("tensor::cuda::Graph::capture on cuda:0") != std::string::npos);
+  CHECK(e.find("may not wait for the device") != std::string::npos);
+  // the device is usable and the capture's x.add_(1) never ran
+  x.add_(1);
+  CHECK(max_abs_diff(x.cpu(), full({16}, 2.0)) == 0);
+  CHECK(cuda::memory_stats(0).reserved_bytes >= reserved);
+  // a second capture works
+  cuda::Graph g = cuda::Graph::capture([&] { x.mul_(2); });
+  g.replay();
+  CHECK(max_abs_diff(x.cpu(), full({16}, 4.0)) == 0);
+}
+
+// Note [Random fills in CUDA graphs]: a captured fill reads the generator's seed and offset at
+// replay, so every replay draws what the same fill run eagerly would draw from the generator's
+// state at that moment (and a CPU fill draws the same numbers: Note [Counter-based randomness]).
+TEST_CASE("cuda graph: a captured random fill draws fresh numbers at every replay, the eager fill's") {
+  Tensor t = zeros({1000}, DType::Float32, kGpu);
+  Tensor mask = zeros({1000}, DType::Float32, kGpu);
+  Tensor strided = zeros({50, 40}, DType::Float32, kGpu).t();  // not contiguous: filled through a temporary
+  Generator gen(7003), eager(7003);
+  cuda::Graph g = cuda::Graph::capture([&] {
+    t.uniform_(-1, 1, gen).mul_(2);
+    mask.bernoulli_(0.25, gen);
+    strided.normal_(0, 1, gen);
+  });
+  CHECK(gen.offset() == 0);  // the capture drew nothing
+  std::vector<Tensor> seen;
+  for (int k = 0; k < 4; ++k) {
+    if (k == 3) {  // a reseed between replays takes effect
+      gen.manual_seed(99);
+      eager.manual_seed(99);
+    }
+    g.replay();
+    const Tensor want_t = uniform({1000}, -1, 1, eager, DType::Float32).mul(2);
+    const Tensor want_mask = zeros({1000}, DType::Float32).bernoulli_(0.25, eager);
+    const Tensor want_strided = zeros({50, 40}, DType::Float32).t().normal_(0, 1, eager);
+    CHECK(identical(t.cpu(), want_t));
+    CHECK(identical(mask.cpu(), want_mask));
+    CHECK(max_abs_diff(strided.cpu(), want_strided) < 1e-5);  // log, cos: device vs host libm
+    CHECK(gen.offset() == eager.offset());
+    seen.push_back(t.cpu());
+  }
+  CHECK(max_abs_diff(seen[0], seen[1]) > 0);  // fresh numbers, not a frozen draw
+  CHECK(max_abs_diff(seen[1], seen[2]) > 0);
+}
