@@ -14,11 +14,11 @@
 // and writing it once is about 0.2 ms of HBM3 traffic); cudnnConvolutionBackwardBias took
 // 1.46 ms to sum the gradient in NCHW and 6.5 ms in channels-last, against about 0.1 ms to
 // read it. The layouts are simple enough to do better with two plain kernels:
-// - row-major: y is [N*C rows x S], each row one channel's contiguous run; the add runs one
-//   block per row, the sum one thread group per (row, segment) into a partial sum;
-// - channels-last: y is [N*S rows x C], channel c every C elements; the add gives every
-//   thread one channel by striding by a multiple of C, the sum gives each block a tile of
-//   32 channels over a chunk of rows;
+// - row-major: y is [N*C rows x S], each row one channel's contiguous run; the add moves
+//   16-byte packs that stay within a run where S allows, the sum gives one warp per
+//   (row, segment) a partial sum;
+// - channels-last: y is [N*S rows x C], channel c every C elements; the add's packs hold
+//   consecutive channels, the sum gives each block a tile of 32 channels over a chunk of rows;
 // and a last kernel folds each channel's partial sums in a fixed order (deterministic).
 
 namespace cudnn::kernels {
@@ -59,25 +59,63 @@ int sm_count(int device) {
 
 // ---------------------------------------------------------------------------- add
 
-// Row-major: block r takes rows r, r + gridDim.x, ...; row = n * C + c.
-template <class T>
-__global__ void add_rows_kernel(T* y, const T* bias, int64_t rows, int64_t C, int64_t S) {
+// Packs of V elements (16 bytes where the layout allows) share one channel (row-major: the
+// run length S is a multiple of V) or hold V consecutive channels (channels-last: C is a
+// multiple of V), so a pack needs one index division. I: the index type (32-bit when it fits).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <class T, int V, class I, bool kChannelsLast>
+__global__ void add_kernel(T* y, const T* bias, I packs, I C, I S) {
   using A = acc_t<T>;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const A b = static_cast<A>(bias[r % C]);
-    T* row = y + r * S;
-    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) row[s] = T(static_cast<A>(row[s]) + b);
+  auto* p = reinterpret_cast<Pack<T, V>*>(y);
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < packs; i += I(gridDim.x) * blockDim.x) {
+    Pack<T, V> pk = p[i];
+    const I e = i * V;
+    if constexpr (kChannelsLast) {
+      const I c0 = e % C;
+#pragma unroll
+      for (int k = 0; k < V; ++k) pk.v[k] = T(static_cast<A>(pk.v[k]) + static_cast<A>(bias[c0 + k]));
+    } else {
+      const A b = static_cast<A>(bias[(e / S) % C]);
+#pragma unroll
+      for (int k = 0; k < V; ++k) pk.v[k] = T(static_cast<A>(pk.v[k]) + b);
+    }
+    p[i] = pk;
   }
 }
 
-// Channels-last: the stride is a multiple of C, so each thread keeps one channel.
-template <class T>
-__global__ void add_channels_last_kernel(T* y, const T* bias, int64_t n, int64_t C, int64_t stride) {
-  using A = acc_t<T>;
-  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (first >= stride) return;
-  const A b = static_cast<A>(bias[first % C]);
-  for (int64_t i = first; i < n; i += stride) y[i] = T(static_cast<A>(y[i]) + b);
+template <class T, int V, bool kChannelsLast>
+void launch_add(T* y, const T* bias, int64_t n, int64_t C, int64_t S, int64_t max_blocks, cudaStream_t stream) {
+  const int64_t packs = n / V;
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((packs + kThreads - 1) / kThreads, 1, max_blocks));
+  if (n < (int64_t(1) << 32)) {
+    add_kernel<T, V, uint32_t, kChannelsLast><<<blocks, kThreads, 0, stream>>>(
+        y, bias, static_cast<uint32_t>(packs), static_cast<uint32_t>(C), static_cast<uint32_t>(S));
+  } else {
+    add_kernel<T, V, uint64_t, kChannelsLast><<<blocks, kThreads, 0, stream>>>(
+        y, bias, static_cast<uint64_t>(packs), static_cast<uint64_t>(C), static_cast<uint64_t>(S));
+  }
+}
+
+// The widest pack (16 bytes down to one element) that divides the run and fits the alignment.
+template <class T, bool kChannelsLast>
+void add_widest(T* y, const T* bias, int64_t n, int64_t C, int64_t S, int64_t max_blocks, cudaStream_t stream) {
+  const int64_t run = kChannelsLast ? C : S;
+  const auto fits = [&](int v) {
+    return run % v == 0 && reinterpret_cast<uintptr_t>(y) % (sizeof(T) * static_cast<size_t>(v)) == 0;
+  };
+  constexpr int kWidest = static_cast<int>(16 / sizeof(T));
+  if constexpr (kWidest >= 8) {
+    if (fits(8)) return launch_add<T, 8, kChannelsLast>(y, bias, n, C, S, max_blocks, stream);
+  }
+  if constexpr (kWidest >= 4) {
+    if (fits(4)) return launch_add<T, 4, kChannelsLast>(y, bias, n, C, S, max_blocks, stream);
+  }
+  if (fits(2)) return launch_add<T, 2, kChannelsLast>(y, bias, n, C, S, max_blocks, stream);
+  launch_add<T, 1, kChannelsLast>(y, bias, n, C, S, max_blocks, stream);
 }
 
 // ---------------------------------------------------------------------------- sum
@@ -175,15 +213,10 @@ bool bias_add(const Tensor& y, const Tensor& bias) {
     } else {
       T* out = static_cast<T*>(y.raw_data());
       const T* b = static_cast<const T*>(bias.raw_data());
-      if (!l.channels_last) {
-        const int64_t rows = l.N * l.C;
-        const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows, resident * 8));
-        add_rows_kernel<T><<<blocks, kThreads, 0, stream>>>(out, b, rows, l.C, l.S);
+      if (l.channels_last) {
+        add_widest<T, true>(out, b, y.numel(), l.C, l.S, resident * 4, stream);
       } else {
-        const int64_t threads = std::max<int64_t>(resident * kThreads, l.C);
-        const int64_t stride = threads / l.C * l.C;
-        const auto blocks = static_cast<unsigned>((stride + kThreads - 1) / kThreads);
-        add_channels_last_kernel<T><<<blocks, kThreads, 0, stream>>>(out, b, y.numel(), l.C, stride);
+        add_widest<T, false>(out, b, y.numel(), l.C, l.S, resident * 4, stream);
       }
       CUDA_CHECK_LAUNCH("cudnn::kernels::bias_add");
       return true;

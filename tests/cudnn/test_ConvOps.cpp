@@ -343,7 +343,8 @@ TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha
       {{2, 5, 3}, MF::Contiguous},          {{3, 7, 4, 5}, MF::Contiguous},       {{3, 7, 4, 5}, MF::ChannelsLast},
       {{2, 70, 3, 2}, MF::ChannelsLast},    {{2, 33, 2, 3, 2}, MF::ChannelsLast}, {{2, 3, 130, 41}, MF::Contiguous},
       {{1, 3, 130, 141}, MF::ChannelsLast}, {{64, 40, 1, 1}, MF::ChannelsLast},   {{0, 4, 3, 3}, MF::Contiguous},
-      {{0, 4, 3, 3}, MF::ChannelsLast},     {{2, 1, 5, 5}, MF::ChannelsLast},
+      {{0, 4, 3, 3}, MF::ChannelsLast},     {{2, 1, 5, 5}, MF::ChannelsLast},     {{2, 5, 4, 4}, MF::Contiguous},
+      {{2, 16, 3, 3}, MF::ChannelsLast},
   };
   for (const DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     // unit roundoff of the dtype, and of the sums' accumulator (float32, float64 for float64)
@@ -404,6 +405,12 @@ TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha
       for (int64_t i = 0; i < N * C * S; ++i)
         want[static_cast<size_t>(i)] = host.data<double>()[i] + bias_host.data<double>()[(i / S) % C];
       testing::expect_values("y + bias", y.cpu().contiguous(), want, 2 * u * 2);  // |y + bias| <= 2
+      if (format == MF::Contiguous && N > 0) {  // one element into its storage: no wide packs fit
+        Tensor shifted = empty({y.numel() + 1}, dtype, gpu).narrow(0, 1, y.numel()).view(shape);
+        shifted.copy_(dy);
+        cudnn::add_bias(shifted, bias_host.to(dtype).to(gpu));
+        testing::expect_values("shifted y + bias", shifted.cpu(), want, 2 * u * 2);
+      }
     }
   }
 }
