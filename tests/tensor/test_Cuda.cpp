@@ -347,6 +347,39 @@ TEST_CASE("cuda: binary ops and comparisons match the CPU, broadcasting") {
   }
 }
 
+// Note [Packed element-wise kernels]: contiguous, aligned operands of one dtype move in 16-byte
+// packs, the last numel % V elements one by one; misaligned ones take the general kernel.
+TEST_CASE("cuda: packed element-wise kernels match the CPU: tails, in place, misaligned views, every dtype") {
+  Generator g(51);
+  for (DType dt : kAllDTypes) {
+    for (int64_t n : {1, 7, 8, 9, 17, 1000, 4099}) {
+      INFO(std::string(name(dt)), " n ", n);
+      const Tensor a = random_cpu({n}, DType::Float64, g, -6, 6).mul(2).round().div(2).to(dt);
+      Tensor b = random_cpu({n}, DType::Float64, g, 0.5, 6).mul(2).round().div(2);
+      if (!is_floating(dt)) b = b.sub(1).round();
+      b = b.to(dt);
+      const Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+      CHECK(identical(ga.add(gb, 0.5).cpu(), a.add(b, 0.5)));
+      CHECK(identical(ga.mul(gb).cpu(), a.mul(b)));
+      CHECK(identical(ga.sub(2.5).cpu(), a.sub(2.5)));
+      CHECK(identical(ga.clamp(0, 2).cpu(), a.clamp(0, 2)));
+      if (is_floating(dt)) CHECK(identical(ga.relu().cpu(), a.relu()));
+      CHECK(identical(ga.gt(gb).cpu(), a.gt(b)));  // uint8 output: the general kernel
+      Tensor in_place = ga.clone();
+      in_place.add_(gb, 2.0);
+      CHECK(identical(in_place.cpu(), a.add(b, 2.0)));
+      Tensor filled = empty({n}, dt, kGpu);
+      filled.fill_(3);
+      CHECK(identical(filled.cpu(), full({n}, 3.0).to(dt)));
+      // one element into the storage: no 16-byte alignment
+      Tensor shifted = empty({n + 1}, dt, kGpu).narrow(0, 1, n);
+      shifted.copy_(ga);
+      shifted.add_(gb, 0.5);
+      CHECK(identical(shifted.cpu(), a.add(b, 0.5)));
+    }
+  }
+}
+
 TEST_CASE("cuda: pow, scalar ops, clamp and the scalar-first kernels match the CPU") {
   Generator g(6);
   const kernels::Backend& cpu_k = kernels::cpu();
