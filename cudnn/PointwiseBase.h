@@ -5,8 +5,8 @@
 // x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase. A channels-last
 // input gives channels-last output and gradInput (Note [Channels-last twins], core/Layout.h).
 // Note [In-place activation gradients]: cuDNN's backward reads y for sigmoid, tanh and ELU
-// (dx = dy * (y + alpha) where y <= 0) and x for relu and clipped relu. After an in-place
-// forward x holds y: relu is still right (y > 0 exactly where x > 0), clipped relu is not
+// (dx = dy * (y + alpha) where y <= 0) and x for clipped relu; our relu kernel reads y
+// (y > 0 exactly where x > 0). After an in-place forward x holds y: clipped relu is wrong there
 // (clipped entries hold the ceiling, which cuDNN passes), so in-place ClippedReLU takes its
 // gradient from y with kernels::clipped_relu_backward_from_output.
 #pragma once

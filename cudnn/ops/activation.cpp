@@ -2,6 +2,7 @@
 #include "cudnn/ops/activation.h"
 
 #include "cudnn/core/Handle.h"
+#include "cudnn/kernels/Activation.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {
@@ -20,6 +21,7 @@ cudnnActivationMode_t cudnn_mode(Activation a) {
 }  // namespace
 
 void ActivationPlan::forward(Activation mode, double coef, const Tensor& x, const Tensor& y) {
+  if (mode == Activation::Relu) return kernels::relu_forward(x, y);
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(cudnn_mode(mode), coef);
   const DType t = x.dtype();
@@ -29,6 +31,7 @@ void ActivationPlan::forward(Activation mode, double coef, const Tensor& x, cons
 
 void ActivationPlan::backward(Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor& dx) {
+  if (mode == Activation::Relu) return kernels::relu_backward_from_output(y, dy, dx);
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(cudnn_mode(mode), coef);
   const DType t = x.dtype();

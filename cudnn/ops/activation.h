@@ -3,6 +3,8 @@
 //   activation_backward(mode, coef, x, y, dy, dx)   dx = f'(x) dy
 // coef is the ceiling of clipped relu and the alpha of elu. The twins cudnn::ReLU,
 // ClippedReLU, Sigmoid, Tanh and ELU share one ActivationPlan through cudnn::PointwiseBase.
+// relu runs on our packed kernels (Note [ReLU kernels] in cudnn/kernels/Activation.h), whose
+// backward reads y (y > 0 exactly where x > 0 when y = relu(x)); the rest on cuDNN's.
 #pragma once
 
 #include "cudnn/core/Descriptors.h"

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "cudnn/core/Config.h"
 #include "cudnn/kernels/ClassNLL.h"
@@ -129,6 +131,65 @@ TEST_CASE("activations forward and backward") {
     Tensor inplace = x.to(gpu);
     plan.forward(a.mode, a.coef, inplace, inplace);
     CHECK(max_abs_diff(inplace, y) == 0);
+  }
+}
+
+TEST_CASE("relu kernels: nn's values bit for bit in every dtype, tails, misaligned views, in place, NaN/Inf/-0") {
+  // Note [ReLU kernels]: packed 16-byte passes with a scalar tail, or the strided kernel for a
+  // misaligned view; both must give y = x > 0 ? x : 0 (NaN passes, -0 gives +0) and
+  // dx = y > 0 ? dy : 0 (a NaN y gives 0, a NaN dy passes where y > 0).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> special = {nan, inf, -inf, -0.0, 0.0, 1e-3, -1e-3, 7.5, -7.5};
+  auto same = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+  };
+  Generator gen(12);
+  for (const DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (const int64_t n : {1, 7, 8, 9, 33, 1027}) {
+      INFO(tensor::name(dtype), " n=", n);
+      std::vector<double> xs = uniform({n}, -2, 2, gen, DType::Float64).to_vector<double>();
+      std::vector<double> gs = uniform({n}, -1, 1, gen, DType::Float64).to_vector<double>();
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (i % 5 == 0) xs[i] = special[(i / 5) % special.size()];
+        if (i % 11 == 3) gs[i] = nan;
+      }
+      // the dtype's values, as the kernels see them
+      const Tensor x_host = from_vector(xs, {n}).to(dtype), dy_host = from_vector(gs, {n}).to(dtype);
+      const std::vector<double> xv = x_host.to_vector<double>(), gv = dy_host.to_vector<double>();
+      std::vector<double> want_y(xv.size()), want_dx(xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        want_y[i] = xv[i] <= 0 ? 0.0 : xv[i];
+        want_dx[i] = want_y[i] > 0 ? gv[i] : 0.0;
+      }
+      auto expect = [&](const char* what, const Tensor& got, const std::vector<double>& want) {
+        const std::vector<double> g = got.cpu().contiguous().to(DType::Float64).to_vector<double>();
+        int bad = 0;
+        for (size_t i = 0; i < g.size(); ++i) bad += same(g[i], want[i]) ? 0 : 1;
+        INFO(what);
+        CHECK(bad == 0);
+      };
+      cudnn::ActivationPlan plan;
+      for (const bool misaligned : {false, true}) {
+        INFO("misaligned=", misaligned);
+        // one element into the storage: no 16-byte pack lines up
+        auto on_gpu = [&](const Tensor& host) {
+          if (!misaligned) return host.to(gpu);
+          Tensor t = empty({n + 1}, dtype, gpu).narrow(0, 1, n);
+          t.copy_(host);
+          return t;
+        };
+        const Tensor xg = on_gpu(x_host), dyg = on_gpu(dy_host);
+        const Tensor y = on_gpu(zeros({n}, dtype)), dx = on_gpu(zeros({n}, dtype));
+        plan.forward(cudnn::Activation::Relu, 0, xg, y);
+        expect("forward", y, want_y);
+        plan.backward(cudnn::Activation::Relu, 0, xg, y, dyg, dx);
+        expect("backward", dx, want_dx);
+        plan.forward(cudnn::Activation::Relu, 0, xg, xg);  // in place
+        expect("forward in place", xg, want_y);
+        plan.backward(cudnn::Activation::Relu, 0, xg, xg, dyg, dyg);  // dx is dy
+        expect("backward in place", dyg, want_dx);
+      }
+    }
   }
 }
 
