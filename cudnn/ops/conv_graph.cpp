@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <set>
 
 namespace cudnn::graph {
@@ -132,10 +133,11 @@ const char* note_name(cudnnBackendNumericalNote_t n) {
 }  // namespace
 
 ConvEngine::ConvEngine(std::shared_ptr<GraphObjects> graph, BackendDescriptor config, int64_t global_index,
-                       std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled)
+                       int config_rank, std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled)
     : graph_(std::move(graph)),
       config_(std::move(config)),
       global_index_(global_index),
+      config_rank_(config_rank),
       notes_(std::move(notes)),
       runtime_compiled_(runtime_compiled) {}
 
@@ -145,6 +147,7 @@ bool ConvEngine::has_note(cudnnBackendNumericalNote_t n) const {
 
 std::string ConvEngine::name() const {
   std::string s = "graph engine " + std::to_string(global_index_);
+  if (config_rank_ > 0) s += " (config " + std::to_string(config_rank_ + 1) + ")";
   std::string tags;
   for (auto n : notes_) {
     if (const char* t = note_name(n)) tags += std::string(tags.empty() ? "" : ",") + t;
@@ -197,7 +200,7 @@ cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* 
 }
 
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cudnnHandle_t h, size_t max,
-                                                      std::string& why) {
+                                                      int per_engine, std::string& why) {
   std::vector<std::shared_ptr<ConvEngine>> out;
   try {
     auto objects = std::make_shared<GraphObjects>();
@@ -251,7 +254,7 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
     const cudnnBackendDescriptor_t graph_raw = graph.get();
     keep.push_back(std::move(graph));
 
-    std::set<int64_t> seen;
+    std::map<int64_t, int> seen;  // configurations taken per engine
     std::string heuristics_failed;
     for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
       BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -275,7 +278,8 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
         cudnnBackendDescriptor_t engine_raw = engine.get();
         configs[i].get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_raw);
         const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
-        if (!seen.insert(index).second) continue;  // the best-ranked configuration of each engine
+        const int rank = seen[index];
+        if (rank >= per_engine) continue;  // the engine's best-ranked configurations only
         cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
         const int64_t n_notes = engine.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                            CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
@@ -290,7 +294,8 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
         }
         const bool runtime_compiled = std::find(behaviour, behaviour + n_behaviour,
                                                 CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != behaviour + n_behaviour;
-        out.push_back(std::make_shared<ConvEngine>(objects, std::move(configs[i]), index, std::move(note_list),
+        ++seen[index];
+        out.push_back(std::make_shared<ConvEngine>(objects, std::move(configs[i]), index, rank, std::move(note_list),
                                                    runtime_compiled));
       }
       keep.push_back(std::move(heur));

@@ -55,12 +55,12 @@ struct GraphObjects;  // the graph and heuristics descriptors the engine configs
 class ConvEngine {
  public:
   ConvEngine(std::shared_ptr<GraphObjects> graph, BackendDescriptor config, int64_t global_index,
-             std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled);
+             int config_rank, std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled);
 
   int64_t global_index() const { return global_index_; }
   bool has_note(cudnnBackendNumericalNote_t n) const;
   bool runtime_compiled() const { return runtime_compiled_; }
-  std::string name() const;  // "graph engine 12 [tensor_core]"
+  std::string name() const;  // "graph engine 12 [tensor_core]", "graph engine 12 (config 2) [...]"
 
   // Finalizes the execution plan on first call (thread-safe); false with `why` when cuDNN
   // cannot. Later calls return the first answer.
@@ -75,6 +75,7 @@ class ConvEngine {
   std::shared_ptr<GraphObjects> graph_;
   BackendDescriptor config_;
   int64_t global_index_;
+  int config_rank_;  // 0: the engine's best-ranked configuration
   std::vector<cudnnBackendNumericalNote_t> notes_;
   bool runtime_compiled_;
   std::mutex mutex_;
@@ -84,10 +85,12 @@ class ConvEngine {
   size_t workspace_ = 0;
 };
 
-// The engines cuDNN's heuristics rank for the pass (mode A, then the fallback list; each
-// engine once, its best-ranked configuration), at most `max` of them. Engines that convert
-// inputs to a lower precision are left out. Empty, with `why`, when cuDNN builds no graph.
+// The engine configurations cuDNN's heuristics rank for the pass (mode A, then the fallback
+// list), at most `max` of them and the best-ranked `per_engine` of each engine (an engine's
+// configurations differ in knobs such as tile sizes: Note [Engine configurations] in
+// conv.cpp). Engines that convert inputs to a lower precision are left out. Empty, with
+// `why`, when cuDNN builds no graph.
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& spec, cudnnHandle_t h, size_t max,
-                                                      std::string& why);
+                                                      int per_engine, std::string& why);
 
 }  // namespace cudnn::graph

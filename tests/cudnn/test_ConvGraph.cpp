@@ -7,9 +7,15 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
 #include "cudnn/ops/conv.h"
+#include "cudnn/ops/conv_graph.h"
 #include "tensor/Cuda.h"
 #include "tests/support/OpReference.h"
 
@@ -271,4 +277,47 @@ TEST_CASE("conv.cache_limit bounds the algorithm cache; a forgotten shape is sea
     CHECK(cudnn::algorithm_cache_size() == 5);
   }
   cudnn::clear_algorithm_cache();
+}
+
+// Note [Engine configurations]: a guess takes each engine once, a timed search up to four of
+// its configurations, in the heuristics' order either way.
+TEST_CASE("conv_engines: one configuration per engine, or up to per_engine, in the heuristics' order") {
+  for (const cudnnDataType_t data : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+    INFO("cudnn data type ", static_cast<int>(data));
+    cudnn::graph::ConvGraphSpec spec;
+    spec.pass = cudnn::ConvPass::Forward;
+    spec.data = data;
+    spec.compute = CUDNN_DATA_FLOAT;
+    spec.x_sizes = {8, 32, 20, 20};
+    spec.x_strides = {32 * 20 * 20, 20 * 20, 20, 1};
+    spec.w_sizes = {32, 32, 5, 5};
+    spec.w_strides = {32 * 5 * 5, 5 * 5, 5, 1};
+    spec.y_sizes = {8, 32, 16, 16};
+    spec.y_strides = {32 * 16 * 16, 16 * 16, 16, 1};
+    spec.geometry.k = {1, 5, 5};
+    std::string why;
+    const auto once = cudnn::graph::conv_engines(spec, cudnn::handle(), 10, 1, why);
+    INFO(why);
+    REQUIRE(!once.empty());
+    CHECK(once.size() <= 10);
+    const auto several = cudnn::graph::conv_engines(spec, cudnn::handle(), 24, 4, why);
+    CHECK(several.size() >= once.size());
+    CHECK(several.size() <= 24);
+    std::map<int64_t, int> count;
+    std::vector<int64_t> first_seen;
+    for (const auto& e : several) {
+      if (count[e->global_index()]++ == 0) first_seen.push_back(e->global_index());
+      CHECK(count[e->global_index()] <= 4);
+    }
+    std::set<int64_t> distinct;
+    for (size_t i = 0; i < once.size(); ++i) {
+      CHECK(distinct.insert(once[i]->global_index()).second);  // each engine once
+      // the same engines lead, in the same order
+      if (i < first_seen.size()) CHECK(once[i]->global_index() == first_seen[i]);
+    }
+    // a later configuration says which it is
+    for (const auto& e : several) {
+      if (e->name().find("(config ") != std::string::npos) CHECK(count[e->global_index()] > 1);
+    }
+  }
 }
