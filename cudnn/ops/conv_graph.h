@@ -54,8 +54,8 @@ struct GraphObjects;  // the graph and heuristics descriptors the engine configs
 
 class ConvEngine {
  public:
-  ConvEngine(std::shared_ptr<GraphObjects> graph, BackendDescriptor config, int64_t global_index,
-             int config_rank, std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled);
+  ConvEngine(std::shared_ptr<GraphObjects> graph, BackendDescriptor config, int64_t global_index, int config_rank,
+             std::vector<cudnnBackendNumericalNote_t> notes, bool runtime_compiled);
 
   int64_t global_index() const { return global_index_; }
   bool has_note(cudnnBackendNumericalNote_t n) const;

@@ -21,7 +21,7 @@
 
 namespace tensor::cuda::elementwise {
 
-constexpr int kMaxDims = 16;  // after coalescing; the CPU kernels allow as many
+constexpr int kMaxDims = 16;   // after coalescing; the CPU kernels allow as many
 constexpr int kThreads = 256;  // per block, every kernel
 
 int multiprocessor_count(int device);  // cached per device
@@ -74,8 +74,8 @@ Layout<N> make_layout(const std::array<const Tensor*, N>& tensors, const char* o
       for (int k = 0; k < N; ++k) layout.strides[k][layout.nd - 1] = stride[k];
       continue;
     }
-    TENSOR_CHECK(layout.nd < kMaxDims, op, ": at most ", kMaxDims,
-                 " non-mergeable dimensions on CUDA, got ", tensors[0]->description());
+    TENSOR_CHECK(layout.nd < kMaxDims, op, ": at most ", kMaxDims, " non-mergeable dimensions on CUDA, got ",
+                 tensors[0]->description());
     layout.sizes[layout.nd] = sizes[d];
     for (int k = 0; k < N; ++k) layout.strides[k][layout.nd] = stride[k];
     ++layout.nd;
@@ -174,7 +174,8 @@ void launch_elementwise(const std::array<const Tensor*, N>& operands, F f, const
     }
     if (packed) {
       const int64_t packs = numel / V;
-      packed_kernel<N, Uniform><<<grid_for(packs, device), kThreads, 0, stream_of(device)>>>(layout, packs, numel % V, f);
+      packed_kernel<N, Uniform>
+          <<<grid_for(packs, device), kThreads, 0, stream_of(device)>>>(layout, packs, numel % V, f);
       CUDA_CHECK_LAUNCH("tensor elementwise kernel (packed)");
       return;
     }
