@@ -94,7 +94,10 @@ void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
   const Tensor w = weight_in(m, format);
   plan_.sync(m, m.algo, method);
   with_where(m, method, [&] {
-    if (fused && !m.transposed() && plan_->forward_fused(x, w, m.bias, y, s, fused)) return;
+    if ((fused || (fused_bias && m.bias.defined())) && !m.transposed() &&
+        plan_->forward_fused(x, w, m.bias, y, s, fused)) {
+      return;
+    }
     if (m.transposed()) {
       plan_->backward_data(w, x, y, s);
     } else {

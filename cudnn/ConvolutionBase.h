@@ -53,6 +53,10 @@ class ConvolutionCompute {
   // With a fused activation (cudnn::fuse) forward computes act(conv + bias): as one graph
   // operation where an engine runs it, else as three steps.
   std::optional<Activation> fused;
+  // With fused_bias (cudnn::fuse: a convolution with a bias and no fusable activation after
+  // it) forward computes conv + bias as one graph operation where that is faster (Note
+  // [Fusing a bias alone] in cudnn/ops/conv.cpp).
+  bool fused_bias = false;
 
   void forward(nn::ConvolutionBase& m, const Tensor& input);
   void backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput);
@@ -77,6 +81,8 @@ class FusableConvolution {
   virtual bool fusable() const = 0;  // a plain (not transposed) convolution
   virtual void setFusedActivation(std::optional<Activation> act) = 0;
   virtual std::optional<Activation> fusedActivation() const = 0;
+  virtual void setFusedBias(bool on) = 0;
+  virtual bool fusedBias() const = 0;
 };
 
 // The checks each pass makes first: input (and gradOutput) on the parameters' CUDA device,
@@ -114,6 +120,8 @@ class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
   bool fusable() const override { return !this->transposed(); }
   void setFusedActivation(std::optional<Activation> act) override { compute_.fused = act; }
   std::optional<Activation> fusedActivation() const override { return compute_.fused; }
+  void setFusedBias(bool on) override { compute_.fused_bias = on; }
+  bool fusedBias() const override { return compute_.fused_bias; }
 
  private:
   detail::ConvolutionCompute compute_;

@@ -7,7 +7,10 @@
 // backward passes are unchanged (the activation's gradient reads its output, which both
 // share). Parameters, printing, convert() and model files are untouched; a forward without
 // a fused engine for its shapes computes the three steps apart (Note [Fusion] in
-// cudnn/ops/conv.cpp). unfuse(net) undoes it. Both return how many pairs they changed.
+// cudnn/ops/conv.cpp). Every other such convolution that has a bias (one before a batch norm,
+// as in ResNet) computes conv + bias as one operation where a timed search (benchmark=true)
+// finds that faster than the convolution and our bias kernel (Note [Fusing a bias alone]).
+// unfuse(net) undoes both. Both return how many convolutions they changed.
 #pragma once
 
 #include "nn/Module.h"

@@ -66,7 +66,7 @@ struct Options {
   bool data_parallel = false;
   bool step = false;        // also time forward + loss + backward + optimizer update
   bool input_grad = false;  // compute the first module's gradInput (Torch's backward always did)
-  bool fuse = false;        // cudnn::fuse the network (convolution + activation as one operation)
+  bool fuse = false;        // cudnn::fuse the network (convolution + bias [+ activation] as one operation)
   bool keep_grad_inputs = false;  // keep every module's gradInput after backward (Torch's default)
   bool channels_last = false;  // cudnn: run on a channels-last input
   bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
@@ -95,8 +95,9 @@ const char* kUsage =
     "                    no gradient; see nn::Module::setGradInputNeeded)\n"
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
     "                    them once used, as PyTorch does; nn::Module::setFreeIntermediateGradients)\n"
-    "  --fuse            cudnn::fuse the network: each convolution + activation pair as one cuDNN\n"
-    "                    graph operation (cudnn/Fuse.h)\n"
+    "  --fuse            cudnn::fuse the network: each convolution + activation pair, and each\n"
+    "                    other convolution + bias where faster, as one cuDNN graph operation\n"
+    "                    (cudnn/Fuse.h)\n"
     "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
     "                    the cudnn layers then compute and keep that layout\n";
 

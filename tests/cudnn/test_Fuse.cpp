@@ -29,7 +29,7 @@ using namespace testing;
 namespace {
 
 // conv+ReLU, conv(no bias)+Tanh, dilated conv+Sigmoid, full conv+ReLU (not fusable: transposed),
-// conv+ELU (not fusable: no ELU epilogue): three pairs fuse.
+// conv+ELU (no ELU epilogue: that convolution may fuse its bias alone): three pairs and one bias.
 template <bool Twin>
 std::shared_ptr<nn::Sequential> network() {
   using Conv = std::conditional_t<Twin, cudnn::SpatialConvolution, nn::SpatialConvolution>;
@@ -54,7 +54,7 @@ const cudnn::ConvPlan& plan_of(nn::Module& net, size_t i) {
 
 }  // namespace
 
-TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, float16 and bfloat16") {
+TEST_CASE("fuse: three pairs and one bias fuse, the rest stays; nn's answers in float32, float16 and bfloat16") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   Generator gen(5101);
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
@@ -62,7 +62,7 @@ TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, floa
     auto ref = network<false>();
     auto twin = network<true>();
     const std::string printed = twin->str();
-    CHECK(cudnn::fuse(*twin) == 3);
+    CHECK(cudnn::fuse(*twin) == 4);
     CHECK(cudnn::fuse(*twin) == 0);  // already fused
     CHECK(twin->str() == printed);
     expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
@@ -73,6 +73,22 @@ TEST_CASE("fuse: three pairs fuse, the rest stays; nn's answers in float32, floa
     }
     MESSAGE(std::string(name(dt)), ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
             ", conv+Tanh: ", plan_of(*twin, 2).fused_algorithm() >= 0);
+    // Note [Fusing a bias alone]: without a timed search it stays apart
+    CHECK(plan_of(*twin, 8).fused_algorithm() == -1);
+  }
+}
+
+TEST_CASE("fuse with benchmark=true: a bias alone fuses where it times faster; nn's answers either way") {
+  cudnn::ScopedConfig flags("allow_tf32=false,benchmark=true");
+  Generator gen(5104);
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    INFO(std::string(name(dt)));
+    auto ref = network<false>();
+    auto twin = network<true>();
+    CHECK(cudnn::fuse(*twin) == 4);
+    expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
+                        TwinTolerance::for_dtype(dt));
+    MESSAGE(std::string(name(dt)), ", timed: conv+bias before ELU fused: ", plan_of(*twin, 8).fused_algorithm() >= 0);
   }
 }
 
@@ -83,7 +99,7 @@ TEST_CASE("fuse: NaN and Inf give nn's answers, fused or not") {
     INFO("fused ", fuse);
     auto ref = network<false>();
     auto twin = network<true>();
-    if (fuse) CHECK(cudnn::fuse(*twin) == 3);
+    if (fuse) CHECK(cudnn::fuse(*twin) == 4);
     const Tensor x = with_nonfinite(uniform({2, 3, 10, 10}, -1, 1, gen, DType::Float64));
     expect_twin_nonfinite_matches(*ref, *twin, x);
   }
@@ -105,9 +121,9 @@ TEST_CASE("unfuse restores three-step passes with the same results; training ste
     return std::make_tuple(y, dx, grads);
   };
   const auto plain = pass();
-  CHECK(cudnn::fuse(*twin) == 3);
+  CHECK(cudnn::fuse(*twin) == 4);
   const auto fused = pass();
-  CHECK(cudnn::unfuse(*twin) == 3);
+  CHECK(cudnn::unfuse(*twin) == 4);
   CHECK(cudnn::unfuse(*twin) == 0);
   const auto again = pass();
   CHECK(rel_norm_error(std::get<0>(fused), std::get<0>(plain)) < 1e-5);
