@@ -2,8 +2,7 @@
 // launch (tensor/cuda/Elementwise.cuh), which packs 16 bytes per thread where it can.
 #include "cudnn/kernels/Activation.h"
 
-#include <type_traits>
-
+#include "cudnn/kernels/Dispatch.h"
 #include "tensor/cuda/Elementwise.cuh"
 
 namespace cudnn::kernels {
@@ -42,19 +41,6 @@ struct ClippedReluBackward {  // operands: dx, y, dy
     *reinterpret_cast<T*>(p[0]) = o > A(0) && o < ceiling ? g : T(tensor::acc_t<T>(0));
   }
 };
-
-// Runs body(T) for the floating dtypes; anything else is an error naming `op` and the tensor.
-template <class Body>
-void dispatch_floating(const char* op, const tensor::Tensor& t, Body body) {
-  tensor::dispatch(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
-      throw tensor::Error(std::string(op) + ": floating data expected, got " + t.description());
-    } else {
-      body(tag);
-    }
-  });
-}
 
 }  // namespace
 

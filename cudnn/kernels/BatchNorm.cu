@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
 
@@ -105,19 +106,15 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
   }
   tensor::cuda::DeviceGuard guard(x.device().index);
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
+  dispatch_floating("batch_norm_eval_backward", x, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
-      throw tensor::Error("batch_norm_eval_backward: floating data expected, got " + x.description());
-    } else {
-      using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
-          static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
-          dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight),
-          running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
-          gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
-      CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
-    }
+    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
+        dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight),
+        running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
+        gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
+    CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
   });
 }
 
@@ -126,16 +123,12 @@ void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes s, c
   if (s.N * s.C * s.S == 0) return;
   tensor::cuda::DeviceGuard guard(x.device().index);
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
+  dispatch_floating("batch_norm_repair_running_mean", x, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
-      throw tensor::Error("batch_norm_repair_running_mean: floating data expected, got " + x.description());
-    } else {
-      using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
-          static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
-      CUDA_CHECK_LAUNCH("batch_norm_repair_running_mean");
-    }
+    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
+        static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
+    CUDA_CHECK_LAUNCH("batch_norm_repair_running_mean");
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
 
@@ -108,18 +109,6 @@ Layout layout_of(const tensor::Tensor& logp) {
   return l;
 }
 
-template <class F>
-void dispatch_float(tensor::DType t, F&& f) {
-  tensor::dispatch(t, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) {
-      throw tensor::Error("cudnn criteria: floating input expected");
-    } else {
-      f(T{});
-    }
-  });
-}
-
 cudaStream_t stream_of(const tensor::Tensor& t) { return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index)); }
 
 int blocks_for(int64_t work) { return static_cast<int>(std::clamp<int64_t>((work + 255) / 256, 1, 65535)); }
@@ -128,7 +117,7 @@ int blocks_for(int64_t work) { return static_cast<int>(std::clamp<int64_t>((work
 void launch_sums(const tensor::Tensor* logp, const tensor::Tensor& like, const tensor::Tensor& target,
                  const tensor::Tensor& weights, int64_t ignore_index, const tensor::Tensor& sums) {
   const Layout l = layout_of(like);
-  dispatch_float(like.dtype(), [&](auto tag) {
+  dispatch_floating("cudnn criteria (NLL sums)", like, [&](auto tag) {
     using T = decltype(tag);
     nll_sums_kernel<T><<<1, kThreads, 0, stream_of(like)>>>(
         logp ? static_cast<const T*>(logp->raw_data()) : nullptr, target.data<int64_t>(),
@@ -141,7 +130,7 @@ void launch_sums(const tensor::Tensor* logp, const tensor::Tensor& like, const t
 void launch_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index, double scale,
                      const double* sums, bool size_average, const tensor::Tensor& dlogp) {
   const Layout l = layout_of(dlogp);
-  dispatch_float(dlogp.dtype(), [&](auto tag) {
+  dispatch_floating("cudnn criteria (NLL backward)", dlogp, [&](auto tag) {
     using T = decltype(tag);
     nll_backward_kernel<T><<<blocks_for(dlogp.numel()), 256, 0, stream_of(dlogp)>>>(
         target.data<int64_t>(), weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n,

@@ -4,6 +4,8 @@
 // cannot fuse alone, keep the printing, and come apart again with unfuse.
 #include <doctest/doctest.h>
 
+#include <utility>
+
 #include "cudnn/ELU.h"
 #include "cudnn/Fuse.h"
 #include "cudnn/ReLU.h"
@@ -54,49 +56,40 @@ const cudnn::ConvPlan& plan_of(nn::Module& net, size_t i) {
 
 }  // namespace
 
+// Both search policies: a guess never fuses a bias alone; a timed search (benchmark=true) does
+// where it times faster (Note [Fusing a bias alone]), so both of its outcomes are covered.
 TEST_CASE("fuse: three pairs and one bias fuse, the rest stays; nn's answers in float32, float16 and bfloat16") {
-  cudnn::ScopedConfig flags("allow_tf32=false");
   Generator gen(5101);
-  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
-    INFO(std::string(name(dt)));
-    auto ref = network<false>();
-    auto twin = network<true>();
-    const std::string printed = twin->str();
-    CHECK(cudnn::fuse(*twin) == 4);
-    CHECK(cudnn::fuse(*twin) == 0);  // already fused
-    CHECK(twin->str() == printed);
-    expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
-                        TwinTolerance::for_dtype(dt));
-    if (dt == DType::Float32) {
-      // the float32 conv + bias + ReLU runs as one graph operation on cuDNN 9 (H100, H200)
-      CHECK(plan_of(*twin, 0).fused_algorithm() >= cudnn::kGraphEngine);
+  for (const bool timed : {false, true}) {
+    cudnn::ScopedConfig flags(timed ? "allow_tf32=false,benchmark=true" : "allow_tf32=false");
+    for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+      INFO(std::string(name(dt)), timed ? ", timed" : ", guessed");
+      auto ref = network<false>();
+      auto twin = network<true>();
+      const std::string printed = twin->str();
+      CHECK(cudnn::fuse(*twin) == 4);
+      CHECK(cudnn::fuse(*twin) == 0);  // already fused
+      CHECK(twin->str() == printed);
+      expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
+                          TwinTolerance::for_dtype(dt));
+      if (dt == DType::Float32) {
+        // the float32 conv + bias + ReLU runs as one graph operation on cuDNN 9 (H100, H200)
+        CHECK(plan_of(*twin, 0).fused_algorithm() >= cudnn::kGraphEngine);
+      }
+      MESSAGE(std::string(name(dt)), timed ? ", timed" : ", guessed",
+              ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
+              ", conv+Tanh: ", plan_of(*twin, 2).fused_algorithm() >= 0,
+              ", conv+bias alone: ", plan_of(*twin, 8).fused_algorithm() >= 0);
+      if (!timed) CHECK(plan_of(*twin, 8).fused_algorithm() == -1);
     }
-    MESSAGE(std::string(name(dt)), ": fused engines ran for conv+ReLU: ", plan_of(*twin, 0).fused_algorithm() >= 0,
-            ", conv+Tanh: ", plan_of(*twin, 2).fused_algorithm() >= 0);
-    // Note [Fusing a bias alone]: without a timed search it stays apart
-    CHECK(plan_of(*twin, 8).fused_algorithm() == -1);
   }
 }
 
-TEST_CASE("fuse with benchmark=true: a bias alone fuses where it times faster; nn's answers either way") {
-  cudnn::ScopedConfig flags("allow_tf32=false,benchmark=true");
-  Generator gen(5104);
-  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
-    INFO(std::string(name(dt)));
-    auto ref = network<false>();
-    auto twin = network<true>();
-    CHECK(cudnn::fuse(*twin) == 4);
-    expect_twin_matches(*ref, *twin, uniform({4, 3, 12, 12}, -1, 1, gen, DType::Float64), dt,
-                        TwinTolerance::for_dtype(dt));
-    MESSAGE(std::string(name(dt)), ", timed: conv+bias before ELU fused: ", plan_of(*twin, 8).fused_algorithm() >= 0);
-  }
-}
-
-TEST_CASE("fuse: NaN and Inf give nn's answers, fused or not") {
-  cudnn::ScopedConfig flags("allow_tf32=false");
+TEST_CASE("fuse: NaN and Inf give nn's answers, fused or not, guessed or timed") {
   Generator gen(5102);
-  for (bool fuse : {true, false}) {
-    INFO("fused ", fuse);
+  for (const auto& [fuse, timed] : {std::pair{true, false}, std::pair{true, true}, std::pair{false, false}}) {
+    INFO("fused ", fuse, ", timed ", timed);
+    cudnn::ScopedConfig flags(timed ? "allow_tf32=false,benchmark=true" : "allow_tf32=false");
     auto ref = network<false>();
     auto twin = network<true>();
     if (fuse) CHECK(cudnn::fuse(*twin) == 4);
