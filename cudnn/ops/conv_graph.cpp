@@ -39,6 +39,12 @@ BackendDescriptor pointwise(cudnnPointwiseMode_t mode, const BackendDescriptor& 
   BackendDescriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
   pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
   pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT);
+  // relu(NaN) = NaN as nn's (Note [NaN and Inf]); engines otherwise may clamp NaN to 0
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;
+  pw.set(CUDNN_ATTR_POINTWISE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan);
+#pragma GCC diagnostic pop
   pw.finalize("pointwise");
   BackendDescriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
   op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
