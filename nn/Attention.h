@@ -12,16 +12,19 @@
 namespace nn {
 
 struct SdpaOptions {
-  double scale = 0;            // 0: 1/sqrt(head_dim); else must be finite and > 0
-  bool causal = false;         // PyTorch's is_causal (top-left aligned): key j masked for query i when j > i
-  tensor::Tensor keyLengths;   // undefined, or int64 [batch] (any device): keys j >= keyLengths[b] masked; each in [1, Sk]
-  double dropout = 0;          // probability of zeroing an attention probability, in [0, 1); 0 = none
+  double scale = 0;     // 0: 1/sqrt(head_dim); else must be finite and > 0
+  bool causal = false;  // PyTorch's is_causal (top-left aligned): key j masked for query i when j > i
+  tensor::Tensor
+      keyLengths;      // undefined, or int64 [batch] (any device): keys j >= keyLengths[b] masked; each in [1, Sk]
+  double dropout = 0;  // probability of zeroing an attention probability, in [0, 1); 0 = none
 };
 
 // What forward keeps for backward.
 struct SdpaSaved {
-  tensor::Tensor logsumexp;    // [batch x heads x Sq] float32 (float64 for float64 inputs): log sum_j exp(s_ij) over unmasked j
-  tensor::Tensor dropoutMask;  // undefined without dropout; else [batch x heads x Sq x Sk] of the input dtype holding 0 or 1/(1-p)
+  tensor::Tensor
+      logsumexp;  // [batch x heads x Sq] float32 (float64 for float64 inputs): log sum_j exp(s_ij) over unmasked j
+  tensor::Tensor
+      dropoutMask;  // undefined without dropout; else [batch x heads x Sq x Sk] of the input dtype holding 0 or 1/(1-p)
 };
 
 // q [B x H x Sq x D], k [B x H x Sk x D], v [B x H x Sk x Dv] -> out [B x H x Sq x Dv], same dtype and device.

@@ -25,8 +25,7 @@ namespace nn {
 
 class MultiheadAttention : public Module {
  public:
-  MultiheadAttention(int64_t embedDim, int64_t numHeads, double dropout = 0, bool bias = true,
-                     bool batchFirst = false);
+  MultiheadAttention(int64_t embedDim, int64_t numHeads, double dropout = 0, bool bias = true, bool batchFirst = false);
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
@@ -84,10 +83,10 @@ class MultiheadAttention : public Module {
 
   // What forward keeps for backward: the projections (tokens in the input's order, one row per
   // token), the attention output [B x H x Sq x D] and its tokens, sdpa's saved state.
-  Tensor qkv_;        // self-attention: [tokens x 3E]; cross-attention: q [tokens x E]
-  Tensor kv_;         // cross-attention: [memory tokens x 2E]
-  Tensor attn_;       // [B x H x Sq x D]
-  Tensor attnTokens_; // [tokens x E]
+  Tensor qkv_;         // self-attention: [tokens x 3E]; cross-attention: q [tokens x E]
+  Tensor kv_;          // cross-attention: [memory tokens x 2E]
+  Tensor attn_;        // [B x H x Sq x D]
+  Tensor attnTokens_;  // [tokens x E]
   SdpaSaved saved_;
   SdpaOptions savedOptions_;
   // backward's intermediates, for accGradParameters

@@ -1,10 +1,9 @@
 // PointwiseBase.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
 // Sigmoid, ELU, GELU, SiLU, LeakyReLU): output has the input's shape (any rank); gradInput is computed from the
 // output alone, or from the input where the function is not invertible (GELU, SiLU: see
-// kernels::activation_needs_input; those refuse inplace). With `inplace` the output IS the input (same storage, overwritten) and
-// gradInput reuses gradOutput's storage, as Torch's in-place ReLU does.
-// A subclass only names its activation() and coef(). Twins: the cudnn activation modules,
-// one cuDNN activation descriptor base over these.
+// kernels::activation_needs_input; those refuse inplace). With `inplace` the output IS the input (same storage,
+// overwritten) and gradInput reuses gradOutput's storage, as Torch's in-place ReLU does. A subclass only names its
+// activation() and coef(). Twins: the cudnn activation modules, one cuDNN activation descriptor base over these.
 #pragma once
 
 #include "nn/Module.h"

@@ -157,6 +157,6 @@ template void activation_backward<float>(Activation, double, const float*, const
 template void activation_backward<double>(Activation, double, const double*, const double*, double*, int64_t);
 template void activation_backward_from_input<float>(Activation, double, const float*, const float*, float*, int64_t);
 template void activation_backward_from_input<double>(Activation, double, const double*, const double*, double*,
-                                                      int64_t);
+                                                     int64_t);
 
 }  // namespace nn::kernels
