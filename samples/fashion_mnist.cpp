@@ -35,6 +35,7 @@
 #include "samples/Args.h"
 #include "samples/FashionMnist.h"
 #include "samples/Networks.h"
+#include "samples/VisionTransformer.h"
 #include "tensor/Cuda.h"
 #ifdef CUDNN_NN_HAVE_NCCL
 #include "cudnn/DataParallelTable.h"
@@ -73,13 +74,15 @@ const char* kUsage =
     "  --data DIR        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist,\n"
     "                    from the Debian package dataset-fashion-mnist)\n"
     "  --backend B       nn (CPU, default) or cudnn (convert and train on the GPU)\n"
-    "  --model M         conv (default: 2 convolutions, batch norm, pooling) or lstm\n"
+    "  --model M         conv (default: 2 convolutions, batch norm, pooling), lstm\n"
     "                    (a 2-layer LSTM over the image's 28 rows, classified from its last step)\n"
+    "                    or vit (a Vision Transformer: 7x7 patches, 3 encoder layers)\n"
     "  --epochs N        passes over the training set (default 7)\n"
     "  --batch-size N    images per step (default 128)\n"
     "  --lr X            Adam learning rate (default 0.002)\n"
     "  --lr-decay F      multiply the learning rate by F after each epoch (default 0.7)\n"
-    "  --hidden N        hidden units before the 10 scores (default 256; lstm: 128)\n"
+    "  --hidden N        hidden units before the 10 scores (default 256; lstm: 128;\n"
+    "                    vit: the token width, 64)\n"
     "  --seed N          initialisation and shuffling seed (default 1)\n"
     "  --limit N         train on the first N images only (default: all 60000)\n"
     "  --gpus N          train on N GPUs from this process (DataParallelTable; implies cudnn);\n"
@@ -95,7 +98,7 @@ Options parse(int argc, char** argv) {
     const std::string flag = args.flag();
     if (flag == "--data") o.data = args.value(flag);
     else if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
-    else if (flag == "--model") o.model = args.choice(flag, {"conv", "lstm"});
+    else if (flag == "--model") o.model = args.choice(flag, {"conv", "lstm", "vit"});
     else if (flag == "--epochs") o.epochs = args.integer(flag, 1, 1000);
     else if (flag == "--batch-size") o.batch = args.integer(flag, 1, 65536);
     else if (flag == "--lr") o.lr = args.number(flag, 1e-8, 10);
@@ -109,7 +112,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
-  if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : 256;
+  if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : o.model == "vit" ? 64 : 256;
   if (o.gpus > 0 || launched()) o.backend = "cudnn";
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   return o;
@@ -187,8 +190,10 @@ int run(const Options& o) {
   standardise(train.images, mean, std);
   standardise(test.images, mean, std);
 
-  std::shared_ptr<nn::Module> net =
-      o.model == "lstm" ? build_lstm_network(o.hidden) : samples::fashion_mnist_network(o.hidden);
+  samples::register_vit_types();  // its patch embedding is a model-file type of the sample's
+  std::shared_ptr<nn::Module> net = o.model == "lstm"  ? build_lstm_network(o.hidden)
+                                    : o.model == "vit" ? samples::vision_transformer(o.hidden)
+                                                       : samples::fashion_mnist_network(o.hidden);
   nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
   Device device = Device::cpu();
   if (o.backend == "cudnn") {
