@@ -71,6 +71,7 @@ class TransformerEncoderLayer : public Container {
   void backwardPass(const Tensor& input, const Tensor& gradOutput, double scale, Tensor& gradIn);
   // forward intermediates (row views [tokens x E])
   Tensor sum1_, sum2_, gradScratch_, gradH_;
+  Tensor outs_[kSlots];  // the children's outputs as their forward() returned them
 };
 
 }  // namespace nn
