@@ -159,3 +159,56 @@ TEST_CASE("MultiheadAttention errors, printing, configuration") {
   CHECK(o.str() == "nn.MultiheadAttention(8, heads=4, dropout=0.1, without bias, batch_first, causal)");
   CHECK(nn::MultiheadAttention::fromConfig(o.config())->str() == o.str());
 }
+
+namespace {
+// What the cuDNN twin does: overrides the primitives alone. Counts the calls and routes them
+// to the CPU defaults, so every piece of compute must go through them.
+struct CountingAttention : nn::MultiheadAttention {
+  using nn::MultiheadAttention::MultiheadAttention;
+  int linears = 0, gradInputs = 0, gradParameters = 0, attentions = 0, attentionBackwards = 0;
+  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out) override {
+    ++linears;
+    CHECK(x.is_contiguous());
+    CHECK(w.is_contiguous());
+    nn::MultiheadAttention::linear(x, w, b, out);
+  }
+  void linearGradInput(const Tensor& gy, const Tensor& w, Tensor& gx) override {
+    ++gradInputs;
+    nn::MultiheadAttention::linearGradInput(gy, w, gx);
+  }
+  void linearGradParameters(const Tensor& x, const Tensor& gy, Tensor& gw, Tensor& gb, double scale) override {
+    ++gradParameters;
+    nn::MultiheadAttention::linearGradParameters(x, gy, gw, gb, scale);
+  }
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& o,
+                   nn::SdpaSaved& s) override {
+    ++attentions;
+    return nn::MultiheadAttention::attention(q, k, v, o, s);
+  }
+  nn::SdpaGrads attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& g,
+                                  const nn::SdpaOptions& o, const nn::SdpaSaved& s) override {
+    ++attentionBackwards;
+    return nn::MultiheadAttention::attentionBackward(q, k, v, out, g, o, s);
+  }
+};
+}  // namespace
+
+TEST_CASE("MultiheadAttention computes through its primitives alone (what the cuDNN twin overrides)") {
+  Generator gen(31);
+  CountingAttention m(4, 2);
+  const Tensor x = uniform({3, 2, 4}, -1, 1, gen);
+  m.forward(x);
+  m.backward(x, uniform({3, 2, 4}, -1, 1, gen));
+  CHECK(m.linears == 2);  // the stacked q, k, v projection and the output projection
+  CHECK(m.attentions == 1);
+  CHECK(m.gradInputs == 2);
+  CHECK(m.gradParameters == 2);
+  CHECK(m.attentionBackwards == 1);
+  CountingAttention c(4, 2);
+  c.setMemory(uniform({5, 2, 4}, -1, 1, gen));
+  c.forward(x);
+  c.backward(x, uniform({3, 2, 4}, -1, 1, gen));
+  CHECK(c.linears == 3);  // q from the input, k and v from the memory, the output
+  CHECK(c.gradInputs == 3);
+  CHECK(c.gradParameters == 3);
+}
