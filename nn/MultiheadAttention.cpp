@@ -113,6 +113,7 @@ const Tensor& MultiheadAttention::updateOutput(const Tensor& input) {
   const Tensor x = input.contiguous().view({S * B, E});
   Tensor q, k, v;
   if (!memory_.defined()) {
+    kv_ = Tensor();  // a cross-attention forward's, no longer what backward reads
     linear(x, inProjWeight, inProjBias, qkv_);
     q = heads(qkv_, S, B, 0, 3);
     k = heads(qkv_, S, B, 1, 3);

@@ -19,12 +19,17 @@
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
+#include "nn/Embedding.h"
+#include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
+#include "nn/LayerNorm.h"
+#include "nn/LeakyReLU.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
 #include "nn/LSTM.h"
 #include "nn/ModuleConfig.h"
+#include "nn/MultiheadAttention.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
@@ -32,6 +37,7 @@
 #include "nn/RNNTanh.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
+#include "nn/SiLU.h"
 #include "nn/Sigmoid.h"
 #include "nn/SoftMax.h"
 #include "nn/SpatialAveragePooling.h"
@@ -46,6 +52,7 @@
 #include "nn/SpatialTransformer.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
+#include "nn/TransformerEncoderLayer.h"
 #include "nn/View.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "nn/VolumetricBatchNormalization.h"
@@ -130,8 +137,9 @@ ModulePtr expect_roundtrip(const ModulePtr& m, const Tensor& input) {
   const Tensor g = uniform(ya.sizes(), -1, 1, gen, ya.dtype());
   m->zeroGradParameters();
   back->zeroGradParameters();
-  const Tensor ga = m->backward(xa, g.clone()).clone();
-  const Tensor gb = back->backward(xb, g.clone()).clone();
+  const auto copy = [](const Tensor& t) { return t.defined() ? t.clone() : Tensor(); };  // Embedding: none
+  const Tensor ga = copy(m->backward(xa, g.clone()));
+  const Tensor gb = copy(back->backward(xb, g.clone()));
   CHECK(identical(ga, gb));
   const auto pa = m->namedGradParameters(), pb = back->namedGradParameters();
   REQUIRE(pa.size() == pb.size());
@@ -167,6 +175,7 @@ struct Case {
   ModulePtr module;
   Shape input;
   bool evaluate = false;
+  Tensor given = {};  // the input itself where it is not uniform floats (Embedding's indices)
 };
 
 template <class M, class... A>
@@ -277,6 +286,20 @@ std::vector<Case> all_cases() {
                    make<nn::Sequential>(std::initializer_list<ModulePtr>{stn_view, make<nn::Linear>(18, 6)}), 4, 5),
                {2, 2, 3, 3}});
   c.push_back({make<nn::Sequential>(), {2, 3}});
+  // the Transformer modules
+  c.push_back({make<nn::Embedding>(7, 3, -1), {}, false, from_vector<int64_t>({0, 6, 2, 2, 5, 1}, {2, 3})});
+  c.push_back({make<nn::GELU>("tanh"), {2, 5}});
+  c.push_back({make<nn::SiLU>(), {2, 5}});
+  c.push_back({make<nn::LeakyReLU>(0.2, true), {2, 5}});
+  c.push_back({make<nn::LayerNorm>(Shape{2, 3}, 1e-3, false), {4, 2, 3}});
+  c.push_back({make<nn::LayerNorm>(Shape{3}, 1e-6), {2, 3}});
+  auto mha = make<nn::MultiheadAttention>(6, 3, 0.2, false, true);
+  mha->causal = true;
+  c.push_back({mha, {2, 4, 6}});
+  auto encoder = make<nn::TransformerEncoderLayer>(8, 2, 12, 0.1, "gelu", true, true, 1e-6);
+  encoder->setCausal(true);
+  c.push_back({encoder, {2, 3, 8}});
+  c.push_back({make<nn::TransformerEncoderLayer>(4, 1, 6, 0.0), {3, 2, 4}, true});
   return c;
 }
 
@@ -291,7 +314,7 @@ TEST_CASE("every module type round-trips with non-default options") {
     INFO(c.module->str());
     scramble(*c.module, 5);
     if (c.evaluate) c.module->evaluate();
-    const ModulePtr back = expect_roundtrip(c.module, uniform(c.input, -1, 1, gen));
+    const ModulePtr back = expect_roundtrip(c.module, c.given.defined() ? c.given : uniform(c.input, -1, 1, gen));
     // fields that change nothing on the CPU, so the outputs above cannot show them
     if (auto conv = std::dynamic_pointer_cast<nn::ConvolutionBase>(c.module)) {
       CHECK(as<nn::ConvolutionBase>(back)->algo == conv->algo);

@@ -11,11 +11,16 @@
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
+#include "nn/Embedding.h"
+#include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
 #include "nn/LSTM.h"
+#include "nn/LayerNorm.h"
+#include "nn/LeakyReLU.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
+#include "nn/MultiheadAttention.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
@@ -23,6 +28,7 @@
 #include "nn/Residual.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
+#include "nn/SiLU.h"
 #include "nn/Sigmoid.h"
 #include "nn/SoftMax.h"
 #include "nn/SpatialAveragePooling.h"
@@ -37,6 +43,7 @@
 #include "nn/SpatialTransformer.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
+#include "nn/TransformerEncoderLayer.h"
 #include "nn/View.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "nn/VolumetricBatchNormalization.h"
@@ -87,11 +94,16 @@ const std::vector<ModuleSpec>& module_table() {
        {2, 3}, 0, 1, {2, 3, 4}},
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
+      {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
+      {"GELU", make<nn::GELU>("tanh"), {2, 3, 4}},
       {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},
+      {"LayerNorm", make<nn::LayerNorm>(tensor::Shape{3, 4}), {2, 3, 4}, 0, 2, {3}},
+      {"LeakyReLU", make<nn::LeakyReLU>(0.2), {2, 3, 4}},
       {"Linear", make<nn::Linear>(3, 4), {2, 3}, 0, 1, {2, 3, 4}},
       {"LogSoftMax", make<nn::LogSoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
       {"LSTM", make<nn::LSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"MultiheadAttention", make<nn::MultiheadAttention>(4, 2), {3, 2, 4}, 1, 2, {3, 4}},
       {"ReLU", make<nn::ReLU>(), {2, 3, 4}},
       {"Reshape", make<nn::Reshape>(3, 2), {2, 6}, 0, 1, {}, false, true},
       {"Residual", [] { return ModulePtr(std::make_shared<nn::Residual>(std::make_shared<nn::Linear>(3, 3))); },
@@ -103,6 +115,7 @@ const std::vector<ModuleSpec>& module_table() {
        [] { return sequential({std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::Tanh>()}); },
        {2, 3}, 0, 1, {2, 3, 4}},
       {"Sigmoid", make<nn::Sigmoid>(), {2, 3, 4}},
+      {"SiLU", make<nn::SiLU>(), {2, 3, 4}},
       {"SoftMax", make<nn::SoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
       {"SpatialAveragePooling", make<nn::SpatialAveragePooling>(2, 2, 2, 2), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialBatchNormalization", make<nn::SpatialBatchNormalization>(3), {2, 3, 4, 4}, 0, 1, {2, 3}},
@@ -119,6 +132,7 @@ const std::vector<ModuleSpec>& module_table() {
        {2, 2, 3, 3}, 0, 1, {2, 3}},
       {"Tanh", make<nn::Tanh>(), {2, 3, 4}},
       {"TemporalConvolution", make<nn::TemporalConvolution>(3, 4, 2), {2, 5, 3}, 0, 2, {2, 3, 4, 5}},
+      {"TransformerEncoderLayer", make<nn::TransformerEncoderLayer>(4, 2, 6, 0.1), {3, 2, 4}, 1, 2, {3, 4}, true},
       {"View", [] { return ModulePtr(std::make_shared<nn::View>(6)); }, {2, 2, 3}, 0, 2, {}, false, true},
       {"VolumetricAveragePooling", make<nn::VolumetricAveragePooling>(2, 2, 2), {2, 3, 4, 4, 4}, 0, -1, {2, 3}},
       {"VolumetricBatchNormalization", make<nn::VolumetricBatchNormalization>(3), {2, 3, 2, 3, 3}, 0, 1, {2, 3}},

@@ -35,6 +35,9 @@ struct ModuleSpec {
   // backward after a forward in evaluation mode (false for the recurrent types: backward needs
   // a training forward's saved state, as cuDNN's reserve space is kept only in training)
   bool backwardInEvaluation = true;
+  // Takes int64 indices, not floating data (Embedding): `input` is the indices' shape, drawn in
+  // [0, 2); the matrix's floating-input checks skip the row, and its own suite covers them.
+  bool indexInput = false;
 };
 
 const std::vector<ModuleSpec>& module_table();

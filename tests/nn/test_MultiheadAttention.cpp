@@ -1,0 +1,161 @@
+// test_MultiheadAttention.cpp
+#include <doctest/doctest.h>
+
+#include "nn/MultiheadAttention.h"
+#include "tests/support/GradCheck.h"
+#include "tests/support/TransformerReference.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+
+// PyTorch's module of case `name`, loaded into ours by its state_dict names
+std::shared_ptr<nn::MultiheadAttention> torch_mha(const std::string& name, int64_t E, int64_t H, bool bias,
+                                                  bool batchFirst) {
+  auto m = std::make_shared<nn::MultiheadAttention>(E, H, 0.0, bias, batchFirst);
+  m->to(DType::Float64);
+  m->loadStateDict(torch_refs("mha." + name + ".p."));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("MultiheadAttention gives PyTorch's outputs and gradients (self, causal with padding, cross, batch first)") {
+  struct Case {
+    std::string name;
+    int64_t E, H;
+    bool bias, batchFirst, causal, lengths, memory;
+  };
+  for (const Case& c : std::vector<Case>{{"self", 8, 2, true, false, false, false, false},
+                                         {"masked", 8, 4, true, false, true, true, false},
+                                         {"cross", 8, 2, true, false, false, true, true},
+                                         {"batch_first", 6, 3, false, true, false, false, false}}) {
+    INFO(c.name);
+    const std::string p = "mha." + c.name;
+    auto m = torch_mha(c.name, c.E, c.H, c.bias, c.batchFirst);
+    m->causal = c.causal;
+    if (c.lengths) m->setKeyLengths(torch_ref(p + ".lengths"));
+    if (c.memory) m->setMemory(torch_ref(p + ".memory"));
+    const Tensor x = torch_ref(p + ".x");
+    expect_matches("output", m->forward(x), torch_ref(p + ".y"));
+    expect_matches("gradInput", m->backward(x, torch_ref(p + ".gy")), torch_ref(p + ".gx"));
+    if (c.memory) expect_matches("gradMemory", m->gradMemory, torch_ref(p + ".gmemory"));
+    for (const auto& [name, g] : m->namedGradParameters()) {
+      INFO(name);
+      expect_matches("parameter gradient", g, torch_ref(p + ".g." + name));
+    }
+  }
+}
+
+TEST_CASE("MultiheadAttention state_dict names and shapes are PyTorch's") {
+  nn::MultiheadAttention m(12, 3);
+  const auto state = m.stateDict();
+  REQUIRE(state.size() == 4);
+  CHECK(state.at("in_proj_weight").sizes() == Shape{36, 12});
+  CHECK(state.at("in_proj_bias").sizes() == Shape{36});
+  CHECK(state.at("out_proj.weight").sizes() == Shape{12, 12});
+  CHECK(state.at("out_proj.bias").sizes() == Shape{12});
+  CHECK(state.at("in_proj_bias").abs().sum().item() == 0);  // PyTorch zeroes the biases
+  CHECK(nn::MultiheadAttention(4, 2, 0, false).stateDict().size() == 2);
+}
+
+TEST_CASE("MultiheadAttention finite differences: heads, causal, key lengths, dropout, batch first, no bias") {
+  Generator gen(20261128);
+  struct Case {
+    int64_t E, H;
+    double dropout;
+    bool bias, batchFirst, causal;
+    std::vector<int64_t> lengths;
+  };
+  for (const Case& c : std::vector<Case>{{4, 1, 0, true, false, false, {}},
+                                         {6, 3, 0, true, false, true, {}},
+                                         {4, 2, 0, false, true, false, {3, 1}},
+                                         {4, 2, 0.3, true, false, true, {2, 3}}}) {
+    INFO("E ", c.E, " H ", c.H, " dropout ", c.dropout, " causal ", c.causal);
+    nn::MultiheadAttention m(c.E, c.H, c.dropout, c.bias, c.batchFirst);
+    m.to(DType::Float64);
+    m.causal = c.causal;
+    if (!c.lengths.empty()) m.setKeyLengths(from_vector<int64_t>(c.lengths, {2}));
+    if (c.bias) m.inProjBias.uniform_(-0.5, 0.5, gen);
+    expect_gradients_ok(m, uniform(c.batchFirst ? Shape{2, 3, c.E} : Shape{3, 2, c.E}, -1, 1, gen, DType::Float64));
+  }
+}
+
+TEST_CASE("MultiheadAttention cross-attention: finite differences over the query, the parameters and the memory") {
+  Generator gen(20261129);
+  nn::MultiheadAttention m(4, 2);
+  m.to(DType::Float64);
+  m.inProjBias.uniform_(-0.5, 0.5, gen);
+  const Tensor mem = uniform({5, 2, 4}, -1, 1, gen, DType::Float64);
+  m.setMemory(mem);
+  m.setKeyLengths(from_vector<int64_t>({5, 3}, {2}));
+  const Tensor x = uniform({3, 2, 4}, -1, 1, gen, DType::Float64);
+  expect_gradients_ok(m, x);
+  // the memory's gradient, entry by entry
+  const Tensor r = uniform({3, 2, 4}, -1, 1, gen, DType::Float64);
+  m.forward(x);
+  m.backward(x, r);
+  REQUIRE(m.gradMemory.sizes() == mem.sizes());
+  const Tensor gm = m.gradMemory.clone();
+  Tensor flat = mem.view({-1});
+  double worst = 0;
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    const double v = flat.get({i}), eps = 1e-6;
+    flat.set({i}, v + eps);
+    const double up = m.forward(x).mul(r).sum().item();
+    flat.set({i}, v - eps);
+    const double down = m.forward(x).mul(r).sum().item();
+    flat.set({i}, v);
+    worst = std::max(worst, std::abs((up - down) / (2 * eps) - gm.view({-1}).get({i})));
+  }
+  CHECK(worst < 1e-8);
+  // back to self-attention
+  m.setMemory(Tensor());
+  m.setKeyLengths(Tensor());
+  m.forward(x);
+  m.backward(x, r);
+  CHECK_FALSE(m.gradMemory.defined());
+}
+
+TEST_CASE("MultiheadAttention errors, printing, configuration") {
+  CHECK_THROWS_WITH_AS(
+      nn::MultiheadAttention(10, 3),
+      "nn.MultiheadAttention: expected embed_dim >= 1 divisible by num_heads >= 1, got embed_dim 10 and "
+      "num_heads 3",
+      Error);
+  CHECK_THROWS_WITH_AS(nn::MultiheadAttention(8, 2, 1.0), "nn.MultiheadAttention: expected dropout in [0, 1), got 1",
+                       Error);
+  nn::MultiheadAttention m(8, 2);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 2, 6})),
+                       "nn.MultiheadAttention::updateOutput: expected input [S x B x 8], got [3 x 2 x 6]", Error);
+  CHECK_THROWS_WITH_AS(m.forward(zeros({3, 8})),
+                       "nn.MultiheadAttention::updateOutput: expected input [S x B x 8], got [3 x 8]", Error);
+  m.setMemory(zeros({4, 3, 8}));
+  CHECK_THROWS_WITH_AS(
+      m.forward(zeros({3, 2, 8})),
+      "nn.MultiheadAttention::updateOutput: expected memory [S x B x 8] with batch 2 and dtype float32 "
+      "(input [3 x 2 x 8]), got float32 [4 x 3 x 8] on cpu",
+      Error);
+  m.setMemory(Tensor());
+  m.setKeyLengths(from_vector<int64_t>({3, 4}, {2}));
+  CHECK_THROWS_WITH_AS(
+      m.forward(zeros({3, 2, 8})),
+      "nn.MultiheadAttention::updateOutput: expected keyLengths in [1, 3] (Sk of k [2 x 2 x 3 x 4]), got "
+      "4 at batch entry 1",
+      Error);
+  CHECK_THROWS_WITH_AS(
+      m.setKeyLengths(zeros({2})),
+      "nn.MultiheadAttention::setKeyLengths: expected int64 [batch] key lengths, got float32 [2] on cpu", Error);
+  nn::MultiheadAttention fresh(8, 2);
+  fresh.forward(zeros({3, 2, 8}));
+  CHECK_THROWS_WITH_AS(fresh.accGradParameters(zeros({3, 2, 8}), zeros({3, 2, 8})),
+                       "nn.MultiheadAttention::accGradParameters: expected updateGradInput() after the forward first "
+                       "(backward() calls both), got none",
+                       Error);
+  CHECK(nn::MultiheadAttention(8, 2).str() == "nn.MultiheadAttention(8, heads=2)");
+  nn::MultiheadAttention o(8, 4, 0.1, false, true);
+  o.causal = true;
+  CHECK(o.str() == "nn.MultiheadAttention(8, heads=4, dropout=0.1, without bias, batch_first, causal)");
+  CHECK(nn::MultiheadAttention::fromConfig(o.config())->str() == o.str());
+}
