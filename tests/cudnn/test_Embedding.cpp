@@ -6,10 +6,14 @@
 // written here rather than through TwinCheck, which converts the input to the module's dtype.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "convert/Convert.h"
 #include "cudnn/Embedding.h"
 #include "nn/Embedding.h"
 #include "tests/support/ErrorText.h"
+#include "tests/support/NonContiguous.h"
 #include "tests/support/TwinCheck.h"
 
 using namespace tensor;
@@ -72,7 +76,7 @@ void expect_matches(const Case& c, DType dt, bool noncontiguous, Generator& gen)
   } else {
     CHECK(rel_norm_error(twin.gradWeight, ref.gradWeight) <= TwinTolerance::for_dtype(dt).backward);
   }
-  if (c.pad) CHECK(max_abs_diff(twin.gradWeight.select(0, *c.pad), zeros({c.dim}, dt, gpu)) == 0);
+  if (c.pad) CHECK(max_abs_diff(twin.gradWeight.select(0, *twin.paddingIdx), zeros({c.dim}, dt, gpu)) == 0);
 }
 }  // namespace
 
@@ -158,6 +162,13 @@ TEST_CASE("cudnn.Embedding: convert round trip, printing and errors") {
   nn::ModulePtr back = nn::convert(cu, nn::backend);
   CHECK(back->type_name() == "nn.Embedding");
   for (const auto& [name, t] : back->stateDict()) CHECK(max_abs_diff(t, before.at(name)) == 0);
+
+  // nn.Embedding bridges CUDA indices (Note [Device bridging] in nn/Module.cpp)
+  nn::Embedding bridged(12, 5, 2);
+  bridged.loadStateDict(before);
+  const Tensor yb = bridged.forward(idx.to(gpu));
+  CHECK(yb.device() == gpu);
+  CHECK(max_abs_diff(yb.cpu(), y) == 0);
 
   cudnn::Embedding twin(12, 5);
   CHECK_THROWS_WITH_AS(twin.forward(idx),

@@ -80,7 +80,7 @@ TEST_CASE("cudnn.LayerNorm keeps nn's statistics, in float32 for 16-bit input") 
     CHECK(twin.saveMean.dtype() == stats);
     CHECK(twin.saveRstd.dtype() == stats);
     CHECK(twin.saveMean.sizes() == Shape{5});
-    const double tol = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-6 : 1e-2;
+    const double tol = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-6 : 3e-2;  // 16 bits: x rounded
     CHECK(rel_norm_error(twin.saveMean, ref.saveMean) <= tol);
     CHECK(rel_norm_error(twin.saveRstd, ref.saveRstd) <= tol);
   }
