@@ -1,6 +1,8 @@
 // PointwiseBase.cpp: buffers (in place or not) around ActivationPlan, as nn::PointwiseBase.
 #include "cudnn/PointwiseBase.h"
 
+#include <optional>
+
 #include "cudnn/core/Layout.h"
 #include "cudnn/kernels/Activation.h"
 #include "nn/Buffers.h"
@@ -8,7 +10,9 @@
 namespace cudnn::detail {
 
 namespace {
-Activation mode_of(nn::PointwiseBase::Activation a) {
+// The modes ActivationPlan runs; nullopt for GELU, GELUTanh, SiLU and LeakyReLU, which cuDNN's
+// activation API lacks and our kernels run (cudnn/kernels/Activation.h).
+std::optional<Activation> plan_mode(nn::PointwiseBase::Activation a) {
   using A = nn::PointwiseBase::Activation;
   switch (a) {
     case A::ReLU: return Activation::Relu;
@@ -16,8 +20,13 @@ Activation mode_of(nn::PointwiseBase::Activation a) {
     case A::Tanh: return Activation::Tanh;
     case A::Sigmoid: return Activation::Sigmoid;
     case A::ELU: return Activation::Elu;
+    case A::GELU:
+    case A::GELUTanh:
+    case A::SiLU:
+    case A::LeakyReLU:
+      return std::nullopt;
   }
-  return Activation::Relu;
+  return std::nullopt;
 }
 
 // Element-wise work sees one flat vector in memory order: any rank, one descriptor shape.
@@ -26,17 +35,21 @@ Activation mode_of(nn::PointwiseBase::Activation a) {
 Tensor flat(const Tensor& t) { return flat_view(t); }
 }  // namespace
 
+void PointwiseCompute::run_forward(const nn::PointwiseBase& m, const Tensor& x, const Tensor& y) {
+  if (const auto mode = plan_mode(m.activation())) return plan_.forward(*mode, m.coef(), x, y);
+  kernels::activation_forward(m.activation(), m.coef(), x, y);
+}
+
 void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
-  const Activation mode = mode_of(m.activation());
   if (m.inplace) {
     m.output = input;
     if (input.numel() == 0) return;
     if (input.is_contiguous() || input.is_contiguous(activation_format(input))) {
-      plan_.forward(mode, m.coef(), flat(input), flat(input));
+      run_forward(m, flat(input), flat(input));
     } else {
       // compute on a packed copy, then write through the caller's view
       const Tensor packed = input.contiguous(activation_format(input));
-      plan_.forward(mode, m.coef(), flat(packed), flat(packed));
+      run_forward(m, flat(packed), flat(packed));
       Tensor(input).copy_(packed);
     }
     return;
@@ -46,15 +59,16 @@ void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
   if (m.output.shares_storage(input)) m.output = Tensor();  // was in place: never write into the input
   nn::ensure(m.output, x.sizes(), x, format);
   if (x.numel() == 0) return;
-  plan_.forward(mode, m.coef(), flat(x), flat(m.output));
+  run_forward(m, flat(x), flat(m.output));
 }
 
 void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput) {
-  const Activation mode = mode_of(m.activation());
+  const std::optional<Activation> mode = plan_mode(m.activation());
   // x, y, dy and dx share one layout: the output's (the input's, Note [Channels-last twins])
   const tensor::MemoryFormat format = tensor::suggest_memory_format(m.output);
   const Tensor y = as_format(m.output, format);
-  // In place the input was overwritten by y: hand cuDNN y as x too (Note [In-place activation gradients]).
+  // In place the input was overwritten by y: hand cuDNN y as x too (Note [In-place activation gradients]);
+  // of our kernels' modes only LeakyReLU runs in place, with a slope >= 0, where y > 0 exactly where x > 0.
   const Tensor x = m.inplace ? y : as_format(input, format);
   if (m.inplace && gradOutput.is_contiguous(format)) {
     m.gradInput = gradOutput;
@@ -64,11 +78,15 @@ void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const
   }
   if (y.numel() == 0) return;
   const Tensor dy = as_format(gradOutput, format);
-  if (m.inplace && mode == Activation::ClippedRelu) {
+  if (!mode) {
+    kernels::activation_backward_from_input(m.activation(), m.coef(), flat(x), flat(dy), flat(m.gradInput));
+    return;
+  }
+  if (m.inplace && *mode == Activation::ClippedRelu) {
     kernels::clipped_relu_backward_from_output(flat(y), flat(dy), flat(m.gradInput), m.coef());
     return;
   }
-  plan_.backward(mode, m.coef(), flat(x), flat(y), flat(dy), flat(m.gradInput));
+  plan_.backward(*mode, m.coef(), flat(x), flat(y), flat(dy), flat(m.gradInput));
 }
 
 }  // namespace cudnn::detail

@@ -1,6 +1,8 @@
 // PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
-// Sigmoid, ELU), cudnn.torch's Pointwise.lua: one ActivationPlan (cudnnActivationForward /
-// Backward) driven by the nn module's activation() and coef(). Any shape, float32, float64,
+// Sigmoid, ELU, GELU, SiLU, LeakyReLU), cudnn.torch's Pointwise.lua: one ActivationPlan
+// (cudnnActivationForward / Backward, our ReLU kernels) driven by the nn module's activation()
+// and coef(); GELU, SiLU and LeakyReLU, which cuDNN's activation API lacks, run on our kernels
+// (cudnn/kernels/Activation.h), their backward reading the input as nn's. Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
 // x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase. A channels-last
 // input gives channels-last output and gradInput (Note [Channels-last twins], core/Layout.h).
@@ -8,7 +10,8 @@
 // (dx = dy * (y + alpha) where y <= 0) and x for clipped relu; our relu kernel reads y
 // (y > 0 exactly where x > 0). After an in-place forward x holds y: clipped relu is wrong there
 // (clipped entries hold the ceiling, which cuDNN passes), so in-place ClippedReLU takes its
-// gradient from y with kernels::clipped_relu_backward_from_output.
+// gradient from y with kernels::clipped_relu_backward_from_output. GELU and SiLU refuse inplace
+// (nn's checkInplace); in-place LeakyReLU has a slope >= 0, so y stands for x.
 #pragma once
 
 #include <optional>
@@ -28,6 +31,8 @@ class PointwiseCompute {
   void backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput);
 
  private:
+  void run_forward(const nn::PointwiseBase& m, const Tensor& x, const Tensor& y);
+
   ActivationPlan plan_;
 };
 }  // namespace detail
@@ -54,6 +59,7 @@ class PointwiseBase : public Twin<Base>, public FusableActivation {
     const std::string where = this->where("updateOutput");
     check_on_device(where, input, Tensor());
     check_cuda(where, input, "input");
+    this->checkInplace("updateOutput");
     if (fused_) {
       this->output = input;  // the convolution before applied the activation
       return this->output;

@@ -33,17 +33,23 @@ void Embedding::reset() {
 
 void Embedding::visitState(StateVisitor& v) { v.parameter("weight", weight, gradWeight); }
 
-void Embedding::checkIndices(const Tensor& input, const char* method) const {
+void Embedding::checkIndexDType(const Tensor& input, const char* method) const {
   if (input.dtype() != tensor::DType::Int64) {
     throw Error(where(method) + "expected int64 indices, got " + input.description());
   }
+}
+
+void Embedding::throwBadIndex(const Tensor& input, int64_t element, int64_t value, const char* method) const {
+  throw Error(where(method) + "expected indices in [0, " + std::to_string(numEmbeddings) + "), got " +
+              std::to_string(value) + " (element " + std::to_string(element) + " of " + input.description() + ")");
+}
+
+void Embedding::checkIndices(const Tensor& input, const char* method) const {
+  checkIndexDType(input, method);
   const Tensor idx = input.contiguous();
   const int64_t* p = idx.data<int64_t>();
   for (int64_t i = 0; i < idx.numel(); ++i) {
-    if (p[i] < 0 || p[i] >= numEmbeddings) {
-      throw Error(where(method) + "expected indices in [0, " + std::to_string(numEmbeddings) + "), got " +
-                  std::to_string(p[i]) + " (element " + std::to_string(i) + " of " + input.description() + ")");
-    }
+    if (p[i] < 0 || p[i] >= numEmbeddings) throwBadIndex(input, i, p[i], method);
   }
 }
 

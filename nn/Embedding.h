@@ -37,6 +37,10 @@ class Embedding : public Module {
   void visitState(StateVisitor& v) override;
   // int64 indices on the CPU, each in [0, numEmbeddings); throws naming the first bad one.
   void checkIndices(const Tensor& input, const char* method) const;
+  // Its two halves, which the twin (indices on the GPU) shares: the dtype, and the error for
+  // the first index out of range (`value` at flat position `element` of input).
+  void checkIndexDType(const Tensor& input, const char* method) const;
+  [[noreturn]] void throwBadIndex(const Tensor& input, int64_t element, int64_t value, const char* method) const;
   // gradOutput of shape input + [embeddingDim], of the weight's dtype.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 };

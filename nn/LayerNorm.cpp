@@ -63,7 +63,10 @@ void LayerNorm::checkGradOutput(const Tensor& input, const Tensor& gradOutput, c
                 "), got " + (gradOutput.defined() ? gradOutput.description() : std::string("an undefined tensor")));
   }
   const auto [rows, cols] = rowsCols(input, method);
-  if (!saveMean.defined() || saveMean.numel() != rows || saveMean.dtype() != input.dtype()) {
+  // the statistics have the input's dtype, float32 for a twin's 16-bit input
+  const bool half = input.dtype() == tensor::DType::Float16 || input.dtype() == tensor::DType::BFloat16;
+  const tensor::DType stats = half ? tensor::DType::Float32 : input.dtype();
+  if (!saveMean.defined() || saveMean.numel() != rows || saveMean.dtype() != stats) {
     throw Error(where(method) + "expected a forward() of input " + input.description() + " first");
   }
 }

@@ -9,6 +9,12 @@ void PointwiseBase::checkInput(const Tensor& input, const char* method) const {
   check_float(where(method), input);
 }
 
+void PointwiseBase::checkInplace(const char* method) const {
+  if (inplace && kernels::activation_needs_input(activation(), coef())) {
+    throw Error(where(method) + "expected inplace = false (the backward pass reads the input), got true");
+  }
+}
+
 void PointwiseBase::checkGradOutput(const Tensor& gradOutput, const char* method) const {
   check_float(where(method), gradOutput, "gradOutput");
   checkGradOutputMatches(gradOutput, method);
@@ -26,9 +32,7 @@ const Tensor& PointwiseBase::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");
   const Activation mode = activation();
   const double c = coef();
-  if (inplace && kernels::activation_needs_input(mode, c)) {
-    throw Error(where("updateOutput") + "expected inplace = false (the backward pass reads the input), got true");
-  }
+  checkInplace("updateOutput");
   tensor::dispatch_f32_f64(input.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
     if (inplace) {

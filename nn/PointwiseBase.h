@@ -29,6 +29,8 @@ class PointwiseBase : public Module {
   explicit PointwiseBase(bool inplace_ = false) : inplace(inplace_) {}
 
   void checkInput(const Tensor& input, const char* method) const;
+  // inplace is refused where the backward pass reads the input (the twins check it too).
+  void checkInplace(const char* method) const;
   // gradOutput must have the output's shape and dtype (and updateOutput must have run).
   void checkGradOutput(const Tensor& gradOutput, const char* method) const;
   // The same without the float32/float64 check (the cudnn twins take 16-bit data too).

@@ -2,6 +2,8 @@
 // launch (tensor/cuda/Elementwise.cuh), which packs 16 bytes per thread where it can.
 #include "cudnn/kernels/Activation.h"
 
+#include <string>
+
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/cuda/Elementwise.cuh"
 
@@ -42,7 +44,131 @@ struct ClippedReluBackward {  // operands: dx, y, dy
   }
 };
 
+// GELU, SiLU and LeakyReLU: nn::kernels' expressions (nn/kernels/Activation.cpp) in acc_t<T>, term
+// for term and in the same order, so that infinities and NaNs come out as nn's. The constants are
+// nn's: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi) and the tanh form's cubic coefficient.
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluCubic = 0.044715;
+
+__device__ inline float erf_of(float v) { return erff(v); }
+__device__ inline double erf_of(double v) { return erf(v); }
+__device__ inline float exp_of(float v) { return expf(v); }
+__device__ inline double exp_of(double v) { return exp(v); }
+__device__ inline float tanh_of(float v) { return tanhf(v); }
+__device__ inline double tanh_of(double v) { return tanh(v); }
+
+struct GeluOp {
+  template <class A>
+  __device__ A operator()(A v) const {
+    return v * A(0.5) * (A(1) + erf_of(v * A(kSqrtHalf)));
+  }
+  template <class A>
+  __device__ A operator()(A v, A g) const {  // d/dx x Phi(x) = Phi(x) + x phi(x)
+    const A cdf = A(0.5) * (A(1) + erf_of(v * A(kSqrtHalf)));
+    const A pdf = A(kInvSqrt2Pi) * exp_of(A(-0.5) * v * v);
+    return g * (cdf + v * pdf);
+  }
+};
+
+struct GeluTanhOp {
+  template <class A>
+  __device__ A operator()(A v) const {
+    const A inner = A(kSqrt2OverPi) * (v + A(kGeluCubic) * v * v * v);
+    return A(0.5) * v * (A(1) + tanh_of(inner));
+  }
+  template <class A>
+  __device__ A operator()(A v, A g) const {
+    const A t = tanh_of(A(kSqrt2OverPi) * (v + A(kGeluCubic) * v * v * v));
+    const A dinner = A(kSqrt2OverPi) * (A(1) + A(3 * kGeluCubic) * v * v);
+    return g * (A(0.5) * (A(1) + t) + A(0.5) * v * (A(1) - t * t) * dinner);
+  }
+};
+
+struct SiluOp {
+  template <class A>
+  __device__ A operator()(A v) const {
+    return v / (A(1) + exp_of(-v));
+  }
+  template <class A>
+  __device__ A operator()(A v, A g) const {  // s (1 + x (1 - s)), s = sigmoid(x)
+    const A s = A(1) / (A(1) + exp_of(-v));
+    return g * s * (A(1) + v * (A(1) - s));
+  }
+};
+
+// One rounding each way (a single product), so every dtype gives nn's bits; NaN > 0 is false,
+// so a NaN input stays NaN forward and its gradient is dy * slope.
+template <class T>
+struct LeakyReluOp {
+  tensor::acc_t<T> slope;
+  template <class A>
+  __device__ A operator()(A v) const {
+    return v > A(0) ? v : v * slope;
+  }
+  template <class A>
+  __device__ A operator()(A v, A g) const {
+    return v > A(0) ? g : g * slope;
+  }
+};
+
+template <class T, class Op>
+struct MapForward {  // operands: y, x
+  Op op;
+  __device__ void operator()(char* (&p)[2]) const {
+    using A = tensor::acc_t<T>;
+    *reinterpret_cast<T*>(p[0]) = T(op(static_cast<A>(*reinterpret_cast<const T*>(p[1]))));
+  }
+};
+
+template <class T, class Op>
+struct MapBackward {  // operands: dx, x, dy
+  Op op;
+  __device__ void operator()(char* (&p)[3]) const {
+    using A = tensor::acc_t<T>;
+    *reinterpret_cast<T*>(p[0]) = T(op(static_cast<A>(*reinterpret_cast<const T*>(p[1])),
+                                       static_cast<A>(*reinterpret_cast<const T*>(p[2]))));
+  }
+};
+
+// Calls f(op) with mode's functor for data of type T; another mode is an error naming `kernel`.
+template <class T, class F>
+void with_op(nn::kernels::Activation mode, double coef, const char* kernel, F&& f) {
+  using M = nn::kernels::Activation;
+  switch (mode) {
+    case M::GELU: return f(GeluOp{});
+    case M::GELUTanh: return f(GeluTanhOp{});
+    case M::SiLU: return f(SiluOp{});
+    case M::LeakyReLU: return f(LeakyReluOp<T>{static_cast<tensor::acc_t<T>>(coef)});
+    default:
+      throw tensor::Error(std::string(kernel) + ": expected mode GELU, GELUTanh, SiLU or LeakyReLU, got mode " +
+                          std::to_string(static_cast<int>(mode)));
+  }
+}
+
 }  // namespace
+
+void activation_forward(nn::kernels::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& y) {
+  const char* kernel = "cudnn::kernels::activation_forward";
+  dispatch_floating(kernel, x, [&](auto tag) {
+    using T = decltype(tag);
+    with_op<T>(mode, coef, kernel, [&](auto op) {
+      launch_elementwise<2, T>({&y, &x}, MapForward<T, decltype(op)>{op}, kernel);
+    });
+  });
+}
+
+void activation_backward_from_input(nn::kernels::Activation mode, double coef, const tensor::Tensor& x,
+                                    const tensor::Tensor& dy, const tensor::Tensor& dx) {
+  const char* kernel = "cudnn::kernels::activation_backward_from_input";
+  dispatch_floating(kernel, x, [&](auto tag) {
+    using T = decltype(tag);
+    with_op<T>(mode, coef, kernel, [&](auto op) {
+      launch_elementwise<3, T>({&dx, &x, &dy}, MapBackward<T, decltype(op)>{op}, kernel);
+    });
+  });
+}
 
 void relu_forward(const tensor::Tensor& x, const tensor::Tensor& y) {
   dispatch_floating("cudnn::kernels::relu_forward", x, [&](auto tag) {

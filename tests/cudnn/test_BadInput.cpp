@@ -45,7 +45,7 @@ TEST_CASE("bad-input matrix (cudnn): every row converts to its twin (nn.Sequenti
 
 TEST_CASE("bad-input matrix (cudnn): a wrong rank is an error naming the twin and the input's shape") {
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     if (s.wrongRank.empty()) continue;
     INFO(s.type, ", input ", shape_str(s.wrongRank));
     nn::ModulePtr m = build_twin(s);
@@ -58,7 +58,7 @@ TEST_CASE("bad-input matrix (cudnn): a wrong rank is an error naming the twin an
 
 TEST_CASE("bad-input matrix (cudnn): a wrong plane count is an error naming the twin and the input's shape") {
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     if (s.planeDim < 0) continue;
     const Shape bad = with_size(s.input, s.planeDim, s.input[s.planeDim] + 1);
     INFO(s.type, ", input ", shape_str(bad));
@@ -72,7 +72,7 @@ TEST_CASE("bad-input matrix (cudnn): a wrong plane count is an error naming the 
 
 TEST_CASE("bad-input matrix (cudnn): an integer input is an error naming the twin, or handed through as nn does") {
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
     nn::ModulePtr m = build_twin(s);
     const Tensor x = arange(0, static_cast<double>(shape_numel(s.input)), 1, DType::Int64).view(s.input);
@@ -92,7 +92,7 @@ TEST_CASE("bad-input matrix (cudnn): an integer input is an error naming the twi
 TEST_CASE("bad-input matrix (cudnn): a CPU input is an error for the twin; the nn module bridges a CUDA input") {
   Generator gen(5);
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
     const Tensor x = uniform(s.input, -1, 1, gen);
     nn::ModulePtr twin = build_twin(s);
@@ -127,7 +127,7 @@ void expect_empty_batches_match(const char* flags) {
   cudnn::ScopedConfig scoped(flags);
   Generator gen(9);
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     for (bool training : {true, false}) {
       INFO(s.type, std::string(training ? ", training" : ", evaluation"));
       nn::ModulePtr ref = build(s), twin = build_twin(s);
@@ -170,7 +170,7 @@ void expect_noncontiguous_match(const char* flags) {
   Generator gen(7);
   const TwinTolerance tol = TwinTolerance::for_dtype(DType::Float64);
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
     nn::ModulePtr ref = build(s), twin = build_twin(s);
     ref->to(DType::Float64);
@@ -193,7 +193,7 @@ void expect_nonfinite_match(const char* flags) {
   cudnn::ScopedConfig scoped(flags);
   Generator gen(8);
   for (const ModuleSpec& s : module_table()) {
-    if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
+    if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
     nn::ModulePtr ref = build(s), twin = build_twin(s);
     expect_twin_nonfinite_matches(*ref, *twin, uniform(s.input, -1, 1, gen, DType::Float64));

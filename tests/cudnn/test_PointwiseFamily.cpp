@@ -1,4 +1,5 @@
-// test_PointwiseFamily.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh) against
+// test_PointwiseFamily.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh, GELU,
+// SiLU, LeakyReLU) against
 // their nn modules, as one table: each row builds one configuration on both sides and names the
 // input range that reaches its interesting parts; every row goes through the same checks
 // (tests/support/PointwiseTwinChecks.h): float32 with TF32 off, float64, float16, bfloat16, 1-D
@@ -10,14 +11,20 @@
 #include <type_traits>
 
 #include "cudnn/ClippedReLU.h"
-#include "cudnn/core/Config.h"
 #include "cudnn/ELU.h"
+#include "cudnn/GELU.h"
+#include "cudnn/LeakyReLU.h"
 #include "cudnn/ReLU.h"
+#include "cudnn/SiLU.h"
 #include "cudnn/Sigmoid.h"
 #include "cudnn/Tanh.h"
+#include "cudnn/core/Config.h"
 #include "nn/ClippedReLU.h"
 #include "nn/ELU.h"
+#include "nn/GELU.h"
+#include "nn/LeakyReLU.h"
 #include "nn/ReLU.h"
+#include "nn/SiLU.h"
 #include "nn/Sigmoid.h"
 #include "nn/Tanh.h"
 #include "tests/support/PointwiseTwinChecks.h"
@@ -43,6 +50,12 @@ PointwiseFactory make(A... args) {
   };
 }
 
+// A type without an in-place variant: M(args...), and nullptr for in place (the checks skip it).
+template <class M, class... A>
+PointwiseFactory not_in_place(A... args) {
+  return [=](bool ip) -> nn::ModulePtr { return ip ? nullptr : std::make_shared<M>(args...); };
+}
+
 struct Activation {
   const char* name;  // the configuration, for messages
   PointwiseFactory nn, cu;
@@ -60,6 +73,15 @@ const std::vector<Activation>& activations() {
       {"ELU(0.3)", make<nn::ELU>(0.3), make<cudnn::ELU>(0.3), -3, 1.5},
       {"Sigmoid", make<nn::Sigmoid>(), make<cudnn::Sigmoid>(), -4, 4},
       {"Tanh", make<nn::Tanh>(), make<cudnn::Tanh>(), -3, 3},
+      // our kernels (cudnn/kernels/Activation.h): erf and tanh GELU, SiLU, LeakyReLU in place with
+      // PyTorch's slope and a larger one, and not in place with a negative slope
+      {"GELU", not_in_place<nn::GELU>(), not_in_place<cudnn::GELU>(), -4, 4},
+      {"GELU(tanh)", not_in_place<nn::GELU>(std::string("tanh")), not_in_place<cudnn::GELU>(std::string("tanh")), -4,
+       4},
+      {"SiLU", not_in_place<nn::SiLU>(), not_in_place<cudnn::SiLU>(), -6, 6},
+      {"LeakyReLU(0.01)", make<nn::LeakyReLU>(0.01), make<cudnn::LeakyReLU>(0.01), -2, 2},
+      {"LeakyReLU(0.3)", make<nn::LeakyReLU>(0.3), make<cudnn::LeakyReLU>(0.3), -2, 2},
+      {"LeakyReLU(-0.2)", not_in_place<nn::LeakyReLU>(-0.2), not_in_place<cudnn::LeakyReLU>(-0.2), -2, 2},
   };
   return rows;
 }
@@ -112,6 +134,7 @@ TEST_CASE("activation twins steady state: no device allocation after a warm-up")
     for (bool inplace : {false, true}) {
       INFO(a.name, std::string(inplace ? ", in place" : ""));
       nn::ModulePtr m = a.cu(inplace);
+      if (!m) continue;
       m->to(gpu);
       expect_no_steady_state_allocations(*m, uniform({4, 5, 6}, -2, 2, gen).to(gpu));
     }
@@ -164,4 +187,48 @@ TEST_CASE("cudnn.ELU prints and keeps its alpha") {
   CHECK(cudnn::ELU().str() == "cudnn.ELU (alpha:1.000000)");
   CHECK(cudnn::ELU(0.5, true).str() == "cudnn.ELU (alpha:0.500000)");
   CHECK(cudnn::ELU(0.5, true).alpha == 0.5);
+}
+
+TEST_CASE("cudnn.GELU, SiLU and LeakyReLU print as nn's, and GELU and SiLU refuse inplace as nn does") {
+  CHECK(cudnn::GELU().str() == "cudnn.GELU");
+  CHECK(cudnn::GELU("tanh").str() == "cudnn.GELU(approximate='tanh')");
+  CHECK(cudnn::SiLU().str() == "cudnn.SiLU");
+  CHECK(cudnn::LeakyReLU(0.2, true).str() == "cudnn.LeakyReLU(0.2, inplace)");
+  const Device gpu = Device::cuda(0);
+  for (const nn::ModulePtr& m :
+       {nn::ModulePtr(std::make_shared<cudnn::GELU>()), nn::ModulePtr(std::make_shared<cudnn::SiLU>())}) {
+    as_pointwise(m).inplace = true;
+    m->to(gpu);
+    CHECK_THROWS_WITH_AS(m->forward(zeros({2, 3}, DType::Float32, gpu)),
+                         (m->type_name() + "::updateOutput: expected inplace = false (the backward pass reads the "
+                                           "input), got true")
+                             .c_str(),
+                         Error);
+  }
+}
+
+// LeakyReLU is one product per element each way: every dtype gives nn's bits on nn's own
+// dtype, and in 16 bits the float32 result rounded once.
+TEST_CASE("cudnn.LeakyReLU gives nn's bits in float32 and float64, forward and backward, in place or not") {
+  const Device gpu = Device::cuda(0);
+  Generator gen(48);
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (double slope : {0.01, 0.3, -0.2}) {
+      for (bool inplace : {false, true}) {
+        if (inplace && slope < 0) continue;
+        INFO(std::string(name(dt)), " slope ", slope, inplace ? " in place" : "");
+        nn::LeakyReLU ref(slope, inplace);
+        cudnn::LeakyReLU twin(slope, inplace);
+        ref.to(dt);
+        twin.to(gpu);
+        twin.to(dt);
+        const Tensor x = uniform({5, 7}, -2, 2, gen, dt), g = uniform({5, 7}, -1, 1, gen, dt);
+        const Tensor xg = x.to(gpu);
+        const Tensor y = ref.forward(x.clone()).clone();
+        CHECK(max_abs_diff(twin.forward(xg).cpu(), y) == 0);
+        const Tensor gi = ref.backward(x.clone(), g.clone()).clone();
+        CHECK(max_abs_diff(twin.backward(xg, g.to(gpu)).cpu(), gi) == 0);
+      }
+    }
+  }
 }
