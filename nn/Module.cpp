@@ -89,7 +89,7 @@ void Module::visitTree(StateVisitor& visitor, const std::string& prefix) {
   visitState(prefixed);
   if (auto* kids = children()) {
     for (size_t i = 0; i < kids->size(); ++i) {
-      child_at(*this, *kids, i, "visitTree").visitTree(visitor, prefix + std::to_string(i) + ".");
+      child_at(*this, *kids, i, "visitTree").visitTree(visitor, prefix + childName(i) + ".");
     }
   }
 }

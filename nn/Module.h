@@ -118,6 +118,9 @@ class Module {
   // ---- tree ----
   // A container's children (the slots convert() replaces), nullptr for a leaf.
   virtual std::vector<ModulePtr>* children() { return nullptr; }
+  // Child i's name in state paths: its position ("0.weight") unless the container names its
+  // children as PyTorch's modules do ("self_attn.in_proj_weight").
+  virtual std::string childName(size_t i) const { return std::to_string(i); }
   // Calls fn on this module, then on every descendant, depth first.
   void apply(const std::function<void(Module&)>& fn);
 

@@ -26,6 +26,9 @@ const Tensor& PointwiseBase::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");
   const Activation mode = activation();
   const double c = coef();
+  if (inplace && kernels::activation_needs_input(mode, c)) {
+    throw Error(where("updateOutput") + "expected inplace = false (the backward pass reads the input), got true");
+  }
   tensor::dispatch_f32_f64(input.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
     if (inplace) {
@@ -48,10 +51,11 @@ const Tensor& PointwiseBase::updateOutput(const Tensor& input) {
   return output;
 }
 
-const Tensor& PointwiseBase::updateGradInput(const Tensor&, const Tensor& gradOutput) {
+const Tensor& PointwiseBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   checkGradOutput(gradOutput, "updateGradInput");
   const Activation mode = activation();
   const double c = coef();
+  if (kernels::activation_needs_input(mode, c)) return gradInputFromInput(input, gradOutput);
   const Tensor y = output.contiguous();
   tensor::dispatch_f32_f64(y.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
@@ -64,6 +68,24 @@ const Tensor& PointwiseBase::updateGradInput(const Tensor&, const Tensor& gradOu
     if (gradInput.shares_storage(gradOutput)) gradInput = Tensor();
     ensure(gradInput, gy.sizes(), gy);
     kernels::activation_backward<T>(mode, c, y.data<T>(), gy.data<T>(), gradInput.data<T>(), y.numel());
+  });
+  return gradInput;
+}
+
+const Tensor& PointwiseBase::gradInputFromInput(const Tensor& input, const Tensor& gradOutput) {
+  checkInput(input, "updateGradInput");
+  if (input.sizes() != output.sizes()) {
+    throw Error(where("updateGradInput") + "expected the input of the last forward (" + output.description() +
+                "), got " + input.description());
+  }
+  const Tensor x = input.contiguous();
+  const Tensor gy = gradOutput.contiguous();
+  if (gradInput.shares_storage(gradOutput) || gradInput.shares_storage(input)) gradInput = Tensor();
+  ensure(gradInput, gy.sizes(), gy);
+  tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::activation_backward_from_input<T>(activation(), coef(), x.data<T>(), gy.data<T>(), gradInput.data<T>(),
+                                               x.numel());
   });
   return gradInput;
 }

@@ -1,9 +1,9 @@
 // PointwiseBase.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
-// Sigmoid, ELU): output has the input's shape (any rank); gradInput is computed from the
-// output alone. With `inplace` the output IS the input (same storage, overwritten) and
-// gradInput reuses gradOutput's storage, as Torch's in-place ReLU does.
-// A subclass only names its activation() and coef(). Twins: the cudnn activation modules,
-// one cuDNN activation descriptor base over these.
+// Sigmoid, ELU, GELU, SiLU, LeakyReLU): output has the input's shape (any rank); gradInput is computed from the
+// output alone, or from the input where the function is not invertible (GELU, SiLU: see
+// kernels::activation_needs_input; those refuse inplace). With `inplace` the output IS the input (same storage,
+// overwritten) and gradInput reuses gradOutput's storage, as Torch's in-place ReLU does. A subclass only names its
+// activation() and coef(). Twins: the cudnn activation modules, one cuDNN activation descriptor base over these.
 #pragma once
 
 #include "nn/Module.h"
@@ -33,6 +33,8 @@ class PointwiseBase : public Module {
   void checkGradOutput(const Tensor& gradOutput, const char* method) const;
   // The same without the float32/float64 check (the cudnn twins take 16-bit data too).
   void checkGradOutputMatches(const Tensor& gradOutput, const char* method) const;
+  // updateGradInput for the modes whose derivative reads the input.
+  const Tensor& gradInputFromInput(const Tensor& input, const Tensor& gradOutput);
 };
 
 }  // namespace nn

@@ -38,7 +38,26 @@ void map2(const T* y, const T* dy, T* dx, int64_t n, Op op) {
   });
 }
 
+// GELU's constants: 1/sqrt(2), 1/sqrt(2 pi), sqrt(2/pi) and the tanh form's cubic coefficient.
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluCubic = 0.044715;
+
 }  // namespace
+
+bool activation_needs_input(Activation mode, double coef) {
+  switch (mode) {
+    case Activation::GELU:
+    case Activation::GELUTanh:
+    case Activation::SiLU:
+      return true;
+    case Activation::LeakyReLU:
+      return coef < 0;
+    default:
+      return false;
+  }
+}
 
 template <class T>
 void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t n) {
@@ -60,6 +79,19 @@ void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t 
       } else {
         return map1(x, y, n, [c](T v) { return v > T(0) ? v : c * (vexp(v) - T(1)); });
       }
+    // the next three are PyTorch's formulas, so that infinities give what PyTorch's do
+    case Activation::GELU:
+      return map1(x, y, n, [](T v) { return v * T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))); });
+    case Activation::GELUTanh:
+      return map1(x, y, n, [](T v) {
+        const T inner = T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v);
+        return T(0.5) * v * (T(1) + std::tanh(inner));
+      });
+    case Activation::SiLU:
+      return map1(x, y, n, [](T v) { return v / (T(1) + std::exp(-v)); });
+    case Activation::LeakyReLU:
+      // NaN > 0 is false: NaN * slope stays NaN
+      return map1(x, y, n, [c](T v) { return v > T(0) ? v : v * c; });
   }
 }
 
@@ -79,6 +111,43 @@ void activation_backward(Activation mode, double coef, const T* y, const T* dy, 
     case Activation::ELU:
       // y <= 0 came from alpha*(exp(x)-1), whose derivative alpha*exp(x) is y + alpha
       return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) ? g : g * (o + c); });
+    case Activation::LeakyReLU:
+      // with a slope >= 0, y > 0 exactly where x > 0
+      return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) ? g : g * c; });
+    case Activation::GELU:
+    case Activation::GELUTanh:
+    case Activation::SiLU:
+      break;  // need the input: activation_backward_from_input
+  }
+}
+
+template <class T>
+void activation_backward_from_input(Activation mode, double coef, const T* x, const T* dy, T* dx, int64_t n) {
+  const T c = static_cast<T>(coef);
+  switch (mode) {
+    case Activation::GELU:
+      // d/dx x Phi(x) = Phi(x) + x phi(x)
+      return map2(x, dy, dx, n, [](T v, T g) {
+        const T cdf = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf)));
+        const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+        return g * (cdf + v * pdf);
+      });
+    case Activation::GELUTanh:
+      return map2(x, dy, dx, n, [](T v, T g) {
+        const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v));
+        const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * v * v);
+        return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
+      });
+    case Activation::SiLU:
+      // s (1 + x (1 - s)), s = sigmoid(x)
+      return map2(x, dy, dx, n, [](T v, T g) {
+        const T s = T(1) / (T(1) + std::exp(-v));
+        return g * s * (T(1) + v * (T(1) - s));
+      });
+    case Activation::LeakyReLU:
+      return map2(x, dy, dx, n, [c](T v, T g) { return v > T(0) ? g : g * c; });
+    default:
+      break;  // the others read the output: activation_backward
   }
 }
 
@@ -86,5 +155,8 @@ template void activation_forward<float>(Activation, double, const float*, float*
 template void activation_forward<double>(Activation, double, const double*, double*, int64_t);
 template void activation_backward<float>(Activation, double, const float*, const float*, float*, int64_t);
 template void activation_backward<double>(Activation, double, const double*, const double*, double*, int64_t);
+template void activation_backward_from_input<float>(Activation, double, const float*, const float*, float*, int64_t);
+template void activation_backward_from_input<double>(Activation, double, const double*, const double*, double*,
+                                                     int64_t);
 
 }  // namespace nn::kernels

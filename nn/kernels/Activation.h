@@ -41,11 +41,24 @@ namespace nn::kernels {
 //   CrossEntropy's log-softmax row), so a NaN elsewhere in a row of ClassNLL is ignored.
 // Reductions never skip NaN (no fmax): a NaN anywhere in a reduced set makes the result NaN.
 
-enum class Activation : uint8_t { ReLU, ClippedReLU, Tanh, Sigmoid, ELU };
+// GELU (exact, erf), GELUTanh (PyTorch's approximate='tanh'), SiLU (x sigmoid(x)) and
+// LeakyReLU (coef = negative_slope) came with the Transformer modules. GELU and SiLU are not
+// invertible, so their backward reads the input x (activation_needs_input); so does
+// LeakyReLU's with a negative slope (the output's sign no longer tells the input's).
+// Non-finite values for them are PyTorch's float64 results (tests/nn/test_GELU.cpp and
+// test_SiLU.cpp say which).
+enum class Activation : uint8_t { ReLU, ClippedReLU, Tanh, Sigmoid, ELU, GELU, GELUTanh, SiLU, LeakyReLU };
+
+// Whether the backward pass of `mode` needs the input (activation_backward_from_input).
+bool activation_needs_input(Activation mode, double coef);
 
 template <class T>
 void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t n);
+// From the output y, for the modes where !activation_needs_input.
 template <class T>
 void activation_backward(Activation mode, double coef, const T* y, const T* dy, T* dx, int64_t n);
+// From the input x, for every mode that activation_needs_input (and LeakyReLU in general).
+template <class T>
+void activation_backward_from_input(Activation mode, double coef, const T* x, const T* dy, T* dx, int64_t n);
 
 }  // namespace nn::kernels

@@ -1,0 +1,38 @@
+// LeakyReLU.cpp
+#include "nn/LeakyReLU.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "nn/ModuleConfig.h"
+
+namespace nn {
+
+LeakyReLU::LeakyReLU(double negativeSlope_, bool inplace_) : PointwiseBase(inplace_), negativeSlope(negativeSlope_) {
+  if (!std::isfinite(negativeSlope) || (inplace && negativeSlope < 0)) {
+    std::ostringstream msg;
+    msg << kTypeName << ": expected a finite negative_slope (>= 0 in place), got " << negativeSlope
+        << (inplace ? " in place" : "");
+    throw Error(msg.str());
+  }
+}
+
+std::string LeakyReLU::str() const {
+  std::ostringstream s;
+  s << type_name() << "(" << negativeSlope << (inplace ? ", inplace" : "") << ")";
+  return s.str();
+}
+
+tensor::Json LeakyReLU::config() const {
+  return tensor::Json::Object{{"negative_slope", negativeSlope}, {"inplace", inplace}};
+}
+
+ModulePtr LeakyReLU::fromConfig(const tensor::Json& config) {
+  ConfigReader c(config, kTypeName);
+  const double slope = c.number("negative_slope", 0.01);
+  const bool inplace = c.flag("inplace", false);
+  c.finish();
+  return std::make_shared<LeakyReLU>(slope, inplace);
+}
+
+}  // namespace nn

@@ -1,0 +1,19 @@
+// SiLU.h: y = x sigmoid(x) (swish; Elfwing et al. 2017), any shape. The backward pass reads
+// the input, so there is no in-place variant. No twin yet.
+#pragma once
+
+#include "nn/PointwiseBase.h"
+
+namespace nn {
+
+class SiLU : public PointwiseBase {
+ public:
+  SiLU() = default;
+  Activation activation() const override { return Activation::SiLU; }
+  static constexpr std::string_view kTypeName = "nn.SiLU";
+  std::string type_name() const override { return std::string(kTypeName); }
+  tensor::Json config() const override { return tensor::Json::Object{}; }
+  static ModulePtr fromConfig(const tensor::Json& config);
+};
+
+}  // namespace nn

@@ -1,0 +1,258 @@
+// TransformerEncoderLayer.cpp: the two residual blocks, calling the children's forward and
+// backward on token rows [tokens x E] (the attention on the [S x B x E] shape).
+#include "nn/TransformerEncoderLayer.h"
+
+#include <sstream>
+
+#include "nn/Buffers.h"
+#include "nn/Dropout.h"
+#include "nn/GELU.h"
+#include "nn/LayerNorm.h"
+#include "nn/Linear.h"
+#include "nn/ModuleConfig.h"
+#include "nn/MultiheadAttention.h"
+#include "nn/ReLU.h"
+
+namespace nn {
+
+namespace {
+template <class M>
+M& slot_as(const TransformerEncoderLayer& layer, const std::vector<ModulePtr>& kids, size_t i, const char* what) {
+  auto* m = dynamic_cast<M*>(&child_at(layer, kids, i, "child"));
+  if (!m) {
+    throw Error(layer.type_name() + "::" + TransformerEncoderLayer::kChildNames[i] + ": expected " + what + ", got " +
+                kids[i]->type_name());
+  }
+  return *m;
+}
+}  // namespace
+
+TransformerEncoderLayer::TransformerEncoderLayer(int64_t dModel_, int64_t nhead_, int64_t dimFeedforward_,
+                                                 double dropout_, std::string activation_, bool batchFirst_,
+                                                 bool normFirst_, double layerNormEps_)
+    : dModel(dModel_),
+      nhead(nhead_),
+      dimFeedforward(dimFeedforward_),
+      dropout(dropout_),
+      activation(std::move(activation_)),
+      batchFirst(batchFirst_),
+      normFirst(normFirst_),
+      layerNormEps(layerNormEps_) {
+  if (activation != "relu" && activation != "gelu") {
+    throw Error(std::string(kTypeName) + ": expected activation 'relu' or 'gelu', got '" + activation + "'");
+  }
+  if (dimFeedforward < 1) {
+    throw Error(std::string(kTypeName) + ": expected dim_feedforward >= 1, got " + std::to_string(dimFeedforward));
+  }
+  add(std::make_shared<MultiheadAttention>(dModel, nhead, dropout, true, batchFirst));
+  add(std::make_shared<Linear>(dModel, dimFeedforward));
+  add(std::make_shared<Dropout>(dropout));
+  add(std::make_shared<Linear>(dimFeedforward, dModel));
+  add(std::make_shared<LayerNorm>(Shape{dModel}, layerNormEps));
+  add(std::make_shared<LayerNorm>(Shape{dModel}, layerNormEps));
+  add(std::make_shared<Dropout>(dropout));
+  add(std::make_shared<Dropout>(dropout));
+  if (activation == "relu") {
+    add(std::make_shared<ReLU>());
+  } else {
+    add(std::make_shared<GELU>());
+  }
+}
+
+std::string TransformerEncoderLayer::childName(size_t i) const {
+  return i < kSlots ? kChildNames[i] : std::to_string(i);
+}
+
+MultiheadAttention& TransformerEncoderLayer::selfAttn() const {
+  return slot_as<MultiheadAttention>(*this, modules, SelfAttn, "an nn.MultiheadAttention");
+}
+Linear& TransformerEncoderLayer::linear1() const { return slot_as<Linear>(*this, modules, Linear1, "an nn.Linear"); }
+Linear& TransformerEncoderLayer::linear2() const { return slot_as<Linear>(*this, modules, Linear2, "an nn.Linear"); }
+LayerNorm& TransformerEncoderLayer::norm1() const {
+  return slot_as<LayerNorm>(*this, modules, Norm1, "an nn.LayerNorm");
+}
+LayerNorm& TransformerEncoderLayer::norm2() const {
+  return slot_as<LayerNorm>(*this, modules, Norm2, "an nn.LayerNorm");
+}
+
+void TransformerEncoderLayer::setCausal(bool c) { selfAttn().causal = c; }
+bool TransformerEncoderLayer::causal() const { return selfAttn().causal; }
+void TransformerEncoderLayer::setKeyLengths(const Tensor& lengths) { selfAttn().setKeyLengths(lengths); }
+
+void TransformerEncoderLayer::checkModules(const char* method) const {
+  if (modules.size() != kSlots) {
+    throw Error(where(method) + "expected " + std::to_string(kSlots) + " modules (self_attn ... activation), got " +
+                std::to_string(modules.size()));
+  }
+  for (size_t i = 0; i < kSlots; ++i) child_at(*this, modules, i, method);
+}
+
+void TransformerEncoderLayer::checkInput(const Tensor& input, const char* method) const {
+  if (input.dim() != 3 || input.size(2) != dModel) {
+    throw Error(where(method) + "expected input " + (batchFirst ? "[B x S x " : "[S x B x ") + std::to_string(dModel) +
+                "], got " + tensor::shape_str(input.sizes()));
+  }
+}
+
+const Tensor& TransformerEncoderLayer::updateOutput(const Tensor& input) {
+  checkModules("updateOutput");
+  checkInput(input, "updateOutput");
+  const int64_t N = input.size(0) * input.size(1), E = dModel;
+  const Shape shape3 = input.sizes();
+  const Tensor x = input.contiguous().view({N, E});
+  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
+    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+  };
+  // the feed-forward block on rows z
+  auto feedForward = [&](const Tensor& z) -> const Tensor& {
+    const Tensor& f1 = fwd(Linear1, z);
+    const Tensor& f2 = fwd(Act, f1);
+    const Tensor& f3 = fwd(DropoutFF, f2);
+    const Tensor& f4 = fwd(Linear2, f3);
+    return fwd(Dropout2, f4);
+  };
+  if (!normFirst) {
+    const Tensor& a = fwd(SelfAttn, input);
+    const Tensor& a1 = fwd(Dropout1, a.reshape({N, E}));
+    ensure(sum1_, {N, E}, x).copy_(x);
+    sum1_.add_(a1);
+    const Tensor& h = fwd(Norm1, sum1_);
+    const Tensor& f = feedForward(h);
+    ensure(sum2_, {N, E}, x).copy_(h);
+    sum2_.add_(f);
+    output = fwd(Norm2, sum2_).view(shape3);
+  } else {
+    const Tensor& n1 = fwd(Norm1, x);
+    const Tensor& a = fwd(SelfAttn, n1.view(shape3));
+    const Tensor& a1 = fwd(Dropout1, a.reshape({N, E}));
+    ensure(sum1_, {N, E}, x).copy_(x);
+    sum1_.add_(a1);
+    const Tensor& n2 = fwd(Norm2, sum1_);
+    const Tensor& f = feedForward(n2);
+    ensure(sum2_, {N, E}, x).copy_(sum1_);
+    sum2_.add_(f);
+    output = sum2_.view(shape3);
+  }
+  return output;
+}
+
+void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gradOutput, double scale,
+                                           Tensor& gradIn) {
+  checkModules("backward");
+  checkInput(input, "backward");
+  if (!gradOutput.defined() || gradOutput.sizes() != input.sizes()) {
+    throw Error(where("backward") + "expected gradOutput of the input's shape " + tensor::shape_str(input.sizes()) +
+                ", got " + (gradOutput.defined() ? gradOutput.description() : std::string("an undefined tensor")));
+  }
+  if (!sum2_.defined() || sum2_.size(0) != input.size(0) * input.size(1)) {
+    throw Error(where("backward") + "expected a forward() of input " + input.description() + " first");
+  }
+  const int64_t N = input.size(0) * input.size(1), E = dModel;
+  const Shape shape3 = input.sizes();
+  const Tensor x = input.contiguous().view({N, E});
+  const Tensor gy = gradOutput.contiguous().view({N, E});
+  auto bwd = [&](size_t i, const Tensor& in, const Tensor& g) -> const Tensor& {
+    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->backward(in, g, scale); });
+  };
+  // the feed-forward block's backward from its output's gradient to its input z's
+  auto feedForwardBackward = [&](const Tensor& z, const Tensor& g) -> const Tensor& {
+    const Tensor& f1 = modules[Linear1]->output;
+    const Tensor& f2 = modules[Act]->output;
+    const Tensor& f3 = modules[DropoutFF]->output;
+    const Tensor& f4 = modules[Linear2]->output;
+    const Tensor& g4 = bwd(Dropout2, f4, g);
+    const Tensor& g3 = bwd(Linear2, f3, g4);
+    const Tensor& g2 = bwd(DropoutFF, f2, g3);
+    const Tensor& g1 = bwd(Act, f1, g2);
+    return bwd(Linear1, z, g1);
+  };
+  // attention block: from the gradient of sum1 (= x + dropout1(sa(z))) to sa's input z's
+  auto attentionBackward = [&](const Tensor& z3, const Tensor& g) -> const Tensor& {
+    const Tensor a = modules[SelfAttn]->output.reshape({N, E});
+    const Tensor& ga = bwd(Dropout1, a, g);
+    return bwd(SelfAttn, z3, ga.view(shape3));
+  };
+  if (!normFirst) {
+    const Tensor& h = modules[Norm1]->output;
+    const Tensor& gSum2 = bwd(Norm2, sum2_, gy);
+    const Tensor& gh = feedForwardBackward(h, gSum2);
+    ensure(gradH_, {N, E}, gy).copy_(gSum2);
+    gradH_.add_(gh);
+    const Tensor& gSum1 = bwd(Norm1, sum1_, gradH_);
+    const Tensor& gx = attentionBackward(input, gSum1);
+    ensure(gradIn, {N, E}, gy).copy_(gSum1);
+    gradIn.add_(gx.reshape({N, E}));
+  } else {
+    const Tensor& n1 = modules[Norm1]->output;
+    const Tensor& n2 = modules[Norm2]->output;
+    const Tensor& gn2 = feedForwardBackward(n2, gy);
+    const Tensor& gSum1 = bwd(Norm2, sum1_, gn2);
+    ensure(gradH_, {N, E}, gy).copy_(gy);
+    gradH_.add_(gSum1);
+    const Tensor& gn1 = attentionBackward(n1.view(shape3), gradH_);
+    const Tensor& gx = bwd(Norm1, x, gn1.reshape({N, E}));
+    ensure(gradIn, {N, E}, gy).copy_(gradH_);
+    gradIn.add_(gx);
+  }
+  gradIn = gradIn.view(shape3);
+}
+
+void TransformerEncoderLayer::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardPass(input, gradOutput, scale, gradInput);
+  if (!gradInputNeeded()) gradInput = Tensor();
+  releaseChildGradInputs();
+}
+
+const Tensor& TransformerEncoderLayer::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  // the children's backward is the only way through them; their parameters are left as they
+  // were by accumulating zero times the gradient
+  backwardPass(input, gradOutput, 0.0, gradInput);
+  return gradInput;
+}
+
+void TransformerEncoderLayer::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardPass(input, gradOutput, scale, gradScratch_);
+}
+
+std::string TransformerEncoderLayer::str() const {
+  std::ostringstream s;
+  s << type_name() << "(" << dModel << ", nhead=" << nhead << ", dim_feedforward=" << dimFeedforward
+    << ", dropout=" << dropout << ", " << activation << (batchFirst ? ", batch_first" : "")
+    << (normFirst ? ", norm_first" : "") << ") {";
+  for (size_t i = 0; i < modules.size(); ++i) {
+    s << "\n  (" << childName(i) << "): " << indent_lines(modules[i] ? modules[i]->str() : "nullptr", "  ");
+  }
+  s << "\n}";
+  return s.str();
+}
+
+tensor::Json TransformerEncoderLayer::config() const {
+  return tensor::Json::Object{{"d_model", dModel},
+                              {"nhead", nhead},
+                              {"dim_feedforward", dimFeedforward},
+                              {"dropout", dropout},
+                              {"activation", activation},
+                              {"batch_first", batchFirst},
+                              {"norm_first", normFirst},
+                              {"layer_norm_eps", layerNormEps}};
+}
+
+ModulePtr TransformerEncoderLayer::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
+  ConfigReader c(config, kTypeName);
+  const int64_t d = c.integer("d_model"), h = c.integer("nhead"), ff = c.integer("dim_feedforward", 2048);
+  const double dropout = c.number("dropout", 0.1);
+  const std::string act = c.string("activation", "relu");
+  const bool batchFirst = c.flag("batch_first", false), normFirst = c.flag("norm_first", false);
+  const double eps = c.number("layer_norm_eps", 1e-5);
+  c.finish();
+  if (children.size() != kSlots) {
+    throw Error(std::string(kTypeName) + ": expected " + std::to_string(kSlots) + " children, got " +
+                std::to_string(children.size()));
+  }
+  auto m = std::make_shared<TransformerEncoderLayer>(d, h, ff, dropout, act, batchFirst, normFirst, eps);
+  m->modules = std::move(children);
+  m->checkModules("fromConfig");
+  return m;
+}
+
+}  // namespace nn
