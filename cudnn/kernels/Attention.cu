@@ -55,13 +55,17 @@ __device__ inline int64_t key_limit(int64_t r, const AttentionRows& g) {
 
 template <class A>
 __device__ inline A exp_of(A x) {
-  if constexpr (std::is_same_v<A, double>) return exp(x);
-  else return expf(x);
+  if constexpr (std::is_same_v<A, double>)
+    return exp(x);
+  else
+    return expf(x);
 }
 template <class A>
 __device__ inline A log_of(A x) {
-  if constexpr (std::is_same_v<A, double>) return log(x);
-  else return logf(x);
+  if constexpr (std::is_same_v<A, double>)
+    return log(x);
+  else
+    return logf(x);
 }
 
 template <class T, class A>

@@ -115,7 +115,8 @@ cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HA
 
 // int32 [b] buffers: seq_q (all sq) and seq_kv (the key lengths, or all sk).
 std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Problem& p) {
-  Tensor seq_q = tensor::empty({p.b}, DType::Float32, p.device), seq_kv = tensor::empty({p.b}, DType::Float32, p.device);
+  Tensor seq_q = tensor::empty({p.b}, DType::Float32, p.device),
+         seq_kv = tensor::empty({p.b}, DType::Float32, p.device);
   const Tensor full_q = tensor::full({p.b}, double(p.sq), DType::Int64, p.device);
   const Tensor kv = lengths.defined() ? lengths : tensor::full({p.b}, double(p.sk), DType::Int64, p.device);
   kernels::lengths_to_int32(full_q.data<int64_t>(), static_cast<int32_t*>(seq_q.raw_data()), p.b, p.device.index);
@@ -162,8 +163,8 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
     return false;
   }
   float scale = static_cast<float>(p.scale);
-  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},   {graph::kK, kv.raw_data()},
-                                                 {graph::kV, vv.raw_data()},   {graph::kO, out.raw_data()},
+  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},      {graph::kK, kv.raw_data()},
+                                                 {graph::kV, vv.raw_data()},      {graph::kO, out.raw_data()},
                                                  {graph::kStats, lse.raw_data()}, {graph::kScale, &scale}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
@@ -208,11 +209,18 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
   // the dQ accumulator starts at zero by itself from cuDNN 9.6 on
   const Tensor dq_accum = runtime_version() < 90600 ? tensor::zeros({p.b, p.h, p.sq, p.d}, DType::Float32, p.device)
                                                     : tensor::empty({p.b, p.h, p.sq, p.d}, DType::Float32, p.device);
-  std::vector<std::pair<int64_t, void*>> ptrs = {
-      {graph::kQ, qv.raw_data()},        {graph::kK, kv.raw_data()},       {graph::kV, vv.raw_data()},
-      {graph::kO, ov.raw_data()},        {graph::kDO, dov.raw_data()},     {graph::kStats, lse.raw_data()},
-      {graph::kDQ, g.q.raw_data()},      {graph::kDK, g.k.raw_data()},     {graph::kDV, g.v.raw_data()},
-      {graph::kRowDot, row_dot.raw_data()}, {graph::kDQAccum, dq_accum.raw_data()}, {graph::kScale, &scale}};
+  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},
+                                                 {graph::kK, kv.raw_data()},
+                                                 {graph::kV, vv.raw_data()},
+                                                 {graph::kO, ov.raw_data()},
+                                                 {graph::kDO, dov.raw_data()},
+                                                 {graph::kStats, lse.raw_data()},
+                                                 {graph::kDQ, g.q.raw_data()},
+                                                 {graph::kDK, g.k.raw_data()},
+                                                 {graph::kDV, g.v.raw_data()},
+                                                 {graph::kRowDot, row_dot.raw_data()},
+                                                 {graph::kDQAccum, dq_accum.raw_data()},
+                                                 {graph::kScale, &scale}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
     seq = sequence_lengths(lengths, p);
@@ -280,8 +288,8 @@ void fallback_backward(const Problem& p, const Tensor& q, const Tensor& k, const
   // dQ = dS K, dK = dS^T Q
   gemm_strided_batched(false, false, p.sq, p.d, p.sk, 1.0, mat(grad_scores, p.sk, p.sq * p.sk),
                        mat(kc, p.d, p.sk * p.d), 0.0, mat(g.q, p.d, p.sq * p.d), n, dev);
-  gemm_strided_batched(true, false, p.sk, p.d, p.sq, 1.0, mat(grad_scores, p.sk, p.sq * p.sk),
-                       mat(qc, p.d, p.sq * p.d), 0.0, mat(g.k, p.d, p.sk * p.d), n, dev);
+  gemm_strided_batched(true, false, p.sk, p.d, p.sq, 1.0, mat(grad_scores, p.sk, p.sq * p.sk), mat(qc, p.d, p.sq * p.d),
+                       0.0, mat(g.k, p.d, p.sk * p.d), n, dev);
 }
 
 }  // namespace
@@ -306,8 +314,8 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOpt
   return out;
 }
 
-nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                            const Tensor& gradOut, const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
+nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& gradOut,
+                            const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
   const std::string where = "cudnn::sdpa_backward: ";
   const Problem p = checked_problem(where, q, k, v, options);
   const Shape out_shape{p.b, p.h, p.sq, p.dv};
@@ -319,13 +327,13 @@ nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
   }
   if (saved.logsumexp.sizes() != Shape{p.b, p.h, p.sq} || saved.logsumexp.device() != p.device ||
       saved.logsumexp.dtype() != acc_dtype(p.dtype)) {
-    throw tensor::Error(where + "expected the forward's saved logsumexp " + tensor::shape_str({p.b, p.h, p.sq}) +
-                        " " + tensor::name(acc_dtype(p.dtype)) + " on " + p.device.str() + ", got " +
+    throw tensor::Error(where + "expected the forward's saved logsumexp " + tensor::shape_str({p.b, p.h, p.sq}) + " " +
+                        tensor::name(acc_dtype(p.dtype)) + " on " + p.device.str() + ", got " +
                         saved.logsumexp.description() + " (run sdpa forward with these inputs first)");
   }
-  if (options.dropout > 0 && (!saved.dropoutMask.defined() ||
-                              saved.dropoutMask.sizes() != Shape{p.b, p.h, p.sq, p.sk} ||
-                              saved.dropoutMask.dtype() != p.dtype || saved.dropoutMask.device() != p.device)) {
+  if (options.dropout > 0 &&
+      (!saved.dropoutMask.defined() || saved.dropoutMask.sizes() != Shape{p.b, p.h, p.sq, p.sk} ||
+       saved.dropoutMask.dtype() != p.dtype || saved.dropoutMask.device() != p.device)) {
     throw tensor::Error(where + "expected the forward's dropout mask, got " +
                         (saved.dropoutMask.defined() ? saved.dropoutMask.description() : std::string("none")));
   }

@@ -51,11 +51,14 @@ class GraphBuilder {
   const BackendDescriptor& virt(cudnnDataType_t type, const Shape& dims, const Shape& strides = {}) {
     return tensor(next_uid_++, type, dims, strides.empty() ? contiguous_strides(dims) : strides, true);
   }
-  const BackendDescriptor& scalar(int64_t uid) { return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true); }
+  const BackendDescriptor& scalar(int64_t uid) {
+    return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  }
 
   // y = mode(x [, b] [, t]); `axis` for GEN_INDEX.
   void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t math, const BackendDescriptor& x,
-                 const BackendDescriptor* b, const BackendDescriptor* t, const BackendDescriptor& y, int64_t axis = -1) {
+                 const BackendDescriptor* b, const BackendDescriptor* t, const BackendDescriptor& y,
+                 int64_t axis = -1) {
     BackendDescriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, math);
@@ -228,8 +231,8 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   const auto& dk = g.tensor(kDK, s.data, {s.b, s.h, s.sk, s.d}, s.dK);
   const auto& dv = g.tensor(kDV, s.data, {s.b, s.h, s.sk, s.dv}, s.dV);
   const auto& row_dot = g.tensor(kRowDot, CUDNN_DATA_FLOAT, rows, rows_strides);
-  const auto& dq_accum = g.tensor(kDQAccum, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, s.d},
-                                  contiguous_strides({s.b, s.h, s.sq, s.d}));
+  const auto& dq_accum =
+      g.tensor(kDQAccum, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, s.d}, contiguous_strides({s.b, s.h, s.sq, s.d}));
   const auto& scale = g.scalar(kScale);
   const auto& neg_inf = g.scalar(kNegInf);
   const auto& one = g.scalar(kOne);
@@ -292,8 +295,8 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
 std::string SdpaGraphSpec::key() const {
   std::string out = backward ? "bwd" : "fwd";
   auto add = [&](int64_t x) { out += ',' + std::to_string(x); };
-  for (int64_t x : {static_cast<int64_t>(data), b, h, sq, sk, d, dv, int64_t(causal), int64_t(padding),
-                    int64_t(dropout)}) {
+  for (int64_t x :
+       {static_cast<int64_t>(data), b, h, sq, sk, d, dv, int64_t(causal), int64_t(padding), int64_t(dropout)}) {
     add(x);
   }
   for (const Shape* strides : {&q, &k, &v, &o, &dO, &dQ, &dK, &dV}) {
@@ -314,8 +317,10 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
   try {
     auto objects = std::make_shared<Objects>();
     GraphBuilder g(*objects);
-    if (spec.backward) build_backward(spec, g);
-    else build_forward(spec, g);
+    if (spec.backward)
+      build_backward(spec, g);
+    else
+      build_forward(spec, g);
     BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, g.ops());
     graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
@@ -380,8 +385,7 @@ cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void
   }
   BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(data.size()),
-           data.data());
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(data.size()), data.data());
   pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
   if (const cudnnStatus_t st = pack.try_finalize(); st != CUDNN_STATUS_SUCCESS) return st;
   return cudnnBackendExecute(h, objects_->keep.back().get(), pack.get());

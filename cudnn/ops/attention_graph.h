@@ -48,17 +48,17 @@ enum SdpaUid : int64_t {
   kV,
   kO,
   kStats,
-  kScale,     // float, by value (a host pointer)
-  kSeqQ,      // int32 [b]
-  kSeqKv,     // int32 [b]
-  kMask,      // [b, h, sq, sk] of the data type
+  kScale,  // float, by value (a host pointer)
+  kSeqQ,   // int32 [b]
+  kSeqKv,  // int32 [b]
+  kMask,   // [b, h, sq, sk] of the data type
   kDO,
   kDQ,
   kDK,
   kDV,
-  kRowDot,    // float [b, h, sq] buffer (backward)
-  kDQAccum,   // float [b, h, sq, d] buffer (backward)
-  kNegInf,    // constants the plan holds itself
+  kRowDot,   // float [b, h, sq] buffer (backward)
+  kDQAccum,  // float [b, h, sq, d] buffer (backward)
+  kNegInf,   // constants the plan holds itself
   kOne,
   kFirstVirtual = 100
 };

@@ -15,11 +15,16 @@ using tensor::DType;
 namespace {
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float64: return CUDA_R_64F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    default: break;
+    case DType::Float32:
+      return CUDA_R_32F;
+    case DType::Float64:
+      return CUDA_R_64F;
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      break;
   }
   throw tensor::Error(std::string("cudnn::gemm: unsupported dtype ") + tensor::name(t));
 }
@@ -79,8 +84,8 @@ void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_
   for (int64_t v : {M, N, K, A.ld, B.ld, C.ld, batch}) {
     if (v > most) {
       throw tensor::Error("cudnn::gemm_strided_batched: sizes beyond cuBLAS's int range (M " + std::to_string(M) +
-                          ", N " + std::to_string(N) + ", K " + std::to_string(K) + ", batch " +
-                          std::to_string(batch) + ")");
+                          ", N " + std::to_string(N) + ", K " + std::to_string(K) + ", batch " + std::to_string(batch) +
+                          ")");
     }
   }
   tensor::cuda::DeviceGuard guard(device);
