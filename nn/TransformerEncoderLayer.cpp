@@ -100,8 +100,12 @@ const Tensor& TransformerEncoderLayer::updateOutput(const Tensor& input) {
   const int64_t N = input.size(0) * input.size(1), E = dModel;
   const Shape shape3 = input.sizes();
   const Tensor x = input.contiguous().view({N, E});
+  // what forward() returns, not the child's `output`: an nn child excluded from conversion
+  // hands back its result on the input's device in another buffer (Note [Device bridging])
+  childOutputs_.resize(kSlots);
   auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
-    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+    childOutputs_[i] = rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+    return childOutputs_[i];
   };
   // the feed-forward block on rows z
   auto feedForward = [&](const Tensor& z) -> const Tensor& {
@@ -156,10 +160,10 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
   };
   // the feed-forward block's backward from its output's gradient to its input z's
   auto feedForwardBackward = [&](const Tensor& z, const Tensor& g) -> const Tensor& {
-    const Tensor& f1 = modules[Linear1]->output;
-    const Tensor& f2 = modules[Act]->output;
-    const Tensor& f3 = modules[DropoutFF]->output;
-    const Tensor& f4 = modules[Linear2]->output;
+    const Tensor& f1 = childOutputs_[Linear1];
+    const Tensor& f2 = childOutputs_[Act];
+    const Tensor& f3 = childOutputs_[DropoutFF];
+    const Tensor& f4 = childOutputs_[Linear2];
     const Tensor& g4 = bwd(Dropout2, f4, g);
     const Tensor& g3 = bwd(Linear2, f3, g4);
     const Tensor& g2 = bwd(DropoutFF, f2, g3);
@@ -168,12 +172,12 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
   };
   // attention block: from the gradient of sum1 (= x + dropout1(sa(z))) to sa's input z's
   auto attentionBackward = [&](const Tensor& z3, const Tensor& g) -> const Tensor& {
-    const Tensor a = modules[SelfAttn]->output.reshape({N, E});
+    const Tensor a = childOutputs_[SelfAttn].reshape({N, E});
     const Tensor& ga = bwd(Dropout1, a, g);
     return bwd(SelfAttn, z3, ga.view(shape3));
   };
   if (!normFirst) {
-    const Tensor& h = modules[Norm1]->output;
+    const Tensor& h = childOutputs_[Norm1];
     const Tensor& gSum2 = bwd(Norm2, sum2_, gy);
     const Tensor& gh = feedForwardBackward(h, gSum2);
     ensure(gradH_, {N, E}, gy).copy_(gSum2);
@@ -183,8 +187,8 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
     ensure(gradIn, {N, E}, gy).copy_(gSum1);
     gradIn.add_(gx.reshape({N, E}));
   } else {
-    const Tensor& n1 = modules[Norm1]->output;
-    const Tensor& n2 = modules[Norm2]->output;
+    const Tensor& n1 = childOutputs_[Norm1];
+    const Tensor& n2 = childOutputs_[Norm2];
     const Tensor& gn2 = feedForwardBackward(n2, gy);
     const Tensor& gSum1 = bwd(Norm2, sum1_, gn2);
     ensure(gradH_, {N, E}, gy).copy_(gy);

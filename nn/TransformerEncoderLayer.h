@@ -71,6 +71,7 @@ class TransformerEncoderLayer : public Container {
   void backwardPass(const Tensor& input, const Tensor& gradOutput, double scale, Tensor& gradIn);
   // forward intermediates (row views [tokens x E])
   Tensor sum1_, sum2_, gradScratch_, gradH_;
+  std::vector<Tensor> childOutputs_;  // by Slot: what each child's forward() returned
 };
 
 }  // namespace nn

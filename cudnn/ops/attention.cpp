@@ -2,6 +2,7 @@
 // builds and runs, the GEMM + softmax-kernel path otherwise.
 #include "cudnn/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -126,18 +127,18 @@ std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Problem&
 
 // Runs the plan; false (with `why`) where the workspace cannot be had or cuDNN refuses to run.
 bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>> ptrs, std::string& why) {
+  if (plan.workspace() > config().workspace_limit && !config().fastest) {
+    why = "its workspace (" + std::to_string(plan.workspace()) + " bytes) exceeds workspace_limit";
+    return false;
+  }
   void* ws = nullptr;
-  if (plan.workspace() > 0) {
-    if (plan.workspace() > config().workspace_limit && !config().fastest) {
-      why = "its workspace (" + std::to_string(plan.workspace()) + " bytes) exceeds workspace_limit";
-      return false;
-    }
-    try {
-      ws = workspace(plan.workspace());
-    } catch (const tensor::Error& e) {
-      why = std::string("no workspace: ") + e.what();
-      return false;
-    }
+  try {
+    // never a null workspace: the engines refuse one (BAD_PARAM_NULL_POINTER) even when they
+    // ask for no bytes (measured, cuDNN 9.14)
+    ws = workspace(std::max<size_t>(plan.workspace(), 16));
+  } catch (const tensor::Error& e) {
+    why = std::string("no workspace: ") + e.what();
+    return false;
   }
   const cudnnStatus_t st = plan.run(handle(), std::move(ptrs), ws);
   if (st != CUDNN_STATUS_SUCCESS) {

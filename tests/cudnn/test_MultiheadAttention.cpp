@@ -78,6 +78,7 @@ TEST_CASE("cudnn.MultiheadAttention's cross-attention gives nn's output, gradien
     twin.loadStateDict(ref.stateDict());
     twin.to(gpu);
     twin.to(dt);
+    ref.to(DType::Float64);
     const Tensor x = uniform({S, B, E}, -1, 1, gen, DType::Float64);
     const Tensor mem = uniform({Sk, B, E}, -1, 1, gen, DType::Float64);
     const Tensor gy = uniform({S, B, E}, -1, 1, gen, DType::Float64);
