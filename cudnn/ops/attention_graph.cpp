@@ -3,6 +3,7 @@
 
 #include <deque>
 #include <limits>
+#include <set>
 
 #include "cudnn/core/BackendDescriptor.h"
 
@@ -10,6 +11,7 @@ namespace cudnn::graph {
 
 struct SdpaPlan::Objects {
   std::deque<BackendDescriptor> keep;  // a deque: references stay valid as it grows
+  std::set<int64_t> used;              // the uids of the graph's real tensors
 };
 
 namespace {
@@ -30,7 +32,7 @@ Shape swap_last(Shape s) {
 // Builds one operation graph: tensors, operations, and the list of operations in order.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(SdpaPlan::Objects& o) : keep_(o.keep) {}
+  explicit GraphBuilder(SdpaPlan::Objects& o) : keep_(o.keep), used_(o.used) {}
 
   const BackendDescriptor& tensor(int64_t uid, cudnnDataType_t type, const Shape& dims, const Shape& strides,
                                   bool is_virtual = false, bool by_value = false) {
@@ -45,6 +47,7 @@ class GraphBuilder {
     if (by_value) d.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
     d.finalize("tensor");
     keep_.push_back(std::move(d));
+    if (!is_virtual) used_.insert(uid);
     return keep_.back();
   }
   // A virtual intermediate of `type`, contiguous unless `strides` are given.
@@ -133,7 +136,7 @@ class GraphBuilder {
   // after the query (causal, top-left aligned as PyTorch's is_causal).
   const BackendDescriptor& mask(const BackendDescriptor& s, const Shape& dims, bool padding, bool causal,
                                 const BackendDescriptor* seq_q, const BackendDescriptor* seq_kv,
-                                const BackendDescriptor& neg_inf) {
+                                const BackendDescriptor* neg_inf) {
     const BackendDescriptor* last = &s;
     if (padding) {
       const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
@@ -147,7 +150,7 @@ class GraphBuilder {
       const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
       pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_ok, &col_ok, nullptr, keep);
       const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
-      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, &neg_inf, &keep, out);
+      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
       last = &out;
     }
     if (causal) {
@@ -158,7 +161,7 @@ class GraphBuilder {
       const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
       pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
       const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
-      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, &neg_inf, &keep, out);
+      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
       last = &out;
     }
     return *last;
@@ -172,6 +175,7 @@ class GraphBuilder {
     ops_.push_back(keep_.back().get());
   }
   std::deque<BackendDescriptor>& keep_;
+  std::set<int64_t>& used_;
   std::vector<cudnnBackendDescriptor_t> ops_;
   int64_t next_uid_ = kFirstVirtual;
 };
@@ -185,8 +189,8 @@ void build_forward(const SdpaGraphSpec& s, GraphBuilder& g) {
   const auto& o = g.tensor(kO, s.data, {s.b, s.h, s.sq, s.dv}, s.o);
   const auto& stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rows, rows_strides);
   const auto& scale = g.scalar(kScale);
-  const auto& neg_inf = g.scalar(kNegInf);
-  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr;
+  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr, *neg_inf = nullptr;
+  if (s.padding || s.causal) neg_inf = &g.scalar(kNegInf);
   if (s.padding) {
     seq_q = &g.tensor(kSeqQ, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
     seq_kv = &g.tensor(kSeqKv, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
@@ -234,9 +238,9 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   const auto& dq_accum =
       g.tensor(kDQAccum, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, s.d}, contiguous_strides({s.b, s.h, s.sq, s.d}));
   const auto& scale = g.scalar(kScale);
-  const auto& neg_inf = g.scalar(kNegInf);
   const auto& one = g.scalar(kOne);
-  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr, *mask = nullptr;
+  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr, *mask = nullptr, *neg_inf = nullptr;
+  if (s.padding || s.causal) neg_inf = &g.scalar(kNegInf);
   if (s.padding) {
     seq_q = &g.tensor(kSeqQ, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
     seq_kv = &g.tensor(kSeqKv, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
@@ -377,9 +381,12 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
 cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, void* ws) const {
   ptrs.emplace_back(kNegInf, const_cast<float*>(&neg_inf_));
   ptrs.emplace_back(kOne, const_cast<float*>(&one_));
+  // exactly the graph's real tensors: cuDNN refuses a variant pack with others
+  // (BAD_PARAM_NULL_POINTER from isCompatibleVariantPack, cuDNN 9.14)
   std::vector<int64_t> uids;
   std::vector<void*> data;
   for (auto& [uid, p] : ptrs) {
+    if (!objects_->used.count(uid)) continue;
     uids.push_back(uid);
     data.push_back(p);
   }
