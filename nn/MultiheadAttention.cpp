@@ -79,9 +79,13 @@ SdpaOptions MultiheadAttention::attentionOptions() const {
   return o;
 }
 
+void MultiheadAttention::checkInputType(const std::string& where, const Tensor& input) const {
+  check_float(where, input);
+  check_matches(where, input, inProjWeight);
+}
+
 std::pair<int64_t, int64_t> MultiheadAttention::checkInput(const Tensor& input, const char* method) const {
-  check_float(where(method), input);
-  check_matches(where(method), input, inProjWeight);
+  checkInputType(where(method), input);
   const char* layout = batchFirst ? "[B x S x " : "[S x B x ";
   if (input.dim() != 3 || input.size(2) != embedDim) {
     throw Error(where(method) + "expected input " + layout + std::to_string(embedDim) + "], got " +

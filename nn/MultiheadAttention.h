@@ -76,6 +76,9 @@ class MultiheadAttention : public Module {
   virtual SdpaGrads attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                       const Tensor& gradOut, const SdpaOptions& options, const SdpaSaved& saved);
 
+  // The input's dtype and device: float32 or float64 of in_proj_weight's dtype and device here;
+  // the twin takes CUDA tensors of its four dtypes instead.
+  virtual void checkInputType(const std::string& where, const Tensor& input) const;
   // {S, B} of a [S x B x E] / [B x S x E] input; throws naming the shapes.
   std::pair<int64_t, int64_t> checkInput(const Tensor& input, const char* method) const;
   // The attention's options for this call (causal, lengths, dropout in training).

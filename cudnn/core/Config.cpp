@@ -180,7 +180,8 @@ std::string Config::str() const {
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
          ",conv.algo_bwd_data=" + algo_bwd_data.name +
          ",conv.precision=" + precision_names[static_cast<int>(precision)] + ",conv.graph=" + b(conv_graph) +
-         ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",channels_last=" + b(channels_last);
+         ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",channels_last=" + b(channels_last) +
+         ",attention.fused=" + b(attention_fused);
 }
 
 namespace {
@@ -226,6 +227,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.conv_cache_limit = parse_count(key, value);
     } else if (key == "channels_last") {
       next.channels_last = parse_bool(key, value);
+    } else if (key == "attention.fused") {
+      next.attention_fused = parse_bool(key, value);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -243,7 +246,7 @@ void apply_flags(Config& next, const std::string& flags) {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph, conv.cache_limit, channels_last)");
+                          "conv.graph, conv.cache_limit, channels_last, attention.fused)");
     }
   }
 }

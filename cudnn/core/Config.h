@@ -22,6 +22,8 @@
 //                      (NHWC / NDHWC), converting a row-major input once, where it enters;
 //                      false: they keep the layout they are given. See Note [Channels-last twins]
 //                      in cudnn/core/Layout.h
+//   attention.fused    true (default) / false: cudnn::sdpa runs cuDNN's fused flash attention
+//                      where cuDNN takes the problem; false: always the GEMM + softmax-kernel path
 #pragma once
 
 #include <cstddef>
@@ -87,6 +89,7 @@ struct Config {
   bool conv_graph = true;
   size_t conv_cache_limit = 10000;
   bool channels_last = false;
+  bool attention_fused = true;
 
   const AlgoSetting& algo(ConvPass pass) const;
   std::string str() const;  // the current flags, in CUDNN_NN_FLAGS syntax

@@ -1,6 +1,8 @@
 // blas.cpp: row-major products through column-major cuBLAS: C^T = op(B)^T op(A)^T.
 #include "cudnn/ops/blas.h"
 
+#include <limits>
+
 #include "cudnn/core/Check.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
@@ -13,11 +15,16 @@ using tensor::DType;
 namespace {
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float64: return CUDA_R_64F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    default: break;
+    case DType::Float32:
+      return CUDA_R_32F;
+    case DType::Float64:
+      return CUDA_R_64F;
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      break;
   }
   throw tensor::Error(std::string("cudnn::gemm: unsupported dtype ") + tensor::name(t));
 }
@@ -60,6 +67,42 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
                             cuda_type(t), static_cast<int>(B.size(1)), A.raw_data(), cuda_type(t),
                             static_cast<int>(A.size(1)), pb, C.raw_data(), cuda_type(t), static_cast<int>(N), compute,
                             CUBLAS_GEMM_DEFAULT));
+}
+
+void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+                          const BatchedMatrix& A, const BatchedMatrix& B, double beta, const BatchedMatrix& C,
+                          int64_t batch, int device) {
+  const DType t = A.dtype;
+  const bool wide_c = C.dtype == DType::Float32 && (t == DType::Float16 || t == DType::BFloat16);
+  if (B.dtype != t || (C.dtype != t && !wide_c)) {
+    throw tensor::Error(std::string("cudnn::gemm_strided_batched: expected A and B of one dtype and C of it (or "
+                                    "float32 for 16-bit data), got ") +
+                        tensor::name(A.dtype) + ", " + tensor::name(B.dtype) + ", " + tensor::name(C.dtype));
+  }
+  if (M == 0 || N == 0 || batch == 0) return;
+  const int64_t most = std::numeric_limits<int>::max();
+  for (int64_t v : {M, N, K, A.ld, B.ld, C.ld, batch}) {
+    if (v > most) {
+      throw tensor::Error("cudnn::gemm_strided_batched: sizes beyond cuBLAS's int range (M " + std::to_string(M) +
+                          ", N " + std::to_string(N) + ", K " + std::to_string(K) + ", batch " + std::to_string(batch) +
+                          ")");
+    }
+  }
+  tensor::cuda::DeviceGuard guard(device);
+  cublasHandle_t h = blas_handle();
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (t == DType::Float64) compute = CUBLAS_COMPUTE_64F;
+  if (t == DType::Float32 && config().allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  const double a64 = alpha, b64 = beta;
+  const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
+  const void* pa = t == DType::Float64 ? static_cast<const void*>(&a64) : static_cast<const void*>(&a32);
+  const void* pb = t == DType::Float64 ? static_cast<const void*>(&b64) : static_cast<const void*>(&b32);
+  // Column-major view, as gemm(): C^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M].
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      h, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
+      static_cast<int>(M), static_cast<int>(K), pa, B.data, cuda_type(t), static_cast<int>(B.ld), B.stride, A.data,
+      cuda_type(t), static_cast<int>(A.ld), A.stride, pb, C.data, cuda_type(C.dtype), static_cast<int>(C.ld), C.stride,
+      static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace cudnn

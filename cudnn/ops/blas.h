@@ -12,4 +12,20 @@ namespace cudnn {
 void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
           double alpha = 1, double beta = 0);
 
+// One matrix of a batch: a device pointer, its dtype, its row length (leading dimension, in
+// elements) and the distance between consecutive matrices of the batch (elements).
+struct BatchedMatrix {
+  void* data;
+  tensor::DType dtype;
+  int64_t ld, stride;
+};
+
+// C_i[M x N] = alpha * op(A_i) * op(B_i) + beta * C_i for i < batch, row-major as gemm(), on the
+// current stream of `device` (cublasGemmStridedBatchedEx). A and B share a dtype; C has it too,
+// or is float32 for float16/bfloat16 inputs (the attention fallback's score matrices). float64
+// computes in float64, float32 in TF32 when allow_tf32, the rest in float32.
+void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+                          const BatchedMatrix& A, const BatchedMatrix& B, double beta, const BatchedMatrix& C,
+                          int64_t batch, int device);
+
 }  // namespace cudnn

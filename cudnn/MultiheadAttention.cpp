@@ -1,0 +1,52 @@
+// MultiheadAttention.cpp: the primitives of nn::MultiheadAttention on cuBLAS and cudnn::sdpa.
+#include "cudnn/MultiheadAttention.h"
+
+#include "cudnn/core/Descriptors.h"
+#include "cudnn/ops/attention.h"
+#include "cudnn/ops/blas.h"
+#include "nn/Buffers.h"
+
+namespace cudnn {
+
+using tensor::Tensor;
+
+void MultiheadAttention::checkInputType(const std::string& where, const Tensor& input) const {
+  check_on_device(where, input, inProjWeight);
+  check_cuda(where, input, "input");
+  nn::check_matches(where, input, inProjWeight);
+}
+
+void MultiheadAttention::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  nn::ensure(out, {x.size(0), weight.size(0)}, x);
+  if (bias.defined()) out.copy_(bias);  // broadcast over the rows; the GEMM adds onto it
+  gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
+}
+
+void MultiheadAttention::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX) {
+  nn::ensure(gradX, {gy.size(0), weight.size(1)}, gy);
+  gemm(false, false, gy, weight, gradX);
+}
+
+void MultiheadAttention::linearGradParameters(const Tensor& x, const Tensor& gy, Tensor& gradWeight, Tensor& gradBias,
+                                              double scale) {
+  gemm(true, false, gy, x, gradWeight, scale, 1.0);
+  if (!gradBias.defined()) return;
+  const int64_t rows = gy.size(0);
+  if (!ones_.defined() || ones_.size(0) != rows || ones_.dtype() != gy.dtype() || ones_.device() != gy.device()) {
+    nn::ensure(ones_, {rows, 1}, gy).fill_(1.0);
+  }
+  gemm(true, false, gy, ones_, gradBias.view({gy.size(1), 1}), scale, 1.0);
+}
+
+Tensor MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options,
+                                     nn::SdpaSaved& saved) {
+  return cudnn::sdpa(q, k, v, options, &saved);
+}
+
+nn::SdpaGrads MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                    const Tensor& out, const Tensor& gradOut,
+                                                    const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
+  return cudnn::sdpa_backward(q, k, v, out, gradOut, options, saved);
+}
+
+}  // namespace cudnn

@@ -1,0 +1,225 @@
+// Attention.cu: see Attention.h. One block per row of the score matrix; the rows are long
+// (Sk keys) and few per head, so a block strides over its row with coalesced reads and
+// reduces in shared memory. The max is NaN-propagating (a NaN score makes the row NaN, as the
+// reference's arithmetic does: Note [NaN and Inf]).
+#include "cudnn/kernels/Attention.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "cudnn/kernels/Dispatch.h"
+#include "tensor/Cuda.h"
+#include "tensor/cuda/CudaCheck.h"
+
+namespace cudnn::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+cudaStream_t stream_of(const tensor::Tensor& t) {
+  return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index));
+}
+
+template <class A>
+__device__ inline A nan_max(A a, A b) {
+  return (b > a || b != b) && a == a ? b : a;
+}
+
+// Block-wide reduction of one value per thread; every thread gets the result.
+template <class A, bool kMax>
+__device__ A block_reduce(A v, A* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      const A o = shared[threadIdx.x + s];
+      shared[threadIdx.x] = kMax ? nan_max(shared[threadIdx.x], o) : shared[threadIdx.x] + o;
+    }
+    __syncthreads();
+  }
+  const A r = shared[0];
+  __syncthreads();  // shared[] is reused by the next reduction
+  return r;
+}
+
+// The keys row `r` may attend: [0, limit).
+__device__ inline int64_t key_limit(int64_t r, const AttentionRows& g) {
+  const int64_t b = r / (g.heads * g.sq), i = r % g.sq;
+  int64_t limit = g.keyLengths ? g.keyLengths[b] : g.sk;
+  if (g.causal && i + 1 < limit) limit = i + 1;
+  return limit;
+}
+
+template <class A>
+__device__ inline A exp_of(A x) {
+  if constexpr (std::is_same_v<A, double>)
+    return exp(x);
+  else
+    return expf(x);
+}
+template <class A>
+__device__ inline A log_of(A x) {
+  if constexpr (std::is_same_v<A, double>)
+    return log(x);
+  else
+    return logf(x);
+}
+
+template <class T, class A>
+__global__ void softmax_forward_kernel(const A* scores, AttentionRows g, const T* mask, T* probs, A* lse) {
+  __shared__ A shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const int64_t limit = key_limit(r, g);
+  const A scale = static_cast<A>(g.scale);
+  const A* row = scores + r * g.sk;
+  A m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < limit; j += kThreads) m = nan_max(m, scale * row[j]);
+  m = block_reduce<A, true>(m, shared);
+  A sum = 0;
+  for (int64_t j = threadIdx.x; j < limit; j += kThreads) sum += exp_of(scale * row[j] - m);
+  sum = block_reduce<A, false>(sum, shared);
+  const A inv = A(1) / sum;
+  for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
+    A p = j < limit ? exp_of(scale * row[j] - m) * inv : A(0);
+    if (mask) p *= static_cast<A>(mask[r * g.sk + j]);
+    probs[r * g.sk + j] = T(p);
+  }
+  if (threadIdx.x == 0) lse[r] = m + log_of(sum);
+}
+
+template <class T, class A>
+__global__ void probs_kernel(const A* scores, AttentionRows g, const A* lse, const T* mask, T* probs) {
+  const int64_t r = blockIdx.x;
+  const int64_t limit = key_limit(r, g);
+  const A scale = static_cast<A>(g.scale), l = lse[r];
+  for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
+    A p = j < limit ? exp_of(scale * scores[r * g.sk + j] - l) : A(0);
+    if (mask) p *= static_cast<A>(mask[r * g.sk + j]);
+    probs[r * g.sk + j] = T(p);
+  }
+}
+
+template <class T, class A>
+__global__ void row_dot_kernel(const T* dout, const T* out, int64_t d, A* rowDot) {
+  __shared__ A shared[kThreads];
+  const int64_t r = blockIdx.x;
+  A s = 0;
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) {
+    s += static_cast<A>(dout[r * d + j]) * static_cast<A>(out[r * d + j]);
+  }
+  s = block_reduce<A, false>(s, shared);
+  if (threadIdx.x == 0) rowDot[r] = s;
+}
+
+template <class T, class A>
+__global__ void softmax_backward_kernel(const A* scores, const A* gradProbs, AttentionRows g, const A* lse,
+                                        const A* rowDot, const T* mask, T* gradScores) {
+  const int64_t r = blockIdx.x;
+  const int64_t limit = key_limit(r, g);
+  const A scale = static_cast<A>(g.scale), l = lse[r], dsum = rowDot[r];
+  for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
+    A ds = 0;
+    if (j < limit) {
+      const A p = exp_of(scale * scores[r * g.sk + j] - l);
+      A dp = gradProbs[r * g.sk + j];
+      if (mask) dp *= static_cast<A>(mask[r * g.sk + j]);
+      ds = scale * p * (dp - dsum);
+    }
+    gradScores[r * g.sk + j] = T(ds);
+  }
+}
+
+__global__ void lengths_kernel(const int64_t* in, int32_t* out, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = static_cast<int32_t>(in[i]);
+}
+
+// The accumulation type's tensor, checked: the fallback hands these kernels A-typed buffers.
+template <class A>
+const A* acc_ptr(const tensor::Tensor& t, const char* what) {
+  if (t.dtype() != tensor::dtype_v<A> || !t.is_contiguous()) {
+    throw tensor::Error(std::string("cudnn::kernels::attention: expected a contiguous ") +
+                        tensor::name(tensor::dtype_v<A>) + " " + what + ", got " + t.description());
+  }
+  return static_cast<const A*>(t.raw_data());
+}
+
+template <class T>
+const T* mask_ptr(const tensor::Tensor& mask) {
+  return mask.defined() ? static_cast<const T*>(mask.raw_data()) : nullptr;
+}
+
+unsigned rows_of(const AttentionRows& g) { return static_cast<unsigned>(g.batch * g.heads * g.sq); }
+
+}  // namespace
+
+void attention_softmax_forward(const tensor::Tensor& scores, const AttentionRows& g, const tensor::Tensor& mask,
+                               const tensor::Tensor& probs, const tensor::Tensor& logsumexp) {
+  if (rows_of(g) == 0) return;
+  tensor::cuda::DeviceGuard guard(probs.device().index);
+  dispatch_floating("cudnn::kernels::attention_softmax_forward", probs, [&](auto tag) {
+    using T = decltype(tag);
+    using A = tensor::acc_t<T>;
+    softmax_forward_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(probs)>>>(
+        acc_ptr<A>(scores, "score matrix"), g, mask_ptr<T>(mask), static_cast<T*>(probs.raw_data()),
+        const_cast<A*>(acc_ptr<A>(logsumexp, "logsumexp")));
+    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_softmax_forward");
+  });
+}
+
+void attention_probs(const tensor::Tensor& scores, const AttentionRows& g, const tensor::Tensor& logsumexp,
+                     const tensor::Tensor& mask, const tensor::Tensor& probs) {
+  if (rows_of(g) == 0) return;
+  tensor::cuda::DeviceGuard guard(probs.device().index);
+  dispatch_floating("cudnn::kernels::attention_probs", probs, [&](auto tag) {
+    using T = decltype(tag);
+    using A = tensor::acc_t<T>;
+    probs_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(probs)>>>(
+        acc_ptr<A>(scores, "score matrix"), g, acc_ptr<A>(logsumexp, "logsumexp"), mask_ptr<T>(mask),
+        static_cast<T*>(probs.raw_data()));
+    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_probs");
+  });
+}
+
+void attention_row_dot(const tensor::Tensor& gradOut, const tensor::Tensor& out, const tensor::Tensor& rowDot) {
+  const int64_t rows = rowDot.numel();
+  if (rows == 0) return;
+  tensor::cuda::DeviceGuard guard(out.device().index);
+  dispatch_floating("cudnn::kernels::attention_row_dot", out, [&](auto tag) {
+    using T = decltype(tag);
+    using A = tensor::acc_t<T>;
+    row_dot_kernel<T, A><<<static_cast<unsigned>(rows), kThreads, 0, stream_of(out)>>>(
+        static_cast<const T*>(gradOut.raw_data()), static_cast<const T*>(out.raw_data()), out.numel() / rows,
+        const_cast<A*>(acc_ptr<A>(rowDot, "row sums")));
+    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_row_dot");
+  });
+}
+
+void attention_softmax_backward(const tensor::Tensor& scores, const tensor::Tensor& gradProbs, const AttentionRows& g,
+                                const tensor::Tensor& logsumexp, const tensor::Tensor& rowDot,
+                                const tensor::Tensor& mask, const tensor::Tensor& gradScores) {
+  if (rows_of(g) == 0) return;
+  tensor::cuda::DeviceGuard guard(gradScores.device().index);
+  dispatch_floating("cudnn::kernels::attention_softmax_backward", gradScores, [&](auto tag) {
+    using T = decltype(tag);
+    using A = tensor::acc_t<T>;
+    softmax_backward_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(gradScores)>>>(
+        acc_ptr<A>(scores, "score matrix"), acc_ptr<A>(gradProbs, "probability gradient"), g,
+        acc_ptr<A>(logsumexp, "logsumexp"), acc_ptr<A>(rowDot, "row sums"), mask_ptr<T>(mask),
+        static_cast<T*>(gradScores.raw_data()));
+    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_softmax_backward");
+  });
+}
+
+void lengths_to_int32(const int64_t* in, int32_t* out, int64_t n, int device) {
+  if (n == 0) return;
+  tensor::cuda::DeviceGuard guard(device);
+  lengths_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0,
+                   static_cast<cudaStream_t>(tensor::cuda::stream(device))>>>(in, out, n);
+  CUDA_CHECK_LAUNCH("cudnn::kernels::lengths_to_int32");
+}
+
+}  // namespace cudnn::kernels

@@ -1,0 +1,360 @@
+// attention.cpp: cudnn::sdpa and its backward (attention.h): the fused cuDNN graph where it
+// builds and runs, the GEMM + softmax-kernel path otherwise.
+#include "cudnn/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "cudnn/core/Check.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/core/Handle.h"
+#include "cudnn/kernels/Attention.h"
+#include "cudnn/ops/attention_graph.h"
+#include "cudnn/ops/blas.h"
+#include "tensor/Cuda.h"
+#include "tensor/LruCache.h"
+
+namespace cudnn {
+
+using tensor::DType;
+using tensor::Shape;
+using tensor::Tensor;
+
+namespace {
+
+thread_local std::string last_forward_path, last_backward_path;
+
+void say(const std::string& line) {
+  if (config().verbose) std::fprintf(stderr, "cudnn-nn: %s\n", line.c_str());
+}
+
+// The problem's sizes, checked by the nn op's shared checks plus the device rules.
+struct Problem {
+  int64_t b, h, sq, sk, d, dv;
+  double scale;
+  DType dtype;
+  tensor::Device device;
+};
+
+Problem checked_problem(const std::string& where, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const nn::SdpaOptions& o) {
+  nn::check_sdpa_arguments(where, q, k, v, o);
+  if (!q.is_cuda() || k.device() != q.device() || v.device() != q.device()) {
+    throw tensor::Error(where + "expected q, k and v on one CUDA device, got " + q.description() + ", " +
+                        k.description() + ", " + v.description());
+  }
+  const int64_t d = q.size(3);
+  return {q.size(0), q.size(1), q.size(2), k.size(2), d, v.size(3), o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(d)),
+          q.dtype(), q.device()};
+}
+
+DType acc_dtype(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+// The key lengths as int64 on the problem's device (undefined without them).
+Tensor lengths_on(const nn::SdpaOptions& o, const Problem& p) {
+  if (!o.keyLengths.defined()) return Tensor();
+  return o.keyLengths.to(p.device).contiguous();
+}
+
+// The dropout mask, drawn as nn::sdpa draws it: Bernoulli(1 - p) from the generator (the same
+// stream on both devices), divided by 1 - p, in the data type.
+Tensor draw_mask(const nn::SdpaOptions& o, const Problem& p) {
+  if (o.dropout <= 0) return Tensor();
+  Tensor mask = tensor::empty({p.b, p.h, p.sq, p.sk}, p.dtype, p.device);
+  mask.bernoulli_(1 - o.dropout);
+  mask.div_(1 - o.dropout);
+  return mask;
+}
+
+// ---------------------------------------------------------------- fused (cuDNN graph)
+
+// The view cuDNN's engines take: unit stride along the head dimension, 16-byte aligned base
+// and strides; otherwise a contiguous copy.
+Tensor engine_view(const Tensor& t) {
+  bool ok = t.stride(3) == 1 && reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0;
+  for (int i = 0; i < 3 && ok; ++i) ok = t.stride(i) % 8 == 0;
+  return ok ? t : t.contiguous();
+}
+
+struct CachedPlan {
+  std::shared_ptr<graph::SdpaPlan> plan;
+  std::string why;  // when plan is null
+};
+
+// Plans by graph and handle; a refusal is remembered too, so a refused shape costs one try.
+const CachedPlan& plan_for(graph::SdpaGraphSpec& spec) {
+  static std::mutex mutex;
+  static tensor::LruCache<std::string, CachedPlan> cache(256);
+  const std::string key = spec.key() + "@" + std::to_string(handle_serial());
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const CachedPlan* hit = cache.find(key)) return *hit;
+  CachedPlan c;
+  c.plan = graph::SdpaPlan::build(spec, handle(), c.why);
+  say(std::string("sdpa ") + (spec.backward ? "backward" : "forward") + " [" + std::to_string(spec.b) + " x " +
+      std::to_string(spec.h) + " x " + std::to_string(spec.sq) + "/" + std::to_string(spec.sk) + " x " +
+      std::to_string(spec.d) + "]: " + (c.plan ? c.plan->name() : "fallback, " + c.why));
+  return cache.put(key, std::move(c));
+}
+
+// Why the fused path is not tried, or "" when it is.
+std::string fused_refusal(const Problem& p) {
+  if (!config().attention_fused) return "attention.fused=false";
+  if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) {
+    return std::string("cuDNN's fused attention takes float16 and bfloat16, not ") + tensor::name(p.dtype);
+  }
+  if (p.d % 8 != 0 || p.dv % 8 != 0) return "head sizes not multiples of 8";
+  if (p.b * p.h * p.sq == 0 || p.sk == 0) return "an empty problem";
+  return "";
+}
+
+cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
+
+// int32 [b] buffers: seq_q (all sq) and seq_kv (the key lengths, or all sk).
+std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Problem& p) {
+  Tensor seq_q = tensor::empty({p.b}, DType::Float32, p.device),
+         seq_kv = tensor::empty({p.b}, DType::Float32, p.device);
+  const Tensor full_q = tensor::full({p.b}, double(p.sq), DType::Int64, p.device);
+  const Tensor kv = lengths.defined() ? lengths : tensor::full({p.b}, double(p.sk), DType::Int64, p.device);
+  kernels::lengths_to_int32(full_q.data<int64_t>(), static_cast<int32_t*>(seq_q.raw_data()), p.b, p.device.index);
+  kernels::lengths_to_int32(kv.data<int64_t>(), static_cast<int32_t*>(seq_kv.raw_data()), p.b, p.device.index);
+  return {seq_q, seq_kv};
+}
+
+// Runs the plan; false (with `why`) where the workspace cannot be had or cuDNN refuses to run.
+bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>> ptrs, std::string& why) {
+  if (plan.workspace() > config().workspace_limit && !config().fastest) {
+    why = "its workspace (" + std::to_string(plan.workspace()) + " bytes) exceeds workspace_limit";
+    return false;
+  }
+  void* ws = nullptr;
+  try {
+    // never a null workspace: the engines refuse one (BAD_PARAM_NULL_POINTER) even when they
+    // ask for no bytes (measured, cuDNN 9.14)
+    ws = workspace(std::max<size_t>(plan.workspace(), 16));
+  } catch (const tensor::Error& e) {
+    why = std::string("no workspace: ") + e.what();
+    return false;
+  }
+  const cudnnStatus_t st = plan.run(handle(), std::move(ptrs), ws);
+  if (st != CUDNN_STATUS_SUCCESS) {
+    why = std::string("execution refused (") + cudnnGetErrorString(st) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
+                   const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal, std::string& why) {
+  const Tensor qv = engine_view(q), kv = engine_view(k), vv = engine_view(v);
+  graph::SdpaGraphSpec s;
+  s.data = cudnn_type(p.dtype);
+  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv;
+  s.q = qv.strides(), s.k = kv.strides(), s.v = vv.strides(), s.o = out.strides();
+  s.causal = causal;
+  s.padding = lengths.defined();
+  s.dropout = mask.defined();
+  const CachedPlan& c = plan_for(s);
+  if (!c.plan) {
+    why = c.why;
+    return false;
+  }
+  float scale = static_cast<float>(p.scale);
+  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},      {graph::kK, kv.raw_data()},
+                                                 {graph::kV, vv.raw_data()},      {graph::kO, out.raw_data()},
+                                                 {graph::kStats, lse.raw_data()}, {graph::kScale, &scale}};
+  std::pair<Tensor, Tensor> seq;
+  if (s.padding) {
+    seq = sequence_lengths(lengths, p);
+    ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
+    ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
+  }
+  if (s.dropout) ptrs.emplace_back(graph::kMask, mask.raw_data());
+  tensor::cuda::DeviceGuard guard(p.device.index);
+  if (!run_plan(*c.plan, std::move(ptrs), why)) return false;
+  why = c.plan->name();
+  return true;
+}
+
+bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                    const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, bool causal,
+                    const nn::SdpaGrads& g, std::string& why) {
+  if (saved.logsumexp.dtype() != DType::Float32) {
+    why = "saved statistics are not float32";
+    return false;
+  }
+  const Tensor qv = engine_view(q), kv = engine_view(k), vv = engine_view(v), ov = engine_view(out),
+               dov = engine_view(gradOut), lse = saved.logsumexp.contiguous();
+  graph::SdpaGraphSpec s;
+  s.backward = true;
+  s.data = cudnn_type(p.dtype);
+  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv;
+  s.q = qv.strides(), s.k = kv.strides(), s.v = vv.strides(), s.o = ov.strides(), s.dO = dov.strides();
+  s.dQ = g.q.strides(), s.dK = g.k.strides(), s.dV = g.v.strides();
+  s.causal = causal;
+  // cuDNN up to 9.15 needs the padding form when the key count is not a multiple of 128
+  // (cudnn-frontend adds it the same way)
+  s.padding = lengths.defined() || (runtime_version() <= 91500 && p.sk % 128 != 0);
+  s.dropout = saved.dropoutMask.defined();
+  const CachedPlan& c = plan_for(s);
+  if (!c.plan) {
+    why = c.why;
+    return false;
+  }
+  float scale = static_cast<float>(p.scale);
+  const Tensor row_dot = tensor::empty({p.b, p.h, p.sq}, DType::Float32, p.device);
+  // the dQ accumulator starts at zero by itself from cuDNN 9.6 on
+  const Tensor dq_accum = runtime_version() < 90600 ? tensor::zeros({p.b, p.h, p.sq, p.d}, DType::Float32, p.device)
+                                                    : tensor::empty({p.b, p.h, p.sq, p.d}, DType::Float32, p.device);
+  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},
+                                                 {graph::kK, kv.raw_data()},
+                                                 {graph::kV, vv.raw_data()},
+                                                 {graph::kO, ov.raw_data()},
+                                                 {graph::kDO, dov.raw_data()},
+                                                 {graph::kStats, lse.raw_data()},
+                                                 {graph::kDQ, g.q.raw_data()},
+                                                 {graph::kDK, g.k.raw_data()},
+                                                 {graph::kDV, g.v.raw_data()},
+                                                 {graph::kRowDot, row_dot.raw_data()},
+                                                 {graph::kDQAccum, dq_accum.raw_data()},
+                                                 {graph::kScale, &scale}};
+  std::pair<Tensor, Tensor> seq;
+  if (s.padding) {
+    seq = sequence_lengths(lengths, p);
+    ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
+    ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
+  }
+  if (s.dropout) ptrs.emplace_back(graph::kMask, saved.dropoutMask.contiguous().raw_data());
+  tensor::cuda::DeviceGuard guard(p.device.index);
+  if (!run_plan(*c.plan, std::move(ptrs), why)) return false;
+  why = c.plan->name();
+  return true;
+}
+
+// ---------------------------------------------------------------- fallback (GEMMs + kernels)
+
+BatchedMatrix mat(const Tensor& t, int64_t ld, int64_t stride) { return {t.raw_data(), t.dtype(), ld, stride}; }
+
+kernels::AttentionRows rows_of(const Problem& p, const Tensor& lengths, bool causal) {
+  kernels::AttentionRows g;
+  g.batch = p.b, g.heads = p.h, g.sq = p.sq, g.sk = p.sk;
+  g.causal = causal;
+  g.keyLengths = lengths.defined() ? lengths.data<int64_t>() : nullptr;
+  g.scale = p.scale;
+  return g;
+}
+
+void fallback_forward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
+                      const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal) {
+  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
+  const int64_t n = p.b * p.h;
+  const Tensor scores = tensor::empty({p.b, p.h, p.sq, p.sk}, acc_dtype(p.dtype), p.device);
+  gemm_strided_batched(false, true, p.sq, p.sk, p.d, 1.0, mat(qc, p.d, p.sq * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
+                       mat(scores, p.sk, p.sq * p.sk), n, p.device.index);
+  const Tensor probs = tensor::empty({p.b, p.h, p.sq, p.sk}, p.dtype, p.device);
+  kernels::attention_softmax_forward(scores, rows_of(p, lengths, causal), mask, probs, lse);
+  gemm_strided_batched(false, false, p.sq, p.dv, p.sk, 1.0, mat(probs, p.sk, p.sq * p.sk), mat(vc, p.dv, p.sk * p.dv),
+                       0.0, mat(out, p.dv, p.sq * p.dv), n, p.device.index);
+}
+
+void fallback_backward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                       const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, bool causal,
+                       const nn::SdpaGrads& g) {
+  const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous(), oc = out.contiguous(),
+               doc = gradOut.contiguous(), lse = saved.logsumexp.contiguous();
+  const Tensor mask = saved.dropoutMask.defined() ? saved.dropoutMask.contiguous() : Tensor();
+  const int64_t n = p.b * p.h, dev = p.device.index;
+  const kernels::AttentionRows rows = rows_of(p, lengths, causal);
+  const DType acc = acc_dtype(p.dtype);
+  const Tensor scores = tensor::empty({p.b, p.h, p.sq, p.sk}, acc, p.device);
+  gemm_strided_batched(false, true, p.sq, p.sk, p.d, 1.0, mat(qc, p.d, p.sq * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
+                       mat(scores, p.sk, p.sq * p.sk), n, dev);
+  // dV = (P * mask)^T dO
+  const Tensor probs = tensor::empty({p.b, p.h, p.sq, p.sk}, p.dtype, p.device);
+  kernels::attention_probs(scores, rows, lse, mask, probs);
+  gemm_strided_batched(true, false, p.sk, p.dv, p.sq, 1.0, mat(probs, p.sk, p.sq * p.sk), mat(doc, p.dv, p.sq * p.dv),
+                       0.0, mat(g.v, p.dv, p.sk * p.dv), n, dev);
+  // dS = scale * P * (dO V^T * mask - rowsum(dO * O)), into the probabilities' buffer
+  const Tensor grad_probs = tensor::empty({p.b, p.h, p.sq, p.sk}, acc, p.device);
+  gemm_strided_batched(false, true, p.sq, p.sk, p.dv, 1.0, mat(doc, p.dv, p.sq * p.dv), mat(vc, p.dv, p.sk * p.dv), 0.0,
+                       mat(grad_probs, p.sk, p.sq * p.sk), n, dev);
+  const Tensor row_dot = tensor::empty({p.b, p.h, p.sq}, acc, p.device);
+  kernels::attention_row_dot(doc, oc, row_dot);
+  const Tensor& grad_scores = probs;
+  kernels::attention_softmax_backward(scores, grad_probs, rows, lse, row_dot, mask, grad_scores);
+  // dQ = dS K, dK = dS^T Q
+  gemm_strided_batched(false, false, p.sq, p.d, p.sk, 1.0, mat(grad_scores, p.sk, p.sq * p.sk),
+                       mat(kc, p.d, p.sk * p.d), 0.0, mat(g.q, p.d, p.sq * p.d), n, dev);
+  gemm_strided_batched(true, false, p.sk, p.d, p.sq, 1.0, mat(grad_scores, p.sk, p.sq * p.sk), mat(qc, p.d, p.sq * p.d),
+                       0.0, mat(g.k, p.d, p.sk * p.d), n, dev);
+}
+
+}  // namespace
+
+Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options, nn::SdpaSaved* saved) {
+  const std::string where = "cudnn::sdpa: ";
+  const Problem p = checked_problem(where, q, k, v, options);
+  const Tensor lengths = lengths_on(options, p);
+  const Tensor mask = draw_mask(options, p);
+  Tensor out = tensor::empty({p.b, p.h, p.sq, p.dv}, p.dtype, p.device);
+  Tensor lse = tensor::empty({p.b, p.h, p.sq}, acc_dtype(p.dtype), p.device);
+  std::string why = fused_refusal(p);
+  if (!(why.empty() && fused_forward(p, q, k, v, lengths, mask, out, lse, options.causal, why))) {
+    fallback_forward(p, q, k, v, lengths, mask, out, lse, options.causal);
+    why = "fallback: " + why;
+  }
+  last_forward_path = why;
+  if (saved) {
+    saved->logsumexp = lse;
+    saved->dropoutMask = mask;
+  }
+  return out;
+}
+
+nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& gradOut,
+                            const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
+  const std::string where = "cudnn::sdpa_backward: ";
+  const Problem p = checked_problem(where, q, k, v, options);
+  const Shape out_shape{p.b, p.h, p.sq, p.dv};
+  for (const Tensor* t : {&out, &gradOut}) {
+    if (t->sizes() != out_shape || t->dtype() != p.dtype || t->device() != p.device) {
+      throw tensor::Error(where + "expected out and gradOut " + tensor::shape_str(out_shape) + " " +
+                          tensor::name(p.dtype) + " on " + p.device.str() + ", got " + t->description());
+    }
+  }
+  if (saved.logsumexp.sizes() != Shape{p.b, p.h, p.sq} || saved.logsumexp.device() != p.device ||
+      saved.logsumexp.dtype() != acc_dtype(p.dtype)) {
+    throw tensor::Error(where + "expected the forward's saved logsumexp " + tensor::shape_str({p.b, p.h, p.sq}) + " " +
+                        tensor::name(acc_dtype(p.dtype)) + " on " + p.device.str() + ", got " +
+                        saved.logsumexp.description() + " (run sdpa forward with these inputs first)");
+  }
+  if (options.dropout > 0 &&
+      (!saved.dropoutMask.defined() || saved.dropoutMask.sizes() != Shape{p.b, p.h, p.sq, p.sk} ||
+       saved.dropoutMask.dtype() != p.dtype || saved.dropoutMask.device() != p.device)) {
+    throw tensor::Error(where + "expected the forward's dropout mask, got " +
+                        (saved.dropoutMask.defined() ? saved.dropoutMask.description() : std::string("none")));
+  }
+  const Tensor lengths = lengths_on(options, p);
+  nn::SdpaGrads g{tensor::empty(q.sizes(), p.dtype, p.device), tensor::empty(k.sizes(), p.dtype, p.device),
+                  tensor::empty(v.sizes(), p.dtype, p.device)};
+  if (p.b * p.h == 0) return g;
+  if (p.sq == 0 || p.sk == 0) {  // no products: every gradient is zero
+    g.q.zero_(), g.k.zero_(), g.v.zero_();
+    return g;
+  }
+  std::string why = fused_refusal(p);
+  if (!(why.empty() && fused_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, g, why))) {
+    fallback_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, g);
+    why = "fallback: " + why;
+  }
+  last_backward_path = why;
+  return g;
+}
+
+const std::string& sdpa_last_path(bool backward) { return backward ? last_backward_path : last_forward_path; }
+
+}  // namespace cudnn

@@ -1,0 +1,401 @@
+// attention_graph.cpp: see attention_graph.h and Note [The attention graph] there.
+#include "cudnn/ops/attention_graph.h"
+
+#include <deque>
+#include <limits>
+#include <set>
+
+#include "cudnn/core/BackendDescriptor.h"
+
+namespace cudnn::graph {
+
+struct SdpaPlan::Objects {
+  std::deque<BackendDescriptor> keep;  // a deque: references stay valid as it grows
+  std::set<int64_t> used;              // the uids of the graph's real tensors
+};
+
+namespace {
+
+using tensor::Shape;
+
+Shape contiguous_strides(const Shape& dims) {
+  Shape s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+Shape swap_last(Shape s) {
+  std::swap(s[2], s[3]);
+  return s;
+}
+
+// Builds one operation graph: tensors, operations, and the list of operations in order.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(SdpaPlan::Objects& o) : keep_(o.keep), used_(o.used) {}
+
+  const BackendDescriptor& tensor(int64_t uid, cudnnDataType_t type, const Shape& dims, const Shape& strides,
+                                  bool is_virtual = false, bool by_value = false) {
+    BackendDescriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    d.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type);
+    d.set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, dims);
+    d.set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides);
+    d.set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
+    d.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);
+    const bool yes = true;
+    if (is_virtual) d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    if (by_value) d.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
+    d.finalize("tensor");
+    keep_.push_back(std::move(d));
+    if (!is_virtual) used_.insert(uid);
+    return keep_.back();
+  }
+  // A virtual intermediate of `type`, contiguous unless `strides` are given.
+  const BackendDescriptor& virt(cudnnDataType_t type, const Shape& dims, const Shape& strides = {}) {
+    return tensor(next_uid_++, type, dims, strides.empty() ? contiguous_strides(dims) : strides, true);
+  }
+  const BackendDescriptor& scalar(int64_t uid) {
+    return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  }
+
+  // y = mode(x [, b] [, t]); `axis` for GEN_INDEX.
+  void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t math, const BackendDescriptor& x,
+                 const BackendDescriptor* b, const BackendDescriptor* t, const BackendDescriptor& y,
+                 int64_t axis = -1) {
+    BackendDescriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, math);
+    if (axis >= 0) pw.set_int64(CUDNN_ATTR_POINTWISE_AXIS, axis);
+    pw.finalize("pointwise");
+    BackendDescriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (b) op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+    if (t) op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+    op.finalize("pointwise operation");
+    keep_.push_back(std::move(pw));
+    add(std::move(op));
+  }
+  // A float pointwise of one or two operands into a new virtual float tensor of `dims`.
+  const BackendDescriptor& pw(cudnnPointwiseMode_t mode, const BackendDescriptor& x, const BackendDescriptor* b,
+                              const Shape& dims, cudnnDataType_t out = CUDNN_DATA_FLOAT) {
+    const BackendDescriptor& y = virt(out, dims);
+    pointwise(mode, CUDNN_DATA_FLOAT, x, b, nullptr, y);
+    return y;
+  }
+
+  void reduction(cudnnReduceTensorOp_t mode, const BackendDescriptor& x, const BackendDescriptor& y) {
+    BackendDescriptor r(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    r.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+    r.set_data_type(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT);
+    r.finalize("reduction");
+    BackendDescriptor op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_DESC, r);
+    op.finalize("reduction operation");
+    keep_.push_back(std::move(r));
+    add(std::move(op));
+  }
+
+  // c = a b (batched over the first two dims), float compute; the overrides bound the rows,
+  // columns or inner size per batch (padding), with `padding` as the value past them.
+  void matmul(const BackendDescriptor& a, const BackendDescriptor& b, const BackendDescriptor& c,
+              const BackendDescriptor* m = nullptr, const BackendDescriptor* n = nullptr,
+              const BackendDescriptor* k = nullptr) {
+    BackendDescriptor mm(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    mm.set_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT);
+    if (m || n || k) {
+      const double zero = 0;
+      mm.set(CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &zero);
+    }
+    mm.finalize("matmul");
+    BackendDescriptor op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
+    if (m) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, *m);
+    if (n) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, *n);
+    if (k) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, *k);
+    op.finalize("matmul operation");
+    keep_.push_back(std::move(mm));
+    add(std::move(op));
+  }
+
+  void reshape(const BackendDescriptor& x, const BackendDescriptor& y) {
+    BackendDescriptor op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    op.set_descriptor(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
+    op.finalize("reshape operation");
+    add(std::move(op));
+  }
+
+  // s with -inf where (row, col) is masked: keys at or past the batch's length (padding) or
+  // after the query (causal, top-left aligned as PyTorch's is_causal).
+  const BackendDescriptor& mask(const BackendDescriptor& s, const Shape& dims, bool padding, bool causal,
+                                const BackendDescriptor* seq_q, const BackendDescriptor* seq_kv,
+                                const BackendDescriptor* neg_inf) {
+    const BackendDescriptor* last = &s;
+    if (padding) {
+      const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, *last, nullptr, nullptr, row, 2);
+      const BackendDescriptor& col = virt(CUDNN_DATA_INT32, dims);
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, *last, nullptr, nullptr, col, 3);
+      const BackendDescriptor& row_ok = virt(CUDNN_DATA_BOOLEAN, dims);
+      pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, seq_q, nullptr, row_ok);
+      const BackendDescriptor& col_ok = virt(CUDNN_DATA_BOOLEAN, dims);
+      pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, seq_kv, nullptr, col_ok);
+      const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
+      pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_ok, &col_ok, nullptr, keep);
+      const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
+      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
+      last = &out;
+    }
+    if (causal) {
+      const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, *last, nullptr, nullptr, row, 2);
+      const BackendDescriptor& col = virt(CUDNN_DATA_INT32, dims);
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, *last, nullptr, nullptr, col, 3);
+      const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
+      pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+      const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
+      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
+      last = &out;
+    }
+    return *last;
+  }
+
+  const std::vector<cudnnBackendDescriptor_t>& ops() const { return ops_; }
+
+ private:
+  void add(BackendDescriptor op) {
+    keep_.push_back(std::move(op));
+    ops_.push_back(keep_.back().get());
+  }
+  std::deque<BackendDescriptor>& keep_;
+  std::set<int64_t>& used_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  int64_t next_uid_ = kFirstVirtual;
+};
+
+void build_forward(const SdpaGraphSpec& s, GraphBuilder& g) {
+  const Shape scores{s.b, s.h, s.sq, s.sk}, rows{s.b, s.h, s.sq, 1};
+  const Shape rows_strides{s.h * s.sq, s.sq, 1, 1};
+  const auto& q = g.tensor(kQ, s.data, {s.b, s.h, s.sq, s.d}, s.q);
+  const auto& kt = g.tensor(kK, s.data, {s.b, s.h, s.d, s.sk}, swap_last(s.k));
+  const auto& v = g.tensor(kV, s.data, {s.b, s.h, s.sk, s.dv}, s.v);
+  const auto& o = g.tensor(kO, s.data, {s.b, s.h, s.sq, s.dv}, s.o);
+  const auto& stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rows, rows_strides);
+  const auto& scale = g.scalar(kScale);
+  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr, *neg_inf = nullptr;
+  if (s.padding || s.causal) neg_inf = &g.scalar(kNegInf);
+  if (s.padding) {
+    seq_q = &g.tensor(kSeqQ, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
+    seq_kv = &g.tensor(kSeqKv, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
+  }
+  const auto& qk = g.virt(CUDNN_DATA_FLOAT, scores);
+  g.matmul(q, kt, qk, seq_q, seq_kv);
+  const auto& scaled = g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores);
+  const auto& masked = g.mask(scaled, scores, s.padding, s.causal, seq_q, seq_kv, neg_inf);
+  // softmax with its statistics: Stats = max + log(sum), P = exp(S - max) / sum
+  const auto& mx = g.virt(CUDNN_DATA_FLOAT, rows);
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, masked, mx);
+  const auto& centred = g.pw(CUDNN_POINTWISE_SUB, masked, &mx, scores);
+  const auto& e = g.pw(CUDNN_POINTWISE_EXP, centred, nullptr, scores);
+  const auto& sum = g.virt(CUDNN_DATA_FLOAT, rows);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
+  const auto& log_sum = g.pw(CUDNN_POINTWISE_LOG, sum, nullptr, rows);
+  g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, mx, &log_sum, nullptr, stats);
+  const BackendDescriptor* p = nullptr;
+  if (s.dropout) {
+    const auto& soft = g.pw(CUDNN_POINTWISE_DIV, e, &sum, scores);
+    const auto& one = g.scalar(kOne);
+    const auto& scaled_p = g.pw(CUDNN_POINTWISE_MUL, soft, &one, scores);
+    const auto& mask = g.tensor(kMask, s.data, scores, contiguous_strides(scores));
+    p = &g.pw(CUDNN_POINTWISE_MUL, scaled_p, &mask, scores, s.data);
+  } else {
+    p = &g.pw(CUDNN_POINTWISE_DIV, e, &sum, scores, s.data);
+  }
+  g.matmul(*p, v, o, seq_q, nullptr, seq_kv);
+}
+
+void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
+  const Shape scores{s.b, s.h, s.sq, s.sk}, rows{s.b, s.h, s.sq, 1};
+  const Shape rows_strides{s.h * s.sq, s.sq, 1, 1};
+  const Shape transposed{s.b, s.h, s.sk, s.sq}, transposed_strides{s.h * s.sq * s.sk, s.sq * s.sk, 1, s.sk};
+  const auto& q = g.tensor(kQ, s.data, {s.b, s.h, s.sq, s.d}, s.q);
+  const auto& kt = g.tensor(kK, s.data, {s.b, s.h, s.d, s.sk}, swap_last(s.k));
+  const auto& vt = g.tensor(kV, s.data, {s.b, s.h, s.dv, s.sk}, swap_last(s.v));
+  const auto& o = g.tensor(kO, s.data, {s.b, s.h, s.sq, s.dv}, s.o);
+  const auto& dout = g.tensor(kDO, s.data, {s.b, s.h, s.sq, s.dv}, s.dO);
+  const auto& stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rows, rows_strides);
+  const auto& dq = g.tensor(kDQ, s.data, {s.b, s.h, s.sq, s.d}, s.dQ);
+  const auto& dk = g.tensor(kDK, s.data, {s.b, s.h, s.sk, s.d}, s.dK);
+  const auto& dv = g.tensor(kDV, s.data, {s.b, s.h, s.sk, s.dv}, s.dV);
+  const auto& row_dot = g.tensor(kRowDot, CUDNN_DATA_FLOAT, rows, rows_strides);
+  const auto& dq_accum =
+      g.tensor(kDQAccum, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, s.d}, contiguous_strides({s.b, s.h, s.sq, s.d}));
+  const auto& scale = g.scalar(kScale);
+  const auto& one = g.scalar(kOne);
+  const BackendDescriptor *seq_q = nullptr, *seq_kv = nullptr, *mask = nullptr, *neg_inf = nullptr;
+  if (s.padding || s.causal) neg_inf = &g.scalar(kNegInf);
+  if (s.padding) {
+    seq_q = &g.tensor(kSeqQ, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
+    seq_kv = &g.tensor(kSeqKv, CUDNN_DATA_INT32, {s.b, 1, 1, 1}, {1, 1, 1, 1});
+  }
+  if (s.dropout) mask = &g.tensor(kMask, s.data, scores, contiguous_strides(scores));
+
+  // rowDot = rowsum(dO * O)
+  const auto& prod = g.pw(CUDNN_POINTWISE_MUL, dout, &o, {s.b, s.h, s.sq, s.dv});
+  const auto& prod_sum = g.virt(CUDNN_DATA_FLOAT, rows);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, prod, prod_sum);
+  g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, prod_sum, &one, nullptr, row_dot);
+
+  // P = exp(S * scale - Stats), masked
+  const auto& qk = g.virt(CUDNN_DATA_FLOAT, scores);
+  g.matmul(q, kt, qk, seq_q, seq_kv);
+  const auto& scaled = g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores);
+  const auto& padded = g.mask(scaled, scores, s.padding, false, seq_q, seq_kv, neg_inf);
+  const auto& centred = g.pw(CUDNN_POINTWISE_SUB, padded, &stats, scores);
+  const auto& causal = g.mask(centred, scores, false, s.causal, nullptr, nullptr, neg_inf);
+  const auto& p = g.pw(CUDNN_POINTWISE_EXP, causal, nullptr, scores);
+
+  // dV = (P [* mask])^T dO
+  const BackendDescriptor* p_used = &p;
+  if (s.dropout) {
+    const auto& masked = g.pw(CUDNN_POINTWISE_MUL, p, mask, scores);
+    p_used = &g.pw(CUDNN_POINTWISE_MUL, masked, &one, scores);
+  }
+  const auto& pt = g.virt(s.data, transposed, transposed_strides);
+  g.reshape(*p_used, pt);
+  g.matmul(pt, dout, dv, seq_kv, nullptr, seq_q);
+
+  // dS = (dO V^T [* mask] - rowDot) * P [* 1] * scale
+  const auto& dpd = g.virt(CUDNN_DATA_FLOAT, scores);
+  g.matmul(dout, vt, dpd, seq_q, seq_kv);
+  const BackendDescriptor* dp = &dpd;
+  if (s.dropout) dp = &g.pw(CUDNN_POINTWISE_MUL, dpd, mask, scores);
+  const auto& centred_dp = g.pw(CUDNN_POINTWISE_SUB, *dp, &row_dot, scores);
+  const BackendDescriptor* ds = &g.pw(CUDNN_POINTWISE_MUL, centred_dp, &p, scores);
+  if (s.dropout) ds = &g.pw(CUDNN_POINTWISE_MUL, *ds, &one, scores);
+  const auto& ds_scaled = g.pw(CUDNN_POINTWISE_MUL, *ds, &scale, scores);
+
+  // dK = dS^T Q
+  const auto& dst = g.virt(s.data, transposed, transposed_strides);
+  g.reshape(ds_scaled, dst);
+  g.matmul(dst, q, dk, seq_kv, nullptr, seq_q);
+
+  // dQ = dS K, accumulated in float
+  const auto& k = g.virt(s.data, {s.b, s.h, s.sk, s.d}, s.k);
+  g.reshape(kt, k);
+  g.matmul(ds_scaled, k, dq_accum, seq_q, nullptr, seq_kv);
+  g.pointwise(CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dq_accum, nullptr, nullptr, dq);
+}
+
+}  // namespace
+
+std::string SdpaGraphSpec::key() const {
+  std::string out = backward ? "bwd" : "fwd";
+  auto add = [&](int64_t x) { out += ',' + std::to_string(x); };
+  for (int64_t x :
+       {static_cast<int64_t>(data), b, h, sq, sk, d, dv, int64_t(causal), int64_t(padding), int64_t(dropout)}) {
+    add(x);
+  }
+  for (const Shape* strides : {&q, &k, &v, &o, &dO, &dQ, &dK, &dV}) {
+    out += '|';
+    for (int64_t x : *strides) add(x);
+  }
+  return out;
+}
+
+SdpaPlan::SdpaPlan(std::shared_ptr<Objects> objects, size_t workspace, std::string name)
+    : objects_(std::move(objects)),
+      workspace_(workspace),
+      name_(std::move(name)),
+      neg_inf_(-std::numeric_limits<float>::infinity()),
+      one_(1.0f) {}
+
+std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle_t h, std::string& why) {
+  try {
+    auto objects = std::make_shared<Objects>();
+    GraphBuilder g(*objects);
+    if (spec.backward)
+      build_backward(spec, g);
+    else
+      build_forward(spec, g);
+    BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, g.ops());
+    graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
+    if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+      why = std::string("cuDNN builds no attention graph (") + cudnnGetErrorString(st) + ")";
+      return nullptr;
+    }
+    objects->keep.push_back(std::move(graph));
+    const cudnnBackendDescriptor_t graph_raw = objects->keep.back().get();
+    std::string tried;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_raw);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+      if (const cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+        tried += std::string(tried.empty() ? "" : "; ") + "heuristics: " + cudnnGetErrorString(st);
+        continue;
+      }
+      const int64_t n = heur.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
+      std::vector<BackendDescriptor> configs;
+      std::vector<cudnnBackendDescriptor_t> raw;
+      for (int64_t i = 0; i < n; ++i) {
+        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        raw.push_back(configs.back().get());
+      }
+      const int64_t got = n ? heur.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, raw.data()) : 0;
+      for (int64_t i = 0; i < got; ++i) {
+        BackendDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        plan.set_handle(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, h);
+        plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
+        const cudnnStatus_t st = plan.try_finalize();
+        if (st != CUDNN_STATUS_SUCCESS) {
+          tried += std::string(tried.empty() ? "" : "; ") + "plan: " + cudnnGetErrorString(st);
+          continue;
+        }
+        BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t engine_raw = engine.get();
+        configs[i].get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_raw);
+        const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
+        const auto ws = static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
+        objects->keep.push_back(std::move(configs[i]));
+        objects->keep.push_back(std::move(heur));
+        objects->keep.push_back(std::move(plan));
+        return std::make_shared<SdpaPlan>(objects, ws, "fused attention engine " + std::to_string(index));
+      }
+    }
+    why = "no cuDNN engine takes the attention graph" + (tried.empty() ? std::string() : " (" + tried + ")");
+  } catch (const tensor::Error& e) {
+    why = e.what();  // a graph the backend API refuses to describe: the fallback runs
+  }
+  return nullptr;
+}
+
+cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, void* ws) const {
+  ptrs.emplace_back(kNegInf, const_cast<float*>(&neg_inf_));
+  ptrs.emplace_back(kOne, const_cast<float*>(&one_));
+  // exactly the graph's real tensors: cuDNN refuses a variant pack with others
+  // (BAD_PARAM_NULL_POINTER from isCompatibleVariantPack, cuDNN 9.14)
+  std::vector<int64_t> uids;
+  std::vector<void*> data;
+  for (auto& [uid, p] : ptrs) {
+    if (!objects_->used.count(uid)) continue;
+    uids.push_back(uid);
+    data.push_back(p);
+  }
+  BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(data.size()), data.data());
+  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  if (const cudnnStatus_t st = pack.try_finalize(); st != CUDNN_STATUS_SUCCESS) return st;
+  return cudnnBackendExecute(h, objects_->keep.back().get(), pack.get());
+}
+
+}  // namespace cudnn::graph

@@ -1,0 +1,260 @@
+// test_Attention.cpp: cudnn::sdpa and sdpa_backward against nn::sdpa (float64 on the CPU) in
+// every dtype, through both paths: cuDNN's fused graph (float16 and bfloat16 where it builds;
+// the test asserts that it is the path taken on the GPU) and the GEMM + softmax-kernel
+// fallback (float32, float64, odd head sizes, attention.fused=false). Causal masks, key
+// lengths, dropout with the mask nn draws, strided inputs, NaN and Inf, empty batches, the
+// errors, and a backward taking the other path than its forward.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cudnn/core/Config.h"
+#include "cudnn/ops/attention.h"
+#include "nn/Attention.h"
+#include "tensor/Cuda.h"
+#include "tests/support/TwinCheck.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+const Device gpu = Device::cuda(0);
+
+double rel(const Tensor& got, const Tensor& want) {
+  const Tensor g = got.to(Device::cpu(), DType::Float64), w = want.to(Device::cpu(), DType::Float64);
+  const double norm = w.norm();
+  return g.sub(w).norm() / (norm > 0 ? norm : 1.0);
+}
+
+struct Geometry {
+  int64_t b, h, sq, sk, d, dv;
+};
+
+struct Inputs {
+  Tensor q, k, v, dout;
+};
+
+Inputs draw(const Geometry& g, Generator& gen) {
+  return {uniform({g.b, g.h, g.sq, g.d}, -1, 1, gen, DType::Float64),
+          uniform({g.b, g.h, g.sk, g.d}, -1, 1, gen, DType::Float64),
+          uniform({g.b, g.h, g.sk, g.dv}, -1, 1, gen, DType::Float64),
+          uniform({g.b, g.h, g.sq, g.dv}, -1, 1, gen, DType::Float64)};
+}
+
+// Forward and backward of both ops; the GPU one in `dt` on converted copies, nn in float64.
+// Returns the relative errors {out, dq, dk, dv}.
+struct Errors {
+  double out, dq, dk, dv;
+};
+Errors compare(const Inputs& in, DType dt, const nn::SdpaOptions& o, std::string* fwd_path = nullptr,
+               std::string* bwd_path = nullptr) {
+  nn::SdpaSaved ref_saved;
+  const Tensor ref = nn::sdpa(in.q, in.k, in.v, o, &ref_saved);
+  const nn::SdpaGrads ref_g = nn::sdpa_backward(in.q, in.k, in.v, ref, in.dout, o, ref_saved);
+  const Tensor q = in.q.to(gpu, dt), k = in.k.to(gpu, dt), v = in.v.to(gpu, dt), dout = in.dout.to(gpu, dt);
+  nn::SdpaSaved saved;
+  const Tensor out = cudnn::sdpa(q, k, v, o, &saved);
+  if (fwd_path) *fwd_path = cudnn::sdpa_last_path();
+  const nn::SdpaGrads g = cudnn::sdpa_backward(q, k, v, out, dout, o, saved);
+  if (bwd_path) *bwd_path = cudnn::sdpa_last_path(true);
+  CHECK(out.dtype() == dt);
+  CHECK(g.q.sizes() == q.sizes());
+  CHECK(g.k.sizes() == k.sizes());
+  CHECK(g.v.sizes() == v.sizes());
+  CHECK(saved.logsumexp.sizes() == Shape{q.size(0), q.size(1), q.size(2)});
+  CHECK(rel(saved.logsumexp, ref_saved.logsumexp) < (dt == DType::Float64 ? 1e-12 : 1e-3));
+  return {rel(out, ref), rel(g.q, ref_g.q), rel(g.k, ref_g.k), rel(g.v, ref_g.v)};
+}
+
+double tolerance(DType dt) {
+  switch (dt) {
+    case DType::Float64:
+      return 1e-11;
+    case DType::Float32:
+      return 2e-5;
+    case DType::Float16:
+      return 5e-3;
+    default:
+      return 3e-2;  // bfloat16: 8 bits of mantissa through two products
+  }
+}
+
+bool is16(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+
+const Geometry kGeometries[] = {
+    {2, 3, 64, 64, 64, 64},      // square, head size 64
+    {1, 2, 37, 131, 32, 32},     // odd lengths, Sk not a multiple of 64 or 128
+    {3, 1, 128, 128, 128, 128},  // head size 128
+    {2, 2, 16, 40, 8, 8},        // small head
+    {1, 2, 20, 24, 12, 12},      // head size not a multiple of 8: the fallback in every dtype
+};
+}  // namespace
+
+TEST_CASE("cudnn::sdpa matches nn::sdpa in every dtype, causal or not, with and without key lengths") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7201);
+  INFO("seed 7201");
+  for (const Geometry& g : kGeometries) {
+    const Inputs in = draw(g, gen);
+    for (DType dt : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+      for (bool causal : {false, true}) {
+        for (bool lengths : {false, true}) {
+          nn::SdpaOptions o;
+          o.causal = causal;
+          if (lengths) {
+            std::vector<int64_t> len;
+            for (int64_t b = 0; b < g.b; ++b) len.push_back(1 + (g.sk - 1) * (b + 1) / (g.b + 1));
+            o.keyLengths = from_vector(len, {g.b});
+          }
+          std::string fwd, bwd;
+          const Errors e = compare(in, dt, o, &fwd, &bwd);
+          INFO("b ", g.b, " h ", g.h, " sq ", g.sq, " sk ", g.sk, " d ", g.d, " ", name(dt), causal ? " causal" : "",
+               lengths ? " key lengths" : "", " | forward: ", fwd, " | backward: ", bwd);
+          CHECK(e.out < tolerance(dt));
+          CHECK(e.dq < tolerance(dt) * 2);
+          CHECK(e.dk < tolerance(dt) * 2);
+          CHECK(e.dv < tolerance(dt) * 2);
+          // cuDNN's fused engines take every 16-bit problem here whose head size is a multiple of 8
+          const bool fused = is16(dt) && g.d % 8 == 0;
+          CHECK(fwd.starts_with("fused attention engine") == fused);
+          CHECK(bwd.starts_with("fused attention engine") == fused);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cudnn::sdpa's fused path and its fallback agree; a backward may take the other path") {
+  Generator gen(7202);
+  const Geometry g{2, 4, 96, 160, 64, 64};
+  const Inputs in = draw(g, gen);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    const Tensor q = in.q.to(gpu, dt), k = in.k.to(gpu, dt), v = in.v.to(gpu, dt), dout = in.dout.to(gpu, dt);
+    nn::SdpaOptions o;
+    o.causal = true;
+    nn::SdpaSaved fused_saved, plain_saved;
+    const Tensor fused = cudnn::sdpa(q, k, v, o, &fused_saved);
+    REQUIRE(cudnn::sdpa_last_path().starts_with("fused"));
+    Tensor plain;
+    nn::SdpaGrads plain_g;
+    {
+      cudnn::ScopedConfig off("attention.fused=false");
+      plain = cudnn::sdpa(q, k, v, o, &plain_saved);
+      CHECK(cudnn::sdpa_last_path() == "fallback: attention.fused=false");
+      // the fallback's backward from the fused forward's statistics
+      plain_g = cudnn::sdpa_backward(q, k, v, fused, dout, o, fused_saved);
+    }
+    const nn::SdpaGrads fused_g = cudnn::sdpa_backward(q, k, v, plain, dout, o, plain_saved);
+    CHECK(cudnn::sdpa_last_path(true).starts_with("fused"));
+    const double tol = dt == DType::Float16 ? 5e-3 : 3e-2;
+    CHECK(rel(fused, plain) < tol);
+    CHECK(rel(fused_saved.logsumexp, plain_saved.logsumexp) < 1e-3);
+    CHECK(rel(fused_g.q, plain_g.q) < 2 * tol);
+    CHECK(rel(fused_g.k, plain_g.k) < 2 * tol);
+    CHECK(rel(fused_g.v, plain_g.v) < 2 * tol);
+  }
+}
+
+TEST_CASE("cudnn::sdpa draws nn::sdpa's dropout mask and matches it with dropout") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7203);
+  const Geometry g{2, 2, 32, 48, 16, 16};
+  const Inputs in = draw(g, gen);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    nn::SdpaOptions o;
+    o.dropout = 0.25;
+    o.causal = true;
+    const Tensor q = in.q.to(dt).to(DType::Float64), k = in.k.to(dt).to(DType::Float64),
+                 v = in.v.to(dt).to(DType::Float64);
+    default_generator().manual_seed(99);
+    nn::SdpaSaved ref_saved;
+    const Tensor ref =
+        nn::sdpa(q.to(dt == DType::Float64 ? dt : DType::Float32), k.to(dt == DType::Float64 ? dt : DType::Float32),
+                 v.to(dt == DType::Float64 ? dt : DType::Float32), o, &ref_saved);
+    default_generator().manual_seed(99);
+    nn::SdpaSaved saved;
+    const Tensor out = cudnn::sdpa(q.to(gpu, dt), k.to(gpu, dt), v.to(gpu, dt), o, &saved);
+    INFO(name(dt), " forward: ", cudnn::sdpa_last_path());
+    REQUIRE(saved.dropoutMask.defined());
+    // the same kept entries; the same scale where the dtypes agree
+    CHECK(saved.dropoutMask.cpu()
+              .eq(0.0)
+              .to(DType::Float64)
+              .sub(ref_saved.dropoutMask.eq(0.0).to(DType::Float64))
+              .abs()
+              .sum()
+              .item() == 0);
+    const double kept = saved.dropoutMask.cpu().ne(0.0).to(DType::Float64).mean().item();
+    CHECK(kept > 0.65);
+    CHECK(kept < 0.85);
+    CHECK(rel(out, ref) < tolerance(dt) * 4);
+    const Tensor dout = in.dout.to(gpu, dt);
+    const nn::SdpaGrads gg = cudnn::sdpa_backward(q.to(gpu, dt), k.to(gpu, dt), v.to(gpu, dt), out, dout, o, saved);
+    const nn::SdpaGrads rg = nn::sdpa_backward(q.to(ref.dtype()), k.to(ref.dtype()), v.to(ref.dtype()), ref,
+                                               dout.cpu().to(ref.dtype()), o, ref_saved);
+    CHECK(rel(gg.q, rg.q) < tolerance(dt) * 8);
+    CHECK(rel(gg.k, rg.k) < tolerance(dt) * 8);
+    CHECK(rel(gg.v, rg.v) < tolerance(dt) * 8);
+  }
+}
+
+TEST_CASE("cudnn::sdpa takes strided views (heads of a packed projection) as nn::sdpa does") {
+  Generator gen(7204);
+  const int64_t S = 24, B = 3, H = 4, D = 16, E = H * D;
+  const Tensor qkv = uniform({S, B, 3, H, D}, -1, 1, gen, DType::Float64);  // [S x B x 3E] tokens
+  auto part = [&](const Tensor& t, int64_t i) { return t.select(2, i).permute({1, 2, 0, 3}); };
+  const Tensor dout = uniform({B, H, S, D}, -1, 1, gen, DType::Float64);
+  (void)E;
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    cudnn::ScopedConfig flags("allow_tf32=false");
+    const Tensor g = qkv.to(gpu, dt);
+    nn::SdpaSaved rs, gs;
+    const Tensor ref = nn::sdpa(part(qkv, 0), part(qkv, 1), part(qkv, 2), {}, &rs);
+    const Tensor out = cudnn::sdpa(part(g, 0), part(g, 1), part(g, 2), {}, &gs);
+    CHECK(rel(out, ref) < tolerance(dt));
+    const nn::SdpaGrads rg = nn::sdpa_backward(part(qkv, 0), part(qkv, 1), part(qkv, 2), ref, dout, {}, rs);
+    const nn::SdpaGrads gg = cudnn::sdpa_backward(part(g, 0), part(g, 1), part(g, 2), out, dout.to(gpu, dt), {}, gs);
+    CHECK(rel(gg.q, rg.q) < 2 * tolerance(dt));
+    CHECK(rel(gg.k, rg.k) < 2 * tolerance(dt));
+  }
+}
+
+TEST_CASE("cudnn::sdpa gives nn::sdpa's NaN and Inf and handles an empty batch") {
+  Generator gen(7205);
+  const Geometry g{1, 2, 8, 8, 16, 16};
+  Inputs in = draw(g, gen);
+  in.q.set({0, 0, 3, 5}, std::nan(""));
+  in.k.set({0, 1, 2, 0}, INFINITY);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    const Tensor ref = nn::sdpa(in.q.to(DType::Float32), in.k.to(DType::Float32), in.v.to(DType::Float32));
+    const Tensor out = cudnn::sdpa(in.q.to(gpu, dt), in.k.to(gpu, dt), in.v.to(gpu, dt));
+    INFO(name(dt), ": ", cudnn::sdpa_last_path());
+    expect_same_nonfinite("sdpa output", out.to(Device::cpu(), DType::Float32), ref,
+                          std::max(tolerance(dt) * 10, 1e-5));
+  }
+  const Tensor empty_q = tensor::empty({0, 2, 8, 16}, DType::Float16, gpu);
+  const Tensor empty_k = tensor::empty({0, 2, 8, 16}, DType::Float16, gpu);
+  nn::SdpaSaved saved;
+  const Tensor out = cudnn::sdpa(empty_q, empty_k, empty_k, {}, &saved);
+  CHECK(out.sizes() == Shape{0, 2, 8, 16});
+  const nn::SdpaGrads eg = cudnn::sdpa_backward(empty_q, empty_k, empty_k, out, out, {}, saved);
+  CHECK(eg.q.sizes() == Shape{0, 2, 8, 16});
+}
+
+TEST_CASE("cudnn::sdpa refuses what nn::sdpa refuses, naming the op and the shapes") {
+  const Tensor q = tensor::zeros({2, 2, 4, 8}, DType::Float16, gpu);
+  const Tensor k = tensor::zeros({2, 2, 5, 8}, DType::Float16, gpu);
+  const Tensor bad_k = tensor::zeros({2, 3, 5, 8}, DType::Float16, gpu);
+  CHECK_THROWS_WITH(cudnn::sdpa(q, bad_k, bad_k), doctest::Contains("cudnn::sdpa: expected q [B x H x Sq x D]"));
+  nn::SdpaOptions o;
+  o.keyLengths = from_vector<int64_t>({3, 6}, {2});
+  CHECK_THROWS_WITH(cudnn::sdpa(q, k, k, o), doctest::Contains("keyLengths in [1, 5]"));
+  o.keyLengths = Tensor();
+  o.scale = NAN;
+  CHECK_THROWS_WITH(cudnn::sdpa(q, k, k, o), doctest::Contains("finite scale"));
+  CHECK_THROWS_WITH(cudnn::sdpa(q.cpu(), k, k), doctest::Contains("one dtype and device"));
+  nn::SdpaSaved none;
+  CHECK_THROWS_WITH(cudnn::sdpa_backward(q, k, k, q, q, {}, none), doctest::Contains("saved logsumexp"));
+}

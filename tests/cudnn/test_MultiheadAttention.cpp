@@ -1,0 +1,126 @@
+// test_MultiheadAttention.cpp: cudnn.MultiheadAttention and cudnn.TransformerEncoderLayer against
+// their nn modules (float64 on the CPU) in every dtype: self-attention in both layouts, causal,
+// key lengths, cross-attention with a memory (its gradient too), then the encoder layer post-
+// and pre-norm with ReLU and GELU; convert round trips.
+#include <doctest/doctest.h>
+
+#include "convert/Convert.h"
+#include "cudnn/MultiheadAttention.h"
+#include "cudnn/TransformerEncoderLayer.h"
+#include "cudnn/core/Config.h"
+#include "nn/MultiheadAttention.h"
+#include "nn/TransformerEncoderLayer.h"
+#include "tensor/Cuda.h"
+#include "tests/support/TwinCheck.h"
+
+using namespace tensor;
+using namespace testing;
+
+namespace {
+const Device gpu = Device::cuda(0);
+const DType kDtypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+
+double rel(const Tensor& got, const Tensor& want) {
+  const Tensor g = got.to(Device::cpu(), DType::Float64), w = want.to(Device::cpu(), DType::Float64);
+  const double norm = w.norm();
+  return g.sub(w).norm() / (norm > 0 ? norm : 1.0);
+}
+
+// 16-bit twins through several products: looser than a single layer's tolerance
+TwinTolerance attention_tolerance(DType dt) {
+  TwinTolerance t = TwinTolerance::for_dtype(dt);
+  if (dt == DType::Float16) t = {1e-2, 2e-2};
+  if (dt == DType::BFloat16) t = {5e-2, 8e-2};
+  return t;
+}
+}  // namespace
+
+TEST_CASE("cudnn.MultiheadAttention matches nn.MultiheadAttention (self-attention, both layouts, causal, lengths)") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7301);
+  INFO("seed 7301");
+  struct Case {
+    int64_t E, heads, S, B;
+    bool batchFirst, causal, lengths, bias;
+  };
+  const Case cases[] = {
+      {64, 4, 24, 3, false, false, false, true}, {64, 4, 24, 3, true, true, false, true},
+      {32, 2, 17, 2, false, true, true, true},   {48, 3, 9, 4, true, false, true, false},
+      {12, 3, 5, 2, false, false, false, true},  // head size 4: the fallback in every dtype
+  };
+  for (const Case& c : cases) {
+    for (DType dt : kDtypes) {
+      INFO("E ", c.E, " heads ", c.heads, " S ", c.S, " B ", c.B, c.batchFirst ? " batchFirst" : "",
+           c.causal ? " causal" : "", c.lengths ? " lengths" : "", c.bias ? "" : " no bias", " ", name(dt));
+      nn::MultiheadAttention ref(c.E, c.heads, 0, c.bias, c.batchFirst);
+      cudnn::MultiheadAttention twin(c.E, c.heads, 0, c.bias, c.batchFirst);
+      ref.causal = twin.causal = c.causal;
+      if (c.lengths) {
+        std::vector<int64_t> len;
+        for (int64_t b = 0; b < c.B; ++b) len.push_back(1 + (c.S - 1) * (b + 1) / c.B);
+        ref.setKeyLengths(from_vector(len, {c.B}));
+        twin.setKeyLengths(from_vector(len, {c.B}).to(gpu));
+      }
+      const Shape shape = c.batchFirst ? Shape{c.B, c.S, c.E} : Shape{c.S, c.B, c.E};
+      expect_twin_matches(ref, twin, uniform(shape, -1, 1, gen, DType::Float64), dt, attention_tolerance(dt));
+    }
+  }
+}
+
+TEST_CASE("cudnn.MultiheadAttention's cross-attention gives nn's output, gradients and memory gradient") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7302);
+  const int64_t E = 32, H = 4, S = 12, Sk = 20, B = 2;
+  for (DType dt : kDtypes) {
+    INFO(name(dt));
+    nn::MultiheadAttention ref(E, H);
+    cudnn::MultiheadAttention twin(E, H);
+    twin.loadStateDict(ref.stateDict());
+    twin.to(gpu);
+    twin.to(dt);
+    ref.to(DType::Float64);
+    const Tensor x = uniform({S, B, E}, -1, 1, gen, DType::Float64);
+    const Tensor mem = uniform({Sk, B, E}, -1, 1, gen, DType::Float64);
+    const Tensor gy = uniform({S, B, E}, -1, 1, gen, DType::Float64);
+    ref.setMemory(mem);
+    twin.setMemory(mem.to(gpu, dt));
+    ref.zeroGradParameters();
+    twin.zeroGradParameters();
+    const Tensor want = ref.forward(x);
+    const Tensor got = twin.forward(x.to(gpu, dt));
+    ref.backward(x, gy);
+    twin.backward(x.to(gpu, dt), gy.to(gpu, dt));
+    const TwinTolerance tol = attention_tolerance(dt);
+    CHECK(rel(got, want) < tol.forward);
+    CHECK(rel(twin.gradInput, ref.gradInput) < tol.backward);
+    CHECK(rel(twin.gradMemory, ref.gradMemory) < tol.backward);
+    CHECK(rel(twin.gradInProjWeight, ref.gradInProjWeight) < tol.backward);
+    CHECK(rel(twin.gradOutProjWeight, ref.gradOutProjWeight) < tol.backward);
+    CHECK(rel(twin.gradInProjBias, ref.gradInProjBias) < tol.backward);
+  }
+}
+
+TEST_CASE("cudnn.TransformerEncoderLayer matches nn.TransformerEncoderLayer (post- and pre-norm, ReLU and GELU)") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7303);
+  for (bool normFirst : {false, true}) {
+    for (const char* act : {"relu", "gelu"}) {
+      for (DType dt : kDtypes) {
+        INFO((normFirst ? "pre-norm " : "post-norm "), act, " ", name(dt));
+        auto ref = std::make_shared<nn::TransformerEncoderLayer>(32, 4, 64, 0.0, act, false, normFirst);
+        auto gpu_net = std::make_shared<nn::TransformerEncoderLayer>(32, 4, 64, 0.0, act, false, normFirst);
+        nn::ModulePtr twin = nn::convert(gpu_net, cudnn::backend);
+        CHECK(twin->type_name() == "cudnn.TransformerEncoderLayer");
+        expect_twin_matches(*ref, *twin, uniform({10, 3, 32}, -1, 1, gen, DType::Float64), dt, attention_tolerance(dt));
+      }
+    }
+  }
+}
+
+TEST_CASE("cudnn.MultiheadAttention and cudnn.TransformerEncoderLayer convert both ways") {
+  Generator gen(7304);
+  expect_convert_roundtrip(std::make_shared<nn::MultiheadAttention>(16, 2), uniform({6, 2, 16}, -1, 1, gen));
+  auto layer = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, 0.0, "gelu");
+  layer->evaluate();
+  expect_convert_roundtrip(layer, uniform({6, 2, 16}, -1, 1, gen));
+}
