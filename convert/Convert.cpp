@@ -47,7 +47,10 @@ struct Walker {
   tensor::Device device;
 
   ModulePtr visit(const ModulePtr& m, const std::string& path) {
-    if (!m) return m;
+    if (!m) {  // put into a container's modules directly, past add()'s check
+      throw Error("nn::convert: the module at " + (path.empty() ? std::string("root") : path) +
+                  " is nullptr (a container's modules holds a null child)");
+    }
     if (m->backendKind() == to) {
       recurse(*m, path);
       return m;

@@ -76,6 +76,7 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   check_cuda(where_of(m, method), gradOutput, "gradOutput");
   m.checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && m.affine;
+  if (wantParams) m.checkGradients(method);
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
   const Tensor dy = as_format(gradOutput, format);

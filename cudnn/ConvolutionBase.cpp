@@ -137,6 +137,7 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   check_conv_grad(m, method, gradOutput, m.weight);
   const ConvSpec s = m.spec();
   m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
+  m.checkGradients(s, method);
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_batch(as_format(input, format), s.nd);
   const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);

@@ -18,7 +18,7 @@ int walk(nn::Module& m, Pair&& pair) {
   if (!children) return 0;
   const bool sequential = dynamic_cast<nn::Sequential*>(&m) != nullptr;
   for (size_t i = 0; i < children->size(); ++i) {
-    nn::Module& child = *(*children)[i];
+    nn::Module& child = nn::child_at(m, *children, i, "fuse");
     n += walk(child, pair);
     if (!sequential || i + 1 >= children->size()) continue;
     auto* conv = dynamic_cast<detail::FusableConvolution*>(&child);
@@ -34,7 +34,7 @@ int each_convolution(nn::Module& m, One&& one) {
   int n = 0;
   if (auto* conv = dynamic_cast<detail::FusableConvolution*>(&m)) n += one(*conv, m);
   if (std::vector<nn::ModulePtr>* children = m.children()) {
-    for (const nn::ModulePtr& child : *children) n += each_convolution(*child, one);
+    for (size_t i = 0; i < children->size(); ++i) n += each_convolution(nn::child_at(m, *children, i, "fuse"), one);
   }
   return n;
 }

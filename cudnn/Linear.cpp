@@ -46,6 +46,7 @@ void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
   const Tensor x = checked(input, "accGradParameters").contiguous();
   const int64_t batch = x.size(0);
   const Tensor gy = checkedGrad(input, gradOutput, "accGradParameters");
+  checkParameters("accGradParameters", true);
   gemm(true, false, gy, x, gradWeight, scale, 1.0);
   if (bias.defined()) {
     if (!ones_.defined() || ones_.size(0) != batch || ones_.dtype() != x.dtype() || ones_.device() != x.device()) {

@@ -42,12 +42,13 @@ Tensor joined(const std::vector<RNNGate>& gates, size_t first, size_t count, boo
 std::vector<Tensor> parameter_views(RNNBlock& b, const nn::RNNBase& m, const Tensor& buffer) {
   const size_t G = static_cast<size_t>(m.gateCount());
   std::vector<Tensor> views(m.params.size());
-  for (int64_t l = 0; l < m.numLayers; ++l) {
+  for (int64_t l = 0; l < m.numLayers(); ++l) {
     for (int64_t d = 0; d < m.numDirections(); ++d) {
-      const std::vector<RNNGate> gates = b.splitParams(buffer, l * m.numDirections() + d, m.inputDim);
+      const std::vector<RNNGate> gates = b.splitParams(buffer, l * m.numDirections() + d, m.inputDim());
       const size_t i = m.paramIndex(l, d, 0);
       views[i] = joined(gates, 0, G, true, m.params[i].name);
       views[i + 1] = joined(gates, G, G, true, m.params[i + 1].name);
+      if (!m.bias()) continue;  // CUDNN_RNN_NO_BIAS: cuDNN keeps no bias vectors
       views[i + 2] = joined(gates, 0, G, false, m.params[i + 2].name);
       views[i + 3] = joined(gates, G, G, false, m.params[i + 3].name);
     }
@@ -94,11 +95,11 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
   }
   tensor::cuda::DeviceGuard guard(m.device().index);
   if (!block_ || block_->dtype() != dt) {
-    block_ = std::make_unique<RNNBlock>(
-        dt, m.outputDim, m.numLayers, m.mode, RNNInputMode::Linear,
-        m.bidirectional ? RNNDirection::Bidirectional : RNNDirection::Unidirectional);
+    block_ = std::make_unique<RNNBlock>(dt, m.outputDim(), m.numLayers(), m.mode(), RNNInputMode::Linear,
+                                        m.bidirectional() ? RNNDirection::Bidirectional : RNNDirection::Unidirectional,
+                                        m.bias());
   }
-  const int64_t n = block_->paramSize(m.inputDim);
+  const int64_t n = block_->paramSize(m.inputDim());
   Tensor w = tensor::zeros({n}, dt, m.device()), dw = tensor::zeros({n}, dt, m.device());
   const std::vector<Tensor> values = parameter_views(*block_, m, w), grads = parameter_views(*block_, m, dw);
   views_.assign(2 * P, Tensor());
@@ -127,13 +128,13 @@ void RNNCompute::seedDropout(uint64_t seed) {
 }
 
 RNNBlock& RNNCompute::block(nn::RNNBase& m) {
-  const bool dropping = m.dropout > 0 && m.numLayers > 1;
+  const bool dropping = m.dropout() > 0 && m.numLayers() > 1;
   if (dropping && !seeded_) {
     // Note [Dropout seeding]: drawn once from the library's generator, so manual_seed() fixes it
     seed_ = static_cast<uint64_t>(tensor::default_generator().uniform() * 9007199254740992.0);
     seeded_ = true;
   }
-  block_->setDropout(dropping ? m.dropout : 0, seed_);
+  block_->setDropout(dropping ? m.dropout() : 0, seed_);
   block_->setPersist(m.persist);
   return *block_;
 }
@@ -142,12 +143,12 @@ void RNNCompute::forward(nn::RNNBase& m, const Tensor& input, bool training) {
   RNNBlock& b = block(m);
   RNNSequence s;
   s.x = input.contiguous();
-  s.batchFirst = m.batchFirst;
+  s.batchFirst = m.batchFirst();
   s.lengths = m.sequenceLengths;
   s.training = training;
   // private copies: cuDNN reads the initial states again in backward, and hiddenInput may
   // change (rememberStates makes it the copy of the last hiddenOutput) before then
-  const bool lstm = m.mode == nn::RNNMode::LSTM;
+  const bool lstm = m.mode() == nn::RNNMode::LSTM;
   if (m.hiddenInput.defined()) s.h0 = nn::ensure(h0_, m.hiddenInput.sizes(), s.x).copy_(m.hiddenInput);
   if (lstm && m.cellInput.defined()) s.c0 = nn::ensure(c0_, m.cellInput.sizes(), s.x).copy_(m.cellInput);
   b.forward(w_, s, m.output, m.hiddenOutput, m.cellOutput);
@@ -155,7 +156,7 @@ void RNNCompute::forward(nn::RNNBase& m, const Tensor& input, bool training) {
 }
 
 void RNNCompute::backwardData(nn::RNNBase& m, const Tensor& gradOutput) {
-  const bool lstm = m.mode == nn::RNNMode::LSTM;
+  const bool lstm = m.mode() == nn::RNNMode::LSTM;
   const Tensor dy = gradOutput.contiguous();
   const Tensor dhy = on_device(dhy_, m.gradHiddenOutput, dy);
   const Tensor dcy = lstm ? on_device(dcy_, m.gradCellOutput, dy) : Tensor();

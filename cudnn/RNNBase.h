@@ -65,6 +65,7 @@ class RNNBase : public Twin<Base> {
 
   const Tensor& updateOutput(const Tensor& input) override {
     const std::string where = this->where("updateOutput");
+    this->checkParameters("updateOutput", true);  // before flatten() copies them into cuDNN's buffer
     named(where, input, [&] { compute_.flatten(*this); });
     check_on_device(where, input, this->params[0].value);
     check_cuda(where, input, "input");
@@ -96,6 +97,7 @@ class RNNBase : public Twin<Base> {
       throw tensor::Error(
           where + "expected updateGradInput() after the forward first (backward() calls both), got none");
     }
+    this->checkParameters("accGradParameters", true);
     named(where, input, [&] { compute_.backwardWeights(scale); });
   }
 

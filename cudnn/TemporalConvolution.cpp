@@ -76,6 +76,7 @@ const Tensor& TemporalConvolution::updateGradInput(const Tensor& input, const Te
 }
 
 void TemporalConvolution::accumulate(const Tensor& input, double scale, const char* method) {
+  checkGradients(method);
   const int64_t batch = convGradOutput_.size(0), frames = input.size(-2);
   const Tensor x = input.contiguous().view({batch, 1, frames, inputFrameSize});
   Tensor gw = gradWeight.contiguous();

@@ -67,7 +67,19 @@ BatchNormalization::Layout BatchNormalization::layout(const Tensor& input, const
   return shapeLayout(input, method);
 }
 
+void BatchNormalization::checkGradients(const char* method) const {
+  if (!affine) return;
+  check_parameter(*this, method, "weight", weight, {nOutput}, &gradWeight);
+  check_parameter(*this, method, "bias", bias, {nOutput}, &gradBias);
+}
+
 BatchNormalization::Layout BatchNormalization::shapeLayout(const Tensor& input, const char* method) const {
+  if (affine) {
+    check_parameter(*this, method, "weight", weight, {nOutput});
+    check_parameter(*this, method, "bias", bias, {nOutput});
+  }
+  check_parameter(*this, method, "running_mean", running_mean, {nOutput});
+  check_parameter(*this, method, "running_var", running_var, {nOutput});
   const int64_t d = input.dim();
   if (d != nDim && !(d == nDim - 1 && !training_)) {
     throw Error(where(method) + "expected input of " + shapeContract(true) + " (or " + shapeContract(false) +
@@ -133,6 +145,7 @@ void BatchNormalization::backwardPass(const Tensor& input, const Tensor& gradOut
   check_float(where(method), gradOutput, "gradOutput");
   checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && affine;
+  if (wantParams) checkGradients(method);
   if (training_) {
     if (!save_mean.defined() || save_mean.dtype() != input.dtype()) {
       throw Error(where(method) + "no batch statistics for input " + input.description() +

@@ -46,8 +46,11 @@ class BatchNormalization : public Module {
   };
   Layout layout(const Tensor& input, const char* method) const;
   // The same without the dtype checks (the cudnn twins take 16-bit data with float32
-  // statistics): rank, channel count and, in training, more than one value per channel.
+  // statistics): rank, channel count and, in training, more than one value per channel; and
+  // the parameters' and statistics' shapes (Note [Parameters are checked where they are used]).
   Layout shapeLayout(const Tensor& input, const char* method) const;
+  // gradWeight and gradBias of [nOutput], before a pass accumulates into them (affine only).
+  void checkGradients(const char* method) const;
   // gradOutput has the input's shape and dtype.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 

@@ -1,6 +1,8 @@
 // Buffers.cpp
 #include "nn/Buffers.h"
 
+#include "nn/Module.h"
+
 namespace nn {
 
 using tensor::Tensor;
@@ -36,6 +38,31 @@ void check_matches(const std::string& where, const Tensor& t, const Tensor& para
     throw tensor::Error(where + "expected " + what + " of " + param_name + "'s dtype and device (" +
                         tensor::name(param.dtype()) + " on " + param.device().str() + "), got " +
                         t.description() + " (convert the module with .to(dtype) or the input with .to(...))");
+  }
+}
+
+namespace {
+bool dense_of(const Tensor& t, const tensor::Shape& expected) {
+  return t.defined() && t.sizes() == expected && t.is_contiguous();
+}
+}  // namespace
+
+void check_parameter(const Module& m, const char* method, const char* name, const Tensor& value,
+                     const tensor::Shape& expected, const Tensor* grad) {
+  auto fail = [&](const std::string& what, const Tensor& t) {
+    throw tensor::Error(m.where(method) + "expected " + what + " of " + tensor::shape_str(expected) +
+                        " (contiguous), got " +
+                        (t.defined() ? t.description() + (t.is_contiguous() ? "" : " (not contiguous)")
+                                     : std::string("an undefined tensor")) +
+                        " (was the field replaced by hand?)");
+  };
+  if (!dense_of(value, expected)) fail(name, value);
+  if (!grad) return;
+  if (!dense_of(*grad, expected)) fail(std::string(name) + "'s gradient", *grad);
+  if (grad->dtype() != value.dtype() || grad->device() != value.device()) {
+    throw tensor::Error(m.where(method) + "expected " + name + "'s gradient of its dtype and device (" +
+                        tensor::name(value.dtype()) + " on " + value.device().str() + "), got " + grad->description() +
+                        " (was the field replaced by hand?)");
   }
 }
 

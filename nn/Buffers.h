@@ -9,6 +9,8 @@
 
 namespace nn {
 
+class Module;
+
 // Makes `buf` a contiguous tensor of `shape` with `like`'s dtype and device, reusing its
 // storage when it can (no allocation in steady state). Returns buf.
 tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like);
@@ -22,5 +24,18 @@ void check_float(const std::string& where, const tensor::Tensor& t, const char* 
 // Throws unless `t` has `param`'s dtype and device (a module's input vs its weight).
 void check_matches(const std::string& where, const tensor::Tensor& t, const tensor::Tensor& param,
                    const char* what = "input", const char* param_name = "weight");
+
+// Note [Parameters are checked where they are used]
+// Parameter fields are public (Torch's m.weight, optimizers and model files reach them), so a
+// user can put any tensor there; the kernels and cuDNN read them as the configuration says.
+// Every module with parameters checks them on every pass, on both backends (the twins call the
+// nn base's check): a value of the wrong shape, or not dense, would be read past its end, and
+// a gradient would be written past it. The checks are a few comparisons per parameter.
+//
+// Throws "<type>::<method>: expected <name> of [..] (contiguous), got <description>" unless
+// `value` is defined, contiguous and of shape `expected`; with `grad`, the same for *grad,
+// which must also have value's dtype and device ("<name>'s gradient").
+void check_parameter(const Module& m, const char* method, const char* name, const tensor::Tensor& value,
+                     const tensor::Shape& expected, const tensor::Tensor* grad = nullptr);
 
 }  // namespace nn

@@ -36,7 +36,7 @@ void Container::setFreeIntermediateGradients(bool on) {
 
 void Container::releaseChildGradInputs() {
   if (!freesIntermediateGradients()) return;
-  for (auto& m : modules) m->releaseGradInput();
+  for (size_t i = 0; i < modules.size(); ++i) child_at(*this, modules, i, "releaseGradInput").releaseGradInput();
 }
 
 ModulePtr Container::get(size_t index) const {

@@ -112,14 +112,20 @@ void ConvolutionBase::checkConfig(const ConvSpec& s, const char* method) const {
     }
     return true;
   };
-  if (weight.defined() && !weight_ok()) {
-    throw Error(at() + "expected weight of " + tensor::shape_str(weightShape(s)) + ", got " +
-                tensor::shape_str(weight.sizes()));
+  // the kernels and cuDNN read them densely (Note [Parameters are checked where they are used])
+  if (weight.defined() && (!weight_ok() || !weight.is_contiguous())) {
+    throw Error(at() + "expected weight of " + tensor::shape_str(weightShape(s)) + " (contiguous), got " +
+                weight.description() + (weight.is_contiguous() ? "" : " (not contiguous)"));
   }
-  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != nOutputPlane)) {
-    throw Error(at() + "expected bias of [" + std::to_string(nOutputPlane) + "], got " +
-                tensor::shape_str(bias.sizes()));
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != nOutputPlane || !bias.is_contiguous())) {
+    throw Error(at() + "expected bias of [" + std::to_string(nOutputPlane) + "] (contiguous), got " +
+                bias.description() + (bias.is_contiguous() ? "" : " (not contiguous)"));
   }
+}
+
+void ConvolutionBase::checkGradients(const ConvSpec& s, const char* method) const {
+  check_parameter(*this, method, "weight", weight, weightShape(s), &gradWeight);
+  if (bias.defined()) check_parameter(*this, method, "bias", bias, {nOutputPlane}, &gradBias);
 }
 
 void check_conv_input(const Module& m, const Tensor& t, const Tensor& weight, const char* what, const char* method) {
@@ -296,6 +302,7 @@ void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradO
   checkInput(input, "input", "accGradParameters");
   checkInput(gradOutput, "gradOutput", "accGradParameters");
   checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), "accGradParameters");
+  checkGradients(s, "accGradParameters");
   const Tensor x = input.contiguous();
   const Tensor gy = gradOutput.contiguous();
   const kernels::ConvGeometry g = geometry(s, x.sizes(), gy.sizes());

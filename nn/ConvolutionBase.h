@@ -91,6 +91,9 @@ class ConvolutionBase : public Module, public WithConvAlgorithms<ConvolutionBase
   Shape outputSizes(const ConvSpec& s, const Shape& inputSizes, const char* method) const;
   void checkGradOutputSizes(const ConvSpec& s, const Shape& inputSizes, const Shape& gradOutputSizes,
                             const char* method) const;
+  // gradWeight and gradBias of the parameters' shapes, before a pass writes them (Note
+  // [Parameters are checked where they are used]; the values are checked with the config).
+  void checkGradients(const ConvSpec& s, const char* method) const;
 
   int64_t nInputPlane, nOutputPlane;
   Tensor weight, bias, gradWeight, gradBias;

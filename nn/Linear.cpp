@@ -43,7 +43,13 @@ Tensor Linear::batched(const Tensor& input, const char* method) const {
   return asBatch(input, method);
 }
 
+void Linear::checkParameters(const char* method, bool gradients) const {
+  check_parameter(*this, method, "weight", weight, {outputSize, inputSize}, gradients ? &gradWeight : nullptr);
+  if (bias.defined()) check_parameter(*this, method, "bias", bias, {outputSize}, gradients ? &gradBias : nullptr);
+}
+
 Tensor Linear::asBatch(const Tensor& input, const char* method) const {
+  checkParameters(method, false);
   const bool ok = (input.dim() == 1 || input.dim() == 2) && input.size(-1) == inputSize;
   if (!ok) {
     throw Error(where(method) + "expected input of [" + std::to_string(inputSize) + "] or [batch x " +
@@ -100,6 +106,7 @@ void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
   const int64_t batch = x.size(0);
   checkGradOutputShape(input, gradOutput, "accGradParameters");
   check_matches(where("accGradParameters"), gradOutput, weight, "gradOutput");
+  checkParameters("accGradParameters", true);
   const Tensor gy = gradOutput.reshape({batch, outputSize}).contiguous();
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);

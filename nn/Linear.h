@@ -29,11 +29,14 @@ class Linear : public Module {
   // [batch x inputSize] view of a 1-d or 2-d float32/float64 input of the weight's dtype and
   // device; throws naming the shapes, dtypes or devices otherwise.
   Tensor batched(const Tensor& input, const char* method) const;
-  // The shape half of batched() alone (the cudnn twin checks dtypes and devices its own way).
+  // The shape half of batched() alone (the cudnn twin checks dtypes and devices its own way);
+  // checks the parameters' shapes too (Note [Parameters are checked where they are used]).
   Tensor asBatch(const Tensor& input, const char* method) const;
   // Throws unless gradOutput has the output's shape for `input` ([outputSize] or
   // [batch x outputSize]): shapes, not element counts, so [3 x 2] for [2 x 3] is refused.
   void checkGradOutputShape(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+  // weight and bias of the configured shapes, and with `gradients` gradWeight and gradBias too.
+  void checkParameters(const char* method, bool gradients) const;
 };
 
 }  // namespace nn

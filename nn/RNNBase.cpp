@@ -85,31 +85,24 @@ const char* rnn_mode_name(RNNMode mode) {
 
 int64_t rnn_gate_count(RNNMode mode) { return kernels::rnn_cell_gates(cell_of(mode)); }
 
-RNNBase::RNNBase(RNNMode mode_, int64_t inputDim_, int64_t outputDim_, int64_t numLayers_, bool batchFirst_,
-                 double dropout_, bool bidirectional_)
-    : mode(mode_),
-      inputDim(inputDim_),
-      outputDim(outputDim_),
-      numLayers(numLayers_),
-      batchFirst(batchFirst_),
-      dropout(dropout_),
-      bidirectional(bidirectional_) {
-  const std::string type = mode_type(mode);
-  if (inputDim <= 0 || outputDim <= 0) {
-    throw Error(type + ": expected positive inputDim and outputDim, got " + std::to_string(inputDim) +
-                " -> " + std::to_string(outputDim));
-  }
-  if (numLayers < 1) throw Error(type + ": expected numLayers >= 1, got " + std::to_string(numLayers));
-  if (!(dropout >= 0 && dropout < 1)) {
-    throw Error(type + ": expected dropout in [0, 1), got " + std::to_string(dropout));
-  }
-  const int64_t G = gateCount() * outputDim;
-  for (int64_t l = 0; l < numLayers; ++l) {
-    const int64_t in = l == 0 ? inputDim : outputDim * numDirections();
+RNNBase::RNNBase(RNNMode mode, const RNNOptions& o)
+    : mode_(mode),
+      inputDim_(o.inputSize),
+      outputDim_(o.hiddenSize),
+      numLayers_(o.numLayers),
+      bias_(o.bias),
+      batchFirst_(o.batchFirst),
+      dropout_(o.dropout),
+      bidirectional_(o.bidirectional) {
+  parameterCount(mode_type(mode_), mode_, o);  // every size checked before anything is allocated
+  const int64_t G = gateCount() * outputDim_, C = outputDim_ * numDirections();
+  for (int64_t l = 0; l < numLayers_; ++l) {
+    const int64_t in = l == 0 ? inputDim_ : C;
     for (int64_t d = 0; d < numDirections(); ++d) {
       const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
       params.push_back({"weight_ih" + suffix, tensor::empty({G, in}), tensor::zeros({G, in})});
-      params.push_back({"weight_hh" + suffix, tensor::empty({G, outputDim}), tensor::zeros({G, outputDim})});
+      params.push_back({"weight_hh" + suffix, tensor::empty({G, outputDim_}), tensor::zeros({G, outputDim_})});
+      if (!bias_) continue;
       params.push_back({"bias_ih" + suffix, tensor::empty({G}), tensor::zeros({G})});
       params.push_back({"bias_hh" + suffix, tensor::empty({G}), tensor::zeros({G})});
     }
@@ -117,8 +110,83 @@ RNNBase::RNNBase(RNNMode mode_, int64_t inputDim_, int64_t outputDim_, int64_t n
   reset();
 }
 
+int64_t RNNBase::parameterCount(const std::string& type, RNNMode mode, const RNNOptions& o) {
+  if (o.inputSize <= 0 || o.hiddenSize <= 0) {
+    throw Error(type + ": expected positive inputDim and outputDim, got " + std::to_string(o.inputSize) + " -> " +
+                std::to_string(o.hiddenSize));
+  }
+  if (o.numLayers < 1 || o.numLayers > kMaxRNNLayers) {
+    throw Error(type + ": expected numLayers in [1, " + std::to_string(kMaxRNNLayers) + "], got " +
+                std::to_string(o.numLayers));
+  }
+  if (!(o.dropout >= 0 && o.dropout < 1)) {
+    throw Error(type + ": expected dropout in [0, 1), got " + std::to_string(o.dropout));
+  }
+  const std::string op = type + " (inputDim " + std::to_string(o.inputSize) + ", outputDim " +
+                         std::to_string(o.hiddenSize) + ", " + std::to_string(o.numLayers) + " layers)";
+  auto mul = [&](int64_t a, int64_t b) { return tensor::shape_numel({a, b}, op.c_str()); };
+  auto add = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) throw Error(op + ": the parameter count overflows int64");
+    return r;
+  };
+  const int64_t D = o.bidirectional ? 2 : 1, H = o.hiddenSize, biases = o.bias ? 2 : 0;
+  const int64_t G = mul(rnn_gate_count(mode), H), C = mul(H, D);
+  // per direction: layer 0 [G x (inputDim + H + biases)], each layer above [G x (C + H + biases)]
+  const int64_t first = mul(G, add(add(o.inputSize, H), biases));
+  const int64_t above = mul(mul(G, add(add(C, H), biases)), o.numLayers - 1);
+  const int64_t total = mul(add(first, above), D);
+  if (total > kMaxRNNParameters) {
+    throw Error(type + ": expected at most " + std::to_string(kMaxRNNParameters) +
+                " parameter elements (nn::kMaxRNNParameters), got " + std::to_string(total) + " for " + op);
+  }
+  return total;
+}
+
+RNNOptions RNNBase::positional(int64_t inputDim, int64_t outputDim, int64_t numLayers, bool batchFirst, double dropout,
+                               bool bidirectional) {
+  RNNOptions o;
+  o.inputSize = inputDim;
+  o.hiddenSize = outputDim;
+  o.numLayers = numLayers;
+  o.batchFirst = batchFirst;
+  o.dropout = dropout;
+  o.bidirectional = bidirectional;
+  return o;
+}
+
+RNNOptions RNNBase::options() const {
+  RNNOptions o = positional(inputDim_, outputDim_, numLayers_, batchFirst_, dropout_, bidirectional_);
+  o.bias = bias_;
+  return o;
+}
+
+Shape RNNBase::paramShape(size_t i) const {
+  const int64_t per = paramsPerLayer(), G = gateCount() * outputDim_;
+  const int64_t layer = static_cast<int64_t>(i) / (per * numDirections());
+  switch (static_cast<int64_t>(i) % per) {
+    case 0: return {G, layer == 0 ? inputDim_ : outputDim_ * numDirections()};
+    case 1: return {G, outputDim_};
+    default: return {G};
+  }
+}
+
+Module& RNNBase::to(Device device) {
+  Module::to(device);
+  forward_ = ForwardRecord{};
+  gradGatesValid_ = false;
+  return *this;
+}
+
+Module& RNNBase::to(DType dtype) {
+  Module::to(dtype);
+  forward_ = ForwardRecord{};
+  gradGatesValid_ = false;
+  return *this;
+}
+
 void RNNBase::reset(double stdv) {
-  if (stdv < 0) stdv = 1.0 / std::sqrt(static_cast<double>(outputDim));
+  if (stdv < 0) stdv = 1.0 / std::sqrt(static_cast<double>(outputDim_));
   for (auto& p : params) p.value.uniform_(-stdv, stdv);
 }
 
@@ -144,12 +212,12 @@ bool RNNBase::impliedBidirectional() const {
 
 std::pair<int64_t, int64_t> RNNBase::checkInput(const Tensor& input, const char* method) const {
   if (!input.defined()) throw Error(where(method) + "input is undefined");
-  const std::string layout = batchFirst ? "[batch x seqLength x " : "[seqLength x batch x ";
-  if (input.dim() != 3 || input.size(2) != inputDim) {
-    throw Error(where(method) + "expected input of " + layout + std::to_string(inputDim) + "]" +
-                (batchFirst ? " (batchFirst)" : "") + ", got " + tensor::shape_str(input.sizes()));
+  const std::string layout = batchFirst_ ? "[batch x seqLength x " : "[seqLength x batch x ";
+  if (input.dim() != 3 || input.size(2) != inputDim_) {
+    throw Error(where(method) + "expected input of " + layout + std::to_string(inputDim_) + "]" +
+                (batchFirst_ ? " (batchFirst)" : "") + ", got " + tensor::shape_str(input.sizes()));
   }
-  const int64_t seqLength = input.size(batchFirst ? 1 : 0), batch = input.size(batchFirst ? 0 : 1);
+  const int64_t seqLength = input.size(batchFirst_ ? 1 : 0), batch = input.size(batchFirst_ ? 0 : 1);
   if (seqLength < 1) {
     throw Error(where(method) + "expected seqLength >= 1, got input " + tensor::shape_str(input.sizes()));
   }
@@ -178,7 +246,7 @@ std::pair<int64_t, int64_t> RNNBase::checkInput(const Tensor& input, const char*
     }
   };
   check_state(hiddenInput, "hiddenInput");
-  if (mode == RNNMode::LSTM) {
+  if (mode_ == RNNMode::LSTM) {
     check_state(cellInput, "cellInput");
   } else if (cellInput.defined()) {
     throw Error(where(method) + "expected no cellInput (LSTM only), got " + cellInput.description());
@@ -188,8 +256,8 @@ std::pair<int64_t, int64_t> RNNBase::checkInput(const Tensor& input, const char*
 
 void RNNBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
   const auto [seqLength, batch] = checkInput(input, method);
-  const int64_t C = outputDim * numDirections();
-  const Shape expected = batchFirst ? Shape{batch, seqLength, C} : Shape{seqLength, batch, C};
+  const int64_t C = outputDim_ * numDirections();
+  const Shape expected = batchFirst_ ? Shape{batch, seqLength, C} : Shape{seqLength, batch, C};
   if (!gradOutput.defined() || gradOutput.sizes() != expected) {
     throw Error(where(method) + "expected gradOutput of " + tensor::shape_str(expected) +
                 " (the output's shape), got " +
@@ -208,11 +276,24 @@ void RNNBase::checkGradOutput(const Tensor& input, const Tensor& gradOutput, con
     }
   };
   check_state(gradHiddenOutput, "gradHiddenOutput");
-  if (mode == RNNMode::LSTM) {
+  if (mode_ == RNNMode::LSTM) {
     check_state(gradCellOutput, "gradCellOutput");
   } else if (gradCellOutput.defined()) {
     throw Error(where(method) + "expected no gradCellOutput (LSTM only), got " +
                 gradCellOutput.description());
+  }
+}
+
+void RNNBase::checkParameters(const char* method, bool gradients) const {
+  const size_t expected = static_cast<size_t>(numLayers_ * numDirections() * paramsPerLayer());
+  if (params.size() != expected) {
+    throw Error(where(method) + "expected " + std::to_string(expected) + " parameters (" + std::to_string(numLayers_) +
+                " layers x " + std::to_string(numDirections()) + " directions x " + std::to_string(paramsPerLayer()) +
+                "), got " + std::to_string(params.size()) + " (was params changed by hand?)");
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const RNNParameter& p = params[i];
+    check_parameter(*this, method, p.name.c_str(), p.value, paramShape(i), gradients ? &p.grad : nullptr);
   }
 }
 
@@ -240,16 +321,17 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   const auto [seqLength, batchSize] = checkInput(input, "updateOutput");
   const int64_t S = seqLength, B = batchSize;
   check_float(where("updateOutput"), input);
+  checkParameters("updateOutput", false);
   check_matches(where("updateOutput"), input, params[0].value, "input", "weight_ih_l0");
   for (const auto& p : params) {  // replaced by hand (m.params[i].value = ...)? the kernels read raw rows
-    if (!p.value.is_contiguous() || p.value.dtype() != input.dtype() || !p.value.is_cpu()) {
-      throw Error(where("updateOutput") + "expected contiguous " + tensor::name(input.dtype()) +
-                  " parameters on cpu, got " + p.name + " " + p.value.description());
+    if (p.value.dtype() != input.dtype() || !p.value.is_cpu()) {
+      throw Error(where("updateOutput") + "expected " + tensor::name(input.dtype()) + " parameters on cpu, got " +
+                  p.name + " " + p.value.description());
     }
   }
-  const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
-  const bool lstm = mode == RNNMode::LSTM;
-  const bool drop = training_ && dropout > 0;
+  const int64_t L = numLayers_, D = numDirections(), H = outputDim_, C = H * D, G = gateCount() * H;
+  const bool lstm = mode_ == RNNMode::LSTM;
+  const bool drop = training_ && dropout_ > 0;
   const Slots slot{L, D};
   forward_ = ForwardRecord{};  // a failure below leaves no forward to run backward on
   gradGatesValid_ = false;
@@ -258,11 +340,11 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
 
   // layer 0's time-major input: the input itself when possible, else a copy with padding zeroed
   // (the weight gradient multiplies it by zero gate gradients, which must not make NaN of it)
-  if (!batchFirst && !lengths && input.is_contiguous()) {
+  if (!batchFirst_ && !lengths && input.is_contiguous()) {
     layer0Input_ = input;
   } else {
-    Tensor& x0 = ensure(saved_[slot.input(0)], {S, B, inputDim}, input);
-    x0.copy_(batchFirst ? input.transpose(0, 1) : input);
+    Tensor& x0 = ensure(saved_[slot.input(0)], {S, B, inputDim_}, input);
+    x0.copy_(batchFirst_ ? input.transpose(0, 1) : input);
     if (lengths) {
       for (int64_t b = 0; b < B; ++b) {
         if (lengths[b] < S) x0.narrow(0, lengths[b], S - lengths[b]).select(1, b).zero_();
@@ -283,22 +365,26 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   } else {
     cellOutput = Tensor();
   }
-  Tensor& top = batchFirst ? ensure(saved_[slot.top()], {S, B, C}, input) : ensure(output, {S, B, C}, input);
+  Tensor& top = batchFirst_ ? ensure(saved_[slot.top()], {S, B, C}, input) : ensure(output, {S, B, C}, input);
   Tensor& work = ensure(saved_[slot.work(0)], {B, G}, input);
+  // without bias the kernels add zeros (one buffer for both biases, read only)
+  if (!bias_ && (!zeroBias_.defined() || zeroBias_.numel() != G || zeroBias_.dtype() != input.dtype())) {
+    zeroBias_ = tensor::zeros({G}, input.dtype());
+  }
   for (int64_t l = 0; l < L; ++l) {
     const Tensor& x = l == 0 ? layer0Input_ : saved_[slot.input(l)];
     Tensor& y = l == L - 1 ? top : ensure(saved_[slot.input(l + 1)], {S, B, C}, input);
     for (int64_t d = 0; d < D; ++d) {
       ensure(saved_[slot.dir(l, d, 0)], {S * B, G}, input);
       ensure(saved_[slot.dir(l, d, 1)], {S * B, H}, input);
-      if (lstm || mode == RNNMode::GRU) ensure(saved_[slot.dir(l, d, 2)], {S * B, H}, input);
+      if (lstm || mode_ == RNNMode::GRU) ensure(saved_[slot.dir(l, d, 2)], {S * B, H}, input);
       if (lstm) ensure(saved_[slot.dir(l, d, 3)], {S * B, H}, input);
       const int64_t s = l * D + d;
       kernels::RNNLayerGeometry g;
-      g.cell = cell_of(mode);
+      g.cell = cell_of(mode_);
       g.seqLength = S;
       g.batch = B;
-      g.inputSize = l == 0 ? inputDim : C;
+      g.inputSize = l == 0 ? inputDim_ : C;
       g.hidden = H;
       g.reverse = d == 1;
       g.lengths = lengths;
@@ -307,25 +393,25 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
         kernels::RNNLayerSaved<T> sv;
         sv.gates = saved_[slot.dir(l, d, 0)].data<T>();
         sv.hprev = saved_[slot.dir(l, d, 1)].data<T>();
-        sv.extra = (lstm || mode == RNNMode::GRU) ? saved_[slot.dir(l, d, 2)].data<T>() : nullptr;
+        sv.extra = (lstm || mode_ == RNNMode::GRU) ? saved_[slot.dir(l, d, 2)].data<T>() : nullptr;
         sv.cprev = lstm ? saved_[slot.dir(l, d, 3)].data<T>() : nullptr;
         const size_t i = paramIndex(l, d, 0);
-        kernels::rnn_layer_forward<T>(g, x.data<T>(), params[i].value.data<T>(),
-                                      params[i + 1].value.data<T>(), params[i + 2].value.data<T>(),
-                                      params[i + 3].value.data<T>(),
-                                      h0.defined() ? h0.data<T>() + s * B * H : nullptr,
-                                      c0.defined() ? c0.data<T>() + s * B * H : nullptr, y.data<T>() + d * H,
-                                      C, hiddenOutput.data<T>() + s * B * H,
+        const T* bih = bias_ ? params[i + 2].value.data<T>() : zeroBias_.data<T>();
+        const T* bhh = bias_ ? params[i + 3].value.data<T>() : zeroBias_.data<T>();
+        kernels::rnn_layer_forward<T>(g, x.data<T>(), params[i].value.data<T>(), params[i + 1].value.data<T>(), bih,
+                                      bhh, h0.defined() ? h0.data<T>() + s * B * H : nullptr,
+                                      c0.defined() ? c0.data<T>() + s * B * H : nullptr, y.data<T>() + d * H, C,
+                                      hiddenOutput.data<T>() + s * B * H,
                                       lstm ? cellOutput.data<T>() + s * B * H : nullptr, sv, work.data<T>());
       });
     }
     if (drop && l < L - 1) {
       Tensor& mask = ensure(saved_[slot.mask(l)], {S, B, C}, input);
-      mask.bernoulli_(1 - dropout).div_(1 - dropout);
+      mask.bernoulli_(1 - dropout_).div_(1 - dropout_);
       y.mul_(mask);
     }
   }
-  if (batchFirst) ensure(output, {B, S, C}, input).copy_(top.transpose(0, 1));
+  if (batchFirst_) ensure(output, {B, S, C}, input).copy_(top.transpose(0, 1));
   forward_ = ForwardRecord{input.sizes(), input.dtype(), sequenceLengths, training_};
   return output;
 }
@@ -335,12 +421,13 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
 const Tensor& RNNBase::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   checkGradOutput(input, gradOutput, "updateGradInput");
   checkTrainingForward(input, "updateGradInput");
+  checkParameters("updateGradInput", false);
   // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
   const auto [seqLength, batchSize] = checkInput(input, "updateGradInput");
   const int64_t S = seqLength, B = batchSize;
-  const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
-  const bool lstm = mode == RNNMode::LSTM, gru = mode == RNNMode::GRU;
-  const bool drop = dropout > 0;  // forward_ says the forward was in training mode
+  const int64_t L = numLayers_, D = numDirections(), H = outputDim_, C = H * D, G = gateCount() * H;
+  const bool lstm = mode_ == RNNMode::LSTM, gru = mode_ == RNNMode::GRU;
+  const bool drop = dropout_ > 0;  // forward_ says the forward was in training mode
   const Slots slot{L, D};
   const int64_t* lengths = sequenceLengths.empty() ? nullptr : sequenceLengths.data();
   const int64_t K = gru ? 2 : 1;
@@ -353,26 +440,26 @@ const Tensor& RNNBase::updateGradInput(const Tensor& input, const Tensor& gradOu
     gradCellInput = Tensor();
   }
   const Tensor dhn = cpu_state(gradHiddenOutput), dcn = lstm ? cpu_state(gradCellOutput) : Tensor();
-  Tensor dtop = batchFirst ? ensure(saved_[slot.top()], {S, B, C}, input).copy_(gradOutput.transpose(0, 1))
-                           : gradOutput.contiguous();
+  Tensor dtop = batchFirst_ ? ensure(saved_[slot.top()], {S, B, C}, input).copy_(gradOutput.transpose(0, 1))
+                            : gradOutput.contiguous();
   Tensor& work = ensure(saved_[slot.work(0)], {2, B, H}, input);
-  if (batchFirst) {
-    ensure(saved_[slot.work(3)], {S, B, inputDim}, input);
+  if (batchFirst_) {
+    ensure(saved_[slot.work(3)], {S, B, inputDim_}, input);
   } else {
-    ensure(gradInput, {S, B, inputDim}, input);
+    ensure(gradInput, {S, B, inputDim_}, input);
   }
   Tensor dy = dtop;
   for (int64_t l = L - 1; l >= 0; --l) {
-    const int64_t in = l == 0 ? inputDim : C;
+    const int64_t in = l == 0 ? inputDim_ : C;
     // where this layer's input gradient goes: gradInput (or its time-major copy) for layer 0
-    Tensor& dx = l == 0 ? (batchFirst ? saved_[slot.work(3)] : gradInput)
+    Tensor& dx = l == 0 ? (batchFirst_ ? saved_[slot.work(3)] : gradInput)
                         : ensure(saved_[slot.work(1 + (L - l) % 2)], {S, B, in}, input);
     tensor::dispatch_f32_f64(input.dtype(), "nn.RNNBase", [&](auto tag) {
       using T = decltype(tag);
       for (int64_t d = 0; d < D; ++d) {
         const int64_t s = l * D + d;
         kernels::RNNLayerGeometry g;
-        g.cell = cell_of(mode);
+        g.cell = cell_of(mode_);
         g.seqLength = S;
         g.batch = B;
         g.inputSize = in;
@@ -400,7 +487,7 @@ const Tensor& RNNBase::updateGradInput(const Tensor& input, const Tensor& gradOu
     if (l > 0 && drop) dx.mul_(saved_[slot.mask(l - 1)]);
     dy = dx;
   }
-  if (batchFirst) ensure(gradInput, {B, S, inputDim}, input).copy_(saved_[slot.work(3)].transpose(0, 1));
+  if (batchFirst_) ensure(gradInput, {B, S, inputDim_}, input).copy_(saved_[slot.work(3)].transpose(0, 1));
   gradGatesValid_ = true;
   return gradInput;
 }
@@ -413,32 +500,28 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
                 "expected updateGradInput() after the forward first (backward() "
                 "calls both), got none");
   }
+  checkParameters("accGradParameters", true);
   // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
   const auto [seqLength, batchSize] = checkInput(input, "accGradParameters");
   const int64_t S = seqLength, B = batchSize;
-  const int64_t L = numLayers, D = numDirections(), H = outputDim, C = H * D, G = gateCount() * H;
-  const bool gru = mode == RNNMode::GRU;
+  const int64_t L = numLayers_, D = numDirections(), H = outputDim_, C = H * D, G = gateCount() * H;
+  const bool gru = mode_ == RNNMode::GRU;
   const int64_t K = gru ? 2 : 1, N = S * B;
   const Slots slot{L, D};
   tensor::dispatch_f32_f64(input.dtype(), "nn.RNNBase", [&](auto tag) {
     using T = decltype(tag);
     const T sc = static_cast<T>(scale);
     for (int64_t l = 0; l < L; ++l) {
-      const int64_t in = l == 0 ? inputDim : C;
+      const int64_t in = l == 0 ? inputDim_ : C;
       const T* x = (l == 0 ? layer0Input_ : saved_[slot.input(l)]).template data<T>();
       for (int64_t d = 0; d < D; ++d) {
         const size_t i = paramIndex(l, d, 0);
-        for (int k = 0; k < 4; ++k) {
-          if (!params[i + k].grad.is_contiguous()) {
-            throw Error(where("accGradParameters") + "expected contiguous gradients, got " +
-                        params[i + k].name + " " + params[i + k].grad.description());
-          }
-        }
         const T* gi = gradGates_.data<T>() + (l * D + d) * K * N * G;
         const T* gh = gru ? gi + N * G : gi;
         const T* hprev = saved_[slot.dir(l, d, 1)].template data<T>();
         gemm<T>(true, false, G, in, N, sc, gi, G, x, in, T(1), params[i].grad.data<T>(), in);
         gemm<T>(true, false, G, H, N, sc, gh, G, hprev, H, T(1), params[i + 1].grad.data<T>(), H);
+        if (!bias_) continue;
         T* bi = params[i + 2].grad.data<T>();
         T* bh = params[i + 3].grad.data<T>();
         for (int64_t r = 0; r < N; ++r) {
@@ -458,48 +541,52 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
 // ---- configuration and printing ----
 
 std::string RNNBase::str() const {
-  std::string s = type_name() + "(" + std::to_string(inputDim) + " -> " + std::to_string(outputDim);
-  if (numLayers > 1) s += ", " + std::to_string(numLayers) + " layers";
-  if (bidirectional && !impliedBidirectional()) s += ", bidirectional";
-  if (batchFirst) s += ", batchFirst";
-  if (dropout > 0) {
+  std::string s = type_name() + "(" + std::to_string(inputDim_) + " -> " + std::to_string(outputDim_);
+  if (numLayers_ > 1) s += ", " + std::to_string(numLayers_) + " layers";
+  if (bidirectional_ && !impliedBidirectional()) s += ", bidirectional";
+  if (batchFirst_) s += ", batchFirst";
+  if (dropout_ > 0) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, ", dropout %g", dropout);
+    std::snprintf(buf, sizeof buf, ", dropout %g", dropout_);
     s += buf;
   }
+  if (!bias_) s += ", without bias";
   if (persist) s += ", persist";
   return s + ")";
 }
 
 tensor::Json RNNBase::config() const {
-  tensor::Json::Object o{{"inputDim", inputDim},
-                         {"outputDim", outputDim},
-                         {"numLayers", numLayers},
-                         {"batchFirst", batchFirst},
-                         {"dropout", dropout},
+  tensor::Json::Object o{{"inputDim", inputDim_},
+                         {"outputDim", outputDim_},
+                         {"numLayers", numLayers_},
+                         {"bias", bias_},
+                         {"batchFirst", batchFirst_},
+                         {"dropout", dropout_},
                          {"persist", persist},
                          {"rememberStates", rememberStates_}};
-  if (!impliedBidirectional()) o.emplace_back("bidirectional", bidirectional);
+  if (!impliedBidirectional()) o.emplace_back("bidirectional", bidirectional_);
   return o;
 }
 
-RNNBase::Options RNNBase::readOptions(const tensor::Json& config, const std::string& type,
-                                      bool readBidirectional) {
+RNNBase::FileOptions RNNBase::readOptions(const tensor::Json& config, const std::string& type, RNNMode mode,
+                                          bool readBidirectional) {
   ConfigReader c(config, type);
-  Options o;
-  o.inputDim = c.integer("inputDim");
-  o.outputDim = c.integer("outputDim");
-  o.numLayers = c.integer("numLayers", 1);
-  o.batchFirst = c.flag("batchFirst", false);
-  o.dropout = c.number("dropout", 0.0);
-  o.bidirectional = readBidirectional ? c.flag("bidirectional", false) : true;
+  FileOptions o;
+  o.rnn.inputSize = c.integer("inputDim");
+  o.rnn.hiddenSize = c.integer("outputDim");
+  o.rnn.numLayers = c.integer("numLayers", 1);
+  o.rnn.bias = c.flag("bias", true);
+  o.rnn.batchFirst = c.flag("batchFirst", false);
+  o.rnn.dropout = c.number("dropout", 0.0);
+  o.rnn.bidirectional = readBidirectional ? c.flag("bidirectional", false) : true;
   o.persist = c.flag("persist", false);
   o.rememberStates = c.flag("rememberStates", false);
+  parameterCount(type, mode, o.rnn);
   c.finish();
   return o;
 }
 
-void RNNBase::applyOptions(const Options& options) {
+void RNNBase::applyOptions(const FileOptions& options) {
   persist = options.persist;
   rememberStates_ = options.rememberStates;
 }

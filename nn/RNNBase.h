@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "nn/Module.h"
@@ -21,10 +20,33 @@ enum class RNNMode { ReLU, Tanh, LSTM, GRU };
 const char* rnn_mode_name(RNNMode mode);  // "relu", "tanh", "lstm", "gru"
 int64_t rnn_gate_count(RNNMode mode);
 
+// The configuration by name, as PyTorch's torch::nn::LSTMOptions (every recurrent module takes
+// it): nn::LSTM(nn::RNNOptions{.inputSize = 6, .hiddenSize = 5, .numLayers = 2, .bias = false}).
+// A port from PyTorch should use it: the positional constructors follow cudnn.torch, whose
+// 4th argument is batchFirst where PyTorch's is bias. BLSTM and BGRU are bidirectional
+// whatever .bidirectional says.
+struct RNNOptions {
+  int64_t inputSize = 0, hiddenSize = 0, numLayers = 1;
+  bool bias = true;  // false: no bias_ih / bias_hh parameters (PyTorch's bias=False)
+  bool batchFirst = false;
+  double dropout = 0;  // between layers, training only; in [0, 1)
+  bool bidirectional = false;
+};
+
+// Note [RNN size limits]
+// A recurrent module's sizes come from user code or from a model file (untrusted: 100 bytes
+// of JSON can ask for a hidden size of 2^62 or 2^40 layers). The constructor computes the
+// parameter element count in checked arithmetic and refuses more than kMaxRNNParameters
+// (2^32 elements, 16 GiB in float32, far beyond any real recurrent network) before it
+// allocates anything, and numLayers beyond kMaxRNNLayers (cuDNN itself takes int32 sizes).
+inline constexpr int64_t kMaxRNNParameters = int64_t{1} << 32;
+inline constexpr int64_t kMaxRNNLayers = 4096;
+
 // Note [RNN parameters]
 // Per layer k and direction d (suffix "" or "_reverse"), in this order: weight_ih_l{k}
 // [gates*outputDim x layerInput], weight_hh_l{k} [gates*outputDim x outputDim],
-// bias_ih_l{k} [gates*outputDim], bias_hh_l{k} [gates*outputDim]; layerInput is inputDim
+// bias_ih_l{k} [gates*outputDim], bias_hh_l{k} [gates*outputDim] (the biases only with
+// bias(), as PyTorch's bias=False drops them); layerInput is inputDim
 // for layer 0 and outputDim*numDirections above it. Within a weight the gate blocks follow
 // PyTorch's order (rows [g*outputDim, (g+1)*outputDim) belong to gate g). The cudnn twin
 // replaces each value/grad by a view into cuDNN's flat weight buffer: code that needs a
@@ -37,8 +59,9 @@ struct RNNParameter {
 
 class RNNBase : public Module {
  public:
-  RNNBase(RNNMode mode, int64_t inputDim, int64_t outputDim, int64_t numLayers = 1,
-          bool batchFirst = false, double dropout = 0, bool bidirectional = false);
+  RNNBase(RNNMode mode, const RNNOptions& options);
+  // BLSTM and BGRU say true: their type fixes the direction (config() has no "bidirectional").
+  static constexpr bool kAlwaysBidirectional = false;
 
   const Tensor& updateOutput(const Tensor& input) override;
   // Also sets gradHiddenInput (and gradCellInput), from gradOutput and, where defined,
@@ -60,19 +83,34 @@ class RNNBase : public Module {
   tensor::Json config() const override;
   std::string str() const override;  // "nn.LSTM(10 -> 20, 2 layers, batchFirst, dropout 0.5)"
 
-  int64_t numDirections() const { return bidirectional ? 2 : 1; }
-  int64_t gateCount() const { return rnn_gate_count(mode); }
+  // to() also forgets the last forward (its saved state is of the old dtype or device): a
+  // backward must follow a new forward, and says so.
+  using Module::to;
+  Module& to(Device device) override;
+  Module& to(DType dtype) override;
+
+  int64_t numDirections() const { return bidirectional_ ? 2 : 1; }
+  int64_t gateCount() const { return rnn_gate_count(mode_); }
+  // Parameters per layer and direction: 4 (weight_ih, weight_hh, bias_ih, bias_hh), 2 without bias.
+  int64_t paramsPerLayer() const { return bias_ ? 4 : 2; }
   // index into params of (layer, direction, which): which 0 weight_ih, 1 weight_hh, 2 bias_ih, 3 bias_hh
   size_t paramIndex(int64_t layer, int64_t direction, int which) const {
-    return static_cast<size_t>(((layer * numDirections() + direction) * 4) + which);
+    return static_cast<size_t>(((layer * numDirections() + direction) * paramsPerLayer()) + which);
   }
+  // The shape params[i] must have (Note [RNN parameters]).
+  Shape paramShape(size_t i) const;
 
-  // ---- configuration (read-only after construction) ----
-  RNNMode mode;
-  int64_t inputDim, outputDim, numLayers;
-  bool batchFirst;
-  double dropout;  // probability of zeroing a layer's output before the next layer (training only)
-  bool bidirectional;
+  // ---- configuration: fixed at construction (the parameters and saved state depend on it) ----
+  RNNMode mode() const { return mode_; }
+  int64_t inputDim() const { return inputDim_; }
+  int64_t outputDim() const { return outputDim_; }  // hidden size
+  int64_t numLayers() const { return numLayers_; }
+  bool bias() const { return bias_; }
+  bool batchFirst() const { return batchFirst_; }
+  // probability of zeroing a layer's output before the next layer (training only)
+  double dropout() const { return dropout_; }
+  bool bidirectional() const { return bidirectional_; }
+  RNNOptions options() const;
   // cudnn twins: persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC) where cuDNN supports the
   // sizes, else the standard algorithm (said once in verbose mode). No effect on the CPU.
   bool persist = false;
@@ -102,31 +140,40 @@ class RNNBase : public Module {
   // Shape checks shared with the twins: input rank/size, batchFirst, lengths, state shapes;
   // throws naming the module and the shapes. Returns {seqLength, batch}.
   std::pair<int64_t, int64_t> checkInput(const Tensor& input, const char* method) const;
+  // params: the count and every value's shape (and with `gradients`, every gradient's), as the
+  // configuration says (Note [Parameters are checked where they are used] in nn/Buffers.h).
+  void checkParameters(const char* method, bool gradients) const;
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
-  Shape stateShape(int64_t batch) const { return {numLayers * numDirections(), batch, outputDim}; }
+  Shape stateShape(int64_t batch) const { return {numLayers_ * numDirections(), batch, outputDim_}; }
+  // cudnn.torch's positional arguments (inputDim, outputDim, numLayers, batchFirst, dropout)
+  // as options; rememberStates, its 6th, is set by the subclasses' constructors.
+  static RNNOptions positional(int64_t inputDim, int64_t outputDim, int64_t numLayers, bool batchFirst, double dropout,
+                               bool bidirectional = false);
+  // BLSTM and BGRU: the options, bidirectional.
+  static RNNOptions alwaysBidirectional(RNNOptions options) {
+    options.bidirectional = true;
+    return options;
+  }
   // Common config keys for the subclasses' fromConfig.
-  struct Options {
-    int64_t inputDim, outputDim, numLayers;
-    bool batchFirst;
-    double dropout;
-    bool bidirectional;
+  struct FileOptions {
+    RNNOptions rnn;
     bool persist = false, rememberStates = false;
   };
-  static Options readOptions(const tensor::Json& config, const std::string& type, bool readBidirectional = true);
+  // Checks the sizes (Note [RNN size limits]) before the reader's finish(), so that a model file
+  // asking for too much is refused while it is validated, before anything is built.
+  static FileOptions readOptions(const tensor::Json& config, const std::string& type, RNNMode mode,
+                                 bool readBidirectional = true);
+  // The parameter element count of `o`, in checked arithmetic; throws naming `type` when a size
+  // is out of range or the count is beyond kMaxRNNParameters (Note [RNN size limits]).
+  static int64_t parameterCount(const std::string& type, RNNMode mode, const RNNOptions& o);
   // What fromConfig sets after construction: persist and rememberStates.
-  void applyOptions(const Options& options);
-  // Every type's fromConfig: reads the options (bidirectional only where the type takes it as
-  // an argument; BLSTM and BGRU imply it), constructs M, applies the rest.
+  void applyOptions(const FileOptions& options);
+  // Every type's fromConfig: reads the options (bidirectional only where the type takes it;
+  // BLSTM and BGRU imply it), constructs M, applies the rest.
   template <class M>
   static ModulePtr fromConfigAs(const tensor::Json& config) {
-    constexpr bool takesDirection = std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>;
-    const Options o = readOptions(config, std::string(M::kTypeName), takesDirection);
-    std::shared_ptr<M> m;
-    if constexpr (takesDirection) {
-      m = std::make_shared<M>(o.inputDim, o.outputDim, o.numLayers, o.batchFirst, o.dropout, o.bidirectional);
-    } else {
-      m = std::make_shared<M>(o.inputDim, o.outputDim, o.numLayers, o.batchFirst, o.dropout);
-    }
+    const FileOptions o = readOptions(config, std::string(M::kTypeName), M::kMode, !M::kAlwaysBidirectional);
+    std::shared_ptr<M> m = std::make_shared<M>(o.rnn);
     m->applyOptions(o);
     return m;
   }
@@ -148,11 +195,21 @@ class RNNBase : public Module {
   void checkTrainingForward(const Tensor& input, const char* method) const;
 
   bool rememberStates_ = false;
+
+ private:
+  RNNMode mode_;
+  int64_t inputDim_, outputDim_, numLayers_;
+  bool bias_, batchFirst_;
+  double dropout_;
+  bool bidirectional_;
+
+ protected:
   // What the CPU forward keeps for backward (gate activations, per-layer inputs, dropout
   // masks); the cudnn twin keeps cuDNN's reserve space instead. Implementation-defined.
   std::vector<Tensor> saved_;
   Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
   bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
+  Tensor zeroBias_;              // without bias: the zeros the CPU kernels add in its place
   Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (the input itself, or a copy)
 };
 

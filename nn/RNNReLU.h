@@ -1,5 +1,6 @@
 // RNNReLU.h: an Elman RNN, h_t = relu(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh).
-// Constructor as cudnn.torch's: (inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional).
+// Constructors: cudnn.torch's positional (inputDim, outputDim, numLayers, batchFirst, dropout,
+// rememberStates), or nn::RNNOptions by name (PyTorch's order and bias; nn/RNNBase.h).
 // Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::RNNReLU.
 #pragma once
 
@@ -10,8 +11,12 @@ namespace nn {
 class RNNReLU : public RNNBase {
  public:
   RNNReLU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
-          bool bidirectional = false)
-      : RNNBase(RNNMode::ReLU, inputDim, outputDim, numLayers, batchFirst, dropout, bidirectional) {}
+          bool rememberStates = false)
+      : RNNReLU(positional(inputDim, outputDim, numLayers, batchFirst, dropout)) {
+    rememberStates_ = rememberStates;
+  }
+  explicit RNNReLU(const RNNOptions& options) : RNNBase(kMode, options) {}
+  static constexpr RNNMode kMode = RNNMode::ReLU;
   static constexpr std::string_view kTypeName = "nn.RNNReLU";
   std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNReLU>(config); }

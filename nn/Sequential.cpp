@@ -35,7 +35,7 @@ void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Ste
     grad = rethrowErrors(i, [&]() { return step(child_at(*this, modules, i, "backward"), in, grad); });
     if (release && i + 1 < modules.size()) {  // Note [Freeing intermediate gradients] in Container.cpp
       gradOutputs_[i] = Tensor();
-      modules[i + 1]->releaseGradInput();
+      child_at(*this, modules, i + 1, "backward").releaseGradInput();
     }
   }
   gradInput = grad;
@@ -43,7 +43,8 @@ void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Ste
 
 void Sequential::releaseGradInput() {
   Module::releaseGradInput();
-  if (!modules.empty()) modules.front()->releaseGradInput();  // gradInput was the first child's
+  // gradInput was the first child's
+  if (!modules.empty()) child_at(*this, modules, 0, "releaseGradInput").releaseGradInput();
   for (auto& g : gradOutputs_) g = Tensor();
 }
 

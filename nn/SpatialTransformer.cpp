@@ -10,8 +10,11 @@ namespace nn {
 
 namespace {
 void check_out_size(const std::string& where, int64_t outH, int64_t outW) {
-  if (outH < 1 || outW < 1) {
-    throw Error(where + "expected outH and outW >= 1, got outH " + std::to_string(outH) + ", outW " +
+  constexpr int64_t kMax = SpatialTransformer::kMaxOutputPoints;
+  // each side bounded first, so that the product cannot overflow
+  if (outH < 1 || outW < 1 || outH > kMax || outW > kMax || outH * outW > kMax) {
+    throw Error(where + "expected outH and outW >= 1 with outH * outW <= " + std::to_string(kMax) +
+                " (SpatialTransformer::kMaxOutputPoints), got outH " + std::to_string(outH) + ", outW " +
                 std::to_string(outW));
   }
 }
@@ -27,11 +30,23 @@ SpatialTransformer::SpatialTransformer(ModulePtr localisation, int64_t outH_, in
   add(std::move(localisation));
 }
 
+SpatialTransformer::SpatialTransformer(int64_t outH_, int64_t outW_, int64_t nInputPlane_)
+    : outH(outH_), outW(outW_), nInputPlane(nInputPlane_), localised_(false) {
+  check_out_size(std::string(kTypeName) + ": ", outH, outW);
+  if (nInputPlane < 0) {
+    throw Error(std::string(kTypeName) + ": expected nInputPlane >= 0 (0: any), got " + std::to_string(nInputPlane));
+  }
+}
+
 void SpatialTransformer::checkModules(const char* method) const {
-  if (modules.size() != 1) {
-    throw Error(where(method) + "expected one module (the localisation network), got " +
+  const size_t want = localised_ ? 1 : 0;
+  if (modules.size() != want) {
+    throw Error(where(method) +
+                (localised_ ? "expected one module (the localisation network), got "
+                            : "expected no module (theta comes from thetaInput), got ") +
                 std::to_string(modules.size()) + " modules");
   }
+  if (localised_) child_at(*this, modules, 0, method);
   check_out_size(where(method), outH, outW);
 }
 
@@ -66,8 +81,15 @@ void SpatialTransformer::takeTheta(const Tensor& input, const Tensor& thetaOut) 
 const Tensor& SpatialTransformer::updateOutput(const Tensor& input) {
   checkModules("updateOutput");
   checkInput(input, "updateOutput");
-  const Tensor& thetaOut = rethrowErrors(0, [&]() -> const Tensor& { return modules[0]->forward(input); });
-  takeTheta(input, thetaOut);
+  if (localised_) {
+    takeTheta(input, rethrowErrors(0, [&]() -> const Tensor& { return modules[0]->forward(input); }));
+  } else {
+    if (!thetaInput.defined()) {
+      throw Error(where("updateOutput") +
+                  "expected thetaInput set before forward (no localisation network), got an undefined tensor");
+    }
+    takeTheta(input, thetaInput);
+  }
   sample(input, theta);
   return output;
 }
@@ -125,6 +147,10 @@ template <class Step>
 void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, Step step) {
   // without gradInput (Note [gradInput not needed] in Module.cpp) the image gradient is scratch
   samplerBackward(input, gradOutput, wantGradInput ? gradInput : gradScratch_, "backward");
+  if (!localised_) {  // theta's gradient stays in gradTheta; gradInput is the image's alone
+    if (!wantGradInput) gradInput = Tensor();
+    return;
+  }
   const Tensor gradThetaOut = gradTheta.view(thetaShape_);
   const Tensor& gl = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradThetaOut); });
   if (wantGradInput) {
@@ -141,6 +167,7 @@ const Tensor& SpatialTransformer::updateGradInput(const Tensor& input, const Ten
 }
 
 void SpatialTransformer::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  if (!localised_) return;  // no parameters
   samplerBackward(input, gradOutput, gradScratch_, "accGradParameters");
   const Tensor gradThetaOut = gradTheta.view(thetaShape_);
   rethrowErrors(0, [&]() { modules[0]->accGradParameters(input, gradThetaOut, scale); });
@@ -155,7 +182,8 @@ void SpatialTransformer::backwardImpl(const Tensor& input, const Tensor& gradOut
 std::string SpatialTransformer::str() const {
   std::string s = type_name() + "(" + (nInputPlane > 0 ? "nInputPlane " + std::to_string(nInputPlane) + ", " : "") +
                   "outH " + std::to_string(outH) + ", outW " + std::to_string(outW) + ") {";
-  if (!modules.empty()) s += "\n  localisation: " + indent_lines(modules[0]->str(), "  ");
+  if (!localised_) return s.substr(0, s.size() - 3) + ", theta input)";  // no " {"
+  if (!modules.empty()) s += "\n  localisation: " + indent_lines(child_at(*this, modules, 0, "str").str(), "  ");
   return s + "\n}";
 }
 
@@ -168,9 +196,11 @@ tensor::Json SpatialTransformer::config() const {
 ModulePtr SpatialTransformer::fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
   ConfigReader c(config, kTypeName);
   const int64_t h = c.integer("outH"), w = c.integer("outW"), planes = c.integer("nInputPlane", 0);
+  check_out_size(std::string(kTypeName) + ": ", h, w);  // before finish(): a model file is refused as it is validated
   c.finish();
+  if (children.empty()) return std::make_shared<SpatialTransformer>(h, w, planes);  // theta input
   if (children.size() != 1) {
-    throw Error(std::string(kTypeName) + ": expected one child (the localisation network), got " +
+    throw Error(std::string(kTypeName) + ": expected one child (the localisation network) or none, got " +
                 std::to_string(children.size()));
   }
   return std::make_shared<SpatialTransformer>(children[0], h, w, planes);

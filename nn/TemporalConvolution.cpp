@@ -23,8 +23,9 @@ TemporalConvolution::TemporalConvolution(int64_t inputFrameSize_, int64_t output
                 std::to_string(inputFrameSize) + ", outputFrameSize " + std::to_string(outputFrameSize) + ", kW " +
                 std::to_string(kW) + ", dW " + std::to_string(dW));
   }
-  weight = tensor::empty({outputFrameSize, kW * inputFrameSize});
-  gradWeight = tensor::zeros({outputFrameSize, kW * inputFrameSize});
+  const int64_t K = tensor::shape_numel({kW, inputFrameSize}, "nn.TemporalConvolution");  // no signed overflow
+  weight = tensor::empty({outputFrameSize, K});
+  gradWeight = tensor::zeros({outputFrameSize, K});
   bias = tensor::empty({outputFrameSize});
   gradBias = tensor::zeros({outputFrameSize});
   reset();
@@ -60,15 +61,15 @@ Shape TemporalConvolution::outputShape(const Tensor& input, const char* method) 
 
 Shape TemporalConvolution::outputSizes(const Shape& input, const char* method) const {
   auto at = [&] { return where(method); };
-  const Shape& w = weight.sizes();
-  const Shape& b = bias.sizes();
-  if (inputFrameSize <= 0 || outputFrameSize <= 0 || kW <= 0 || dW <= 0 || w.size() != 2 ||
-      w[0] != outputFrameSize || w[1] != kW * inputFrameSize || b.size() != 1 || b[0] != outputFrameSize) {
-    throw Error(at() + "expected weight [" + std::to_string(outputFrameSize) + " x " +
-                std::to_string(kW * inputFrameSize) + "] and bias [" + std::to_string(outputFrameSize) +
-                "] for positive sizes, got weight " + tensor::shape_str(weight.sizes()) + ", bias " +
-                tensor::shape_str(bias.sizes()) + ", kW " + std::to_string(kW) + ", dW " + std::to_string(dW));
+  if (inputFrameSize <= 0 || outputFrameSize <= 0 || kW <= 0 || dW <= 0) {
+    throw Error(at() + "expected positive sizes, got inputFrameSize " + std::to_string(inputFrameSize) +
+                ", outputFrameSize " + std::to_string(outputFrameSize) + ", kW " + std::to_string(kW) + ", dW " +
+                std::to_string(dW));
   }
+  // Note [Parameters are checked where they are used]; kW * inputFrameSize in checked arithmetic
+  check_parameter(*this, method, "weight", weight,
+                  {outputFrameSize, tensor::shape_numel({kW, inputFrameSize}, "nn.TemporalConvolution")});
+  check_parameter(*this, method, "bias", bias, {outputFrameSize});
   if ((input.size() != 2 && input.size() != 3) || input.back() != inputFrameSize) {
     const std::string f = std::to_string(inputFrameSize);
     throw Error(at() + "expected input of [nInputFrame x " + f + "] or [batch x nInputFrame x " + f + "], got " +
@@ -168,8 +169,14 @@ const Tensor& TemporalConvolution::updateGradInput(const Tensor& input, const Te
   return gradInput;
 }
 
+void TemporalConvolution::checkGradients(const char* method) const {
+  check_parameter(*this, method, "weight", weight, {outputFrameSize, kW * inputFrameSize}, &gradWeight);
+  check_parameter(*this, method, "bias", bias, {outputFrameSize}, &gradBias);
+}
+
 void TemporalConvolution::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   checkGradOutput(input, gradOutput, "accGradParameters");
+  checkGradients("accGradParameters");
   const Tensor x = input.contiguous();
   const Tensor gy = gradOutput.contiguous();
   const Frames f = frames_of(x.sizes(), gy.sizes());

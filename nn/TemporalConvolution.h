@@ -29,6 +29,9 @@ class TemporalConvolution : public Module, public WithConvAlgorithms<TemporalCon
   // bfloat16 and checks dtype and device itself).
   Shape outputSizes(const Shape& inputSizes, const char* method = "updateOutput") const;
   void checkGradOutputSizes(const Shape& inputSizes, const Shape& gradOutputSizes, const char* method) const;
+  // gradWeight and gradBias of the parameters' shapes (Note [Parameters are checked where
+  // they are used]; outputSizes checks the values).
+  void checkGradients(const char* method) const;
 
   // The settings of the 2-d cross-correlation the cudnn twin runs (Note [Temporal
   // convolution as a 2-d one] in cudnn/TemporalConvolution.cpp): kernel kW x inputFrameSize,

@@ -150,13 +150,14 @@ struct RNNBlock::Impl {
 };
 
 RNNBlock::RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode, RNNInputMode inputMode,
-                   RNNDirection direction)
+                   RNNDirection direction, bool bias)
     : dtype_(dtype),
       hidden_(hidden),
       depth_(depth),
       mode_(mode),
       inputMode_(inputMode),
       direction_(direction),
+      bias_(bias),
       impl_(std::make_unique<Impl>()) {
   data_type(dtype);  // throws for dtypes cuDNN has no use for
   if (hidden <= 0 || depth <= 0) {
@@ -195,12 +196,12 @@ int64_t RNNBlock::paramSize(int64_t inputDim) {
   Impl& m = *impl_;
   if (m.layoutInput != inputDim || m.layoutDtype != dtype_) {
     CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-        m.layout.get(), CUDNN_RNN_ALGO_STANDARD, cell_mode(mode_), CUDNN_RNN_DOUBLE_BIAS,
+        m.layout.get(), CUDNN_RNN_ALGO_STANDARD, cell_mode(mode_), bias_ ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
         direction_ == RNNDirection::Bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
         inputMode_ == RNNInputMode::Skip ? CUDNN_SKIP_INPUT : CUDNN_LINEAR_INPUT, data_type(dtype_),
-        math_precision(dtype_), CUDNN_DEFAULT_MATH, static_cast<int32_t>(inputDim),
-        static_cast<int32_t>(hidden_), static_cast<int32_t>(hidden_), static_cast<int32_t>(depth_),
-        m.noDropout.set(0, 0), CUDNN_RNN_PADDED_IO_ENABLED));
+        math_precision(dtype_), CUDNN_DEFAULT_MATH, static_cast<int32_t>(inputDim), static_cast<int32_t>(hidden_),
+        static_cast<int32_t>(hidden_), static_cast<int32_t>(depth_), m.noDropout.set(0, 0),
+        CUDNN_RNN_PADDED_IO_ENABLED));
     size_t bytes = 0;
     CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle(), m.layout.get(), &bytes));
     m.layoutInput = inputDim;
@@ -282,7 +283,7 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
     const bool dropping = m.p > 0 && b.depth() > 1;
     const cudnnDropoutDescriptor_t dd = dropping ? m.dropout.set(m.p, m.seed) : m.noDropout.set(0, 0);
     const cudnnStatus_t st = cudnnSetRNNDescriptor_v8(
-        fresh->rnn.get(), fresh->algo, cell_mode(b.mode()), CUDNN_RNN_DOUBLE_BIAS,
+        fresh->rnn.get(), fresh->algo, cell_mode(b.mode()), b.bias() ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
         b.directions() == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
         b.inputMode() == RNNInputMode::Skip ? CUDNN_SKIP_INPUT : CUDNN_LINEAR_INPUT, data_type(b.dtype()),
         math_precision(b.dtype()), k.math, static_cast<int32_t>(k.inputDim), static_cast<int32_t>(b.hidden()),

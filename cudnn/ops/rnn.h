@@ -38,9 +38,9 @@ struct RNNSequence {
 
 class RNNBlock {
  public:
-  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode,
-           RNNInputMode inputMode = RNNInputMode::Linear,
-           RNNDirection direction = RNNDirection::Unidirectional);
+  // bias false: CUDNN_RNN_NO_BIAS, the layers have no bias vectors (splitParams' are undefined).
+  RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode, RNNInputMode inputMode = RNNInputMode::Linear,
+           RNNDirection direction = RNNDirection::Unidirectional, bool bias = true);
   ~RNNBlock();
   RNNBlock(RNNBlock&&) noexcept;
   RNNBlock& operator=(RNNBlock&&) noexcept;
@@ -89,6 +89,7 @@ class RNNBlock {
   int64_t directions() const { return direction_ == RNNDirection::Bidirectional ? 2 : 1; }
   nn::RNNMode mode() const { return mode_; }
   RNNInputMode inputMode() const { return inputMode_; }
+  bool bias() const { return bias_; }
 
   struct Impl;  // descriptors, cache and the last forward (rnn.cpp)
 
@@ -98,6 +99,7 @@ class RNNBlock {
   nn::RNNMode mode_;
   RNNInputMode inputMode_;
   RNNDirection direction_;
+  bool bias_;
   std::unique_ptr<Impl> impl_;
 };
 

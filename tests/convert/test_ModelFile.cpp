@@ -262,8 +262,9 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::Reshape>(Shape{6}), {2, 3}});
   // recurrent: layers, batchFirst, dropout (the mask reseeded), bidirectional, persist (kept for the twins)
   c.push_back({make<nn::RNNReLU>(3, 4, 2, true, 0.3), {2, 5, 3}});
-  c.push_back({make<nn::RNNTanh>(3, 4, 1, false, 0, true), {5, 2, 3}});
-  auto lstm = make<nn::LSTM>(3, 4, 2, false, 0.2, true);
+  c.push_back({make<nn::RNNTanh>(nn::RNNOptions{.inputSize = 3, .hiddenSize = 4, .bidirectional = true}), {5, 2, 3}});
+  auto lstm = make<nn::LSTM>(
+      nn::RNNOptions{.inputSize = 3, .hiddenSize = 4, .numLayers = 2, .dropout = 0.2, .bidirectional = true});
   lstm->setPersist(true);
   c.push_back({lstm, {5, 2, 3}});
   c.push_back({make<nn::GRU>(3, 2, 3, true), {2, 4, 3}});

@@ -6,6 +6,7 @@
 // nn's values element by element (Note [NaN and Inf]), an input NaN everywhere included.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "convert/Convert.h"
@@ -221,4 +222,34 @@ TEST_CASE("bad-input matrix (cudnn) under channels_last=true: empty batches, non
   expect_empty_batches_match("channels_last=true");
   expect_noncontiguous_match("channels_last=true");
   expect_nonfinite_match("allow_tf32=false,channels_last=true");
+}
+
+TEST_CASE("bad-input matrix (cudnn): a parameter or gradient replaced by a smaller tensor is an error naming it") {
+  // Note [Parameters are checked where they are used]: the twins call the nn base's checks
+  Generator gen(5);
+  for (const ModuleSpec& s : module_table()) {
+    nn::ModulePtr probe = build_twin(s);
+    const std::vector<ParameterSlot> slots = parameter_slots(*probe);
+    INFO(s.type);
+    REQUIRE(slots.size() == probe->namedParameters().size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      for (bool gradient : {false, true}) {
+        nn::ModulePtr m = build_twin(s);
+        m->train();
+        ParameterSlot slot = parameter_slots(*m)[i];
+        INFO(slot.owner, " ", slot.name, gradient ? " (gradient)" : "");
+        Tensor& t = gradient ? *slot.grad : *slot.value;
+        t = zeros({std::max<int64_t>(t.numel() - 1, 0)}, t.dtype(), t.device());
+        const Tensor x = uniform(s.input, -1, 1, gen).to(gpu);
+        const std::string e = error_of([&] {
+          const Tensor y = m->forward(x).clone();
+          m->backward(x, uniform(y.sizes(), -1, 1, gen).to(gpu));
+        });
+        INFO(e);
+        CHECK(has(e, slot.owner + "::"));
+        CHECK(has(e, "expected " + slot.name + (gradient ? "'s gradient" : "")));
+        CHECK(has(e, shape_str(t.sizes())));
+      }
+    }
+  }
 }

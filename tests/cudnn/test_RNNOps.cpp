@@ -22,15 +22,16 @@ namespace {
 const Device gpu = Device::cuda(0);
 
 std::shared_ptr<nn::RNNBase> make_nn(nn::RNNMode mode, int64_t I, int64_t H, int64_t L, bool bidirectional) {
+  const nn::RNNOptions options{.inputSize = I, .hiddenSize = H, .numLayers = L, .bidirectional = bidirectional};
   switch (mode) {
     case nn::RNNMode::ReLU:
-      return std::make_shared<nn::RNNReLU>(I, H, L, false, 0, bidirectional);
+      return std::make_shared<nn::RNNReLU>(options);
     case nn::RNNMode::Tanh:
-      return std::make_shared<nn::RNNTanh>(I, H, L, false, 0, bidirectional);
+      return std::make_shared<nn::RNNTanh>(options);
     case nn::RNNMode::LSTM:
-      return std::make_shared<nn::LSTM>(I, H, L, false, 0, bidirectional);
+      return std::make_shared<nn::LSTM>(options);
     case nn::RNNMode::GRU:
-      return std::make_shared<nn::GRU>(I, H, L, false, 0, bidirectional);
+      return std::make_shared<nn::GRU>(options);
   }
   return nullptr;
 }

@@ -150,3 +150,33 @@ TEST_CASE("bad-input matrix (nn): an input NaN everywhere gives an output NaN ev
     }
   }
 }
+
+TEST_CASE("bad-input matrix (nn): a parameter or gradient replaced by a smaller tensor is an error naming it") {
+  // Note [Parameters are checked where they are used]: before, the kernels read (forward) or
+  // wrote (backward) past the end of the smaller tensor.
+  Generator gen(5);
+  for (const ModuleSpec& s : module_table()) {
+    nn::ModulePtr probe = build(s);
+    const std::vector<ParameterSlot> slots = parameter_slots(*probe);
+    INFO(s.type);
+    REQUIRE(slots.size() == probe->namedParameters().size());  // every parameter reachable
+    for (size_t i = 0; i < slots.size(); ++i) {
+      for (bool gradient : {false, true}) {
+        nn::ModulePtr m = build(s);
+        m->train();
+        ParameterSlot slot = parameter_slots(*m)[i];
+        INFO(slot.owner, " ", slot.name, gradient ? " (gradient)" : "");
+        Tensor& t = gradient ? *slot.grad : *slot.value;
+        t = zeros({std::max<int64_t>(t.numel() - 1, 0)});
+        const Tensor x = uniform(s.input, -1, 1, gen);
+        const std::string e = error_of([&] {
+          const Tensor y = m->forward(x).clone();
+          m->backward(x, uniform(y.sizes(), -1, 1, gen));
+        });
+        CHECK(has(e, slot.owner + "::"));
+        CHECK(has(e, "expected " + slot.name + (gradient ? "'s gradient" : "")));
+        CHECK(has(e, shape_str(t.sizes())));
+      }
+    }
+  }
+}

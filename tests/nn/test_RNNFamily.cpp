@@ -7,29 +7,34 @@
 // printing and errors. A new recurrent type is one row; its own cases follow the table.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "nn/BGRU.h"
 #include "nn/BLSTM.h"
 #include "nn/GRU.h"
 #include "nn/LSTM.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
+#include "tests/support/ErrorText.h"
 #include "tests/support/RNNChecks.h"
 
 using namespace tensor;
+using testing::error_of;
+using testing::has;
 
 namespace {
 
-// A type that takes `bidirectional` gets it from the factory's argument; BLSTM/BGRU always are.
+// The factory's `bidirectional` through the options; BLSTM/BGRU always are.
 template <class M>
 rnncheck::Factory factory() {
   return [](int64_t in, int64_t hidden, int64_t layers, bool bi, bool batchFirst,
             double p) -> std::shared_ptr<nn::RNNBase> {
-    if constexpr (std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>) {
-      return std::make_shared<M>(in, hidden, layers, batchFirst, p, bi);
-    } else {
-      (void)bi;
-      return std::make_shared<M>(in, hidden, layers, batchFirst, p);
-    }
+    return std::make_shared<M>(nn::RNNOptions{.inputSize = in,
+                                              .hiddenSize = hidden,
+                                              .numLayers = layers,
+                                              .batchFirst = batchFirst,
+                                              .dropout = p,
+                                              .bidirectional = bi});
   };
 }
 
@@ -138,13 +143,14 @@ TEST_CASE("every recurrent type: parameters, accumulation, model file, printing,
     rnncheck::expect_model_file_ok(m, uniform({2, 5, 3}, -1, 1, gen, DType::Float64));
     CHECK(m->str() == t.printed);
     if (t.alwaysBidirectional) {
-      CHECK(m->bidirectional);
+      CHECK(m->bidirectional());
       CHECK(m->config().find("bidirectional") == nullptr);  // implied by the type
     }
     rnncheck::expect_errors_ok(t.make);
   }
   CHECK(nn::RNNReLU(3, 4).str() == "nn.RNNReLU(3 -> 4)");
-  CHECK(nn::RNNReLU(3, 4, 1, false, 0, true).str() == "nn.RNNReLU(3 -> 4, bidirectional)");
+  CHECK(nn::RNNReLU(nn::RNNOptions{.inputSize = 3, .hiddenSize = 4, .bidirectional = true}).str() ==
+        "nn.RNNReLU(3 -> 4, bidirectional)");
   CHECK(nn::RNNTanh(3, 4, 3).str() == "nn.RNNTanh(3 -> 4, 3 layers)");
   CHECK(nn::LSTM(10, 20, 2, false, 0.5).str() == "nn.LSTM(10 -> 20, 2 layers, dropout 0.5)");
 }
@@ -217,4 +223,137 @@ TEST_CASE("LSTM: a PyTorch LSTM's state_dict, saved with safetensors, loads stra
   nn::LSTM wrong(5, 3, 2);
   CHECK_THROWS_WITH_AS(nn::load_weights(wrong, std::string(CUDNN_NN_TEST_DATA) + "/nn/lstm_state_dict.safetensors"),
                        doctest::Contains("'weight_hh_l0' has shape [16 x 4], expected [12 x 3]"), Error);
+}
+
+namespace {
+// Before, the configuration was public fields: m.numLayers = 3 read past the parameters,
+// m.dropout = 1 made every output NaN.
+template <class M>
+concept AssignableConfiguration = requires(M m) { m.numLayers = 3; } || requires(M m) { m.inputDim = 3; } ||
+                                  requires(M m) { m.outputDim = 3; } || requires(M m) { m.dropout = 1.0; } ||
+                                  requires(M m) { m.batchFirst = true; } || requires(M m) { m.bidirectional = true; };
+}  // namespace
+
+TEST_CASE("recurrent configuration is fixed at construction: accessors, no assignable fields") {
+  CHECK_FALSE(AssignableConfiguration<nn::RNNBase>);
+  CHECK_FALSE(AssignableConfiguration<nn::LSTM>);
+  CHECK_FALSE(AssignableConfiguration<nn::BGRU>);
+  const nn::GRU m(3, 4, 2, true, 0.25);
+  CHECK(m.inputDim() == 3);
+  CHECK(m.outputDim() == 4);
+  CHECK(m.numLayers() == 2);
+  CHECK(m.batchFirst());
+  CHECK(m.dropout() == 0.25);
+  CHECK_FALSE(m.bidirectional());
+  CHECK(m.bias());
+}
+
+TEST_CASE("recurrent constructors: PyTorch's options by name, cudnn.torch's order by position") {
+  // nn::LSTM(6, 5, 2, true) ported from PyTorch meant bias = true; by name it says so
+  const nn::LSTM a(nn::RNNOptions{.inputSize = 6, .hiddenSize = 5, .numLayers = 2, .bias = true});
+  CHECK_FALSE(a.batchFirst());
+  CHECK(a.numLayers() == 2);
+  // cudnn.LSTM(inputSize, hiddenSize, numLayers, batchFirst, dropout, rememberStates)
+  const nn::LSTM b(6, 5, 2, true, 0.5, true);
+  CHECK(b.batchFirst());
+  CHECK(b.dropout() == 0.5);
+  CHECK(b.remembersStates());
+  CHECK_FALSE(b.bidirectional());
+  const nn::RNNTanh c(nn::RNNOptions{.inputSize = 2, .hiddenSize = 3, .batchFirst = true, .bidirectional = true});
+  CHECK(c.bidirectional());
+  CHECK(c.str() == "nn.RNNTanh(2 -> 3, bidirectional, batchFirst)");
+  const nn::BLSTM d(nn::RNNOptions{.inputSize = 2, .hiddenSize = 3});  // bidirectional by type
+  CHECK(d.bidirectional());
+  CHECK(nn::BGRU(2, 3, 1, false, 0, true).remembersStates());
+}
+
+TEST_CASE("bias = false: no bias parameters, and the numbers of zero biases (PyTorch's bias=False)") {
+  for (bool bidirectional : {false, true}) {
+    INFO("bidirectional ", bidirectional);
+    nn::RNNOptions o{.inputSize = 3, .hiddenSize = 4, .numLayers = 2, .bias = false, .bidirectional = bidirectional};
+    manual_seed(7);
+    nn::GRU m(o);
+    o.bias = true;
+    nn::GRU ref(o);
+    std::vector<std::string> names;
+    for (const auto& [name, _] : m.namedParameters()) names.push_back(name);
+    std::vector<std::string> want = {"weight_ih_l0", "weight_hh_l0"};
+    if (bidirectional) want.insert(want.end(), {"weight_ih_l0_reverse", "weight_hh_l0_reverse"});
+    want.insert(want.end(), {"weight_ih_l1", "weight_hh_l1"});
+    if (bidirectional) want.insert(want.end(), {"weight_ih_l1_reverse", "weight_hh_l1_reverse"});
+    CHECK(names == want);
+    CHECK(has(m.str(), ", without bias"));
+    // the same weights and zero biases give the same outputs and gradients
+    for (auto& p : ref.params) p.value.zero_();
+    ref.loadStateDict(m.stateDict(), false);
+    m.to(DType::Float64);
+    ref.to(DType::Float64);
+    Generator gen(8);
+    const Tensor x = uniform({5, 2, 3}, -1, 1, gen, DType::Float64);
+    CHECK(max_abs_diff(m.forward(x), ref.forward(x)) <= 1e-12);
+    const Tensor gy = uniform(m.output.sizes(), -1, 1, gen, DType::Float64);
+    CHECK(max_abs_diff(m.backward(x, gy), ref.backward(x, gy)) <= 1e-12);
+    const auto grads = ref.namedGradParameters();
+    for (const auto& [name, g] : m.namedGradParameters()) {
+      INFO(name);
+      for (const auto& [rname, rg] : grads) {
+        if (rname == name) CHECK(max_abs_diff(g, rg) <= 1e-12);
+      }
+    }
+    // model files carry it
+    const tensor::Json config = m.config();
+    CHECK(config.find("bias") != nullptr);
+    const nn::ModulePtr back = nn::GRU::fromConfig(config);
+    CHECK_FALSE(std::static_pointer_cast<nn::GRU>(back)->bias());
+    CHECK(back->parameters().size() == m.parameters().size());
+  }
+}
+
+TEST_CASE("recurrent sizes: checked arithmetic, and bounded before anything is allocated") {
+  auto err = [](const nn::RNNOptions& o) { return error_of([&] { (void)nn::LSTM(o); }); };
+  // gateCount() * outputDim was a signed overflow (a 123-byte model file reached it)
+  const std::string hidden = err({.inputSize = 1, .hiddenSize = int64_t{1} << 62});
+  CHECK(has(hidden, "nn.LSTM"));
+  CHECK(has(hidden, "overflows int64"));
+  CHECK(has(err({.inputSize = 1, .hiddenSize = 1, .numLayers = int64_t{1} << 40}),
+            "nn.LSTM: expected numLayers in [1, 4096], got 1099511627776"));
+  CHECK(has(err({.inputSize = int64_t{1} << 16, .hiddenSize = int64_t{1} << 15}),
+            "parameter elements (nn::kMaxRNNParameters)"));
+  CHECK(has(err({.inputSize = std::numeric_limits<int64_t>::max(), .hiddenSize = 1}), "overflows int64"));
+  // a model file is refused by fromConfig before finish(), so while it is validated
+  const tensor::Json file = tensor::Json::Object{{"inputDim", 1}, {"outputDim", int64_t{1} << 62}};
+  CHECK(has(error_of([&] { (void)nn::LSTM::fromConfig(file); }), "overflows int64"));
+}
+
+TEST_CASE("to() between forward and backward: backward asks for a new forward, on both paths") {
+  Generator gen(9);
+  const Tensor x = uniform({5, 2, 3}, -1, 1, gen);
+  for (bool toDevice : {false, true}) {
+    nn::LSTM m(3, 4);
+    m.forward(x);
+    if (toDevice) {
+      m.to(Device::cpu());
+    } else {
+      m.to(DType::Float64);
+    }
+    // before, the float64 conversion was read as float32: "tensor is float64, asked for float32"
+    const std::string e = error_of([&] { m.backward(x, zeros({5, 2, 4})); });
+    CHECK(has(e, "expected a forward() in training mode on this input first"));
+    CHECK(has(e, "got last forward: none"));
+    m.to(DType::Float32);
+    m.forward(x);
+    CHECK_NOTHROW(m.backward(x, zeros({5, 2, 4})));
+  }
+}
+
+TEST_CASE("recurrent parameters replaced by hand: the count and each shape are checked") {
+  nn::RNNTanh m(3, 4);
+  const Tensor x = zeros({5, 2, 3});
+  m.params.pop_back();
+  CHECK(has(error_of([&] { m.forward(x); }), "nn.RNNTanh::updateOutput: expected 4 parameters"));
+  nn::RNNTanh n(3, 4);
+  n.params[1].value = zeros({4, 3});  // weight_hh [4 x 4]
+  CHECK(has(error_of([&] { n.forward(x); }), "expected weight_hh_l0 of [4 x 4] (contiguous), got float32 [4 x 3]"));
+  n.params[1].value = zeros({4, 4}).t();  // the right shape, not dense as the kernels read it
+  CHECK(has(error_of([&] { n.forward(x); }), "(not contiguous)"));
 }

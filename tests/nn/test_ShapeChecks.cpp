@@ -13,6 +13,8 @@
 #include <limits>
 #include <string>
 
+#include "convert/Convert.h"
+#include "convert/ModelFile.h"
 #include "nn/BatchNormalization.h"
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
@@ -32,6 +34,7 @@
 #include "nn/SpatialFullConvolution.h"
 #include "nn/SpatialMaxPooling.h"
 #include "nn/SpatialSoftMax.h"
+#include "nn/SpatialTransformer.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/View.h"
@@ -176,6 +179,50 @@ TEST_CASE("a nullptr put straight into a container's modules is named by positio
   res.modules[0] = nullptr;
   CHECK(has(error_of([&] { res.forward(zeros({2})); }), "nn.Residual::updateOutput: module 1 of 1 is nullptr"));
   CHECK(has(error_of([&] { (void)res.str(); }), "nn.Residual::str"));
+}
+
+TEST_CASE("a nullptr child is named on the remaining paths: freeing gradients, convert, model files, the transformer") {
+  // a Sequential's gradInput is its first child's: releasing it (setFreeIntermediateGradients)
+  // reached that child by pointer
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::ReLU>());
+  seq->setFreeIntermediateGradients(true);
+  seq->forward(zeros({2}));
+  seq->modules[0] = nullptr;
+  nn::Module& asModule = *seq;  // public on Module
+  const std::string released = error_of([&] { asModule.releaseGradInput(); });
+  CHECK(has(released, "nn.Sequential::releaseGradInput: module 1 of 2 is nullptr"));
+  // convert walks every child: a null one is an error naming its path, not a silent skip
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Sequential>());
+  std::static_pointer_cast<nn::Sequential>(net->modules[0])->modules.push_back(nullptr);
+  CHECK(error_of([&] { nn::convert(net, nn::backend); }) ==
+        "nn::convert: the module at 0.0 is nullptr (a container's modules holds a null child)");
+  CHECK(has(error_of([&] { (void)nn::describe_model(*net); }), "null child"));
+  // the spatial transformer's localisation network, printed and run
+  auto loc = std::make_shared<nn::Sequential>();
+  nn::SpatialTransformer st(loc, 2, 2);
+  st.modules[0] = nullptr;
+  CHECK(has(error_of([&] { (void)st.str(); }), "nn.SpatialTransformer::str: module 1 of 1 is nullptr"));
+  CHECK(has(error_of([&] { st.forward(zeros({1, 1, 2, 2})); }),
+            "nn.SpatialTransformer::updateOutput: module 1 of 1 is nullptr"));
+  CHECK(has(error_of([&] { st.backward(zeros({1, 1, 2, 2}), zeros({1, 1, 2, 2})); }), "module 1 of 1 is nullptr"));
+}
+
+TEST_CASE("sizes from user input are bounded before anything is allocated") {
+  // TemporalConvolution: kW * inputFrameSize was a signed overflow
+  CHECK(has(error_of([&] { (void)nn::TemporalConvolution(int64_t{1} << 62, 2, 4); }), "nn.TemporalConvolution"));
+  // SpatialTransformer: two integers of a model file decided every forward's allocation
+  auto loc = [] { return std::make_shared<nn::Sequential>(); };
+  const std::string bound = "outH * outW <= 16777216 (SpatialTransformer::kMaxOutputPoints)";
+  CHECK(has(error_of([&] { (void)nn::SpatialTransformer(loc(), 16384, 16384); }), bound));
+  CHECK(has(error_of([&] { (void)nn::SpatialTransformer(loc(), int64_t{1} << 62, 4); }), bound));
+  CHECK_NOTHROW((void)nn::SpatialTransformer(loc(), 4096, 4096));
+  nn::SpatialTransformer st(loc(), 4, 4);
+  const tensor::Json huge = tensor::Json::Object{{"outH", int64_t{1} << 20}, {"outW", int64_t{1} << 20}};
+  CHECK(has(error_of([&] { (void)nn::SpatialTransformer::fromConfig(huge, {loc()}); }), bound));
+  st.outH = int64_t{1} << 30;  // a public field: checked on every pass too
+  CHECK(has(error_of([&] { st.forward(zeros({1, 1, 2, 2})); }), bound));
 }
 
 TEST_CASE("non-finite configuration values are refused at construction") {

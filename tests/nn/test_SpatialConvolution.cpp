@@ -320,6 +320,7 @@ TEST_CASE("SpatialConvolution errors name the module, the contract and the sizes
   // fields edited after construction are checked against the parameters before any compute
   m.kW = 3;
   CHECK_THROWS_WITH_AS(m.forward(x),
-                       "nn.SpatialConvolution::updateOutput: expected weight of [4 x 3 x 5 x 3], got [4 x 3 x 5 x 5]",
+                       "nn.SpatialConvolution::updateOutput: expected weight of [4 x 3 x 5 x 3] (contiguous), got "
+                       "float32 [4 x 3 x 5 x 5] on cpu",
                        Error);
 }

@@ -17,6 +17,7 @@
 #include "nn/View.h"
 #include "nn/kernels/SpatialTransformer.h"
 #include "tensor/Safetensors.h"
+#include "tests/support/ErrorText.h"
 #include "tests/support/GradCheck.h"
 #include "tests/support/SpatialTfCases.h"
 
@@ -257,6 +258,33 @@ TEST_CASE("SpatialTransformer samples its input on the localisation network's th
   CHECK(max_abs_diff(lin->gradBias, want.gradTheta.view({3, 6}).sum(0)) <= 1e-5);
 }
 
+TEST_CASE("SpatialTransformer without a localisation network: theta is an input (thetaInput)") {
+  Generator gen(32);
+  nn::SpatialTransformer st(5, 7);
+  CHECK_FALSE(st.hasLocalisation());
+  CHECK(st.modules.empty());
+  CHECK(st.str() == "nn.SpatialTransformer(outH 5, outW 7, theta input)");
+  const Tensor x = uniform({3, 2, 3, 4}, -1, 1, gen);
+  CHECK(has(error_of([&] { st.forward(x); }), "expected thetaInput set before forward"));
+  const Tensor theta = generic_theta(gen, 3, 3, 4, 5, 7).to(DType::Float32);
+  for (const Shape& shape : {Shape{3, 2, 3}, Shape{3, 6}}) {
+    st.thetaInput = theta.reshape(shape);
+    const Tensor y = st.forward(x).clone();
+    CHECK(max_abs_diff(y, nn::spatial_tf(x, theta, 5, 7)) == 0);
+    const Tensor g = uniform(y.sizes(), -1, 1, gen);
+    const Tensor gi = st.backward(x, g).clone();
+    const nn::SpatialTfGrads want = nn::spatial_tf_backward(x, theta, g);
+    CHECK(max_abs_diff(gi, want.gradImage) == 0);  // the image's gradient alone
+    CHECK(max_abs_diff(st.gradTheta, want.gradTheta) == 0);
+    CHECK(st.parameters().empty());
+  }
+  st.thetaInput = zeros({2, 6});
+  CHECK(has(error_of([&] { st.forward(x); }), "[2 x 6]"));
+  // model files keep the mode: no children
+  const nn::ModulePtr back = nn::SpatialTransformer::fromConfig(st.config(), {});
+  CHECK_FALSE(std::static_pointer_cast<nn::SpatialTransformer>(back)->hasLocalisation());
+}
+
 TEST_CASE("SpatialTransformer gradients through the sampler and the localisation network") {
   Generator gen(2025);
   INFO("seed 2025");
@@ -364,9 +392,11 @@ TEST_CASE("SpatialTransformer errors") {
   CHECK_THROWS_WITH_AS(nn::SpatialTransformer(nullptr, 4, 4),
                        "nn.SpatialTransformer: expected a localisation module, got nullptr", Error);
   CHECK_THROWS_WITH_AS(nn::SpatialTransformer(localisation(1, 2, 2, gen), 0, 4),
-                       "nn.SpatialTransformer: expected outH and outW >= 1, got outH 0, outW 4", Error);
+                       "nn.SpatialTransformer: expected outH and outW >= 1 with outH * outW <= 16777216 "
+                       "(SpatialTransformer::kMaxOutputPoints), got outH 0, outW 4", Error);
   CHECK_THROWS_WITH_AS(nn::SpatialTransformer(localisation(1, 2, 2, gen), 4, -2),
-                       "nn.SpatialTransformer: expected outH and outW >= 1, got outH 4, outW -2", Error);
+                       "nn.SpatialTransformer: expected outH and outW >= 1 with outH * outW <= 16777216 "
+                       "(SpatialTransformer::kMaxOutputPoints), got outH 4, outW -2", Error);
   nn::SpatialTransformer st(localisation(2, 3, 3, gen), 4, 4);
   CHECK_THROWS_WITH_AS(st.forward(zeros({2, 3, 3})),
                        "nn.SpatialTransformer::updateOutput: expected 4D input [N x C x H x W] with C, H, W >= 1, got "

@@ -21,6 +21,7 @@
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
 #include "nn/MultiheadAttention.h"
+#include "nn/RNNBase.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
@@ -150,6 +151,34 @@ const ModuleSpec* find_spec(const std::string& type) {
   for (const ModuleSpec& s : module_table())
     if (s.type == type) return &s;
   return nullptr;
+}
+
+std::vector<ParameterSlot> parameter_slots(nn::Module& m) {
+  std::vector<ParameterSlot> out;
+  auto add = [&](const char* name, tensor::Tensor& v, tensor::Tensor& g) {
+    if (v.defined()) out.push_back({m.type_name(), name, &v, &g});
+  };
+  if (auto* l = dynamic_cast<nn::Linear*>(&m)) {
+    add("weight", l->weight, l->gradWeight);
+    add("bias", l->bias, l->gradBias);
+  } else if (auto* c = dynamic_cast<nn::ConvolutionBase*>(&m)) {
+    add("weight", c->weight, c->gradWeight);
+    add("bias", c->bias, c->gradBias);
+  } else if (auto* t = dynamic_cast<nn::TemporalConvolution*>(&m)) {
+    add("weight", t->weight, t->gradWeight);
+    add("bias", t->bias, t->gradBias);
+  } else if (auto* b = dynamic_cast<nn::BatchNormalization*>(&m)) {
+    add("weight", b->weight, b->gradWeight);
+    add("bias", b->bias, b->gradBias);
+  } else if (auto* r = dynamic_cast<nn::RNNBase*>(&m)) {
+    for (nn::RNNParameter& p : r->params) out.push_back({m.type_name(), p.name, &p.value, &p.grad});
+  }
+  if (auto* kids = m.children()) {
+    for (const nn::ModulePtr& k : *kids) {
+      for (ParameterSlot& s : parameter_slots(*k)) out.push_back(std::move(s));
+    }
+  }
+  return out;
 }
 
 tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n) {

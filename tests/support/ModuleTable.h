@@ -48,4 +48,18 @@ const ModuleSpec* find_spec(const std::string& type);
 // `shape` with size `n` at `dim`.
 tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n);
 
+// A parameter's value and gradient fields, reached through the module that holds them, so
+// that a test can replace them as a user can (Note [Parameters are checked where they are
+// used] in nn/Buffers.h). `owner` is that module's type name ("nn.Linear", "cudnn.LSTM").
+struct ParameterSlot {
+  std::string owner, name;
+  tensor::Tensor* value;
+  tensor::Tensor* grad;
+};
+// Every parameter of m's tree, through the families that hold parameters (Linear, the
+// convolutions, TemporalConvolution, the batch norms, the recurrent modules; twins included).
+// A module type with parameters outside them is missing here: callers compare the count with
+// namedParameters() so that such a type fails their test until it is added.
+std::vector<ParameterSlot> parameter_slots(nn::Module& m);
+
 }  // namespace testing

@@ -68,16 +68,17 @@ inline const std::vector<RNNCase>& rnn_cases() {
 // Nn or its twin, built from a case (BLSTM/BGRU take no `bidirectional`).
 template <class M>
 std::shared_ptr<M> make_rnn(const RNNCase& c, bool bidirectional) {
-  if constexpr (std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>) {
-    return std::make_shared<M>(c.inputDim, c.hidden, c.layers, c.batchFirst, c.dropout, bidirectional);
-  } else {
-    return std::make_shared<M>(c.inputDim, c.hidden, c.layers, c.batchFirst, c.dropout);
-  }
+  return std::make_shared<M>(nn::RNNOptions{.inputSize = c.inputDim,
+                                            .hiddenSize = c.hidden,
+                                            .numLayers = c.layers,
+                                            .batchFirst = c.batchFirst,
+                                            .dropout = c.dropout,
+                                            .bidirectional = bidirectional});
 }
 
 template <class M>
 constexpr bool takes_bidirectional() {
-  return std::is_constructible_v<M, int64_t, int64_t, int64_t, bool, double, bool>;
+  return !M::kAlwaysBidirectional;
 }
 
 inline void expect_close(const std::string& what, const tensor::Tensor& got, const tensor::Tensor& want,
@@ -135,7 +136,7 @@ void expect_rnn_twin_matches(const RNNCase& c, bool bidirectional, tensor::DType
   }
   tensor::Generator gen(seed);
   const int64_t T = c.seq, B = c.batch, LD = c.layers * ref->numDirections();
-  const bool lstm = ref->mode == nn::RNNMode::LSTM;
+  const bool lstm = ref->mode() == nn::RNNMode::LSTM;
   auto [xg, x] = rounded_uniform(
       c.batchFirst ? tensor::Shape{B, T, c.inputDim} : tensor::Shape{T, B, c.inputDim}, gen, dtype);
   ref->sequenceLengths = c.lengths;
@@ -286,7 +287,7 @@ void expect_rnn_empty_batch(uint64_t seed) {
           twin->evaluate();
         }
         const int64_t LD = c.layers * ref->numDirections();
-        const bool lstm = ref->mode == nn::RNNMode::LSTM;
+        const bool lstm = ref->mode() == nn::RNNMode::LSTM;
         std::vector<Tensor> before;
         for (size_t i = 0; i < ref->params.size(); ++i) {  // not zero: "unchanged" is seen
           const Tensor g = tensor::uniform(ref->params[i].grad.sizes(), -1, 1, gen, tensor::DType::Float32);
