@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,9 @@ Exit exit_of(std::vector<std::string> words) {
   int out[2], err[2];
   REQUIRE(::pipe(out) == 0);
   REQUIRE(::pipe(err) == 0);
+  // the child's exit() flushes what the parent left in its buffers: empty them first
+  std::cout.flush();
+  std::fflush(nullptr);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
