@@ -37,10 +37,11 @@ std::atomic<uint64_t> temp_counter{0};
 // and nothing else would ever remove it. Each new PendingFile for <name> therefore removes
 // the temporary files of <name> whose writer is gone: the pid in the name is not a live
 // process (kill(pid, 0) says ESRCH), and nobody holds the flock every writer keeps on its
-// temporary file until commit or removal. The pid alone would do on one machine; the lock
-// keeps a writer in another pid namespace, or on another host sharing the directory over
-// NFS, from losing its file. Files of this process are never touched (another thread's
-// save may be under way), and any doubt (an unreadable file, an odd name) keeps the file.
+// temporary file until commit or removal (where the filesystem has flock). The pid alone
+// would do on one machine; the lock keeps a writer in another pid namespace, or on another
+// host sharing the directory over NFS, from losing its file. Files of this process are
+// never touched (another thread's save may be under way), and any doubt (an unreadable file,
+// an odd name) keeps the file.
 bool digits(const std::string& s, size_t from, size_t to) {
   if (from >= to) return false;
   for (size_t i = from; i < to; ++i) {
@@ -73,7 +74,9 @@ void remove_stale_temps(const std::string& path) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(file.c_str());
+    // EWOULDBLOCK: a writer holds it; ENOLCK, EOPNOTSUPP: the filesystem has no flock
+    const bool unlocked = ::flock(fd, LOCK_EX | LOCK_NB) == 0 || errno == ENOLCK || errno == EOPNOTSUPP;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && unlocked) ::unlink(file.c_str());
     ::close(fd);
   }
 }
@@ -133,10 +136,9 @@ PendingFile::PendingFile(const std::string& path, const void* data, size_t size,
                                "' left as it was): ", reason(err)));
   };
   // Held (through a second descriptor, as the first is closed and checked below) until the
-  // file is renamed or removed: Note [Stale temporary files].
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) fail("locking the temporary file of", errno);
-  lock_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (lock_ < 0) fail("locking the temporary file of", errno);
+  // file is renamed or removed: Note [Stale temporary files]. Best effort: a filesystem
+  // without flock still saves, its stale files judged by the pid alone.
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) lock_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   // A replaced file keeps its permission bits (a private 0600 file stays private; no
   // set-id bits); a new one gets 0666 less the umask, as open() made it.
   struct stat old {};
