@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -372,15 +373,30 @@ ModulePtr build_model(const tensor::Json& document, const std::string& what) {
 // A failure while writing leaves both old files as they were. (Between the two renames a
 // crash leaves new weights beside the old structure; the structure names every tensor's
 // shape, so loading such a pair fails with the mismatches listed rather than loading wrong
-// numbers.)
+// numbers.) When the structure's rename fails after the weights' succeeded, the error says
+// which file is new and which is old.
 void save_model(Module& net, const std::string& path) {
   const std::string base = stem(path);
+  const std::string jsonFile = base + ".json", weightsFile = base + ".safetensors";
   const std::string text = describe_model(net).dump(2) + "\n";  // checks every type first
   const std::vector<uint8_t> bytes = tensor::serialize_safetensors(net.stateDict(), metadata());
-  tensor::PendingFile weights(base + ".safetensors", bytes.data(), bytes.size(), "nn::save_model");
-  tensor::PendingFile structure(base + ".json", text.data(), text.size(), "nn::save_model");
-  weights.commit();
-  structure.commit();
+  tensor::PendingFile weights(weightsFile, bytes.data(), bytes.size(), "nn::save_model");
+  tensor::PendingFile structure(jsonFile, text.data(), text.size(), "nn::save_model");
+  std::exception_ptr unsynced;  // the weights were renamed, but their directory not synced
+  try {
+    weights.commit();
+  } catch (const Error&) {
+    if (!weights.committed()) throw;  // nothing replaced: both files as they were
+    unsynced = std::current_exception();
+  }
+  try {
+    structure.commit();
+  } catch (const Error& e) {
+    if (structure.committed()) throw;
+    throw Error("nn::save_model: '" + weightsFile + "' holds the new weights, but '" + jsonFile +
+                "' still holds the old structure (the pair will not load until a save succeeds): " + e.what());
+  }
+  if (unsynced) std::rethrow_exception(unsynced);
 }
 
 namespace {

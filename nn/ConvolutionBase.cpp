@@ -210,6 +210,17 @@ Shape ConvolutionBase::outputSizes(const ConvSpec& s, const Shape& input, const 
                 ") after padding for a " + geometry + ", got " + tensor::shape_str(input) + ": padded size " +
                 join(head(padded, s.nd), "x") + " gives output size " + join(head(sizes, s.nd), "x") + ", too small");
   }
+  // Each size fits, but the output as a whole may not (huge padding or strides): said here,
+  // with the geometry, rather than by tensor::empty, which knows neither the module nor the input.
+  int64_t bytes = static_cast<int64_t>(tensor::itemsize(weight.defined() ? weight.dtype() : tensor::DType::Float32));
+  for (int64_t d : out) fits = fits && !__builtin_mul_overflow(bytes, std::max<int64_t>(d, 1), &bytes);
+  if (!fits) {
+    throw Error(at() + "expected an output whose size in bytes fits in int64, got " + tensor::shape_str(out) +
+                " for input " + tensor::shape_str(input) + " with kernel " + join(used(s.k, s.nd), "x") + ", stride " +
+                join(used(s.stride, s.nd), "x") + ", padding " + join(used(s.pad, s.nd), "x") +
+                (transposed_ ? ", adj " + join(used(s.adj, s.nd), "x") : "") + " and dilation " +
+                join(used(s.dilation, s.nd), "x"));
+  }
   return out;
 }
 

@@ -1,27 +1,57 @@
-// Args.h: the samples' command-line parsing: flags with values, checked ranges and choices;
-// anything wrong prints the problem and the usage text and exits with status 2.
+// Args.h: the samples' command-line parsing: flags with values (`--epochs 3` or
+// `--epochs=3`), checked ranges and choices. Anything wrong prints the problem on one line
+// and a hint to --help, then exits with status 2; --help prints the usage and exits 0.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace samples {
 
 class Args {
  public:
-  Args(int argc, char** argv, const char* usage) : argc_(argc), argv_(argv), usage_(usage) {}
+  Args(int argc, char** argv, std::string usage) : argc_(argc), argv_(argv), usage_(std::move(usage)) {
+    const std::string path = argc > 0 && argv[0] ? argv[0] : "sample";
+    program_ = path.substr(path.rfind('/') + 1);
+  }
 
-  bool more() const { return next_ < argc_; }
-  std::string flag() { return argv_[next_++]; }
+  const std::string& program() const { return program_; }
+
+  // Whether a flag is left. A `--flag=value` whose flag took no value is refused here.
+  bool more() {
+    refuse_unused_value();
+    return next_ < argc_;
+  }
+
+  // The next flag's name; `--name=value` gives "--name" and keeps the value for value().
+  std::string flag() {
+    refuse_unused_value();
+    std::string f = argv_[next_++];
+    inline_.reset();
+    const size_t eq = f.find('=');
+    if (f.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_ = f.substr(eq + 1);
+      f.resize(eq);
+    }
+    current_ = f;
+    return f;
+  }
 
   std::string value(const std::string& flag) {
+    if (inline_) {
+      std::string v = std::move(*inline_);
+      inline_.reset();
+      return v;
+    }
     if (next_ >= argc_) fail(flag + " needs a value");
     return argv_[next_++];
   }
@@ -42,7 +72,7 @@ class Args {
     char* end = nullptr;
     const double x = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || !(x >= lo && x <= hi)) {
-      fail(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
+      fail(flag + " expects a number in [" + shortest(lo) + ", " + shortest(hi) + "], got '" + v + "'");
     }
     return x;
   }
@@ -68,21 +98,36 @@ class Args {
     ::unlink(probe.c_str());
   }
 
+  // The problem on one line, then where the options are listed (the usage would bury it).
   [[noreturn]] void fail(const std::string& message) const {
-    std::fprintf(stderr, "%s: %s\n%s", argv_[0], message.c_str(), usage_);
+    std::fprintf(stderr, "%s: %s\nTry '%s --help' for the options.\n", program_.c_str(), message.c_str(),
+                 program_.c_str());
     std::exit(2);
   }
 
   [[noreturn]] void usage(int status) const {
-    std::fputs(usage_, status == 0 ? stdout : stderr);
+    std::fputs(usage_.c_str(), status == 0 ? stdout : stderr);
     std::exit(status);
   }
 
  private:
+  void refuse_unused_value() {
+    if (inline_) fail(current_ + " takes no value, got '" + current_ + "=" + *inline_ + "'");
+  }
+
+  // 1e-08 rather than 0.000000 (std::to_string's fixed six decimals)
+  static std::string shortest(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+  }
+
   int argc_;
   char** argv_;
-  const char* usage_;
+  std::string usage_, program_;
   int next_ = 1;
+  std::string current_;
+  std::optional<std::string> inline_;  // the value of the last --flag=value, until taken
 };
 
 }  // namespace samples

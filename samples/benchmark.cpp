@@ -54,7 +54,7 @@ using tensor::Tensor;
 namespace {
 
 struct Options {
-  std::string backend = "cudnn";
+  std::string backend;  // empty: cudnn where a GPU is visible, else nn
   std::vector<std::string> nets = samples::benchmark_names();
   int64_t batch = 0;  // 0: each benchmark's own
   int64_t iterations = 20;
@@ -72,10 +72,7 @@ struct Options {
   bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
 };
 
-const char* kUsage =
-    "usage: convnet_benchmark [options]\n"
-    "  --backend B       cudnn (default; converts and runs on the GPU) or nn (CPU)\n"
-    "  --nets LIST       comma-separated: L1,L2,L3,L4,L5,alexnet,vgg11,resnet50,lstm or all (default)\n"
+const char* kOptions =
     "  --batch N         override every benchmark's batch size\n"
     "  --iterations N    timed iterations per measurement (default 20; the median is reported)\n"
     "  --warmup N        untimed iterations first (default 5)\n"
@@ -101,6 +98,16 @@ const char* kUsage =
     "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
     "                    the cudnn layers then compute and keep that layout\n";
 
+std::string usage() {
+  std::string nets;
+  for (const auto& n : samples::benchmark_names()) nets += (nets.empty() ? "" : ",") + n;
+  return "usage: convnet_benchmark [options]\n"
+         "  --backend B       cudnn (converts and runs on the GPU; the default where one is visible)\n"
+         "                    or nn (CPU; the default without a GPU)\n"
+         "  --nets LIST       comma-separated: " +
+         nets + " or all (default)\n" + kOptions;
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -112,7 +119,7 @@ std::vector<std::string> split(const std::string& s) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  samples::Args args(argc, argv, kUsage);
+  samples::Args args(argc, argv, usage());
   while (args.more()) {
     const std::string flag = args.flag();
     if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
@@ -141,10 +148,23 @@ Options parse(int argc, char** argv) {
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
-  if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + " needs --backend cudnn");
-  if (o.backend == "nn" && o.fuse) args.fail("--fuse needs --backend cudnn");
-  if (o.backend == "nn" && o.channels_last) args.fail("--channels-last needs --backend cudnn");
-  if (o.graph && (o.backend == "nn" || !o.step)) args.fail("--graph needs --backend cudnn and --step");
+  // No --backend: cudnn where a GPU is visible, else nn (said, and a cudnn-only flag is refused
+  // naming the missing GPU rather than a --backend the user never passed).
+  const bool gpu = tensor::cuda::is_available(), picked = o.backend.empty();
+  if (picked) o.backend = gpu || o.data_parallel ? "cudnn" : "nn";
+  if (!picked && o.backend == "cudnn" && !gpu && !o.data_parallel) {
+    args.fail("--backend cudnn needs a CUDA device, and none is visible (--backend nn times the CPU)");
+  }
+  const std::string needs =
+      picked ? " needs a GPU (the cudnn backend), and no CUDA device is visible" : " needs --backend cudnn";
+  if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + needs);
+  if (o.backend == "nn" && o.fuse) args.fail("--fuse" + needs);
+  if (o.backend == "nn" && o.channels_last) args.fail("--channels-last" + needs);
+  if (o.backend == "nn" && o.graph) args.fail("--graph" + needs);
+  if (o.graph && !o.step) args.fail("--graph needs --step");
+  if (picked && o.backend == "nn") {
+    std::printf("no CUDA device visible: timing the nn backend on the CPU (--backend nn)\n");
+  }
   return o;
 }
 

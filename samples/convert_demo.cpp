@@ -2,15 +2,24 @@
 // convert it to cudnn (all of it, then with the ReLU excluded), print it again, and check
 // that nn and cudnn compute the same output. Needs a GPU for the cudnn half.
 #include <cstdio>
+#include <string>
 
 #include "convert/Convert.h"
+#include "samples/Args.h"
 #include "samples/Networks.h"
 #include "tensor/Cuda.h"
 
-int main(int argc, char**) {
-  if (argc > 1) {
-    std::fprintf(stderr, "usage: convert_demo (no options)\n");
-    return 2;
+int main(int argc, char** argv) {
+  samples::Args args(argc, argv,
+                     "usage: convert_demo\n"
+                     "  Builds the README's network, prints it, converts it to cudnn (all of it, then\n"
+                     "  with the ReLU excluded) and back, and checks that the outputs agree. Needs a\n"
+                     "  GPU for the cudnn half; without one it prints the network and exits 0.\n"
+                     "  --help            this text\n");
+  while (args.more()) {
+    const std::string flag = args.flag();
+    if (flag == "--help" || flag == "-h") args.usage(0);
+    args.fail("unknown option " + flag + " (convert_demo takes none)");
   }
   try {
     tensor::manual_seed(1);

@@ -114,6 +114,21 @@ Options parse(int argc, char** argv) {
   }
   if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : o.model == "vit" ? 64 : 256;
   if (o.gpus > 0 || launched()) o.backend = "cudnn";
+  // the devices asked for, before any data is read: the real cause, at once
+  const int visible = tensor::cuda::device_count();
+#ifndef CUDNN_NN_HAVE_NCCL
+  if (o.gpus > 0) args.fail("--gpus needs a build with NCCL (data parallel training), and this one has none");
+#endif
+  if (o.gpus > visible) {
+    args.fail("--gpus " + std::to_string(o.gpus) + " needs " + std::to_string(o.gpus) + " CUDA device" +
+              (o.gpus == 1 ? "" : "s") + ", and " +
+              (visible == 0 ? "none is" : "only " + std::to_string(visible) + (visible == 1 ? " is" : " are")) +
+              " visible");
+  }
+  if (o.backend == "cudnn" && visible == 0) {
+    args.fail(launched() ? "a process started by a launcher trains on its own GPU, and no CUDA device is visible"
+                         : "--backend cudnn needs a CUDA device, and none is visible (--backend nn trains on the CPU)");
+  }
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   return o;
 }

@@ -3,7 +3,9 @@
 // created exclusively, so concurrent saves never share one), is checked through the last
 // close, fsynced, and only then renamed over the target; the directory is fsynced after the
 // rename. Any failure removes the temporary file and leaves the previous target untouched.
-// POSIX only (Linux, macOS).
+// The new file keeps the permission bits of the file it replaces (a new target gets 0666
+// less the umask). A temporary file left by a killed writer is removed by the next write
+// of the same target (Note [Stale temporary files] in FileIO.cpp). POSIX only (Linux, macOS).
 #pragma once
 
 #include <cstddef>
@@ -28,10 +30,16 @@ class PendingFile {
 
   // Renames the temporary file over `path`, then fsyncs the directory.
   void commit();
+  // Whether the rename happened (commit() may still throw after it, when the directory
+  // cannot be synced).
+  bool committed() const { return committed_; }
   const std::string& temp_path() const { return tmp_; }
 
  private:
+  void release();
+
   std::string path_, tmp_, who_;
+  int lock_ = -1;  // a descriptor of the temporary file holding its flock
   bool committed_ = false;
 };
 

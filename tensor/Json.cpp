@@ -4,6 +4,7 @@
 // which keeps the key order, and dumps that.
 #include "tensor/Json.h"
 
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -158,15 +159,36 @@ class Builder {
   Json root_;
 };
 
+// A NaN or infinity found by to_nlohmann: each enclosing array and object adds its index or
+// key on the way out, so the error names where the value is (no path is built otherwise).
+struct NonFinite {
+  double value;
+  std::string path;  // ".config.eps", "[3]"; empty at the top
+};
+
+std::string number_name(double d) { return std::isnan(d) ? "NaN" : d > 0 ? "inf" : "-inf"; }
+
 ordered_json to_nlohmann(const Json& v) {
   switch (v.kind()) {
     case Json::Kind::Null: return nullptr;
     case Json::Kind::Bool: return v.as_bool();
-    case Json::Kind::Number: return v.is_integer() ? ordered_json(v.as_int()) : ordered_json(v.as_number());
+    case Json::Kind::Number:
+      if (v.is_integer()) return ordered_json(v.as_int());
+      // nlohmann would write null, which reads back as something else
+      if (!std::isfinite(v.as_number())) throw NonFinite{v.as_number(), ""};
+      return ordered_json(v.as_number());
     case Json::Kind::String: return v.as_string();
     case Json::Kind::Array: {
       ordered_json a = ordered_json::array();
-      for (const Json& item : v.as_array()) a.push_back(to_nlohmann(item));
+      const Json::Array& items = v.as_array();
+      for (size_t i = 0; i < items.size(); ++i) {
+        try {
+          a.push_back(to_nlohmann(items[i]));
+        } catch (NonFinite& e) {
+          e.path = "[" + std::to_string(i) + "]" + e.path;
+          throw;
+        }
+      }
       return a;
     }
     case Json::Kind::Object: {
@@ -178,7 +200,12 @@ ordered_json to_nlohmann(const Json& v) {
       std::unordered_set<std::string_view> seen;
       for (const auto& [key, item] : v.as_object()) {
         TENSOR_CHECK(seen.insert(key).second, "Json::dump: duplicate key '", key, "' in an object");
-        pairs.emplace_back(key, to_nlohmann(item));
+        try {
+          pairs.emplace_back(key, to_nlohmann(item));
+        } catch (NonFinite& e) {
+          e.path = "." + key + e.path;
+          throw;
+        }
       }
       return o;
     }
@@ -259,6 +286,10 @@ std::string Json::dump(int indent) const {
     return to_nlohmann(*this).dump(indent, ' ', false, ordered_json::error_handler_t::strict);
   } catch (const nlohmann::json::exception& e) {  // a string that is not UTF-8
     throw Error("Json::dump: " + reason(e));
+  } catch (const NonFinite& e) {
+    const std::string at = e.path.empty() ? "the value" : e.path[0] == '.' ? e.path.substr(1) : e.path;
+    throw Error("Json::dump: expected finite numbers (JSON has no NaN or infinity), got " + number_name(e.value) +
+                " at " + at);
   }
 }
 

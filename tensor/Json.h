@@ -58,8 +58,9 @@ class Json {
   Json& push(Json value);
 
   // -1: compact. Numbers round-trip exactly (integers as int64, others in the shortest
-  // form that reads back as the same double, with a '.' or an exponent); NaN and +-inf
-  // are written as null. Throws when a string is not valid UTF-8.
+  // form that reads back as the same double, with a '.' or an exponent). Throws when a
+  // number is NaN or +-inf (JSON has none; writing null would read back as another value),
+  // naming where it is ("model.config.eps", "[2]"), and when a string is not valid UTF-8.
   std::string dump(int indent = -1) const;
   static Json parse(std::string_view text, const std::string& what = "JSON");
 

@@ -127,6 +127,18 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
   return out;
 }
 
+// tensor::empty's size check of an operation's result, with an error that names the
+// operation and its operands' shapes, not only "tensor::empty".
+void check_result(const Shape& shape, DType dtype, const char* name, const Shape& a, const Shape& b) {
+  try {
+    shape_nbytes(shape, dtype, name);
+  } catch (const Error&) {
+    const std::string op = detail::concat(name, ": the result of ", shape_str(a), " and ", shape_str(b));
+    shape_nbytes(shape, dtype, op.c_str());  // throws again, saying why
+    throw;
+  }
+}
+
 Tensor binary_op(Binary op, const Tensor& a, const Tensor& b, double alpha, const char* name) {
   check_defined(a, name);
   check_defined(b, name);
@@ -136,6 +148,7 @@ Tensor binary_op(Binary op, const Tensor& a, const Tensor& b, double alpha, cons
   const bool is_cmp = op >= Binary::Eq;
   // the result takes the layout of an operand of its shape (a channels-last one stays so)
   const MemoryFormat format = suggest_memory_format(a.sizes() == shape ? a : b.sizes() == shape ? b : Tensor());
+  check_result(shape, is_cmp ? DType::UInt8 : a.dtype(), name, a.sizes(), b.sizes());
   Tensor out = empty(shape, is_cmp ? DType::UInt8 : a.dtype(), a.device(), format);
   kernels::backend_for(a).binary(op, a.expand(shape), b.expand(shape), out, alpha);
   return out;
@@ -420,7 +433,14 @@ Tensor Tensor::expand(const Shape& shape) const {
                  " to ", shape_str(shape));
     strides[i] = own == shape[i] ? strides_[i - lead] : 0;
   }
-  return Tensor(storage_, offset_, shape, strides, dtype_);
+  try {
+    return Tensor(storage_, offset_, shape, strides, dtype_);
+  } catch (const Error&) {  // the view's own check names tensor::Tensor, not the expand
+    const std::string op =
+        detail::concat("Tensor::expand: cannot expand ", shape_str(sizes_), " to ", shape_str(shape));
+    shape_nbytes(shape, dtype_, op.c_str());  // throws again, saying why
+    throw;
+  }
 }
 
 Tensor Tensor::contiguous() const {

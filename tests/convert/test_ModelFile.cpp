@@ -3,6 +3,8 @@
 // and running statistics; mismatches and malformed files get errors that say what is wrong;
 // a hand-written cudnn model loads without a GPU; PyTorch's weights give PyTorch's outputs.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -763,4 +765,51 @@ TEST_CASE("weights written by PyTorch give PyTorch's outputs") {
   ModulePtr loaded = nn::load_model(tmp / "lenet");
   CHECK_FALSE(loaded->isTraining());
   CHECK(max_abs_diff(loaded->forward(io.tensors.at("input")), expected) < 1e-5);
+}
+
+// Saving over an existing pair: the files keep their permissions (a private 0600 model stays
+// private), new ones follow the umask; a temporary file left by a killed save is removed by
+// the next save of that model; a structure rename that fails after the weights' rename says
+// which file is new and which old.
+TEST_CASE("save_model keeps the replaced files' modes, removes stale temporaries, names a half-done save") {
+  TempDir tmp;
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(3, 2));
+  const std::string base = tmp / "m";
+  auto mode = [](const std::string& file) { return fs::status(file).permissions() & fs::perms::all; };
+
+  const mode_t umask_before = ::umask(027);
+  nn::save_model(*net, base);
+  ::umask(022);
+  CHECK(mode(base + ".json") == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+  fs::permissions(base + ".json", fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(base + ".safetensors", fs::perms::owner_read | fs::perms::owner_write);
+  nn::save_model(*net, base);
+  ::umask(umask_before);
+  CHECK(mode(base + ".json") == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(mode(base + ".safetensors") == (fs::perms::owner_read | fs::perms::owner_write));
+
+  // a save killed mid-write left <name>.tmp.<pid>.<n>: a dead writer's goes, a live one's stays
+  const pid_t dead = ::fork();
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = base + ".safetensors.tmp." + std::to_string(dead) + ".0";
+  const std::string live = base + ".json.tmp." + std::to_string(::getppid()) + ".7";
+  write_file(stale, "partial");
+  write_file(live, "partial");
+  nn::save_model(*net, base);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  fs::remove(live);
+
+  // the weights are renamed first; a directory where the structure goes stops its rename
+  fs::remove(base + ".json");
+  fs::create_directory(base + ".json");
+  const std::string half = "nn::save_model: '" + base + ".safetensors' holds the new weights, but '" + base +
+                           ".json' still holds the old structure (the pair will not load until a save succeeds): " +
+                           "nn::save_model: cannot rename '" + base + ".json.tmp.";
+  CHECK_THROWS_WITH_AS(nn::save_model(*net, base), doctest::Contains(half.c_str()), Error);
+  CHECK(fs::is_directory(base + ".json"));
+  CHECK(fs::is_regular_file(base + ".safetensors"));
 }

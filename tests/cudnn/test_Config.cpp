@@ -3,6 +3,7 @@
 
 #include <cudnn.h>
 
+#include "cudnn/Config.h"  // the old path forwards to cudnn/core/Config.h (kept for a release)
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Layout.h"
 #include "tensor/DType.h"

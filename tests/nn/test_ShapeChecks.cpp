@@ -238,3 +238,20 @@ TEST_CASE("non-finite configuration values are refused at construction") {
   CHECK_NOTHROW(nn::ELU(0.5));
   CHECK_NOTHROW(nn::SpatialCrossMapLRN(5, 1e-4, 0.75, 2));
 }
+
+TEST_CASE("a convolution whose output sizes fit one by one but not together names itself and the shapes") {
+  // huge padding: each output side is 2^31 + 4, the output's bytes 2^64 and more
+  nn::SpatialConvolution padded(1, 1, 1, 1, 1, 1, int64_t{1} << 30, int64_t{1} << 30);
+  CHECK(error_of([&] {
+          padded.forward(zeros({1, 1, 4, 4}));
+        }) ==
+        "nn.SpatialConvolution::updateOutput: expected an output whose size in bytes fits in int64, got "
+        "[1 x 1 x 2147483652 x 2147483652] for input [1 x 1 x 4 x 4] with kernel 1x1, stride 1x1, padding "
+        "1073741824x1073741824 and dilation 1x1");
+  nn::SpatialFullConvolution strided(1, 1, 1, 1, int64_t{1} << 31, int64_t{1} << 31);
+  CHECK(has(error_of([&] {
+              strided.forward(zeros({2, 1, 4, 4}));
+            }),
+            "nn.SpatialFullConvolution::updateOutput: expected an output whose size in bytes fits in int64, got "
+            "[2 x 1 x 6442450945 x 6442450945] for input [2 x 1 x 4 x 4]"));
+}

@@ -4,7 +4,9 @@
 // parent path that is a regular file, and a writer killed at a random point.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -68,6 +70,15 @@ int in_child(F&& f) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The pid of a process that has exited and been reaped (not alive).
+pid_t in_child_pid() {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
 }
 
 }  // namespace
@@ -157,5 +168,57 @@ TEST_CASE("a writer killed at any point leaves a complete file, old or new") {
     CHECK(v.front() == v.back());
   }
   // a killed process cannot remove its temporary file; the names say whose it was
-  for (const auto& name : dir.others({"w.safetensors"})) CHECK(name.find("w.safetensors.tmp.") == 0);
+  const auto left = dir.others({"w.safetensors"});
+  for (const auto& name : left) CHECK(name.find("w.safetensors.tmp.") == 0);
+  // the next save of the file removes them: their writer is dead and holds no lock
+  save_safetensors(file, weights(4, 1.0));
+  CHECK(dir.others({"w.safetensors"}).empty());
+}
+
+TEST_CASE("stale temporary files: only a dead writer's, of the same target, are removed") {
+  TempDir dir;
+  const std::string file = dir / "w.bin";
+  const pid_t dead = in_child_pid();
+  auto temp = [&](const std::string& target, pid_t pid, int n) {
+    return target + ".tmp." + std::to_string(pid) + "." + std::to_string(n);
+  };
+  const std::string stale = temp(file, dead, 3), mine = temp(file, ::getpid(), 999),
+                    parent = temp(file, ::getppid(), 0), other = temp(dir / "v.bin", dead, 0),
+                    odd = file + ".tmp." + std::to_string(dead) + ".x";
+  for (const auto& f : {stale, mine, parent, other, odd}) std::ofstream(f) << "partial";
+  // a writer alive in another pid namespace or host: its pid means nothing here, its lock does
+  const std::string locked = temp(file, dead, 4);
+  std::ofstream(locked) << "partial";
+  const int fd = ::open(locked.c_str(), O_RDONLY);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  write_file_atomic(file, "new", 3, "test");
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(mine));    // this process's: another thread may be saving
+  CHECK(fs::exists(parent));  // a live process's
+  CHECK(fs::exists(other));   // another target's
+  CHECK(fs::exists(odd));     // not a name a writer makes
+  CHECK(fs::exists(locked));
+  ::close(fd);
+  write_file_atomic(file, "new", 3, "test");
+  CHECK_FALSE(fs::exists(locked));
+}
+
+TEST_CASE("a replaced file keeps its permissions; a new file follows the umask") {
+  TempDir dir;
+  const std::string file = dir / "private.bin", fresh = dir / "fresh.bin";
+  const auto rw = fs::perms::owner_read | fs::perms::owner_write;
+  const mode_t before = ::umask(022);
+  write_file_atomic(file, "a", 1, "test");
+  CHECK((fs::status(file).permissions() & fs::perms::all) == (rw | fs::perms::group_read | fs::perms::others_read));
+  fs::permissions(file, rw);
+  write_file_atomic(file, "b", 1, "test");
+  CHECK((fs::status(file).permissions() & fs::perms::all) == rw);
+  fs::permissions(file, rw | fs::perms::group_read | fs::perms::group_write);
+  write_file_atomic(file, "c", 1, "test");  // wider than the umask allows: kept too
+  CHECK((fs::status(file).permissions() & fs::perms::all) == (rw | fs::perms::group_read | fs::perms::group_write));
+  ::umask(077);
+  write_file_atomic(fresh, "d", 1, "test");
+  ::umask(before);
+  CHECK((fs::status(fresh).permissions() & fs::perms::all) == rw);
+  CHECK(read_file(file, "test") == std::vector<uint8_t>{'c'});
 }

@@ -91,8 +91,24 @@ TEST_CASE("numbers round-trip exactly: int64 as integers, doubles bit for bit") 
   }
   CHECK(Json(-0.0).dump() == "-0.0");
   CHECK(std::signbit(Json::parse("-0.0").as_number()));
-  CHECK(Json(std::nan("")).dump() == "null");  // JSON has no NaN or infinity
-  CHECK(Json(-INFINITY).dump() == "null");
+}
+
+TEST_CASE("dump refuses NaN and infinity, naming where they are") {
+  // JSON has neither: writing null would read back as another value
+  CHECK_THROWS_WITH_AS(Json(std::nan("")).dump(),
+                       "Json::dump: expected finite numbers (JSON has no NaN or infinity), got NaN at the value",
+                       Error);
+  Json doc;
+  doc.set("name", Json("x"));
+  Json config;
+  config.set("sizes", Json(Json::Array{Json(1), Json(2.5), Json(-INFINITY)}));
+  doc.set("config", config);
+  CHECK_THROWS_WITH_AS(doc.dump(2),
+                       "Json::dump: expected finite numbers (JSON has no NaN or infinity), got -inf at config.sizes[2]",
+                       Error);
+  CHECK_THROWS_WITH_AS(Json(Json::Array{Json(Json::Object{{"k", Json(INFINITY)}})}).dump(),
+                       doctest::Contains("got inf at [0].k"), Error);
+  CHECK(Json(Json::Array{Json(1.5), Json(int64_t{-3})}).dump() == "[1.5,-3]");  // finite ones are written
 }
 
 TEST_CASE("refuses numbers it cannot hold, naming the text") {

@@ -49,6 +49,17 @@ TEST_CASE("views, reshapes and expands into overflowing or negative shapes are r
   const Tensor one = ones({1});
   CHECK(has(error_of([&] { (void)one.expand({k40, k40}); }), "[1099511627776 x 1099511627776]"));
   CHECK(has(error_of([&] { (void)one.expand({-5}); }), "negative size"));
+  // the errors name the operation and both shapes, not only the view's constructor
+  CHECK(error_of([&] {
+          (void)ones({2, 1}).expand({2, k62});
+        }) ==
+        "Tensor::expand: cannot expand [2 x 1] to [2 x 4611686018427387904]: invalid shape [2 x 4611686018427387904] "
+        "for float32: its size in bytes overflows int64");
+  // broadcasting two views that fit into a result that does not: the operation is named
+  const Tensor column = ones({1, 1}).expand({k32, 1}), row = ones({1, 1}).expand({1, k32});
+  CHECK(error_of([&] { (void)column.add(row); }) ==
+        "Tensor::add: the result of [4294967296 x 1] and [1 x 4294967296]: invalid shape [4294967296 x 4294967296] "
+        "for float32: its size in bytes overflows int64");
   const Tensor none = zeros({0});
   CHECK(has(error_of([&] { (void)none.view({0, k62, k62}); }), "overflows int64"));
   CHECK(has(error_of([&] { (void)none.reshape({k62, k62, 0}); }), "overflows int64"));
