@@ -17,10 +17,21 @@ DistributedSampler::DistributedSampler(int64_t size, int worldSize, int rank, bo
                                                "and 0 <= rank < world size, got size ", size, ", world size ",
                                                worldSize, ", rank ", rank));
   }
-  numSamples_ = dropLast ? size / worldSize : (size + worldSize - 1) / worldSize;
+  // Note [Sampler sizes]: the size comes from the user (a data set's length), so nothing
+  // here may overflow int64: (size + worldSize - 1) / worldSize does for size near INT64_MAX.
+  // Rounding up is division plus a carry; positions are taken in uint64 (below).
+  numSamples_ = size / worldSize + (!dropLast && size % worldSize != 0 ? 1 : 0);
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
+  // The whole permutation is held in memory: refuse, by name, a size whose bytes overflow
+  // (checked as tensor's sizes are, Note [Checked sizes] in tensor/DType.cpp).
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(size_, static_cast<int64_t>(sizeof(int64_t)), &bytes)) {
+    throw tensor::Error(tensor::detail::concat("cudnn::dist::DistributedSampler::indices: expected a data set whose ",
+                                               "indices fit in memory, got size ", size_,
+                                               " (its permutation's size in bytes overflows int64)"));
+  }
   std::vector<int64_t> order(static_cast<size_t>(size_));
   std::iota(order.begin(), order.end(), int64_t(0));
   if (shuffle_) {
@@ -30,8 +41,9 @@ std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(numSamples_));
   for (int64_t k = 0; k < numSamples_; ++k) {
-    const int64_t pos = k * worldSize_ + rank_;  // below numSamples * worldSize: padded by wrapping
-    mine.push_back(order[static_cast<size_t>(pos % size_)]);
+    // Below numSamples * worldSize <= size + worldSize - 1 < 2^64: padded by wrapping around.
+    const uint64_t pos = static_cast<uint64_t>(k) * static_cast<uint64_t>(worldSize_) + static_cast<uint64_t>(rank_);
+    mine.push_back(order[static_cast<size_t>(pos % static_cast<uint64_t>(size_))]);
   }
   return mine;
 }

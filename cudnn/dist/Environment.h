@@ -18,19 +18,31 @@ struct WorldInfo {
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
   std::string source = "defaults (a single process)";  // "torchrun", "Open MPI", ...
+  // CUDNN_NN_DIST_TOKEN: a secret every rank shares; a peer must prove it knows it before the
+  // rendezvous gives it anything (Note [Rendezvous protocol]). "": none asked. Never printed.
+  std::string token;
   std::string str() const;  // "rank 1 of 4 (local 1 of 2), rendezvous 10.0.0.1:29500, from torchrun"
 };
 
-// Reads the process environment. Throws tensor::Error naming the variable and its value when
-// one is malformed or out of range (RANK=4 with WORLD_SIZE=4), or when a multi-host job lacks
-// MASTER_ADDR.
+// Reads the process environment. Throws tensor::Error naming the variables and their values
+// when one is malformed or out of range (RANK=4 with WORLD_SIZE=4, LOCAL_WORLD_SIZE above
+// WORLD_SIZE), when Open MPI's size comes without its rank, when torchrun's and Open MPI's
+// variables are both set and disagree, or when a multi-host job lacks MASTER_ADDR.
 WorldInfo world_from_environment();
 // The same, from any lookup (nullptr for unset): what the tests call.
 WorldInfo world_from(const std::function<const char*(const char*)>& getenv);
 
 // Seconds every blocking step of cudnn::dist may take before it gives up with an error: the
 // rendezvous, communicator creation, and each wait for a collective. CUDNN_NN_DIST_TIMEOUT
-// (seconds, > 0) or `fallback`.
+// (seconds, finite, in (0, kMaxTimeoutSeconds]) or `fallback`.
 double timeout_from_environment(double fallback = 300);
+
+// Note [Timeouts are bounded]: a deadline is now + timeout in the clock's int64 nanoseconds;
+// inf, 1e10 or 1e300 seconds would overflow that conversion into a deadline in the past, so
+// a wait would end at once. Timeouts are finite, > 0 and at most about 116 days.
+constexpr double kMaxTimeoutSeconds = 1e7;
+// `seconds` itself when it is such a timeout; else throws tensor::Error naming `what` (the
+// variable or argument) and the value.
+double checked_timeout(double seconds, const std::string& what);
 
 }  // namespace cudnn::dist

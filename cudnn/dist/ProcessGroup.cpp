@@ -90,6 +90,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, double timeoutSeconds) {
+  checked_timeout(timeoutSeconds, tensor::detail::concat("ProcessGroup::create's timeoutSeconds=", timeoutSeconds));
   std::shared_ptr<ProcessGroup> g(new ProcessGroup());
   g->world_ = world;
   g->timeout_ = timeoutSeconds;
@@ -209,7 +210,7 @@ void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) cons
 std::string ProcessGroup::trouble() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   // A lost peer first: it names the rank, where NCCL's own error (a closed socket) may not.
-  std::string lost = rendezvous_ ? rendezvous_->lostPeer() : std::string();
+  std::string lost = rendezvous_ ? rendezvous_->lostPeer().str() : std::string();
   if (!lost.empty() || !comm_) return lost;
   ncclResult_t state = ncclSuccess;
   const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
@@ -222,7 +223,7 @@ std::string ProcessGroup::trouble() {
   const auto until = Clock::now() + std::chrono::seconds(1);
   while (lost.empty() && rendezvous_ && Clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    lost = rendezvous_->lostPeer();
+    lost = rendezvous_->lostPeer().str();
   }
   return lost.empty() ? why : why + " (" + lost + ")";
 }
@@ -241,7 +242,7 @@ void ProcessGroup::settle(const std::string& what) {
            (last && last[0] ? std::string(": ") + last : ""));
     }
     if (polls % 64 == 0) {
-      if (const std::string t = rendezvous_ ? rendezvous_->lostPeer() : ""; !t.empty()) fail(what + ": " + t);
+      if (const std::string t = rendezvous_ ? rendezvous_->lostPeer().str() : ""; !t.empty()) fail(what + ": " + t);
       if (Clock::now() > deadline) fail(what + ": timed out after " + std::to_string(timeout_) + " s");
     }
     backoff.pause();
@@ -268,8 +269,8 @@ void ProcessGroup::allReduce(void* data, int64_t count, tensor::DType dtype, Red
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkUsable("allReduce");
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op), comm_,
-                                       static_cast<cudaStream_t>(stream)));
+  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op),
+                                       comm_, static_cast<cudaStream_t>(stream)));
   settle("allReduce");
   renewExitHook();
 }
@@ -282,8 +283,8 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
                         "), got " + std::to_string(root));
   }
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), detail::nccl_type(t.dtype()),
-                                       root, comm_, static_cast<cudaStream_t>(stream)));
+  NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()),
+                                       detail::nccl_type(t.dtype()), root, comm_, static_cast<cudaStream_t>(stream)));
   settle("broadcast");
   renewExitHook();
 }

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (exitRank >= 0) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (std::chrono::steady_clock::now() < deadline) {
-        const std::string lost = rv->lostPeer();
+        const std::string lost = rv->lostPeer().str();
         if (!lost.empty()) {
           std::fprintf(stderr, "rank %d: %s\n", world.rank, lost.c_str());
           rv->abort(lost);
