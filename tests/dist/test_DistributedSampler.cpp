@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <set>
 
-#include "cudnn/dist/DistributedSampler.h"
+#include "distributed/DistributedSampler.h"
 #include "tests/support/ErrorText.h"
 
-using cudnn::dist::DistributedSampler;
+using dist::DistributedSampler;
 
 TEST_CASE("sampler: shares are equally long, disjoint but for the padding, and cover the data set") {
   for (int64_t size : {0, 1, 7, 10, 12, 101}) {

@@ -4,16 +4,16 @@
 #include <cstdlib>
 #include <map>
 
-#include "cudnn/dist/Environment.h"
+#include "distributed/Environment.h"
 #include "tests/support/ErrorText.h"
 
-using cudnn::dist::WorldInfo;
+using dist::WorldInfo;
 using testing::has;
 
 namespace {
 
 WorldInfo from(const std::map<std::string, std::string>& env) {
-  return cudnn::dist::world_from([&](const char* name) -> const char* {
+  return dist::world_from([&](const char* name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
@@ -124,7 +124,7 @@ TEST_CASE("environment: CUDNN_NN_DIST_TIMEOUT must be finite, > 0 and not absurd
     ::setenv("CUDNN_NN_DIST_TIMEOUT", v, 1);
     std::string out;
     try {
-      out = std::to_string(cudnn::dist::timeout_from_environment());
+      out = std::to_string(dist::timeout_from_environment());
     } catch (const tensor::Error& e) {
       out = e.what();
     }
@@ -141,6 +141,5 @@ TEST_CASE("environment: CUDNN_NN_DIST_TIMEOUT must be finite, > 0 and not absurd
   }
   CHECK(has(timeout_with("1e300"), "a deadline that far would overflow the clock"));
   CHECK(has(timeout_with("soon"), "expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got 'soon'"));
-  CHECK(has(testing::error_of([] { cudnn::dist::checked_timeout(1e10, "timeoutSeconds=1e10"); }),
-            "got timeoutSeconds=1e10"));
+  CHECK(has(testing::error_of([] { dist::checked_timeout(1e10, "timeoutSeconds=1e10"); }), "got timeoutSeconds=1e10"));
 }

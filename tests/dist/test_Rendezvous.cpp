@@ -9,12 +9,12 @@
 #include <chrono>
 #include <thread>
 
-#include "cudnn/dist/Rendezvous.h"
+#include "distributed/Rendezvous.h"
 #include "tests/dist/Ranks.h"
 #include "tests/support/ErrorText.h"
 
-using cudnn::dist::Rendezvous;
-using cudnn::dist::WorldInfo;
+using dist::Rendezvous;
+using dist::WorldInfo;
 using testing::has;
 
 namespace {
@@ -64,6 +64,8 @@ std::string raw_recv(int fd) {
   return body;
 }
 
+dist::DeviceIdentity gpu(const std::string& uuid) { return {uuid, uuid + " (cuda:0)"}; }
+
 std::string describe(const std::vector<testing::RankOutcome>& out) {
   std::string s;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -83,7 +85,7 @@ TEST_CASE("rendezvous: four ranks meet, get rank 0's payload (binary), and pass 
       [&](int r) {
         // Ranks start in reverse order: the others must retry until rank 0 listens.
         std::this_thread::sleep_for(std::chrono::milliseconds(100 * (3 - r)));
-        auto rv = Rendezvous::join(world(r, 4, port), "gpu" + std::to_string(r), r == 0 ? payload : "", 20);
+        auto rv = Rendezvous::join(world(r, 4, port), gpu("gpu" + std::to_string(r)), r == 0 ? payload : "", 20);
         rv->barrier(20);
         const std::string lost = rv->lostPeer().str();  // nobody leaves before all pass the next barrier
         rv->barrier(20);
@@ -99,7 +101,7 @@ TEST_CASE("rendezvous: four ranks meet, get rank 0's payload (binary), and pass 
 }
 
 TEST_CASE("rendezvous: world size 1 needs no peer and no port") {
-  auto rv = Rendezvous::join(world(0, 1, 1), "", "id", 1);
+  auto rv = Rendezvous::join(world(0, 1, 1), {}, "id", 1);
   CHECK(rv->payload() == "id");
   rv->barrier(1);
   CHECK_FALSE(rv->lostPeer().lost());
@@ -108,7 +110,7 @@ TEST_CASE("rendezvous: world size 1 needs no peer and no port") {
 TEST_CASE("rendezvous: an unreachable rank 0 is an error naming the address, after the timeout") {
   const int port = testing::free_port();
   const auto start = std::chrono::steady_clock::now();
-  const std::string e = testing::error_of([&] { Rendezvous::join(world(1, 2, port), "", "", 1.0); });
+  const std::string e = testing::error_of([&] { Rendezvous::join(world(1, 2, port), {}, "", 1.0); });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(e);
   CHECK(has(e, "127.0.0.1:" + std::to_string(port)));
@@ -121,7 +123,7 @@ TEST_CASE("rendezvous: an unreachable rank 0 is an error naming the address, aft
 TEST_CASE("rendezvous: an unresolvable MASTER_ADDR is named") {
   WorldInfo w = world(1, 2, 29500);
   w.masterAddr = "no-such-host.invalid";
-  const std::string e = testing::error_of([&] { Rendezvous::join(w, "", "", 1.0); });
+  const std::string e = testing::error_of([&] { Rendezvous::join(w, {}, "", 1.0); });
   CHECK(has(e, "cannot resolve MASTER_ADDR 'no-such-host.invalid'"));
 }
 
@@ -130,7 +132,7 @@ TEST_CASE("rendezvous: a rank that never arrives stops the others with an error 
   const auto out = testing::run_ranks(
       2,
       [&](int r) {  // ranks 0 and 1 of 3; rank 2 never comes
-        Rendezvous::join(world(r, 3, port), "", "id", 1.5);
+        Rendezvous::join(world(r, 3, port), {}, "id", 1.5);
         return std::string("(no error)");
       },
       30);
@@ -153,7 +155,7 @@ TEST_CASE("rendezvous: a world-size mismatch is an error on both sides, naming b
         [&](int r) {
           WorldInfo w = world(r, r == 0 ? 2 : 3, port);
           w.token = token;
-          Rendezvous::join(w, "", "id", 2);
+          Rendezvous::join(w, {}, "id", 2);
           return std::string("(no error)");
         },
         30);
@@ -184,7 +186,7 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
           std::this_thread::sleep_for(std::chrono::milliseconds(r == 2 ? 300 : 0));
           WorldInfo w = world(r == 0 ? 0 : 1, 3, port);
           w.token = token;
-          Rendezvous::join(w, "gpu" + std::to_string(r), "id", 2);
+          Rendezvous::join(w, gpu("gpu" + std::to_string(r)), "id", 2);
           return std::string("(no error)");
         },
         30);
@@ -204,7 +206,7 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
   auto out = testing::run_ranks(
       2,
       [&](int r) {  // one UUID, numbered differently by CUDA_VISIBLE_DEVICES
-        Rendezvous::join(world(r, 2, port2), "GPU-1234 (cuda:" + std::to_string(r) + ")", "id", 2);
+        Rendezvous::join(world(r, 2, port2), {"GPU-1234", "GPU-1234 (cuda:" + std::to_string(r) + ")"}, "id", 2);
         return std::string("(no error)");
       },
       30);
@@ -218,7 +220,8 @@ TEST_CASE("rendezvous: the same rank twice, and one GPU for two ranks, are error
   out = testing::run_ranks(
       2,
       [&](int r) {
-        Rendezvous::join(world(r, 2, port3), "GPU-" + std::to_string(r) + " (cuda:0)", "id", 10);
+        Rendezvous::join(world(r, 2, port3), {"GPU-" + std::to_string(r), "GPU-" + std::to_string(r) + " (cuda:0)"},
+                         "id", 10);
         return std::string("met");
       },
       30);
@@ -234,7 +237,7 @@ TEST_CASE("rendezvous: a port already taken is named") {
   a.sin_port = htons(static_cast<uint16_t>(port));
   REQUIRE(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   REQUIRE(::listen(s, 1) == 0);
-  const std::string e = testing::error_of([&] { Rendezvous::join(world(0, 2, port), "", "id", 1); });
+  const std::string e = testing::error_of([&] { Rendezvous::join(world(0, 2, port), {}, "id", 1); });
   ::close(s);
   CHECK(has(e, "cannot listen on 127.0.0.1 port " + std::to_string(port)));
   CHECK(has(e, "Address already in use"));
@@ -245,15 +248,15 @@ TEST_CASE("rendezvous: a rank that exits after the meeting is seen by rank 0, wh
   const auto out = testing::run_ranks(
       3,
       [&](int r) {
-        auto rv = Rendezvous::join(world(r, 3, port), "", "id", 20);
+        auto rv = Rendezvous::join(world(r, 3, port), {}, "id", 20);
         if (r == 2) ::_exit(7);  // dies without a word
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         std::string lost;
         while (lost.empty() && std::chrono::steady_clock::now() < deadline) {
-          const cudnn::dist::PeerStatus status = rv->lostPeer();
+          const dist::PeerStatus status = rv->lostPeer();
           lost = status.str();
           if (status.lost() && r == 0 &&
-              (status.state != cudnn::dist::PeerStatus::State::Exited || status.rank != 2 || !status.seenByRank0)) {
+              (status.state != dist::PeerStatus::State::Exited || status.rank != 2 || !status.seenByRank0)) {
             lost = "wrong status: " + lost;
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -275,7 +278,7 @@ TEST_CASE("rendezvous: a barrier that a rank never reaches fails within its time
   const auto out = testing::run_ranks(
       2,
       [&](int r) {
-        auto rv = Rendezvous::join(world(r, 2, port), "", "id", 20);
+        auto rv = Rendezvous::join(world(r, 2, port), {}, "id", 20);
         if (r == 1) {
           std::this_thread::sleep_for(std::chrono::seconds(3));  // late, but alive
           return std::string("late");
@@ -305,7 +308,7 @@ TEST_CASE("rendezvous: a silent connection does not hold rank 0; a foreign frame
             return std::string("stranger done");
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(r == 1 ? 500 : 0));
-          auto rv = Rendezvous::join(world(r, 2, port), "", "id", 20);
+          auto rv = Rendezvous::join(world(r, 2, port), {}, "id", 20);
           return rv->payload() == "id" ? std::string("met") : std::string("wrong payload");
         },
         30);
@@ -323,7 +326,7 @@ TEST_CASE("rendezvous: a stranger claiming a taken rank is turned away; the job 
       4,
       [&](int r) {  // ranks 0, 1, 2 of 3 and a stranger claiming rank 1 after the real one
         std::this_thread::sleep_for(std::chrono::milliseconds(r == 3 ? 300 : r == 2 ? 800 : 0));
-        auto rv = Rendezvous::join(world(r == 3 ? 1 : r, 3, port), "", r == 0 ? "id" : "", 20);
+        auto rv = Rendezvous::join(world(r == 3 ? 1 : r, 3, port), {}, r == 0 ? "id" : "", 20);
         rv->barrier(20);
         return rv->payload() == "id" ? std::string("met") : std::string("wrong payload");
       },
@@ -343,7 +346,7 @@ TEST_CASE("rendezvous: with CUDNN_NN_DIST_TOKEN, a peer gets nothing before it p
         if (r == 2) {  // first in, claims rank 1 with a made-up proof: must not get the payload
           const int fd = raw_connect(port);
           const std::string challenge = raw_recv(fd);
-          raw_send(fd, "cudnn-nn rendezvous 2\n1\n2\nabcd\n" + std::string(64, '0') + "\nhost\n");
+          raw_send(fd, "cudnn-nn rendezvous 2\n1\n2\nabcd\n" + std::string(64, '0') + "\nhost\n\n");
           const std::string reply = raw_recv(fd);
           return "challenge: " + challenge.substr(0, 21) + (has(challenge, "\ntoken") ? " (token)" : "") +
                  "; reply: " + reply;
@@ -352,13 +355,13 @@ TEST_CASE("rendezvous: with CUDNN_NN_DIST_TOKEN, a peer gets nothing before it p
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           WorldInfo w = world(1, 2, port);
           w.token = "guess";
-          Rendezvous::join(w, "", "", 20);
+          Rendezvous::join(w, {}, "", 20);
           return std::string("(no error)");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(r == 1 ? 600 : 0));
         WorldInfo w = world(r, 2, port);
         w.token = "the shared secret";
-        auto rv = Rendezvous::join(w, "", r == 0 ? "nccl id" : "", 20);
+        auto rv = Rendezvous::join(w, {}, r == 0 ? "nccl id" : "", 20);
         return rv->payload() == "nccl id" ? std::string("met") : std::string("wrong payload");
       },
       30);
@@ -377,7 +380,7 @@ TEST_CASE("rendezvous: with CUDNN_NN_DIST_TOKEN, a peer gets nothing before it p
       [&](int r) {
         WorldInfo w = world(r, 2, port2);
         if (r == 1) w.token = "mine";
-        Rendezvous::join(w, "", "id", 2);
+        Rendezvous::join(w, {}, "id", 2);
         return std::string("(no error)");
       },
       30);
@@ -400,7 +403,7 @@ TEST_CASE("rendezvous: rank 0 listens on MASTER_ADDR only") {
           other = fd < 0 ? "refused on 127.0.0.1; " : "accepted on 127.0.0.1; ";
           if (fd >= 0) ::close(fd);
         }
-        Rendezvous::join(w, "", "id", 20);
+        Rendezvous::join(w, {}, "id", 20);
         return other + "met";
       },
       30);
@@ -410,20 +413,20 @@ TEST_CASE("rendezvous: rank 0 listens on MASTER_ADDR only") {
 }
 
 TEST_CASE("rendezvous: name resolution is under the timeout; absurd timeouts are refused") {
-  cudnn::dist::detail::set_resolver([](const std::string&, std::vector<uint32_t>& out) {
+  dist::detail::set_resolver([](const std::string&, std::vector<uint32_t>& out) {
     std::this_thread::sleep_for(std::chrono::seconds(4));
     out.push_back(htonl(INADDR_LOOPBACK));
     return std::string();
   });
   const auto start = std::chrono::steady_clock::now();
-  const std::string e = testing::error_of([&] { Rendezvous::join(world(1, 2, testing::free_port()), "", "", 0.5); });
+  const std::string e = testing::error_of([&] { Rendezvous::join(world(1, 2, testing::free_port()), {}, "", 0.5); });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  cudnn::dist::detail::set_resolver(nullptr);
+  dist::detail::set_resolver(nullptr);
   CHECK(has(e, "resolving MASTER_ADDR '127.0.0.1' did not finish within 0.5 s"));
   CHECK(took < 2);
   for (double t : {1e10, 1e300, -1.0, 0.0}) {
     CAPTURE(t);
-    CHECK(has(testing::error_of([&] { Rendezvous::join(world(1, 2, 1), "", "", t); }),
+    CHECK(has(testing::error_of([&] { Rendezvous::join(world(1, 2, 1), {}, "", t); }),
               "expected a timeout of finite seconds in (0, 1e7]"));
   }
 }

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace cudnn::dist::detail {
+namespace dist::detail {
 
 std::array<uint8_t, 32> sha256(const std::string& bytes);
 std::array<uint8_t, 32> hmac_sha256(const std::string& key, const std::string& message);
@@ -20,4 +20,4 @@ std::string hex(const std::array<uint8_t, N>& a) {
 // differing byte, so a peer cannot find a proof byte by byte from response times).
 bool constant_time_equal(const std::string& a, const std::string& b);
 
-}  // namespace cudnn::dist::detail
+}  // namespace dist::detail

@@ -1,5 +1,5 @@
 // DistributedSampler.cpp
-#include "cudnn/dist/DistributedSampler.h"
+#include "distributed/DistributedSampler.h"
 
 #include <numeric>
 #include <utility>
@@ -7,13 +7,13 @@
 #include "tensor/DType.h"
 #include "tensor/Generator.h"
 
-namespace cudnn::dist {
+namespace dist {
 
 DistributedSampler::DistributedSampler(int64_t size, int worldSize, int rank, bool shuffle, uint64_t seed,
                                        bool dropLast)
     : size_(size), worldSize_(worldSize), rank_(rank), shuffle_(shuffle), seed_(seed), dropLast_(dropLast) {
   if (size < 0 || worldSize < 1 || rank < 0 || rank >= worldSize) {
-    throw tensor::Error(tensor::detail::concat("cudnn::dist::DistributedSampler: expected size >= 0, world size >= 1 ",
+    throw tensor::Error(tensor::detail::concat("dist::DistributedSampler: expected size >= 0, world size >= 1 ",
                                                "and 0 <= rank < world size, got size ", size, ", world size ",
                                                worldSize, ", rank ", rank));
   }
@@ -28,7 +28,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
   // (checked as tensor's sizes are, Note [Checked sizes] in tensor/DType.cpp).
   int64_t bytes = 0;
   if (__builtin_mul_overflow(size_, static_cast<int64_t>(sizeof(int64_t)), &bytes)) {
-    throw tensor::Error(tensor::detail::concat("cudnn::dist::DistributedSampler::indices: expected a data set whose ",
+    throw tensor::Error(tensor::detail::concat("dist::DistributedSampler::indices: expected a data set whose ",
                                                "indices fit in memory, got size ", size_,
                                                " (its permutation's size in bytes overflows int64)"));
   }
@@ -48,4 +48,4 @@ std::vector<int64_t> DistributedSampler::indices() const {
   return mine;
 }
 
-}  // namespace cudnn::dist
+}  // namespace dist

@@ -1,5 +1,5 @@
 // Environment.cpp
-#include "cudnn/dist/Environment.h"
+#include "distributed/Environment.h"
 
 #include <cerrno>
 #include <cmath>
@@ -7,11 +7,11 @@
 
 #include "tensor/DType.h"
 
-namespace cudnn::dist {
+namespace dist {
 
 namespace {
 
-const char* kWhere = "cudnn::dist::world_from_environment: ";
+const char* kWhere = "dist::world_from_environment: ";
 
 // An integer in [lo, hi] from variable `name`, or `fallback` when unset.
 int integer(const std::function<const char*(const char*)>& getenv, const char* name, int fallback, long lo, long hi) {
@@ -122,8 +122,8 @@ double timeout_from_environment(double fallback) {
   char* end = nullptr;
   const double t = std::strtod(v, &end);
   if (end == v || *end != '\0') {
-    throw tensor::Error(
-        std::string("cudnn::dist: expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got '") + v + "'");
+    throw tensor::Error(std::string("dist: expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got '") + v +
+                        "'");
   }
   return checked_timeout(t, std::string("CUDNN_NN_DIST_TIMEOUT='") + v + "'");
 }
@@ -131,11 +131,11 @@ double timeout_from_environment(double fallback) {
 double checked_timeout(double seconds, const std::string& what) {
   if (!std::isfinite(seconds) || !(seconds > 0) || seconds > kMaxTimeoutSeconds) {
     throw tensor::Error(tensor::detail::concat(
-        "cudnn::dist: expected a timeout of finite seconds in (0, 1e7] ", "(about 116 days), got ", what,
+        "dist: expected a timeout of finite seconds in (0, 1e7] ", "(about 116 days), got ", what,
         seconds > kMaxTimeoutSeconds && std::isfinite(seconds) ? " (a deadline that far would overflow the clock)"
                                                                : ""));
   }
   return seconds;
 }
 
-}  // namespace cudnn::dist
+}  // namespace dist

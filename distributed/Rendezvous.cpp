@@ -1,13 +1,13 @@
 // Rendezvous.cpp: length-prefixed text frames over TCP; every wait has a deadline.
 // Note [Rendezvous protocol]
 //   rank 0 -> peer, at once:  "cudnn-nn rendezvous 2\n<nonce0>\n<token|none>"
-//   peer -> rank 0:           "cudnn-nn rendezvous 2\n<rank>\n<world size>\n<nonce1>\n<proof>\n<host>\n<device>"
-//   rank 0 -> peer:           "ok\n<proof0>\n<payload>" once every rank arrived and the set-up is
+//   peer -> rank 0:           "cudnn-nn rendezvous 2\n<rank>\n<world size>\n<nonce1>\n<proof>\n<host>\n<GPU uuid>\n<GPU
+//   description>" rank 0 -> peer:           "ok\n<proof0>\n<payload>" once every rank arrived and the set-up is
 //                             sound, "error\n<message>" otherwise (what rank 0 throws, or why
 //                             this peer was turned away).
 //   later, either way: "barrier" / "go", and "abort\n<reason>" before a rank closes.
 // Nonces are 16 random bytes in hex. With CUDNN_NN_DIST_TOKEN set, proof is
-// HMAC-SHA256(token, "client\n" nonce0 "\n" nonce1 "\n" rank "\n" world "\n" host "\n" device)
+// HMAC-SHA256(token, "client\n" nonce0 "\n" nonce1 "\n" rank "\n" world "\n" host "\n" uuid "\n" description)
 // and proof0 is HMAC-SHA256(token, "server\n" nonce0 "\n" nonce1 "\n" payload), in hex:
 // rank 0 gives nothing to a peer before its proof checks (compared in constant time), and a
 // peer takes no payload from a rank 0 that cannot prove the token either. Without a token
@@ -17,7 +17,7 @@
 // Note [Serving concurrently]: rank 0 polls the listener and every connection still in its
 // handshake together, each with its own short deadline, so a silent or slow peer holds only
 // its own slot, never the meeting.
-#include "cudnn/dist/Rendezvous.h"
+#include "distributed/Rendezvous.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -39,10 +39,10 @@
 #include <sstream>
 #include <thread>
 
-#include "cudnn/dist/Hmac.h"
+#include "distributed/Hmac.h"
 #include "tensor/DType.h"
 
-namespace cudnn::dist {
+namespace dist {
 
 namespace {
 
@@ -93,10 +93,11 @@ std::string nonce() {
 }
 
 std::string client_proof(const std::string& token, const std::string& nonce0, const std::string& nonce1, int rank,
-                         int world, const std::string& host, const std::string& device) {
+                         int world, const std::string& host, const DeviceIdentity& device) {
   if (token.empty()) return "";
-  return detail::hex(detail::hmac_sha256(token, tensor::detail::concat("client\n", nonce0, "\n", nonce1, "\n", rank,
-                                                                       "\n", world, "\n", host, "\n", device)));
+  return detail::hex(
+      detail::hmac_sha256(token, tensor::detail::concat("client\n", nonce0, "\n", nonce1, "\n", rank, "\n", world, "\n",
+                                                        host, "\n", device.uuid, "\n", device.description)));
 }
 
 std::string server_proof(const std::string& token, const std::string& nonce0, const std::string& nonce1,
@@ -190,17 +191,18 @@ bool parse_int(const std::string& s, int& out) {
 
 struct Hello {
   int rank = -1, worldSize = -1;
-  std::string nonce, proof, host, device;
+  std::string nonce, proof, host;
+  DeviceIdentity device;
 };
 
 bool parse_hello(const std::string& frame, Hello& h) {
-  const auto parts = split_lines(frame, 7);
-  if (parts.size() != 7 || parts[0] != kMagic) return false;
+  const auto parts = split_lines(frame, 8);
+  if (parts.size() != 8 || parts[0] != kMagic) return false;
   if (!parse_int(parts[1], h.rank) || !parse_int(parts[2], h.worldSize)) return false;
   h.nonce = parts[3];
   h.proof = parts[4];
   h.host = parts[5];
-  h.device = parts[6];
+  h.device = {parts[6], parts[7]};
   return true;
 }
 
@@ -279,8 +281,8 @@ std::vector<uint32_t> resolve(const std::string& host, Clock::time_point deadlin
 }
 
 std::string where_of(const WorldInfo& world) {
-  return tensor::detail::concat("cudnn::dist rendezvous at ", world.masterAddr, ":", world.masterPort, " (rank ",
-                                world.rank, " of ", world.worldSize, "): ");
+  return tensor::detail::concat("dist rendezvous at ", world.masterAddr, ":", world.masterPort, " (rank ", world.rank,
+                                " of ", world.worldSize, "): ");
 }
 
 }  // namespace
@@ -307,13 +309,13 @@ std::string PeerStatus::str() const {
   return reason;
 }
 
-std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const std::string& device, std::string payload,
+std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const DeviceIdentity& device, std::string payload,
                                              double timeoutSeconds) {
   return world.rank == 0 ? serve(world, device, std::move(payload), timeoutSeconds)
                          : connect(world, device, timeoutSeconds);
 }
 
-std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const std::string& device, std::string payload,
+std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const DeviceIdentity& device, std::string payload,
                                               double timeoutSeconds) {
   checked_timeout(timeoutSeconds, "the rendezvous timeout " + seconds_str(timeoutSeconds));
   std::unique_ptr<Rendezvous> rv(new Rendezvous());
@@ -354,11 +356,10 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const std:
     std::string nonce, in;
   };
   std::vector<Pending> pending;
-  // "host/GPU id" -> rank: the id is the device string up to " (", its UUID, the same whatever
-  // CUDA_VISIBLE_DEVICES numbers it as on each rank.
-  auto gpu_key = [](const std::string& h, const std::string& d) { return h + "/" + d.substr(0, d.find(" (")); };
-  std::map<std::string, std::pair<int, std::string>> gpu_owner;  // -> rank, its device string
-  if (!device.empty()) gpu_owner[gpu_key(host, device)] = {0, device};
+  // "host/GPU uuid" -> rank, its description.
+  auto gpu_key = [](const std::string& h, const DeviceIdentity& d) { return h + "/" + d.uuid; };
+  std::map<std::string, std::pair<int, std::string>> gpu_owner;
+  if (!device.uuid.empty()) gpu_owner[gpu_key(host, device)] = {0, device.description};
   std::map<int, std::string> rank_host;
   rank_host[0] = host;
   std::vector<std::string> turned_away;  // why connections were dropped, for the timeout's error
@@ -401,11 +402,11 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const std:
     } else if (rv->fds_[h.rank] >= 0) {
       problem = tensor::detail::concat("rank ", h.rank, " arrived twice (hosts ", rank_host[h.rank], " and ", h.host,
                                        "): RANK must be distinct");
-    } else if (!h.device.empty()) {
+    } else if (!h.device.uuid.empty()) {
       const auto it = gpu_owner.find(gpu_key(h.host, h.device));
       if (it != gpu_owner.end()) {
         problem = tensor::detail::concat("one GPU on host ", h.host, " is used by rank ", it->second.first, " (",
-                                         it->second.second, ") and rank ", h.rank, " (", h.device,
+                                         it->second.second, ") and rank ", h.rank, " (", h.device.description,
                                          "): give each rank its own GPU (LOCAL_RANK, CUDA_VISIBLE_DEVICES)");
       }
     }
@@ -423,7 +424,9 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const std:
     nonces[h.rank] = {p.nonce, h.nonce};
     p.fd = -1;
     rank_host[h.rank] = h.host;
-    if (!h.device.empty()) gpu_owner.emplace(gpu_key(h.host, h.device), std::make_pair(h.rank, h.device));
+    if (!h.device.uuid.empty()) {
+      gpu_owner.emplace(gpu_key(h.host, h.device), std::make_pair(h.rank, h.device.description));
+    }
     ++arrived;
   };
 
@@ -533,7 +536,7 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const std:
   return rv;
 }
 
-std::unique_ptr<Rendezvous> Rendezvous::connect(const WorldInfo& world, const std::string& device,
+std::unique_ptr<Rendezvous> Rendezvous::connect(const WorldInfo& world, const DeviceIdentity& device,
                                                 double timeoutSeconds) {
   checked_timeout(timeoutSeconds, "the rendezvous timeout " + seconds_str(timeoutSeconds));
   std::unique_ptr<Rendezvous> rv(new Rendezvous());
@@ -610,7 +613,7 @@ std::unique_ptr<Rendezvous> Rendezvous::connect(const WorldInfo& world, const st
   const std::string hello =
       tensor::detail::concat(kMagic, "\n", world.rank, "\n", world.worldSize, "\n", myNonce, "\n",
                              client_proof(world.token, parts[1], myNonce, world.rank, world.worldSize, host, device),
-                             "\n", host, "\n", device);
+                             "\n", host, "\n", device.uuid, "\n", device.description);
   std::string reply;
   Io io = send_frame(fd, hello, deadline);
   // Rank 0 answers at its own deadline at the latest; allow for a later start than ours.
@@ -637,6 +640,7 @@ Rendezvous::~Rendezvous() {
 }
 
 PeerStatus Rendezvous::lostPeer() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (lost_.lost()) return lost_;
   for (size_t k = 0; k < fds_.size(); ++k) {
     if (fds_[k] < 0) continue;
@@ -666,6 +670,7 @@ PeerStatus Rendezvous::lostPeer() {
 
 void Rendezvous::barrier(double timeoutSeconds) {
   if (worldSize_ == 1) return;
+  std::unique_lock<std::mutex> lock(mutex_);
   checked_timeout(timeoutSeconds, "the barrier timeout " + seconds_str(timeoutSeconds));
   const auto deadline = after(timeoutSeconds);
   auto fail = [&](int peer, Io io, const std::string& frame) {
@@ -686,6 +691,7 @@ void Rendezvous::barrier(double timeoutSeconds) {
       why = tensor::detail::concat("rank ", peer, " exited (its connection closed)");
     }
     lost_ = s;
+    lock.unlock();
     abort(why);
     throw tensor::Error(where_ + "barrier: " + why);
   };
@@ -708,7 +714,9 @@ void Rendezvous::barrier(double timeoutSeconds) {
 }
 
 void Rendezvous::abort(const std::string& reason) noexcept {
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   try {
+    lock.lock();
     const auto deadline = after(1.0);
     for (int& fd : fds_) {
       if (fd >= 0 && !reason.empty()) send_frame(fd, "abort\n" + reason, deadline);
@@ -723,4 +731,4 @@ void Rendezvous::abort(const std::string& reason) noexcept {
   }
 }
 
-}  // namespace cudnn::dist
+}  // namespace dist

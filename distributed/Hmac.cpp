@@ -1,8 +1,8 @@
 // Hmac.cpp: SHA-256 as FIPS 180-4 specifies it (big-endian words, 64 rounds per 64-byte
 // block, the message padded with 0x80, zeros and its bit length), HMAC as RFC 2104.
-#include "cudnn/dist/Hmac.h"
+#include "distributed/Hmac.h"
 
-namespace cudnn::dist::detail {
+namespace dist::detail {
 
 namespace {
 
@@ -102,4 +102,4 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-}  // namespace cudnn::dist::detail
+}  // namespace dist::detail
