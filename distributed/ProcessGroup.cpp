@@ -20,6 +20,36 @@ namespace {
 // ("none"), so every rank creates the same communicators (NCCL's creation is collective).
 const char* kNoNccl = "none";
 
+// CPU tensors in a job of one process not started by mpirun: every collective is the identity,
+// so a single-process program needs neither MPI nor its start-up (MPI_Init of a singleton).
+class SelfBackend : public Backend {
+ public:
+  const char* name() const override { return "self"; }
+  tensor::Device device() const override { return tensor::Device::cpu(); }
+  void allReduce(void*, int64_t, tensor::DType, ReduceOp, void*) override { check("allReduce"); }
+  void broadcast(void*, int64_t, tensor::DType, int, void*) override { check("broadcast"); }
+  void wait(void*, const std::string&) override { check("wait"); }
+  void check(const char* method) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!reason_.empty()) {
+      throw tensor::Error(std::string("dist (rank 0 of 1): ") + method + ": the process group was aborted: " + reason_);
+    }
+  }
+  void abort(const std::string& reason) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reason_.empty()) reason_ = reason.empty() ? "aborted" : reason;
+  }
+  bool aborted() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !reason_.empty();
+  }
+  void close() noexcept override { abort("the process group was closed (destroyed)"); }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string reason_;
+};
+
 }  // namespace
 
 std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, double timeoutSeconds) {
@@ -58,14 +88,12 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, doubl
     g->fail("expected rank 0's backend choice, got a payload of " + std::to_string(got.size()) + " bytes");
   }
 #ifdef CUDNN_NN_HAVE_MPI
-  if (world.worldSize == 1 || std::getenv("OMPI_COMM_WORLD_SIZE")) {
-    g->mpi_ = MpiBackend::create(world, timeoutSeconds, g->rendezvous_);
-  } else {
-    g->mpiWhyNot_ = "the job was not started by mpirun (" + world.source + ")";
-  }
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) g->mpi_ = MpiBackend::create(world, timeoutSeconds, g->rendezvous_);
+  g->mpiWhyNot_ = "the job was not started by mpirun (" + world.source + ")";
 #else
   g->mpiWhyNot_ = "built without MPI";
 #endif
+  if (!g->mpi_ && world.worldSize == 1) g->mpi_ = std::make_shared<SelfBackend>();
   return g;
 }
 
@@ -77,7 +105,7 @@ Backend* ProcessGroup::backend(const tensor::Device& d) const { return d.is_cuda
 
 std::string ProcessGroup::backends() const {
   std::string s = nccl_ ? "NCCL" : "";
-  if (mpi_) s += s.empty() ? "MPI" : ", MPI";
+  if (mpi_) s += (s.empty() ? "" : ", ") + std::string(mpi_->name());
   return s.empty() ? "none" : s;
 }
 

@@ -4,7 +4,8 @@
 // and the connections stay open to see a rank that exits), then creates
 //   - the NCCL backend where it is built and rank 0 has a GPU for its LOCAL_RANK (then every
 //     rank needs one: one GPU per rank), on cuda:localRank;
-//   - the MPI backend where it is built and the job was started by mpirun (or is one process).
+//   - the MPI backend where it is built and the job was started by mpirun; a job of one process
+//     without mpirun has a trivial CPU backend instead (every collective is the identity).
 // A collective on a device without its backend throws, naming what is missing. Every wait is
 // bounded by the timeout; a failure aborts every backend and tells the other ranks (Note
 // [Failure is not a hang] in NcclBackend.h).
@@ -38,7 +39,7 @@ class ProcessGroup {
   tensor::Device device() const;
   // The backend for tensors on `d` (its type: CUDA or CPU), nullptr when there is none.
   Backend* backend(const tensor::Device& d) const;
-  std::string backends() const;  // "NCCL, MPI", "MPI", ...
+  std::string backends() const;  // "NCCL, MPI", "MPI", "NCCL, self" (one process), ...
 
   // In place over all ranks, on the backend of the tensor's device; enqueued (`stream`: a
   // cudaStream_t for NCCL, nullptr the device's stream): wait() completes it.
@@ -76,7 +77,7 @@ class ProcessGroup {
   std::string where_;
   std::shared_ptr<Rendezvous> rendezvous_;
   std::shared_ptr<Backend> nccl_;  // a NcclBackend
-  std::shared_ptr<Backend> mpi_;   // a MpiBackend
+  std::shared_ptr<Backend> mpi_;   // CPU tensors: a MpiBackend, or the one-process backend
   std::string ncclWhyNot_, mpiWhyNot_;
   std::mutex barrierMutex_;
 };

@@ -19,6 +19,12 @@ run() {  # np, case, timeout seconds for the job
     "$worker" "$2" 2>&1
 }
 
+# One process without mpirun: no MPI at all (a trivial CPU backend), the same results.
+out=$(CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" collectives 2>&1; CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" ddp 2>&1); st=$?
+echo "$out"
+check "one process without mpirun: collectives and DDP on the CPU" \
+  'grep -q "rank 0: collectives ok over self" <<<"$out" && grep -q "rank 0: ddp bit-identical to one process" <<<"$out"'
+
 for np in 2 4; do
   out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np collectives 60); st=$?
   echo "$out"
