@@ -109,7 +109,8 @@ class Graph {
   size_t nodes() const;  // the recorded operations (kernels, copies, memsets)
   int device() const { return device_; }
 
-  // Whether a capture is under way on device `index` (-1: the current one); false without CUDA.
+  // Whether a capture is under way on device `index` (-1: the current one); false without CUDA
+  // or without a visible device.
   static bool capturing(int index = -1);
 
   // Note [Random fills in CUDA graphs]

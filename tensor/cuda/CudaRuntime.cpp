@@ -577,6 +577,9 @@ const uint64_t* Graph::random_state_for_capture(int index, Generator& gen, uint6
 }
 
 bool Graph::capturing(int index) {
+  // No visible device (a CUDA build on a machine without a GPU): nothing can be capturing, as
+  // in a build without CUDA; resolve() would throw "no CUDA device is visible".
+  if (device_count() == 0) return false;
   index = resolve(index, "tensor::cuda::Graph::capturing");
   Runtime& runtime = Runtime::get();
   std::lock_guard<std::mutex> lock(runtime.mutex);

@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "cudnn/dist/Environment.h"
-#include "cudnn/dist/Rendezvous.h"
+#include "distributed/Environment.h"
+#include "distributed/Rendezvous.h"
 
 int main(int argc, char** argv) {
   int exitRank = -1, code = 0, hangRank = -1;
@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
       hangRank = std::atoi(argv[i + 1]);
   }
   try {
-    const auto world = cudnn::dist::world_from_environment();
-    auto rv = cudnn::dist::Rendezvous::join(world, "", "payload", cudnn::dist::timeout_from_environment(20));
+    const auto world = dist::world_from_environment();
+    auto rv = dist::Rendezvous::join(world, {}, "payload", dist::timeout_from_environment(20));
     rv->barrier(20);
     std::printf("rank %d of %d (local %d of %d) ok\n", world.rank, world.worldSize, world.localRank,
                 world.localWorldSize);
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (exitRank >= 0) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       while (std::chrono::steady_clock::now() < deadline) {
-        const std::string lost = rv->lostPeer();
+        const std::string lost = rv->lostPeer().str();
         if (!lost.empty()) {
           std::fprintf(stderr, "rank %d: %s\n", world.rank, lost.c_str());
           rv->abort(lost);

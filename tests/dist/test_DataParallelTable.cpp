@@ -1,4 +1,4 @@
-// cudnn::DataParallelTable on one GPU: exactly the network's own training (inputs on the CPU
+// dist::DataParallelTable on one GPU: exactly the network's own training (inputs on the CPU
 // or on the GPU), a container of the network to printing and model files, and its errors.
 #include <doctest/doctest.h>
 
@@ -7,11 +7,11 @@
 
 #include "convert/ModelFile.h"
 #include "cudnn/core/Config.h"
-#include "cudnn/DataParallelTable.h"
-#include "tests/support/ErrorText.h"
+#include "distributed/DataParallelTable.h"
 #include "tests/dist/Training.h"
+#include "tests/support/ErrorText.h"
 
-using cudnn::DataParallelTable;
+using dist::DataParallelTable;
 using testing::has;
 
 namespace {

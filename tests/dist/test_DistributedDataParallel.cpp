@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "cudnn/core/Config.h"
-#include "cudnn/dist/Dist.h"
-#include "cudnn/dist/DistributedDataParallel.h"
-#include "tests/support/ErrorText.h"
+#include "distributed/Dist.h"
+#include "distributed/DistributedDataParallel.h"
 #include "tests/dist/Training.h"
+#include "tests/support/ErrorText.h"
 
-using cudnn::dist::DistributedDataParallel;
+using dist::DistributedDataParallel;
 using testing::has;
 
 namespace {
@@ -24,13 +24,13 @@ const tensor::Device gpu = tensor::Device::cuda(0);
 // of the case, as DataParallelTable releases its communicators: no communicator outlives the
 // case that made it.
 struct SingleGroup {
-  std::shared_ptr<cudnn::dist::ProcessGroup> group;
-  SingleGroup() : group(cudnn::dist::init(cudnn::dist::WorldInfo{}, 60)) {}
+  std::shared_ptr<dist::ProcessGroup> group;
+  SingleGroup() : group(dist::init(dist::WorldInfo{}, 60)) {}
   ~SingleGroup() {
     group.reset();
-    cudnn::dist::destroy();
+    dist::destroy();
   }
-  cudnn::dist::ProcessGroup* operator->() const { return group.get(); }
+  dist::ProcessGroup* operator->() const { return group.get(); }
 };
 }  // namespace
 
@@ -38,8 +38,8 @@ TEST_CASE("DDP: world size 1 trains exactly as the network alone, for bucket siz
   cudnn::ScopedConfig deterministic("deterministic=true");
   SingleGroup group;
   CHECK(group->worldSize() == 1);
-  CHECK(cudnn::dist::rank() == 0);
-  CHECK(cudnn::dist::world_size() == 1);
+  CHECK(dist::rank() == 0);
+  CHECK(dist::world_size() == 1);
   struct Case {
     size_t first, cap;
     size_t buckets;  // expected count (6 parameters: conv, bn, linear weights and biases)
@@ -103,10 +103,20 @@ TEST_CASE("DDP: the accGradParameters path averages too, and hooks go with the w
 
 TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is refused with its name") {
   SingleGroup group;
+  // Parameters on two devices: the first one's (the GPU) is the network's.
+  auto mixed = std::make_shared<nn::Sequential>();
+  mixed->add(std::make_shared<nn::Linear>(3, 2));
+  mixed->add(std::make_shared<nn::Linear>(2, 2));
+  mixed->get(0)->to(gpu);
+  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(mixed, group.group); }),
+            "expected parameter '1.weight' and its gradient contiguous on cuda:0"));
+  // A CPU network needs the MPI backend (CPU tensors): refused by name without it.
   auto cpuNet = std::make_shared<nn::Sequential>();
   cpuNet->add(std::make_shared<nn::Linear>(3, 2));
-  CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(cpuNet, group.group); }),
-            "expected parameter '0.weight' and its gradient contiguous on cuda:0"));
+  if (!group->backend(tensor::Device::cpu())) {
+    CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(cpuNet, group.group); }),
+              "expected a backend for the network's device cpu"));
+  }
   auto shared = testing::small_convnet(1, gpu, false);
   auto twice = std::make_shared<nn::Sequential>();
   twice->add(shared);
@@ -127,13 +137,18 @@ TEST_CASE("DDP: bucket assignment") {
 TEST_CASE("dist: collectives at world size 1 leave values as they are") {
   SingleGroup group;
   tensor::Tensor t = tensor::arange(6, tensor::DType::Float32, gpu);
-  cudnn::dist::all_reduce(t);
-  cudnn::dist::broadcast(t, 0);
-  cudnn::dist::barrier();
+  dist::all_reduce(t);
+  dist::broadcast(t, 0);
+  dist::barrier();
   CHECK(tensor::max_abs_diff(t.cpu(), tensor::arange(6)) == 0);
-  CHECK(has(testing::error_of([&] { cudnn::dist::broadcast(t, 1); }), "expected a root rank in [0, 1), got 1"));
-  tensor::Tensor onCpu = tensor::zeros({2});
-  CHECK(has(testing::error_of([&] { cudnn::dist::all_reduce(onCpu); }), "expected a contiguous tensor on cuda:0"));
+  CHECK(has(testing::error_of([&] { dist::broadcast(t, 1); }), "expected a root rank in [0, 1), got 1"));
+  tensor::Tensor onCpu = tensor::ones({2});
+  if (group->backend(tensor::Device::cpu())) {  // MPI, rank 0 of 1: CPU tensors go there
+    dist::all_reduce(onCpu);
+    CHECK(tensor::max_abs_diff(onCpu, tensor::ones({2})) == 0);
+  } else {
+    CHECK(has(testing::error_of([&] { dist::all_reduce(onCpu); }), "expected a backend for cpu tensors (MPI)"));
+  }
 }
 
 TEST_CASE("dist: close(), tensor::cuda::shutdown and destroy() release groups; a released group refuses work") {
@@ -145,29 +160,31 @@ TEST_CASE("dist: close(), tensor::cuda::shutdown and destroy() release groups; a
     group->close();  // twice is fine
     CHECK(group->aborted());
     CHECK(has(testing::error_of([&] { group->allReduce(t); }),
-              "cudnn::dist (rank 0 of 1): allReduce: the process group was aborted: the process group was closed"));
-    CHECK(has(testing::error_of([&] { ddp->forward(tensor::zeros({2, 3, 8, 8}, tensor::DType::Float32, gpu)); }),
+              "dist (rank 0 of 1): allReduce: the process group was aborted: the process group was closed"));
+    CHECK(has(testing::error_of([&] {
+                ddp->forward(tensor::zeros({2, 3, 8, 8}, tensor::DType::Float32, gpu));
+              }),
               "DistributedDataParallel::forward: the process group was aborted"));
   }
-  CHECK_FALSE(cudnn::dist::is_initialized());
-  CHECK(cudnn::dist::rank() == 0);
+  CHECK_FALSE(dist::is_initialized());
+  CHECK(dist::rank() == 0);
   // A group the caller still holds is closed by shutdown (before the allocator's cache goes);
   // the default one is released; a new init() makes a working group again.
-  auto held = cudnn::dist::ProcessGroup::create(cudnn::dist::WorldInfo{}, 60);
-  cudnn::dist::init(cudnn::dist::WorldInfo{}, 60);
-  CHECK(cudnn::dist::is_initialized());
+  auto held = dist::ProcessGroup::create(dist::WorldInfo{}, 60);
+  dist::init(dist::WorldInfo{}, 60);
+  CHECK(dist::is_initialized());
   tensor::cuda::shutdown();
   CHECK(held->aborted());
-  CHECK_FALSE(cudnn::dist::is_initialized());
+  CHECK_FALSE(dist::is_initialized());
   held.reset();
   SingleGroup again;
   tensor::Tensor t = tensor::arange(4, tensor::DType::Float32, gpu);
-  cudnn::dist::all_reduce(t);
+  dist::all_reduce(t);
   CHECK(tensor::max_abs_diff(t.cpu(), tensor::arange(4)) == 0);
 }
 
 TEST_CASE("dist: the watchdog aborts a group whose watched work outlives the timeout; the next call says so") {
-  auto group = cudnn::dist::ProcessGroup::create(cudnn::dist::WorldInfo{}, 0.2);
+  auto group = dist::ProcessGroup::create(dist::WorldInfo{}, 0.2);
   auto* stream = static_cast<cudaStream_t>(group->commStream());
   // A host function that holds the group's stream for 4 s: the watched work is late. The margin
   // between the timeout and the work's end is wide because compute-sanitizer slows the abort.
@@ -184,7 +201,8 @@ TEST_CASE("dist: the watchdog aborts a group whose watched work outlives the tim
   CHECK(took < 3.0);  // soon after the timeout (and the watchdog's poll), not when the work ends
   tensor::Tensor t = tensor::arange(4, tensor::DType::Float32, gpu);
   const std::string e = testing::error_of([&] { group->allReduce(t); });
-  CHECK(has(e, "cudnn::dist (rank 0 of 1): allReduce: the process group was aborted: the slow work did not finish "
-               "within the timeout of 0.2 s"));
+  CHECK(has(e,
+            "dist (rank 0 of 1): allReduce: the process group was aborted: the slow work did not finish "
+            "within the timeout of 0.2 s"));
   CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
 }

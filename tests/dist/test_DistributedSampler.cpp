@@ -2,12 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
-#include "cudnn/dist/DistributedSampler.h"
+#include "distributed/DistributedSampler.h"
 #include "tests/support/ErrorText.h"
 
-using cudnn::dist::DistributedSampler;
+using dist::DistributedSampler;
 
 TEST_CASE("sampler: shares are equally long, disjoint but for the padding, and cover the data set") {
   for (int64_t size : {0, 1, 7, 10, 12, 101}) {
@@ -63,4 +64,17 @@ TEST_CASE("sampler: the same permutation on every rank for an epoch, another for
 TEST_CASE("sampler: bad arguments are named") {
   CHECK(testing::has(testing::error_of([] { DistributedSampler(10, 2, 2); }), "got size 10, world size 2, rank 2"));
   CHECK(testing::has(testing::error_of([] { DistributedSampler(-1, 1, 0); }), "got size -1"));
+}
+
+TEST_CASE("sampler: sizes near INT64_MAX give exact sample counts (no signed overflow)") {
+  constexpr int64_t kMax = INT64_MAX;
+  CHECK(DistributedSampler(kMax, 1, 0).numSamples() == kMax);
+  CHECK(DistributedSampler(kMax, 2, 1).numSamples() == int64_t{1} << 62);  // 2^63 - 1 rounded up, halved
+  CHECK(DistributedSampler(kMax, 2, 0, true, 0, /*dropLast=*/true).numSamples() == (int64_t{1} << 62) - 1);
+  CHECK(DistributedSampler(kMax, 3, 2).numSamples() == kMax / 3 + 1);
+  CHECK(DistributedSampler(kMax - 1, 1 << 20, 5).numSamples() == (kMax - 1) / (1 << 20) + 1);
+  for (int w : {1, 2, 7}) CHECK(DistributedSampler(kMax, w, 0).numSamples() > 0);
+  // Listing them is refused by name, not by a wrapped allocation size.
+  CHECK(testing::has(testing::error_of([] { DistributedSampler(kMax, 2, 0).indices(); }),
+                     "got size 9223372036854775807 (its permutation's size in bytes overflows int64)"));
 }

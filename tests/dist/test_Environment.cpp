@@ -1,18 +1,19 @@
 // The launcher's environment: torchrun's variables, Open MPI's, none, and the malformed ones.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <map>
 
-#include "cudnn/dist/Environment.h"
+#include "distributed/Environment.h"
 #include "tests/support/ErrorText.h"
 
-using cudnn::dist::WorldInfo;
+using dist::WorldInfo;
 using testing::has;
 
 namespace {
 
 WorldInfo from(const std::map<std::string, std::string>& env) {
-  return cudnn::dist::world_from([&](const char* name) -> const char* {
+  return dist::world_from([&](const char* name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
@@ -80,4 +81,65 @@ TEST_CASE("environment: malformed or inconsistent values are named") {
             "expected MASTER_PORT to be an integer in [1, 65535], got '70000'"));
   CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}),
             "expected the local rank below the local world size 2, got 2"));
+}
+
+TEST_CASE("environment: LOCAL_WORLD_SIZE above WORLD_SIZE, Open MPI's size without its rank, launchers that disagree") {
+  CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}),
+            "expected the local world size at most the world size 2, got 4"));
+  CHECK(has(error_from({{"OMPI_COMM_WORLD_SIZE", "4"}}),
+            "expected OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE together, got only OMPI_COMM_WORLD_SIZE=4"));
+  CHECK(has(error_from({{"OMPI_COMM_WORLD_RANK", "2"}}), "got only OMPI_COMM_WORLD_RANK=2"));
+  CHECK(has(error_from({{"RANK", "1"},
+                        {"WORLD_SIZE", "2"},
+                        {"LOCAL_RANK", "1"},
+                        {"OMPI_COMM_WORLD_RANK", "0"},
+                        {"OMPI_COMM_WORLD_SIZE", "2"}}),
+            "expected torchrun's and Open MPI's variables to agree, got RANK=1 but OMPI_COMM_WORLD_RANK=0"));
+  CHECK(has(error_from({{"RANK", "0"},
+                        {"WORLD_SIZE", "2"},
+                        {"LOCAL_RANK", "0"},
+                        {"OMPI_COMM_WORLD_RANK", "0"},
+                        {"OMPI_COMM_WORLD_SIZE", "4"}}),
+            "got WORLD_SIZE=2 but OMPI_COMM_WORLD_SIZE=4"));
+  // Both, agreeing: fine (torchrun's are read).
+  const WorldInfo w = from({{"RANK", "1"},
+                            {"WORLD_SIZE", "2"},
+                            {"LOCAL_RANK", "1"},
+                            {"OMPI_COMM_WORLD_RANK", "1"},
+                            {"OMPI_COMM_WORLD_SIZE", "2"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
+  CHECK(w.rank == 1);
+  CHECK(w.worldSize == 2);
+}
+
+TEST_CASE("environment: CUDNN_NN_DIST_TOKEN is read, never printed; empty is an error") {
+  const WorldInfo w = from({{"CUDNN_NN_DIST_TOKEN", "s3cret"}});
+  CHECK(w.token == "s3cret");
+  CHECK_FALSE(has(w.str(), "s3cret"));
+  CHECK(has(error_from({{"CUDNN_NN_DIST_TOKEN", ""}}), "CUDNN_NN_DIST_TOKEN is set but empty"));
+}
+
+TEST_CASE("environment: CUDNN_NN_DIST_TIMEOUT must be finite, > 0 and not absurdly large") {
+  auto timeout_with = [](const char* v) {
+    ::setenv("CUDNN_NN_DIST_TIMEOUT", v, 1);
+    std::string out;
+    try {
+      out = std::to_string(dist::timeout_from_environment());
+    } catch (const tensor::Error& e) {
+      out = e.what();
+    }
+    ::unsetenv("CUDNN_NN_DIST_TIMEOUT");
+    return out;
+  };
+  CHECK(timeout_with("2.5") == std::to_string(2.5));
+  CHECK(timeout_with("1e7") == std::to_string(1e7));
+  for (const char* bad : {"inf", "-inf", "nan", "1e10", "1e300", "0", "-3"}) {
+    CAPTURE(bad);
+    const std::string e = timeout_with(bad);
+    CHECK(has(e, "expected a timeout of finite seconds in (0, 1e7]"));
+    CHECK(has(e, std::string("CUDNN_NN_DIST_TIMEOUT='") + bad + "'"));
+  }
+  CHECK(has(timeout_with("1e300"), "a deadline that far would overflow the clock"));
+  CHECK(has(timeout_with("soon"), "expected CUDNN_NN_DIST_TIMEOUT to be a number of seconds > 0, got 'soon'"));
+  CHECK(has(testing::error_of([] { dist::checked_timeout(1e10, "timeoutSeconds=1e10"); }), "got timeoutSeconds=1e10"));
 }

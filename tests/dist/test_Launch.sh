@@ -37,4 +37,63 @@ check "the second of 3 hosts runs ranks 2 and 3 of 6" \
 
 out=$("$launch" -n x "$probe" 2>&1); st=$?
 check "bad -n is an error naming it" '[ $st -eq 2 ] && grep -q "expected a number for nproc-per-node" <<<"$out"'
+
+# Bad inputs: each an error with status 2 at once (timeout 5 catches a loop), nothing started.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bad() {  # name, expected text, launch arguments...
+  local name=$1 text=$2
+  shift 2
+  local start=$SECONDS
+  out=$(timeout 5 "$launch" "$@" 2>&1); st=$?
+  check "$name: status 2 naming it (got $st: $out)" '[ $st -eq 2 ] && grep -qF -- "$text" <<<"$out" && [ $((SECONDS - start)) -lt 4 ]'
+}
+for opt in -n --nnodes --node-rank --master-addr --master-port; do
+  bad "$opt without its value" "expected a value after $opt" "$opt"
+done
+bad "-n 0" "expected -n >= 1" -n 0 true
+bad "port 0" "expected --master-port in 1-65535, got 0" --master-port 0 true
+bad "port 70000" "expected --master-port in 1-65535, got 70000" --master-port 70000 true
+bad "port text" "expected a number for master-port, got 'http'" --master-port http true
+bad "no program" "usage: scripts/launch -n N" -n 2
+bad "--help prints the usage" "--master-port P" --help
+for g in 'x[$(touch '"$tmp"'/pwned)]' '1+1' '-1' '1e3'; do
+  out=$(LAUNCH_GRACE="$g" timeout 5 "$launch" -n 1 true 2>&1); st=$?
+  check "LAUNCH_GRACE='$g' is refused, not evaluated" '[ $st -eq 2 ] && grep -qF "expected LAUNCH_GRACE to be seconds" <<<"$out"'
+done
+check "LAUNCH_GRACE's text never ran" '[ ! -e "$tmp/pwned" ]'
+out=$(LAUNCH_GRACE=0.5 "$launch" -n 1 true 2>&1); st=$?
+check "LAUNCH_GRACE=0.5 is fine" '[ $st -eq 0 ]'
+
+# Leading zeros are decimal: 08 is 8 ranks, 010 ten (not octal).
+for n in 08 010; do
+  out=$("$launch" -n "$n" bash -c 'echo "w=$WORLD_SIZE"' 2>&1); st=$?
+  want=$((10#$n))
+  check "-n $n starts $want ranks" '[ $st -eq 0 ] && [ "$(grep -c "^w=$want$" <<<"$out")" -eq "$want" ]'
+done
+
+# A rank behind a wrapper: what the wrapper started is stopped with it (process groups).
+start=$SECONDS
+out=$(LAUNCH_GRACE=1 timeout 30 "$launch" -n 2 bash -c \
+  'if [ "$RANK" = 1 ]; then sleep 0.5; exit 3; fi; sleep 300 >/dev/null 2>&1 & echo $! > "'"$tmp"'/grandchild"; wait' 2>&1); st=$?
+sleep 0.2
+check "the wrapper's rank failure is launch's status" '[ $st -eq 3 ]'
+check "the wrapped program of the other rank was stopped" '[ -s "$tmp/grandchild" ] && ! kill -0 "$(cat "$tmp/grandchild")" 2>/dev/null'
+check "within 10 s" '[ $((SECONDS - start)) -lt 10 ]'
+[ -s "$tmp/grandchild" ] && kill "$(cat "$tmp/grandchild")" 2>/dev/null
+
+# Many short runs under load (two busy loops on a 2-core machine): the wait loop never loses
+# a rank's status ("finished: unbound variable" before), each run exits 0. Bounded: 6 s.
+busy=()
+for _ in 1 2; do (while :; do :; done) & busy+=($!); done
+runs=0 bad_runs=0
+until_t=$((SECONDS + 6))
+while [ $SECONDS -lt $until_t ] && [ $runs -lt 40 ]; do
+  out=$(timeout 20 "$launch" -n 4 true 2>&1) || { bad_runs=$((bad_runs + 1)); echo "$out"; }
+  runs=$((runs + 1))
+done
+kill "${busy[@]}" 2>/dev/null
+wait "${busy[@]}" 2>/dev/null
+echo "runs under load: $runs, failed: $bad_runs"
+check "every run under load exits 0 ($runs runs)" '[ $runs -ge 3 ] && [ $bad_runs -eq 0 ]'
 exit $fail

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "cudnn/core/Config.h"
-#include "cudnn/DataParallelTable.h"
-#include "cudnn/dist/Dist.h"
-#include "cudnn/dist/DistributedDataParallel.h"
+#include "distributed/DataParallelTable.h"
+#include "distributed/Dist.h"
+#include "distributed/DistributedDataParallel.h"
 #include "tests/dist/Ranks.h"
 #include "tests/dist/Training.h"
 
@@ -34,11 +34,11 @@ constexpr int64_t kRows = 32;
 constexpr double kTolerance = 1e-4;  // relative, float32 summation order
 
 int worker_ddp() {
-  auto group = cudnn::dist::init();
+  auto group = dist::init();
   const int r = group->rank(), n = group->worldSize();
   const tensor::Device dev = group->device();
   auto net = testing::small_convnet(11, dev, false);
-  cudnn::dist::DistributedDataParallel ddp(net);
+  dist::DistributedDataParallel ddp(net);
   testing::train(ddp, dev, kSteps, kRows, r * (kRows / n), kRows / n);
   if (r != 0) return 0;
   auto alone = testing::small_convnet(11, dev, false);
@@ -49,10 +49,10 @@ int worker_ddp() {
 }
 
 int worker_killed() {
-  auto group = cudnn::dist::init();
+  auto group = dist::init();
   const tensor::Device dev = group->device();
   auto net = testing::small_convnet(12, dev, false);
-  cudnn::dist::DistributedDataParallel ddp(net);
+  dist::DistributedDataParallel ddp(net);
   testing::train(ddp, dev, 1, kRows, 0, kRows / 2);
   // backward() does not wait for its all-reduce: both ranks finish the first step (and meet)
   // before rank 1 dies, so rank 0 loses its peer in the training below, not in this step.
@@ -110,7 +110,7 @@ TEST_CASE("DataParallelTable over 2 GPUs equals one GPU on the same global batch
   const tensor::Device gpu = tensor::Device::cuda(0);
   auto alone = testing::small_convnet(13, gpu, false);
   auto net = testing::small_convnet(13, gpu, false);
-  auto dpt = std::make_shared<cudnn::DataParallelTable>(net, std::vector<int>{0, 1});
+  auto dpt = std::make_shared<dist::DataParallelTable>(net, std::vector<int>{0, 1});
   testing::train(*alone, gpu, kSteps, kRows, 0, kRows);
   testing::train(*dpt, gpu, kSteps, kRows, 0, kRows);
   CHECK(testing::state_diff(*alone, *net, true) < kTolerance);

@@ -1,10 +1,10 @@
 // Dist.cpp: the default group. It is released by a CUDA shutdown hook, never by a static
 // destructor (Note [CUDA teardown] in tensor/Cuda.h).
-#include "cudnn/dist/Dist.h"
+#include "distributed/Dist.h"
 
 #include "tensor/Cuda.h"
 
-namespace cudnn::dist {
+namespace dist {
 
 namespace {
 
@@ -32,7 +32,7 @@ std::shared_ptr<ProcessGroup> init(const WorldInfo& world, double timeoutSeconds
 bool is_initialized() { return slot() != nullptr; }
 
 std::shared_ptr<ProcessGroup> default_group() {
-  if (!slot()) throw tensor::Error("cudnn::dist: expected cudnn::dist::init() first, got no process group");
+  if (!slot()) throw tensor::Error("dist: expected dist::init() first, got no process group");
   return slot();
 }
 
@@ -42,17 +42,17 @@ int world_size() { return slot() ? slot()->worldSize() : 1; }
 void all_reduce(tensor::Tensor& t, ReduceOp op) {
   auto g = default_group();
   g->allReduce(t, op);
-  g->wait(nullptr, "all_reduce");
+  g->wait(t.device(), "all_reduce");
 }
 
 void broadcast(tensor::Tensor& t, int root) {
   auto g = default_group();
   g->broadcast(t, root);
-  g->wait(nullptr, "broadcast");
+  g->wait(t.device(), "broadcast");
 }
 
 void barrier() { default_group()->barrier(); }
 
 void destroy() { slot().reset(); }
 
-}  // namespace cudnn::dist
+}  // namespace dist

@@ -4,13 +4,13 @@
 // describe_model, then build_model: the same types, configs and modes, twins included),
 // cast to the network's dtype and moved to their GPU; their parameters and buffers come
 // from the first replica by NCCL broadcast before the first forward. So this file sits
-// above convert/ (built into cudnn_nn_dist with cudnn/dist/). If convert() replaces the
+// above convert/ (built into cudnn_nn_dist, distributed/). If convert() replaces the
 // network (the table's one child), the replicas are rebuilt at the next forward.
 // Note [One stream per GPU]: every NCCL call is enqueued on the device stream of the GPU it
 // serves (tensor/Cuda.h), in ncclGroupStart/End brackets (one process, several
 // communicators), so it is ordered with the replicas' kernels and the caching allocator's
 // one-stream assumption holds; the host never waits.
-#include "cudnn/DataParallelTable.h"
+#include "distributed/DataParallelTable.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -19,11 +19,11 @@
 #include <set>
 
 #include "convert/ModelFile.h"
-#include "cudnn/dist/NcclCheck.h"
+#include "distributed/NcclCheck.h"
 #include "nn/ModuleConfig.h"
 #include "tensor/Cuda.h"
 
-namespace cudnn {
+namespace dist {
 
 using nn::Tensor;
 
@@ -86,7 +86,7 @@ DataParallelTable::~DataParallelTable() {
 
 void DataParallelTable::registerModelType() {
   static const bool once = [] {
-    nn::register_model_type("cudnn.DataParallelTable", nn::ModelFactory(&DataParallelTable::fromConfig));
+    nn::register_model_type(std::string(kTypeName), nn::ModelFactory(&DataParallelTable::fromConfig));
     return true;
   }();
   (void)once;
@@ -171,10 +171,10 @@ std::vector<Tensor> DataParallelTable::scatter(const Tensor& t, const std::vecto
     if (out[i].numel() == 0) continue;
     const Tensor part = src.narrow(0, chunks[i].offset, chunks[i].length);
     const auto count = static_cast<size_t>(part.numel());
-    NCCL_CHECK_COMM(comms_[0], ncclSend(part.raw_data(), count, dist::detail::nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
-                                        stream_of(gpus_[0])));
-    NCCL_CHECK_COMM(comms_[i],
-                    ncclRecv(out[i].raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
+    NCCL_CHECK_COMM(comms_[0], ncclSend(part.raw_data(), count, dist::detail::nccl_type(src.dtype()),
+                                        static_cast<int>(i), comms_[0], stream_of(gpus_[0])));
+    NCCL_CHECK_COMM(comms_[i], ncclRecv(out[i].raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i],
+                                        stream_of(gpus_[i])));
   }
   group.end();
   return out;
@@ -204,10 +204,10 @@ Tensor DataParallelTable::gather(const std::vector<const Tensor*>& parts, const 
     const Tensor src = parts[i]->contiguous();
     Tensor dst = out.narrow(0, chunks[i].offset, chunks[i].length);
     const auto count = static_cast<size_t>(src.numel());
-    NCCL_CHECK_COMM(comms_[i],
-                    ncclSend(src.raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i], stream_of(gpus_[i])));
-    NCCL_CHECK_COMM(comms_[0], ncclRecv(dst.raw_data(), count, dist::detail::nccl_type(src.dtype()), static_cast<int>(i), comms_[0],
-                                        stream_of(gpus_[0])));
+    NCCL_CHECK_COMM(comms_[i], ncclSend(src.raw_data(), count, dist::detail::nccl_type(src.dtype()), 0, comms_[i],
+                                        stream_of(gpus_[i])));
+    NCCL_CHECK_COMM(comms_[0], ncclRecv(dst.raw_data(), count, dist::detail::nccl_type(src.dtype()),
+                                        static_cast<int>(i), comms_[0], stream_of(gpus_[0])));
   }
   group.end();
   return out;
@@ -284,8 +284,9 @@ void DataParallelTable::allReduceGradients() {
     for (size_t i = 0; i < replicas_.size(); ++i) {
       Tensor& g = grads[i][k];
       if (!g.defined() || g.numel() == 0) continue;
-      NCCL_CHECK_COMM(comms_[i], ncclAllReduce(g.raw_data(), g.raw_data(), static_cast<size_t>(g.numel()),
-                                               dist::detail::nccl_type(g.dtype()), ncclSum, comms_[i], stream_of(gpus_[i])));
+      NCCL_CHECK_COMM(comms_[i],
+                      ncclAllReduce(g.raw_data(), g.raw_data(), static_cast<size_t>(g.numel()),
+                                    dist::detail::nccl_type(g.dtype()), ncclSum, comms_[i], stream_of(gpus_[i])));
     }
   }
   group.end();
@@ -337,11 +338,11 @@ tensor::Json DataParallelTable::config() const {
 }
 
 nn::ModulePtr DataParallelTable::fromConfig(const tensor::Json& config, std::vector<nn::ModulePtr> children) {
-  nn::ConfigReader reader(config, "cudnn.DataParallelTable");
+  nn::ConfigReader reader(config, kTypeName);
   const tensor::Shape listed = reader.shape("gpus");
   reader.finish();
   if (children.size() != 1) {
-    throw nn::Error("cudnn.DataParallelTable::fromConfig: expected one child (the network), got " +
+    throw nn::Error(std::string(kTypeName) + "::fromConfig: expected one child (the network), got " +
                     std::to_string(children.size()));
   }
   std::vector<int> gpus;
@@ -356,4 +357,4 @@ nn::ModulePtr DataParallelTable::fromConfig(const tensor::Json& config, std::vec
   return std::make_shared<DataParallelTable>(std::move(children[0]), std::move(gpus));
 }
 
-}  // namespace cudnn
+}  // namespace dist

@@ -1,5 +1,7 @@
-// ProcessGroup.cpp
-#include "cudnn/dist/ProcessGroup.h"
+// NcclBackend.cpp
+#include "distributed/NcclBackend.h"
+
+#include "distributed/Rendezvous.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -10,12 +12,12 @@
 #include <set>
 #include <thread>
 
-#include "cudnn/dist/NcclCheck.h"
-#include "cudnn/dist/Rendezvous.h"
+#include "distributed/NcclCheck.h"
+#include "distributed/Rendezvous.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
 
-namespace cudnn::dist {
+namespace dist {
 
 namespace {
 
@@ -33,19 +35,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
       return ncclMin;
   }
   return ncclSum;
-}
-
-std::string device_uuid(int device) {
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  static const char* hex = "0123456789abcdef";
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    const auto b = static_cast<unsigned char>(prop.uuid.bytes[i]);
-    s += hex[b >> 4];
-    s += hex[b & 15];
-  }
-  return s + " (cuda:" + std::to_string(device) + ", " + prop.name + ")";
 }
 
 // Polls with little latency first, then gently.
@@ -66,7 +55,7 @@ class Backoff {
 // runtime's own state: the hook may run from exit, after static destructors.
 struct LiveGroups {
   std::mutex mutex;
-  std::set<ProcessGroup*> groups;
+  std::set<NcclBackend*> groups;
   static LiveGroups& get() {
     static LiveGroups* live = new LiveGroups();
     return *live;
@@ -76,7 +65,7 @@ struct LiveGroups {
 void close_live_groups() {
   LiveGroups& live = LiveGroups::get();
   std::lock_guard<std::mutex> lock(live.mutex);
-  for (ProcessGroup* g : live.groups) g->close();
+  for (NcclBackend* g : live.groups) g->close();
 }
 
 std::string seconds_text(double s) {
@@ -89,31 +78,45 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 }  // namespace
 
-std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, double timeoutSeconds) {
-  std::shared_ptr<ProcessGroup> g(new ProcessGroup());
+std::string NcclBackend::unique_id() {
+  ncclUniqueId id;
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  return std::string(id.internal, sizeof id.internal);
+}
+
+std::string NcclBackend::device_uuid(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(prop.uuid.bytes[i]);
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  return s;
+}
+
+std::string NcclBackend::device_description(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return device_uuid(device) + " (cuda:" + std::to_string(device) + ", " + prop.name + ")";
+}
+
+std::shared_ptr<NcclBackend> NcclBackend::create(const WorldInfo& world, double timeoutSeconds,
+                                                 std::shared_ptr<Rendezvous> rendezvous, const std::string& id_bytes) {
+  std::shared_ptr<NcclBackend> g(new NcclBackend());
   g->world_ = world;
   g->timeout_ = timeoutSeconds;
-  g->where_ = tensor::detail::concat("cudnn::dist (rank ", world.rank, " of ", world.worldSize, "): ");
-  const int visible = tensor::cuda::device_count();
-  if (world.localRank >= visible) {
-    throw tensor::Error(tensor::detail::concat(g->where_, "expected a CUDA device for LOCAL_RANK ", world.localRank,
-                                               ", got ", visible, " visible (", world.localWorldSize,
-                                               " ranks on this host need as many GPUs)"));
-  }
+  g->where_ = tensor::detail::concat("dist (rank ", world.rank, " of ", world.worldSize, "): ");
   tensor::cuda::set_device(world.localRank);
-  std::string id_bytes;
-  if (world.rank == 0) {
-    ncclUniqueId id;
-    NCCL_CHECK(ncclGetUniqueId(&id));
-    id_bytes.assign(id.internal, sizeof id.internal);
-  }
-  g->rendezvous_ = Rendezvous::join(world, device_uuid(world.localRank), id_bytes, timeoutSeconds);
+  g->rendezvous_ = std::move(rendezvous);
   ncclUniqueId id;
-  if (g->rendezvous_->payload().size() != sizeof id.internal) {
+  if (id_bytes.size() != sizeof id.internal) {
     g->fail(tensor::detail::concat("expected an NCCL unique id of ", sizeof id.internal, " bytes from rank 0, got ",
-                                   g->rendezvous_->payload().size()));
+                                   id_bytes.size()));
   }
-  std::copy(g->rendezvous_->payload().begin(), g->rendezvous_->payload().end(), id.internal);
+  std::copy(id_bytes.begin(), id_bytes.end(), id.internal);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // Note [Failure is not a hang]
   ncclComm_t comm = nullptr;
@@ -130,7 +133,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, doubl
   return g;
 }
 
-ProcessGroup::~ProcessGroup() {
+NcclBackend::~NcclBackend() {
   try {
     LiveGroups& live = LiveGroups::get();
     std::lock_guard<std::mutex> lock(live.mutex);
@@ -140,7 +143,7 @@ ProcessGroup::~ProcessGroup() {
   close();
 }
 
-void ProcessGroup::close() noexcept {
+void NcclBackend::close() noexcept {
   stopWatchdog();
   try {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
@@ -189,16 +192,16 @@ void ProcessGroup::close() noexcept {
   }
 }
 
-void ProcessGroup::check(const char* method) const {
+void NcclBackend::check(const char* method) const {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!abortReason_.empty()) {
     throw tensor::Error(where_ + method + ": the process group was aborted: " + abortReason_);
   }
 }
 
-bool ProcessGroup::aborted() const { return aborted_.load(); }
+bool NcclBackend::aborted() const { return aborted_.load(); }
 
-void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) const {
+void NcclBackend::checkTensor(const tensor::Tensor& t, const char* method) const {
   checkUsable(method);
   if (!t.defined() || t.device() != device() || !t.is_contiguous()) {
     throw tensor::Error(where_ + method + ": expected a contiguous tensor on " + device().str() + ", got " +
@@ -206,10 +209,10 @@ void ProcessGroup::checkTensor(const tensor::Tensor& t, const char* method) cons
   }
 }
 
-std::string ProcessGroup::trouble() {
+std::string NcclBackend::trouble() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   // A lost peer first: it names the rank, where NCCL's own error (a closed socket) may not.
-  std::string lost = rendezvous_ ? rendezvous_->lostPeer() : std::string();
+  std::string lost = rendezvous_ ? rendezvous_->lostPeer().str() : std::string();
   if (!lost.empty() || !comm_) return lost;
   ncclResult_t state = ncclSuccess;
   const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
@@ -222,12 +225,12 @@ std::string ProcessGroup::trouble() {
   const auto until = Clock::now() + std::chrono::seconds(1);
   while (lost.empty() && rendezvous_ && Clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    lost = rendezvous_->lostPeer();
+    lost = rendezvous_->lostPeer().str();
   }
   return lost.empty() ? why : why + " (" + lost + ")";
 }
 
-void ProcessGroup::settle(const std::string& what) {
+void NcclBackend::settle(const std::string& what) {
   if (groupDepth_ > 0) return;  // calls inside a group are only recorded; groupEnd() settles them
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
   Backoff backoff;
@@ -241,14 +244,14 @@ void ProcessGroup::settle(const std::string& what) {
            (last && last[0] ? std::string(": ") + last : ""));
     }
     if (polls % 64 == 0) {
-      if (const std::string t = rendezvous_ ? rendezvous_->lostPeer() : ""; !t.empty()) fail(what + ": " + t);
+      if (const std::string t = rendezvous_ ? rendezvous_->lostPeer().str() : ""; !t.empty()) fail(what + ": " + t);
       if (Clock::now() > deadline) fail(what + ": timed out after " + std::to_string(timeout_) + " s");
     }
     backoff.pause();
   }
 }
 
-void* ProcessGroup::commStream() {
+void* NcclBackend::commStream() {
   if (!commStream_) {
     tensor::cuda::DeviceGuard guard(world_.localRank);
     cudaStream_t s = nullptr;
@@ -258,32 +261,38 @@ void* ProcessGroup::commStream() {
   return commStream_;
 }
 
-void ProcessGroup::allReduce(tensor::Tensor& t, ReduceOp op, void* stream) {
+void NcclBackend::allReduce(tensor::Tensor& t, ReduceOp op, void* stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkTensor(t, "allReduce");
   allReduce(t.raw_data(), t.numel(), t.dtype(), op, stream);
 }
 
-void ProcessGroup::allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) {
+void NcclBackend::allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkUsable("allReduce");
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op), comm_,
-                                       static_cast<cudaStream_t>(stream)));
+  NCCL_CHECK_COMM(comm_, ncclAllReduce(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), nccl_op(op),
+                                       comm_, static_cast<cudaStream_t>(stream)));
   settle("allReduce");
   renewExitHook();
 }
 
-void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
+void NcclBackend::broadcast(tensor::Tensor& t, int root, void* stream) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkTensor(t, "broadcast");
+  broadcast(t.raw_data(), t.numel(), t.dtype(), root, stream);
+}
+
+void NcclBackend::broadcast(void* data, int64_t count, tensor::DType dtype, int root, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  checkUsable("broadcast");
   if (root < 0 || root >= world_.worldSize) {
     throw tensor::Error(where_ + "broadcast: expected a root rank in [0, " + std::to_string(world_.worldSize) +
                         "), got " + std::to_string(root));
   }
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
-  NCCL_CHECK_COMM(comm_, ncclBroadcast(t.raw_data(), t.raw_data(), static_cast<size_t>(t.numel()), detail::nccl_type(t.dtype()),
-                                       root, comm_, static_cast<cudaStream_t>(stream)));
+  NCCL_CHECK_COMM(comm_, ncclBroadcast(data, data, static_cast<size_t>(count), detail::nccl_type(dtype), root, comm_,
+                                       static_cast<cudaStream_t>(stream)));
   settle("broadcast");
   renewExitHook();
 }
@@ -291,7 +300,7 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
 // Note [Groups hold the lock]: from groupStart() to its groupEnd() the user's thread holds
 // mutex_ (locked here, released by groupEnd), so the watchdog cannot abort the communicator
 // while NCCL holds recorded calls on it.
-void ProcessGroup::groupStart() {
+void NcclBackend::groupStart() {
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   checkUsable("groupStart");
   NCCL_CHECK(ncclGroupStart());
@@ -299,7 +308,7 @@ void ProcessGroup::groupStart() {
   lock.release();  // held until groupEnd()
 }
 
-void ProcessGroup::groupEnd() {
+void NcclBackend::groupEnd() {
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   if (groupDepth_ == 0) throw tensor::Error(where_ + "groupEnd: expected groupStart() first");
   std::unique_lock<std::recursive_mutex> fromStart(mutex_, std::adopt_lock);  // groupStart()'s
@@ -317,13 +326,13 @@ void ProcessGroup::groupEnd() {
 // Note [Process group teardown]: exit runs atexit hooks and static destructors newest first.
 // NCCL may set parts of itself up only at the first collective (after create() registered the
 // shutdown hook); registering it once more then keeps the groups' teardown ahead of those.
-void ProcessGroup::renewExitHook() {
+void NcclBackend::renewExitHook() {
   if (exitHookRenewed_ || groupDepth_ > 0) return;
   exitHookRenewed_ = true;
   tensor::cuda::register_shutdown_hook(&close_live_groups);
 }
 
-void ProcessGroup::wait(void* stream, const std::string& what) {
+void NcclBackend::wait(void* stream, const std::string& what) {
   checkUsable("wait");  // the lock is taken only to poll: the watchdog may abort meanwhile
   tensor::cuda::DeviceGuard guard(world_.localRank);
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
@@ -352,7 +361,7 @@ void ProcessGroup::wait(void* stream, const std::string& what) {
   }
 }
 
-void ProcessGroup::barrier() {
+void NcclBackend::barrier() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   checkUsable("barrier");
   try {
@@ -363,7 +372,7 @@ void ProcessGroup::barrier() {
   }
 }
 
-void ProcessGroup::abort(const std::string& reason) noexcept {
+void NcclBackend::abort(const std::string& reason) noexcept {
   try {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     abortLocked(reason);
@@ -371,7 +380,7 @@ void ProcessGroup::abort(const std::string& reason) noexcept {
   }
 }
 
-void ProcessGroup::abortLocked(const std::string& reason) noexcept {
+void NcclBackend::abortLocked(const std::string& reason) noexcept {
   if (abortReason_.empty()) abortReason_ = reason.empty() ? "aborted" : reason;
   aborted_ = true;
   if (comm_) {
@@ -381,12 +390,12 @@ void ProcessGroup::abortLocked(const std::string& reason) noexcept {
   if (rendezvous_) rendezvous_->abort(abortReason_);
 }
 
-void ProcessGroup::fail(const std::string& why) {
+void NcclBackend::fail(const std::string& why) {
   abort(why);
   throw tensor::Error(where_ + why);
 }
 
-void* ProcessGroup::watch(void* stream, const std::string& what) {
+void* NcclBackend::watch(void* stream, const std::string& what) {
   checkUsable("watch");
   tensor::cuda::DeviceGuard guard(world_.localRank);
   if (!stream) stream = tensor::cuda::stream(world_.localRank);
@@ -416,11 +425,11 @@ void* ProcessGroup::watch(void* stream, const std::string& what) {
   return e;
 }
 
-void ProcessGroup::startWatchdog() {
+void NcclBackend::startWatchdog() {
   watchdog_ = std::thread([this] { watchdogLoop(); });
 }
 
-void ProcessGroup::stopWatchdog() noexcept {
+void NcclBackend::stopWatchdog() noexcept {
   try {
     {
       std::lock_guard<std::mutex> lock(watchMutex_);
@@ -437,7 +446,7 @@ void ProcessGroup::stopWatchdog() noexcept {
 // one: past the timeout, or with a lost rank or an NCCL error, the group is aborted (which also
 // releases NCCL kernels stuck waiting for a peer, so the streams behind them drain) and the
 // reason is kept for the user's thread (check()).
-void ProcessGroup::watchdogLoop() noexcept {
+void NcclBackend::watchdogLoop() noexcept {
   if (cudaSetDevice(world_.localRank) != cudaSuccess) cudaGetLastError();
   std::unique_lock<std::mutex> lock(watchMutex_);
   while (!stopWatchdog_) {
@@ -464,7 +473,7 @@ void ProcessGroup::watchdogLoop() noexcept {
   }
 }
 
-std::string ProcessGroup::watchdogPoll() {
+std::string NcclBackend::watchdogPoll() {
   std::string what;
   double age = 0;
   {
@@ -494,4 +503,4 @@ std::string ProcessGroup::watchdogPoll() {
   return "";
 }
 
-}  // namespace cudnn::dist
+}  // namespace dist

@@ -1,11 +1,11 @@
 // NcclCheck.cpp
-#include "cudnn/dist/NcclCheck.h"
+#include "distributed/NcclCheck.h"
 
 #include <string>
 
 #include "tensor/DType.h"
 
-namespace cudnn::dist::detail {
+namespace dist::detail {
 
 void throw_nccl_error(ncclResult_t status, ncclComm_t comm, const char* call, const char* file, int line) {
   std::string msg = ::tensor::detail::concat(call, " failed at ", file, ":", line, ": ", ncclGetErrorString(status));
@@ -29,7 +29,7 @@ ncclDataType_t nccl_type(tensor::DType t) {
     case tensor::DType::UInt8:
       return ncclUint8;
   }
-  throw tensor::Error("cudnn::dist: no NCCL type for dtype " + std::to_string(static_cast<int>(t)));
+  throw tensor::Error("dist: no NCCL type for dtype " + std::to_string(static_cast<int>(t)));
 }
 
-}  // namespace cudnn::dist::detail
+}  // namespace dist::detail

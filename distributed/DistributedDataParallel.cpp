@@ -15,23 +15,38 @@
 // aborted, which releases the streams, and the next call here throws it (check()).
 // Buffers live as long as the wrapper, so the caching allocator, which assumes one stream per
 // device, never hands their memory to the compute stream while the group's stream uses it.
-#include "cudnn/dist/DistributedDataParallel.h"
+// Note [CPU buckets]: on the CPU (the MPI backend) a bucket's gradients are copied into its
+// buffer and its MPI_Iallreduce started from the hook, as on the GPU; finishing backward waits
+// for every bucket (bounded by the group's timeout, watching for lost ranks) and copies the
+// averages back, so the optimizer step that follows sees them.
+#include "distributed/DistributedDataParallel.h"
 
-#include <cuda_runtime_api.h>
-
+#include <optional>
 #include <set>
 
-#include "cudnn/dist/Dist.h"
+#include "distributed/Dist.h"
 #include "tensor/Cuda.h"
-#include "tensor/cuda/CudaCheck.h"
+#ifdef CUDNN_NN_HAVE_CUDA
+#include <cuda_runtime_api.h>
 
-namespace cudnn::dist {
+#include "tensor/cuda/CudaCheck.h"
+#endif
+
+namespace dist {
 
 using tensor::Tensor;
 
 namespace {
 
+#ifdef CUDNN_NN_HAVE_CUDA
 cudaStream_t compute_stream(int device) { return static_cast<cudaStream_t>(tensor::cuda::stream(device)); }
+#endif
+
+// Where the network's parameters are (the group's device when it has none).
+tensor::Device network_device(nn::Module& net, const tensor::Device& fallback) {
+  const auto params = net.parameters();
+  return params.empty() ? fallback : params.front().device();
+}
 
 }  // namespace
 
@@ -58,7 +73,12 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
                                                  std::shared_ptr<ProcessGroup> group)
     : options_(options), group_(group ? std::move(group) : default_group()) {
   add(std::move(net));
-  const tensor::Device dev = group_->device();
+  const tensor::Device dev = network_device(module(), group_->device());
+  if (!group_->backend(dev)) {
+    throw tensor::Error(where("DistributedDataParallel") + "expected a backend for the network's device " + dev.str() +
+                        " (NCCL for CUDA, MPI for the CPU), got the group's " + group_->backends());
+  }
+  device_ = dev;
   // Every module once, and each parameter with the module that produces its gradient.
   std::set<nn::Module*> seen;
   std::vector<std::pair<nn::Module*, std::vector<size_t>>> owners;
@@ -107,7 +127,8 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
     bytes.push_back(params_[i].grad.nbytes());
     dtypes.push_back(params_[i].grad.dtype());
   }
-  tensor::cuda::DeviceGuard guard(dev.index);
+  std::optional<tensor::cuda::DeviceGuard> guard;
+  if (dev.is_cuda()) guard.emplace(dev.index);
   for (const auto& members : assignBuckets(bytes, dtypes, options_.firstBucketBytes, options_.bucketBytes)) {
     Bucket b;
     int64_t numel = 0;
@@ -119,9 +140,13 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
       b.params.push_back(order[k]);
     }
     b.buffer = tensor::empty({numel}, params_[order[members.front()]].grad.dtype(), dev);
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    b.ready = e;
+#ifdef CUDNN_NN_HAVE_CUDA
+    if (dev.is_cuda()) {
+      cudaEvent_t e = nullptr;
+      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      b.ready = e;
+    }
+#endif
     buckets_.push_back(std::move(b));
   }
   broadcastState(true);
@@ -137,9 +162,11 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
 
 DistributedDataParallel::~DistributedDataParallel() {
   for (nn::Module* m : hooked_) m->setBackwardHook({});
+#ifdef CUDNN_NN_HAVE_CUDA
   for (Bucket& b : buckets_) {
     if (b.ready) cudaEventDestroy(static_cast<cudaEvent_t>(b.ready));
   }
+#endif
 }
 
 void DistributedDataParallel::broadcastState(bool parameters) {
@@ -150,6 +177,11 @@ void DistributedDataParallel::broadcastState(bool parameters) {
   }
   for (auto& [name, t] : module().namedBuffers()) tensors.push_back(t);
   if (tensors.empty()) return;
+  if (device_.is_cpu()) {  // MPI: started, then waited for before the forward uses them
+    for (Tensor& t : tensors) group_->broadcast(t, 0);
+    group_->wait(device_, "the broadcast of rank 0's parameters and buffers");
+    return;
+  }
   group_->groupStart();
   try {
     for (Tensor& t : tensors) group_->broadcast(t, 0);
@@ -220,7 +252,17 @@ void DistributedDataParallel::launchReady() {
 }
 
 void DistributedDataParallel::launch(Bucket& b) {
-  const int dev = group_->device().index;
+  b.launched = true;
+  if (device_.is_cpu()) {  // Note [CPU buckets]
+    for (size_t p : b.params) {
+      const Param& q = params_[p];
+      b.buffer.narrow(0, q.offset, q.grad.numel()).copy_(q.grad.reshape({-1}));
+    }
+    group_->allReduce(b.buffer, ReduceOp::Avg);
+    return;
+  }
+#ifdef CUDNN_NN_HAVE_CUDA
+  const int dev = device_.index;
   auto* comm = static_cast<cudaStream_t>(group_->commStream());
   auto* ready = static_cast<cudaEvent_t>(b.ready);
   CUDA_CHECK(cudaEventRecord(ready, compute_stream(dev)));
@@ -238,7 +280,7 @@ void DistributedDataParallel::launch(Bucket& b) {
     CUDA_CHECK(
         cudaMemcpyAsync(q.grad.raw_data(), base + q.offset * item, q.grad.nbytes(), cudaMemcpyDeviceToDevice, comm));
   }
-  b.launched = true;
+#endif
 }
 
 void DistributedDataParallel::finishBackward() {
@@ -246,11 +288,21 @@ void DistributedDataParallel::finishBackward() {
   launchedInBackward_ = nextBucket_;
   for (; nextBucket_ < buckets_.size(); ++nextBucket_) launch(buckets_[nextBucket_]);
   if (buckets_.empty()) return;
+  if (device_.is_cpu()) {  // Note [CPU buckets]
+    group_->wait(device_, "the gradient all-reduce");
+    for (const Param& q : params_) {
+      const Bucket& b = buckets_[q.bucket];
+      q.grad.view({-1}).copy_(b.buffer.narrow(0, q.offset, q.grad.numel()));
+    }
+    return;
+  }
+#ifdef CUDNN_NN_HAVE_CUDA
   // Note [No host wait after backward]
-  const int dev = group_->device().index;
+  const int dev = device_.index;
   tensor::cuda::DeviceGuard guard(dev);
   auto* done = static_cast<cudaEvent_t>(group_->watch(group_->commStream(), "the gradient all-reduce"));
   CUDA_CHECK(cudaStreamWaitEvent(compute_stream(dev), done, 0));
+#endif
 }
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucketLayout() const {
@@ -266,4 +318,4 @@ std::string DistributedDataParallel::str() const {
   return type_name() + " {\n  (1): " + nn::indent_lines(module().str(), "  ") + "\n}";
 }
 
-}  // namespace cudnn::dist
+}  // namespace dist

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The MPI backend as real processes under mpirun (tests/dist/mpi_worker): collectives and
+# DistributedDataParallel on CPU tensors at world sizes 2 and 4 (bit-identical to one process,
+# buckets launched from the backward hooks), then a killed rank and a hung rank, each an error
+# on the others within a bounded time. Usage: test_Mpi.sh MPIRUN WORKER
+set -u
+mpirun="$1"
+worker="$2"
+fail=0
+check() {  # name, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi
+}
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+# CI runs as root on 2 cores: allow both. --enable-recovery keeps the job running when a rank
+# dies, so the others report it themselves (else mpirun kills them first).
+run() {  # np, case, timeout seconds for the job
+  CUDNN_NN_DIST_NCCL=0 timeout "$3" "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
+    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none -np "$1" -x MASTER_PORT="$(port)" -x CUDNN_NN_DIST_TIMEOUT -x CUDNN_NN_DIST_NCCL \
+    "$worker" "$2" 2>&1
+}
+
+# One process without mpirun: no MPI at all (a trivial CPU backend), the same results.
+out=$(CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" collectives 2>&1; CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" ddp 2>&1); st=$?
+echo "$out"
+check "one process without mpirun: collectives and DDP on the CPU" \
+  'grep -q "rank 0: collectives ok over self" <<<"$out" && grep -q "rank 0: ddp bit-identical to one process" <<<"$out"'
+
+for np in 2 4; do
+  out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np collectives 60); st=$?
+  echo "$out"
+  check "collectives at world size $np" '[ $st -eq 0 ] && [ "$(grep -c "collectives ok over MPI" <<<"$out")" -eq $np ]'
+  out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np ddp 60); st=$?
+  echo "$out"
+  check "DDP at world size $np: bit-identical to one process, buckets from hooks" \
+    '[ $st -eq 0 ] && [ "$(grep -c "ddp bit-identical to one process, [0-9]* buckets from hooks" <<<"$out")" -eq $np ]'
+done
+
+for np in 2 4; do
+  last=$((np - 1))
+  start=$SECONDS
+  out=$(CUDNN_NN_DIST_TIMEOUT=30 run $np killed 60); st=$?
+  echo "$out"
+  check "killed rank at world size $np: rank 0 names it" \
+    'grep -q "rank 0: error after [0-9.]* s: .*waiting for the gradient all-reduce: .*rank $last exited" <<<"$out"'
+  for r in $(seq 1 $((np - 2))); do
+    check "killed rank at world size $np: rank $r hears rank 0's reason" \
+      'grep -q "rank $r: error after [0-9.]* s: .*rank 0 aborted: .*rank $last exited" <<<"$out"'
+  done
+  check "killed rank at world size $np: within 15 s, not the 30 s timeout" '[ $((SECONDS - start)) -lt 15 ]'
+done
+
+for np in 2 4; do
+  last=$((np - 1))
+  start=$SECONDS
+  out=$(CUDNN_NN_DIST_TIMEOUT=2 run $np hung 60); st=$?
+  echo "$out"
+  for r in $(seq 0 $((last - 1))); do  # each fails at its own timeout (or hears rank 0's first)
+    check "hung rank at world size $np: rank $r fails at the timeout" \
+      'grep -q "rank $r: error after [0-9.]* s: .*waiting for the gradient all-reduce: .*timed out after 2 s" <<<"$out"'
+  done
+  check "hung rank at world size $np: the hung rank $last fails when it comes back, naming rank 0's reason" \
+    'grep -q "rank $last: error after [0-9.]* s: .*rank 0 aborted: .*timed out after 2 s" <<<"$out"'
+  check "hung rank at world size $np: within 15 s" '[ $((SECONDS - start)) -lt 15 ]'
+done
+exit $fail
