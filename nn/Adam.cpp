@@ -11,19 +11,25 @@
 
 namespace nn {
 
-Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double beta1_, double beta2_,
-           double eps_, double weightDecay_)
-    : Optimizer(std::move(params), std::move(grads), std::string(kTypeName)),
-      lr(lr_),
-      beta1(beta1_),
-      beta2(beta2_),
-      eps(eps_),
-      weightDecay(weightDecay_) {
-  checkOptions("Adam");
+Adam::Adam(std::vector<ParamGroup> groups, const Options& o, bool decoupled, std::string_view name)
+    : Optimizer(std::move(groups), std::string(name)),
+      beta1(o.beta1),
+      beta2(o.beta2),
+      eps(o.eps),
+      decoupled_(decoupled) {
+  lr = o.lr;
+  weightDecay = o.weightDecay;
+  checkOptions(decoupled ? "AdamW" : "Adam");
 }
 
+Adam::Adam(std::vector<ParamGroup> groups, const Options& o) : Adam(std::move(groups), o, false, kTypeName) {}
+
+Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double beta1_, double beta2_, double eps_,
+           double weightDecay_)
+    : Adam(std::move(params), std::move(grads), Options{lr_, beta1_, beta2_, eps_, weightDecay_}) {}
+
 Adam::Adam(std::vector<Tensor> params, std::vector<Tensor> grads, const Options& o)
-    : Adam(std::move(params), std::move(grads), o.lr, o.beta1, o.beta2, o.eps, o.weightDecay) {}
+    : Adam(std::vector<ParamGroup>{{std::move(params), std::move(grads), std::nullopt, std::nullopt}}, o) {}
 
 Adam::Adam(Module& m, double lr_, double beta1_, double beta2_, double eps_, double weightDecay_)
     : Adam(m.parameters(), m.gradParameters(), lr_, beta1_, beta2_, eps_, weightDecay_) {}
@@ -32,11 +38,10 @@ Adam::Adam(Module& m, const Options& o) : Adam(m.parameters(), m.gradParameters(
 
 void Adam::checkOptions(const char* method) const {
   auto bad = [&](const std::string& what) { throw Error(where(method) + what); };
-  if (!(lr >= 0)) bad("expected lr >= 0, got " + std::to_string(lr));
+  checkGroups(method);
   if (!(beta1 >= 0 && beta1 < 1)) bad("expected 0 <= beta1 < 1, got " + std::to_string(beta1));
   if (!(beta2 >= 0 && beta2 < 1)) bad("expected 0 <= beta2 < 1, got " + std::to_string(beta2));
   if (!(eps >= 0)) bad("expected eps >= 0, got " + std::to_string(eps));
-  if (!(weightDecay >= 0)) bad("expected weightDecay >= 0, got " + std::to_string(weightDecay));
 }
 
 Tensor& Adam::moment(size_t i, const char* name) {
@@ -62,10 +67,10 @@ void Adam::step() {
   // the count it saw at capture (Note [CUDA graphs] in tensor/Cuda.h).
   for (const Tensor& p : params_) {
     if (p.is_cuda() && tensor::cuda::Graph::capturing(p.device().index)) {
-      throw tensor::Error(
-          "nn::Adam::step: cannot be captured in a CUDA graph (its bias corrections use the step "
-          "count kept on the host, which a replay would not advance); capture SGD, or run Adam "
-          "eagerly");
+      throw tensor::Error(type_name() +
+                          "::step: cannot be captured in a CUDA graph (its bias corrections use the step "
+                          "count kept on the host, which a replay would not advance); capture SGD, or run Adam "
+                          "eagerly");
     }
   }
   // Note [Atomic step]: the moments of new parameters and every temporary first (a failed
@@ -82,7 +87,7 @@ void Adam::step() {
                                 v == state_[i].end() ? nullptr : &v->second);
     if (!inGroup[i] && !onCpu[i]) {
       denom[i] = tensor::empty_like(params_[i]);
-      if (weightDecay != 0) decayedGrad[i] = tensor::empty_like(params_[i]);
+      if (groupWeightDecay(groupOf_[i]) != 0 && !decoupled_) decayedGrad[i] = tensor::empty_like(params_[i]);
     }
     if (m == state_[i].end()) m0[i] = tensor::zeros_like(params_[i]);
     if (v == state_[i].end()) v0[i] = tensor::zeros_like(params_[i]);
@@ -106,27 +111,30 @@ void Adam::step() {
       bias1.push_back(b1);
       bias2.push_back(b2);
     }
-    tensor::cuda::adam_step(p, g, m, v, bias1, bias2, {lr, beta1, beta2, eps, weightDecay});
+    const size_t k = groupOf_[group[0]];
+    tensor::cuda::adam_step(p, g, m, v, bias1, bias2, {groupLr(k), beta1, beta2, eps, groupWeightDecay(k), decoupled_});
   }
   for (size_t i = 0; i < n; ++i) {
     if (inGroup[i]) continue;
     Tensor& p = params_[i];
+    const double rate = groupLr(groupOf_[i]), decay = groupWeightDecay(groupOf_[i]);
     const auto [bias1, bias2] = prepare(i);
     Tensor& m = moment(i, "exp_avg");
     Tensor& v = moment(i, "exp_avg_sq");
     if (onCpu[i]) {
-      const kernels::AdamStep a{lr, beta1, beta2, eps, weightDecay, bias1, bias2};
+      const kernels::AdamStep a{rate, beta1, beta2, eps, decay, bias1, bias2, decoupled_};
       tensor::dispatch_f32_f64(p.dtype(), "nn.Adam", [&](auto tag) {
         using T = decltype(tag);
         kernels::adam_step<T>(p.data<T>(), grads_[i].data<T>(), m.data<T>(), v.data<T>(), p.numel(), a);
       });
       continue;
     }
-    const Tensor g = weightDecay != 0 ? decayedGrad[i].copy_(grads_[i]).add_(p, weightDecay) : grads_[i];
+    if (decoupled_ && decay != 0) p.mul_(1 - rate * decay);  // AdamW, before the moments as torch.optim.AdamW
+    const Tensor g = decayedGrad[i].defined() ? decayedGrad[i].copy_(grads_[i]).add_(p, decay) : grads_[i];
     m.mul_(beta1).add_(g, 1 - beta1);
     v.mul_(beta2).addcmul_(g, g, 1 - beta2);
     denom[i].copy_(v).sqrt_().div_(std::sqrt(bias2)).add_(eps);
-    p.addcdiv_(m, denom[i], -lr / bias1);
+    p.addcdiv_(m, denom[i], -rate / bias1);
   }
 }
 

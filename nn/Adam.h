@@ -6,7 +6,8 @@
 // State per parameter: "step", "exp_avg" (m), "exp_avg_sq" (v). Tensor ops, so CUDA
 // parameters update on the GPU; contiguous CPU ones take one fused pass (kernels/Optimizer.h),
 // contiguous CUDA ones a few multi-tensor launches per step (tensor/MultiTensor.h), with the
-// same bits (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields.
+// same bits (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields; lr and
+// weightDecay may differ per parameter group (Note [Parameter groups] in Optimizer.h).
 #pragma once
 
 #include "nn/Optimizer.h"
@@ -30,15 +31,20 @@ class Adam : public Optimizer {
   explicit Adam(Module& m, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
                 double weightDecay = 0);
   Adam(Module& m, const Options& options);
+  // Parameter groups (Note [Parameter groups] in Optimizer.h); `options` gives the defaults.
+  Adam(std::vector<ParamGroup> groups, const Options& options);
 
   void step() override;
   static constexpr std::string_view kTypeName = "nn.Adam";
   std::string type_name() const override { return std::string(kTypeName); }
 
-  double lr, beta1, beta2, eps, weightDecay;
+  double beta1, beta2, eps;  // lr and weightDecay: Optimizer's (per group)
 
  protected:
+  // AdamW: decoupled weight decay, and its name in errors
+  Adam(std::vector<ParamGroup> groups, const Options& options, bool decoupled, std::string_view name);
   void checkOptions(const char* method) const;
+  bool decoupled_ = false;
   Tensor& moment(size_t i, const char* name);  // zeros on first use
 };
 

@@ -3,17 +3,55 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 
 namespace nn {
 
-Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
-    : params_(std::move(params)), grads_(std::move(grads)), state_(params_.size()) {
-  const std::string w = name + ": ";
-  if (params_.size() != grads_.size()) {
-    throw Error(w + "expected one gradient per parameter, got " + std::to_string(params_.size()) +
-                " parameters and " + std::to_string(grads_.size()) + " gradients");
+namespace {
+std::vector<ParamGroup> one_group(std::vector<Tensor> params, std::vector<Tensor> grads) {
+  std::vector<ParamGroup> groups(1);
+  groups[0].params = std::move(params);
+  groups[0].grads = std::move(grads);
+  return groups;
+}
+}  // namespace
+
+std::vector<ParamGroup> decayGroups(Module& m, const std::function<bool(const std::string&, const Tensor&)>& noDecay) {
+  std::vector<ParamGroup> groups(2);
+  groups[1].weightDecay = 0.0;
+  const auto params = m.namedParameters();
+  const auto grads = m.namedGradParameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, p] = params[i];
+    const bool exclude = noDecay ? noDecay(name, p) : p.dim() <= 1;
+    groups[exclude ? 1 : 0].params.push_back(p);
+    groups[exclude ? 1 : 0].grads.push_back(grads[i].second);
   }
+  return groups;
+}
+
+Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
+    : Optimizer(one_group(std::move(params), std::move(grads)), name) {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, const std::string& name) {
+  const std::string w = name + ": ";
+  for (size_t k = 0; k < groups.size(); ++k) {
+    ParamGroup& group = groups[k];
+    if (group.params.size() != group.grads.size()) {
+      throw Error(w + "expected one gradient per parameter, got " + std::to_string(group.params.size()) +
+                  " parameters and " + std::to_string(group.grads.size()) + " gradients" +
+                  (groups.size() > 1 ? " in parameter group " + std::to_string(k) : ""));
+    }
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      params_.push_back(std::move(group.params[i]));
+      grads_.push_back(std::move(group.grads[i]));
+      groupOf_.push_back(k);
+    }
+    groupLr_.push_back(group.lr);
+    groupWeightDecay_.push_back(group.weightDecay);
+  }
+  state_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     const Tensor& g = grads_[i];
@@ -25,6 +63,40 @@ Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, cons
                   g.description());
     }
   }
+}
+
+void Optimizer::checkGroups(const char* method) const {
+  auto check = [&](const char* what, double v, const std::string& whose) {
+    if (!(v >= 0)) throw Error(where(method) + "expected " + what + " >= 0" + whose + ", got " + std::to_string(v));
+  };
+  check("lr", lr, "");
+  check("weightDecay", weightDecay, "");
+  for (size_t k = 0; k < numGroups(); ++k) {
+    const std::string whose = " in parameter group " + std::to_string(k);
+    if (groupLr_[k]) check("lr", *groupLr_[k], whose);
+    if (groupWeightDecay_[k]) check("weightDecay", *groupWeightDecay_[k], whose);
+  }
+}
+
+void Optimizer::setGroupLr(size_t group, double value) {
+  if (group >= numGroups()) {
+    throw Error(where("setGroupLr") + "expected a group below " + std::to_string(numGroups()) + ", got " +
+                std::to_string(group));
+  }
+  groupLr_[group] = value;
+}
+
+void Optimizer::setGroupWeightDecay(size_t group, double value) {
+  if (group >= numGroups()) {
+    throw Error(where("setGroupWeightDecay") + "expected a group below " + std::to_string(numGroups()) + ", got " +
+                std::to_string(group));
+  }
+  groupWeightDecay_[group] = value;
+}
+
+void Optimizer::setLr(double value) {
+  lr = value;
+  for (auto& g : groupLr_) g = value;
 }
 
 void Optimizer::zeroGrad() {
@@ -90,7 +162,7 @@ std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_lis
   std::vector<std::vector<size_t>> groups;
   if (!fused) return groups;
   const std::vector<bool> shared = sharing_memory(params_);
-  std::map<std::pair<int, DType>, size_t> groupOf;  // (device index, dtype) -> position in groups
+  std::map<std::tuple<size_t, int, DType>, size_t> groupOf;  // (param group, device, dtype) -> position
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     auto fits = [&](const Tensor& t) {
@@ -103,7 +175,7 @@ std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_lis
       if (it != state_[i].end()) ok = ok && fits(it->second);
     }
     if (!ok) continue;
-    const auto [it, fresh] = groupOf.try_emplace({p.device().index, p.dtype()}, groups.size());
+    const auto [it, fresh] = groupOf.try_emplace({groupOf_[i], p.device().index, p.dtype()}, groups.size());
     if (fresh) groups.emplace_back();
     groups[it->second].push_back(i);
     inGroup[i] = true;
@@ -135,12 +207,13 @@ void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
     const std::string name = key.substr(dot + 1);
     const Tensor& p = params_[i];
     if (name == "step") {
-      if (t.numel() != 1) throw Error(where("loadStateDict") + "expected a one-element '" + key + "', got " + t.description());
+      if (t.numel() != 1)
+        throw Error(where("loadStateDict") + "expected a one-element '" + key + "', got " + t.description());
       loaded[i][name] = tensor::scalar_tensor(t.item(), tensor::DType::Int64);
     } else {
       if (t.sizes() != p.sizes()) {
-        throw Error(where("loadStateDict") + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) +
-                    ", expected " + tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
+        throw Error(where("loadStateDict") + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) + ", expected " +
+                    tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
       }
       Tensor copy = tensor::empty(p.sizes(), p.dtype(), p.device());
       copy.copy_(t);

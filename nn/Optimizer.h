@@ -22,16 +22,37 @@
 // the tensor ops, one after the other as before, after the fused launches (which touch only
 // memory no other parameter has). `fused = false` sends every parameter through the tensor ops
 // (tests compare the paths).
+// Note [Parameter groups]: as torch.optim's param_groups, an optimizer may be built from groups
+// of parameters, each with its own lr and weightDecay (unset: the optimizer's `lr` and
+// `weightDecay` fields, so `opt.lr = x` keeps working for an optimizer of one group). Schedulers
+// set each group's lr through setGroupLr; decayGroups() splits a module's parameters into a
+// decayed group and one without weight decay (biases and normalisation weights).
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/Module.h"
 
 namespace nn {
+
+// One parameter group (Note [Parameter groups]): tensors with their gradients and optional
+// per-group hyperparameters.
+struct ParamGroup {
+  std::vector<Tensor> params, grads;
+  std::optional<double> lr, weightDecay;  // unset: the optimizer's
+};
+
+// The parameters of `m` in two groups: [0] those for which `noDecay(name, param)` is false, with
+// the optimizer's weight decay, and [1] the others, with weightDecay 0. The default predicate
+// excludes every parameter of at most one dimension (biases, batch-norm weights and biases), as
+// the usual AdamW recipes do.
+std::vector<ParamGroup> decayGroups(Module& m,
+                                    const std::function<bool(const std::string&, const Tensor&)>& noDecay = {});
 
 class Optimizer {
  public:
@@ -46,6 +67,18 @@ class Optimizer {
   virtual std::string type_name() const = 0;  // "nn.SGD"
 
   bool fused = true;  // Note [Fused optimizer steps]; false: tensor ops for every parameter
+  // The defaults of groups that set none (Note [Parameter groups]).
+  double lr = 0, weightDecay = 0;
+
+  // ---- parameter groups (Note [Parameter groups]) ----
+  size_t numGroups() const { return groupLr_.size(); }
+  size_t groupOf(size_t param) const { return groupOf_.at(param); }
+  double groupLr(size_t group) const { return groupLr_.at(group).value_or(lr); }
+  double groupWeightDecay(size_t group) const { return groupWeightDecay_.at(group).value_or(weightDecay); }
+  void setGroupLr(size_t group, double value);
+  void setGroupWeightDecay(size_t group, double value);
+  // Every group's lr (what schedulers call).
+  void setLr(double value);
 
   const std::vector<Tensor>& params() const { return params_; }
   const std::vector<Tensor>& grads() const { return grads_; }
@@ -58,20 +91,25 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name);
+  Optimizer(std::vector<ParamGroup> groups, const std::string& name);
   Optimizer(Optimizer&&) = default;
+  // lr >= 0 and weightDecay >= 0 for the defaults and every group.
+  void checkGroups(const char* method) const;
   std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
   // The gradient with L2 weight decay folded in: grad + weightDecay * param (a new tensor).
   static Tensor decayed(const Tensor& param, const Tensor& grad, double weightDecay);
   // A parameter's step counter, incremented: Adam's bias corrections use it.
   int64_t nextStep(size_t i);
   // The parameters of fused CUDA updates, grouped by device and dtype, in index order, and a mask
-  // of them (Note [Fused optimizer steps]); `stateNames`: the state tensors the update uses,
-  // where they already exist. Empty when `fused` is false.
+  // of them (Note [Fused optimizer steps]); a group never spans parameter groups; `stateNames`: the state tensors the
+  // update uses, where they already exist. Empty when `fused` is false.
   std::vector<std::vector<size_t>> fusedCudaGroups(std::initializer_list<const char*> stateNames,
                                                    std::vector<bool>& inGroup) const;
 
   std::vector<Tensor> params_, grads_;
   std::vector<std::map<std::string, Tensor>> state_;
+  std::vector<size_t> groupOf_;  // parameter index -> parameter group
+  std::vector<std::optional<double>> groupLr_, groupWeightDecay_;
 };
 
 }  // namespace nn

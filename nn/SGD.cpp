@@ -8,19 +8,22 @@
 
 namespace nn {
 
-SGD::SGD(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double momentum_, double dampening_,
-         double weightDecay_, bool nesterov_)
-    : Optimizer(std::move(params), std::move(grads), std::string(kTypeName)),
-      lr(lr_),
-      momentum(momentum_),
-      dampening(dampening_),
-      weightDecay(weightDecay_),
-      nesterov(nesterov_) {
+SGD::SGD(std::vector<ParamGroup> groups, const Options& o)
+    : Optimizer(std::move(groups), std::string(kTypeName)),
+      momentum(o.momentum),
+      dampening(o.dampening),
+      nesterov(o.nesterov) {
+  lr = o.lr;
+  weightDecay = o.weightDecay;
   checkOptions("SGD");
 }
 
+SGD::SGD(std::vector<Tensor> params, std::vector<Tensor> grads, double lr_, double momentum_, double dampening_,
+         double weightDecay_, bool nesterov_)
+    : SGD(std::move(params), std::move(grads), Options{lr_, momentum_, dampening_, weightDecay_, nesterov_}) {}
+
 SGD::SGD(std::vector<Tensor> params, std::vector<Tensor> grads, const Options& o)
-    : SGD(std::move(params), std::move(grads), o.lr, o.momentum, o.dampening, o.weightDecay, o.nesterov) {}
+    : SGD(std::vector<ParamGroup>{{std::move(params), std::move(grads), std::nullopt, std::nullopt}}, o) {}
 
 SGD::SGD(Module& m, double lr_, double momentum_, double dampening_, double weightDecay_, bool nesterov_)
     : SGD(m.parameters(), m.gradParameters(), lr_, momentum_, dampening_, weightDecay_, nesterov_) {}
@@ -29,9 +32,8 @@ SGD::SGD(Module& m, const Options& o) : SGD(m.parameters(), m.gradParameters(), 
 
 void SGD::checkOptions(const char* method) const {
   auto bad = [&](const std::string& what) { throw Error(where(method) + what); };
-  if (!(lr >= 0)) bad("expected lr >= 0, got " + std::to_string(lr));
+  checkGroups(method);
   if (!(momentum >= 0)) bad("expected momentum >= 0, got " + std::to_string(momentum));
-  if (!(weightDecay >= 0)) bad("expected weightDecay >= 0, got " + std::to_string(weightDecay));
   if (!std::isfinite(dampening)) bad("expected a finite dampening, got " + std::to_string(dampening));
   if (nesterov && (momentum <= 0 || dampening != 0)) {
     bad("expected momentum > 0 and dampening 0 for Nesterov momentum, got momentum " + std::to_string(momentum) +
@@ -47,7 +49,7 @@ void SGD::step() {
   const auto groups = fusedCudaGroups({"momentum_buffer"}, inGroup);
   std::vector<Tensor> scratch(n), fresh(n);
   for (size_t i = 0; i < n; ++i) {
-    if (!inGroup[i] && (weightDecay != 0 || nesterov)) scratch[i] = tensor::empty_like(params_[i]);
+    if (!inGroup[i] && (groupWeightDecay(groupOf_[i]) != 0 || nesterov)) scratch[i] = tensor::empty_like(params_[i]);
     if (momentum != 0 && !state_[i].count("momentum_buffer")) fresh[i] = tensor::empty_like(params_[i]);
   }
   // Note [Fused optimizer steps]: the fused groups first, then the tensor ops
@@ -62,7 +64,8 @@ void SGD::step() {
         buf.push_back(fresh[i].defined() ? fresh[i] : state_[i].at("momentum_buffer"));
       }
     }
-    tensor::cuda::sgd_step(p, g, buf, first, {lr, momentum, dampening, weightDecay, nesterov});
+    const size_t k = groupOf_[group[0]];
+    tensor::cuda::sgd_step(p, g, buf, first, {groupLr(k), momentum, dampening, groupWeightDecay(k), nesterov});
     for (size_t i : group) {
       if (fresh[i].defined()) state_[i]["momentum_buffer"] = fresh[i];
     }
@@ -70,8 +73,9 @@ void SGD::step() {
   for (size_t i = 0; i < n; ++i) {
     if (inGroup[i]) continue;
     Tensor& p = params_[i];
+    const double rate = groupLr(groupOf_[i]), decay = groupWeightDecay(groupOf_[i]);
     Tensor d = grads_[i];
-    if (weightDecay != 0) d = scratch[i].copy_(grads_[i]).add_(p, weightDecay);
+    if (decay != 0) d = scratch[i].copy_(grads_[i]).add_(p, decay);
     if (momentum != 0) {
       Tensor& buf = state_[i]["momentum_buffer"];
       if (fresh[i].defined()) {
@@ -80,13 +84,13 @@ void SGD::step() {
         buf.mul_(momentum).add_(d, 1 - dampening);
       }
       if (nesterov) {
-        if (weightDecay == 0) scratch[i].copy_(d);
+        if (decay == 0) scratch[i].copy_(d);
         d = scratch[i].add_(buf, momentum);
       } else {
         d = buf;
       }
     }
-    p.add_(d, -lr);
+    p.add_(d, -rate);
   }
 }
 

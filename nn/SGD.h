@@ -6,8 +6,8 @@
 //   p -= lr * d
 // State: "momentum_buffer" per parameter. Tensor ops, so CUDA parameters update on the GPU;
 // contiguous CUDA ones take a few multi-tensor launches per step instead, with the same bits
-// (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields (change lr
-// for a schedule).
+// (Note [Fused optimizer steps] in Optimizer.h). Hyperparameters are public fields; lr and
+// weightDecay may differ per parameter group (Note [Parameter groups] in Optimizer.h).
 #pragma once
 
 #include "nn/Optimizer.h"
@@ -30,12 +30,14 @@ class SGD : public Optimizer {
   // m.parameters() / m.gradParameters()
   SGD(Module& m, double lr, double momentum = 0, double dampening = 0, double weightDecay = 0, bool nesterov = false);
   SGD(Module& m, const Options& options);
+  // Parameter groups (Note [Parameter groups] in Optimizer.h); `options` gives the defaults.
+  SGD(std::vector<ParamGroup> groups, const Options& options);
 
   void step() override;
   static constexpr std::string_view kTypeName = "nn.SGD";
   std::string type_name() const override { return std::string(kTypeName); }
 
-  double lr, momentum, dampening, weightDecay;
+  double momentum, dampening;  // lr and weightDecay: Optimizer's (per group)
   bool nesterov;
 
  protected:

@@ -1,5 +1,5 @@
 // MultiTensor.h: optimizer updates of many CUDA tensors in a few kernel launches (a
-// multi-tensor apply), for nn::SGD and nn::Adam: see Note [Fused optimizer steps] in
+// multi-tensor apply), for nn::SGD, nn::Adam and nn::AdamW: see Note [Fused optimizer steps] in
 // nn/Optimizer.h. Every list holds contiguous tensors of one floating dtype (float32, float64,
 // float16, bfloat16) on one CUDA device; element i of each list has params[i]'s element count.
 // The values are those of nn's per-tensor path (the same tensor ops' operations in their order,
@@ -23,10 +23,11 @@ struct SgdStep {
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
               const std::vector<uint8_t>& first, const SgdStep& options);
 
-// Adam as nn::Adam (nn/Adam.h); bias1[i] = 1 - beta1^t and bias2[i] = 1 - beta2^t for parameter
+// Adam as nn::Adam (nn/Adam.h), AdamW's decoupled weight decay with `decoupled`; bias1[i] = 1 - beta1^t and bias2[i] = 1 - beta2^t for parameter
 // i's own step count t.
 struct AdamStep {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+  bool decoupled = false;
 };
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
                const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,

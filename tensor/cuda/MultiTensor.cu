@@ -218,9 +218,11 @@ template <class T>
 struct AdamOp {
   using C = acc_t<T>;
   C weightDecay, beta1, beta2, c1, c2, eps;  // c1, c2: 1 - beta1, 1 - beta2
-  bool decay;
+  C keep;                                     // AdamW: 1 - lr * weightDecay
+  bool decay, shrink;                         // L2 term (Adam), decoupled decay (AdamW)
   MT_HD void operator()(const Entry<T>& e, int64_t i) const {
-    const C p = load(e.p, i);
+    C p = load(e.p, i);
+    if (shrink) p = stored<T>(mul(p, keep));  // p.mul_(1 - lr * weightDecay)
     C g = load(e.g, i);
     if (decay) g = stored<T>(add(g, mul(weightDecay, p)));  // decayedGrad.copy_(grad).add_(p, weightDecay)
     C m = stored<T>(mul(load(e.s1, i), beta1));             // m.mul_(beta1)
@@ -338,9 +340,16 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
       e.b = static_cast<C>(1.0 / std::sqrt(bias2[i]));
       entries.push_back(e);
     }
-    const AdamOp<T> adam{
-        static_cast<C>(o.weightDecay), static_cast<C>(o.beta1), static_cast<C>(o.beta2), static_cast<C>(1 - o.beta1),
-        static_cast<C>(1 - o.beta2),   static_cast<C>(o.eps),   o.weightDecay != 0};
+    const bool decay = o.weightDecay != 0;
+    const AdamOp<T> adam{static_cast<C>(o.weightDecay),
+                         static_cast<C>(o.beta1),
+                         static_cast<C>(o.beta2),
+                         static_cast<C>(1 - o.beta1),
+                         static_cast<C>(1 - o.beta2),
+                         static_cast<C>(o.eps),
+                         static_cast<C>(1 - o.lr * o.weightDecay),
+                         decay && !o.decoupled,
+                         decay && o.decoupled};
     launch(entries, adam, params[0].device().index);
   });
 }

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "nn/Adam.h"
+#include "nn/AdamW.h"
 #include "nn/SGD.h"
 #include "tensor/Cuda.h"
 #include "tensor/MultiTensor.h"
@@ -75,7 +76,21 @@ struct Named {
   std::string name;
   Make make;
 };
-// Every valid SGD option combination, and Adam with and without weight decay.
+// Two parameter groups over the list: even indices with the defaults, odd ones with their own
+// lr and no weight decay (Note [Parameter groups] in nn/Optimizer.h).
+std::vector<nn::ParamGroup> two_groups(Params& ps) {
+  std::vector<nn::ParamGroup> groups(2);
+  groups[1].lr = 0.02;
+  groups[1].weightDecay = 0.0;
+  for (size_t i = 0; i < ps.p.size(); ++i) {
+    groups[i % 2].params.push_back(ps.p[i]);
+    groups[i % 2].grads.push_back(ps.g[i]);
+  }
+  return groups;
+}
+
+// Every valid SGD option combination, Adam with and without weight decay, AdamW, and parameter
+// groups.
 std::vector<Named> optimizers() {
   std::vector<Named> out;
   for (double momentum : {0.0, 0.9}) {
@@ -83,8 +98,11 @@ std::vector<Named> optimizers() {
       for (double weightDecay : {0.0, 1e-2}) {
         for (bool nesterov : {false, true}) {
           if (nesterov && (momentum == 0 || dampening != 0)) continue;
-          const nn::SGD::Options o{.lr = 0.05, .momentum = momentum, .dampening = dampening,
-                                   .weightDecay = weightDecay, .nesterov = nesterov};
+          const nn::SGD::Options o{.lr = 0.05,
+                                   .momentum = momentum,
+                                   .dampening = dampening,
+                                   .weightDecay = weightDecay,
+                                   .nesterov = nesterov};
           out.push_back({"SGD momentum " + std::to_string(momentum) + " dampening " + std::to_string(dampening) +
                              " weightDecay " + std::to_string(weightDecay) + (nesterov ? " Nesterov" : ""),
                          [o](Params& ps) { return std::make_unique<nn::SGD>(ps.p, ps.g, o); }});
@@ -93,8 +111,18 @@ std::vector<Named> optimizers() {
     }
   }
   out.push_back({"Adam", [](Params& ps) { return std::make_unique<nn::Adam>(ps.p, ps.g, 1e-2); }});
-  out.push_back({"Adam weight decay", [](Params& ps) {
-                   return std::make_unique<nn::Adam>(ps.p, ps.g, 3e-2, 0.8, 0.99, 1e-6, 1e-2);
+  out.push_back({"Adam weight decay",
+                 [](Params& ps) { return std::make_unique<nn::Adam>(ps.p, ps.g, 3e-2, 0.8, 0.99, 1e-6, 1e-2); }});
+  out.push_back({"AdamW", [](Params& ps) {
+                   return std::make_unique<nn::AdamW>(ps.p, ps.g, nn::AdamW::Options{.lr = 3e-2, .weightDecay = 0.5});
+                 }});
+  out.push_back({"AdamW groups", [](Params& ps) {
+                   return std::make_unique<nn::AdamW>(two_groups(ps), nn::AdamW::Options{.weightDecay = 0.5});
+                 }});
+  out.push_back({"SGD Nesterov groups", [](Params& ps) {
+                   return std::make_unique<nn::SGD>(
+                       two_groups(ps),
+                       nn::SGD::Options{.lr = 0.05, .momentum = 0.9, .weightDecay = 1e-2, .nesterov = true});
                  }});
   return out;
 }
@@ -216,7 +244,10 @@ TEST_CASE("shared memory (a tensor listed twice, overlapping views), several dty
       // views of one buffer: [0, 60) and [40, 100) overlap (the tensor ops, in order), [100, 150)
       // and [150, 200) only touch (fused)
       const Tensor flat = uniform({200}, -1, 1, gen, DType::Float64).to(gpu, DType::Float32);
-      ps.p = {flat.narrow(0, 0, 60), flat.narrow(0, 100, 50), flat.narrow(0, 40, 60), flat.narrow(0, 150, 50),
+      ps.p = {flat.narrow(0, 0, 60),
+              flat.narrow(0, 100, 50),
+              flat.narrow(0, 40, 60),
+              flat.narrow(0, 150, 50),
               shared,
               uniform({5000}, -1, 1, gen, DType::Float64).to(gpu, DType::Float16),
               shared,  // again, with a gradient of its own
