@@ -55,10 +55,10 @@ def main(argv):
     for ax, (key, label) in zip(axes[:, 0], panels):
         xs, ys = series(rows, "step", key)
         if xs:
-            ax.plot(xs, ys, linewidth=0.8, alpha=0.6, label="steps")
+            ax.plot(xs, ys, color="C0", linewidth=0.8, alpha=0.6, label="steps")
         xs, ys = series(rows, "epoch", key)
         if xs:
-            ax.plot(xs, ys, marker="o", label="epochs")
+            ax.plot(xs, ys, color="C1", marker="o", label="epochs")
         ax.set_ylabel(label)
         if key in ("loss_scale",):
             ax.set_yscale("log", base=2)
