@@ -14,6 +14,7 @@
 #include "convert/ModelTypes.h"
 #include "nn/ModuleConfig.h"
 #include "tensor/FileIO.h"
+#include "tensor/Npy.h"
 #include "tensor/Safetensors.h"
 
 namespace nn {
@@ -343,6 +344,14 @@ void load_state(Module& net, const std::map<std::string, Tensor>& state, const s
   }
 }
 
+void load_state_checked(Module& net, const std::map<std::string, Tensor>& state, bool strict, const std::string& what) {
+  try {
+    net.loadStateDict(state, strict);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+}
+
 void check_state(Module& net, const std::map<std::string, Tensor>& state, const std::string& what) {
   try {
     net.checkStateDict(state, true);
@@ -451,14 +460,58 @@ void save_weights(Module& net, const std::string& path) {
   tensor::save_safetensors(path, net.stateDict(), metadata());
 }
 
-void load_weights(Module& net, const std::string& path) {
-  tensor::SafetensorsFile weights;
+namespace {
+// The tensors of a weights file: .npz (NumPy) by its extension, safetensors otherwise.
+std::map<std::string, Tensor> read_weights(const std::string& path) {
   try {
-    weights = tensor::load_safetensors(path);
+    if (path.ends_with(".npz")) return tensor::load_npz(path);
+    return tensor::load_safetensors(path).tensors;
   } catch (const Error& e) {
     throw Error(std::string("nn::load_weights: ") + e.what());
   }
-  load_state(net, weights.tensors, "nn::load_weights: " + path);
+}
+}  // namespace
+
+void load_weights(Module& net, const std::string& path) {
+  load_state(net, read_weights(path), "nn::load_weights: " + path);
+}
+
+// Note [Non-strict loading]: the file's keys are mapped first (a key mapped to "" is dropped),
+// then compared with the network's state: a tensor loads when its name exists with the same
+// shape and the same kind (floating or not); the rest is reported, never half-copied. Strict
+// loading throws Module::loadStateDict's list of every mismatch (naming the file) instead.
+WeightsReport load_weights(Module& net, const std::string& path, const LoadWeightsOptions& options) {
+  const std::string what = "nn::load_weights: " + path;
+  std::map<std::string, Tensor> state;
+  for (auto& [key, t] : read_weights(path)) {
+    const std::string name = options.mapKey ? options.mapKey(key) : key;
+    if (name.empty()) continue;
+    if (!state.emplace(name, t).second) {
+      throw Error(what + ": expected distinct names after the key mapping, got '" + name + "' twice (from '" + key +
+                  "' and another key)");
+    }
+  }
+  WeightsReport report;
+  const std::map<std::string, Tensor> own = net.stateDict();
+  std::map<std::string, Tensor> loadable;
+  for (const auto& [name, t] : state) {
+    const auto it = own.find(name);
+    if (it == own.end()) {
+      report.unexpected.push_back(name);
+    } else if (it->second.sizes() != t.sizes() || tensor::is_floating(it->second.dtype()) != tensor::is_floating(t.dtype())) {
+      report.mismatched.push_back(name + ": file " + t.description() + ", network " + it->second.description());
+    } else {
+      loadable[name] = t;
+      report.loaded.push_back(name);
+    }
+  }
+  for (const auto& [name, t] : own) {
+    // batch norm's optional counter (Note [num_batches_tracked] in nn/BatchNormalization.h)
+    const bool optional = name == "num_batches_tracked" || name.ends_with(".num_batches_tracked");
+    if (!state.count(name) && !optional) report.missing.push_back(name);
+  }
+  load_state_checked(net, options.strict ? state : loadable, options.strict, what);
+  return report;
 }
 
 void register_model_type(const std::string& type, ModelFactory factory) {

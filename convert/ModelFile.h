@@ -74,8 +74,25 @@ ModulePtr load_model(const std::string& json, const uint8_t* weights, size_t siz
 
 // The weights alone, to or from exactly `path` (a .safetensors file), into an existing
 // network (strict, as load_model).
+// load_weights also reads NumPy .npz archives (np.savez(path, **state_dict), by extension).
 void save_weights(Module& net, const std::string& path);
 void load_weights(Module& net, const std::string& path);
+
+// load_weights with options (Note [Non-strict loading] in ModelFile.cpp): `mapKey` renames the
+// file's keys to the network's ("module.0.weight" -> "0.weight"; "" drops a tensor); with
+// strict false every tensor whose name, shape and kind match loads and the rest is reported.
+struct LoadWeightsOptions {
+  bool strict = true;
+  std::function<std::string(const std::string&)> mapKey{};  // empty: keys as they are
+};
+struct WeightsReport {
+  std::vector<std::string> loaded;      // network names, sorted
+  std::vector<std::string> missing;     // in the network, not in the file
+  std::vector<std::string> unexpected;  // in the file (after mapping), not in the network
+  std::vector<std::string> mismatched;  // "name: file float32 [3 x 4] on cpu, network float32 [4 x 4] on cpu"
+  bool complete() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+};
+WeightsReport load_weights(Module& net, const std::string& path, const LoadWeightsOptions& options);
 
 // The structure alone: the JSON document save_model writes, and the network it describes
 // with freshly initialised parameters (modes restored, no weights). `what` names the source

@@ -57,13 +57,15 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
   nn::ensure(m.output, x.sizes(), x, format);
+  // counted as nn counts it, empty batches included (Note [num_batches_tracked])
+  const double factor = m.isTraining() ? m.countBatch() : m.momentum;
   if (x.numel() == 0) return;
   const Shape s3{l.N, l.C, l.S};
   if (m.isTraining()) {
     nn::ensure(m.save_mean, {l.C}, m.running_mean);
     nn::ensure(m.save_invstd, {l.C}, m.running_mean);
     plan_.forward_train(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
-                        m.momentum, m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
+                        factor, m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
   } else {
     plan_.forward_inference(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
                             m.running_mean, m.running_var, m.eps);

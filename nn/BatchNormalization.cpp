@@ -28,6 +28,7 @@ BatchNormalization::BatchNormalization(int64_t nOutput_, double eps_, double mom
   }
   running_mean = tensor::zeros({nOutput});
   running_var = tensor::ones({nOutput});
+  num_batches_tracked = tensor::scalar_tensor(0, DType::Int64);
   if (affine) {
     weight = tensor::empty({nOutput});
     bias = tensor::empty({nOutput});
@@ -44,6 +45,13 @@ void BatchNormalization::reset() {
   }
   running_mean.zero_();
   running_var.fill_(1.0);
+  num_batches_tracked.zero_();
+}
+
+double BatchNormalization::countBatch() {
+  num_batches_tracked.add_(1.0);
+  // the count on the host: a synchronisation on the GPU, only for the cumulative average
+  return cumulativeAverage ? 1.0 / num_batches_tracked.item() : momentum;
 }
 
 void BatchNormalization::visitState(StateVisitor& v) {
@@ -53,6 +61,7 @@ void BatchNormalization::visitState(StateVisitor& v) {
   }
   v.buffer("running_mean", running_mean);
   v.buffer("running_var", running_var);
+  v.buffer("num_batches_tracked", num_batches_tracked);
 }
 
 std::string BatchNormalization::shapeContract(bool batched) const {
@@ -112,9 +121,11 @@ const Tensor& BatchNormalization::updateOutput(const Tensor& input) {
   const Layout l = layout(input, "updateOutput");
   const Tensor x = input.contiguous();
   ensure(output, x.sizes(), x);
+  double factor = momentum;
   if (training_) {
     ensure(save_mean, {nOutput}, x);
     ensure(save_invstd, {nOutput}, x);
+    factor = countBatch();
   } else {
     useRunningStatistics(x);
   }
@@ -123,7 +134,7 @@ const Tensor& BatchNormalization::updateOutput(const Tensor& input) {
     using T = decltype(tag);
     if (training_) {
       kernels::batchnorm_statistics<T>(x.data<T>(), l.N, l.C, l.S, eps, save_mean.data<T>(), save_invstd.data<T>(),
-                                       momentum, running_mean.data<T>(), running_var.data<T>());
+                                       factor, running_mean.data<T>(), running_var.data<T>());
     }
     kernels::batchnorm_forward<T>(x.data<T>(), output.data<T>(), l.N, l.C, l.S, save_mean.data<T>(),
                                   save_invstd.data<T>(), affine ? weight.data<T>() : nullptr,
@@ -186,16 +197,20 @@ std::string BatchNormalization::str() const {
 }
 
 tensor::Json BatchNormalization::config() const {
-  return tensor::Json::Object{{"nOutput", nOutput}, {"eps", eps}, {"momentum", momentum}, {"affine", affine}};
+  tensor::Json::Object c{{"nOutput", nOutput}, {"eps", eps}, {"momentum", momentum}, {"affine", affine}};
+  if (cumulativeAverage) c.emplace_back("cumulativeAverage", true);
+  return c;
 }
 
 ModulePtr BatchNormalization::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);
   const int64_t nOutput = c.integer("nOutput");
   const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
-  const bool affine = c.flag("affine", true);
+  const bool affine = c.flag("affine", true), cumulative = c.flag("cumulativeAverage", false);
   c.finish();
-  return std::make_shared<BatchNormalization>(nOutput, eps, momentum, affine);
+  auto m = std::make_shared<BatchNormalization>(nOutput, eps, momentum, affine);
+  m->cumulativeAverage = cumulative;
+  return m;
 }
 
 }  // namespace nn

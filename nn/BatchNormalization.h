@@ -8,6 +8,12 @@
 // PyTorch; Torch drew weight from U(0, 1)). The subclasses Spatial/VolumetricBatchNormalization
 // share all of this and differ only in nDim. Twin: cudnn::BatchNormalization
 // (cudnnBatchNormalizationForwardTraining/Inference, which also yield save_mean/save_invstd).
+// Note [num_batches_tracked]: as PyTorch's, the buffer num_batches_tracked (an int64 scalar)
+// counts training forwards, so a PyTorch state_dict of a network with batch norm loads and a
+// saved one loads in PyTorch. Both backends count through countBatch(), which also gives the
+// running statistics' factor: momentum, or with cumulativeAverage (PyTorch's momentum=None)
+// 1 / num_batches_tracked, a cumulative moving average. A state without the buffer (PyTorch's
+// version-1 checkpoints, older model files) loads and leaves the count as it was, as PyTorch does.
 #pragma once
 
 #include "nn/Module.h"
@@ -35,6 +41,8 @@ class BatchNormalization : public Module {
   bool affine;
   Tensor weight, bias, gradWeight, gradBias;  // undefined without affine
   Tensor running_mean, running_var;           // buffers
+  Tensor num_batches_tracked;                 // int64 scalar buffer, Note [num_batches_tracked]
+  bool cumulativeAverage = false;             // PyTorch's momentum=None: 1 / num_batches_tracked
   // Statistics the last forward normalised with (batch statistics in training, running
   // ones in evaluation); invstd = 1 / sqrt(var + eps). Read by backward.
   Tensor save_mean, save_invstd;
@@ -51,6 +59,9 @@ class BatchNormalization : public Module {
   Layout shapeLayout(const Tensor& input, const char* method) const;
   // gradWeight and gradBias of [nOutput], before a pass accumulates into them (affine only).
   void checkGradients(const char* method) const;
+  // Counts one training forward in num_batches_tracked and returns the running statistics'
+  // factor (Note [num_batches_tracked]); both backends call it once per training forward.
+  double countBatch();
   // gradOutput has the input's shape and dtype.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
 

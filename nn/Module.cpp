@@ -161,7 +161,10 @@ void Module::checkStateDict(const std::map<std::string, Tensor>& state, bool str
   for (const auto& [name, slot] : targets.slots) {
     auto it = state.find(name);
     if (it == state.end()) {
-      if (strict) problems.push_back("missing '" + name + "' " + tensor::shape_str(slot->sizes()));
+      // batch norm's counter may be absent, as PyTorch allows (Note [num_batches_tracked] in
+      // nn/BatchNormalization.h): older checkpoints and model files predate it
+      const bool optional = name == "num_batches_tracked" || name.ends_with(".num_batches_tracked");
+      if (strict && !optional) problems.push_back("missing '" + name + "' " + tensor::shape_str(slot->sizes()));
       continue;
     }
     if (it->second.sizes() != slot->sizes()) {

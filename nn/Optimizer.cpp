@@ -34,7 +34,7 @@ std::vector<ParamGroup> decayGroups(Module& m, const std::function<bool(const st
 Optimizer::Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name)
     : Optimizer(one_group(std::move(params), std::move(grads)), name) {}
 
-Optimizer::Optimizer(std::vector<ParamGroup> groups, const std::string& name) {
+Optimizer::Optimizer(std::vector<ParamGroup> groups, const std::string& name) : name_(name) {
   const std::string w = name + ": ";
   for (size_t k = 0; k < groups.size(); ++k) {
     ParamGroup& group = groups[k];

@@ -95,7 +95,8 @@ class Optimizer {
   Optimizer(Optimizer&&) = default;
   // lr >= 0 and weightDecay >= 0 for the defaults and every group.
   void checkGroups(const char* method) const;
-  std::string where(const char* method) const { return type_name() + "::" + method + ": "; }
+  // name_: the type name given at construction (in a base constructor type_name() is the base's)
+  std::string where(const char* method) const { return name_ + "::" + method + ": "; }
   // The gradient with L2 weight decay folded in: grad + weightDecay * param (a new tensor).
   static Tensor decayed(const Tensor& param, const Tensor& grad, double weightDecay);
   // A parameter's step counter, incremented: Adam's bias corrections use it.
@@ -106,6 +107,7 @@ class Optimizer {
   std::vector<std::vector<size_t>> fusedCudaGroups(std::initializer_list<const char*> stateNames,
                                                    std::vector<bool>& inGroup) const;
 
+  std::string name_;
   std::vector<Tensor> params_, grads_;
   std::vector<std::map<std::string, Tensor>> state_;
   std::vector<size_t> groupOf_;  // parameter index -> parameter group

@@ -13,9 +13,11 @@ ModulePtr SpatialBatchNormalization::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);
   const int64_t nOutput = c.integer("nOutput");
   const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
-  const bool affine = c.flag("affine", true);
+  const bool affine = c.flag("affine", true), cumulative = c.flag("cumulativeAverage", false);
   c.finish();
-  return std::make_shared<SpatialBatchNormalization>(nOutput, eps, momentum, affine);
+  auto m = std::make_shared<SpatialBatchNormalization>(nOutput, eps, momentum, affine);
+  m->cumulativeAverage = cumulative;
+  return m;
 }
 
 }  // namespace nn

@@ -5,7 +5,10 @@
 //
 //   fashion_mnist [--data DIR] [--backend nn|cudnn] [--model conv|lstm] [--epochs N]
 //                 [--batch-size N] [--lr X] [--lr-decay F] [--hidden N] [--seed N] [--limit N]
-//                 [--gpus N] [--save PATH] [--quiet]
+//                 [--gpus N] [--save PATH] [--quiet] [--optimizer sgd|adam|adamw]
+//                 [--weight-decay X] [--lr-schedule exp|step|cosine|onecycle|plateau]
+//                 [--warmup N] [--clip-grad N] [--amp float16|bfloat16] [--checkpoint DIR]
+//                 [--resume DIR] [--log FILE] [--log-every N]
 // Data parallel (a build with NCCL): --gpus N trains on N GPUs from one process
 // (cudnn::DataParallelTable); under scripts/launch (or torchrun, mpirun) each process trains
 // on its GPU and its shard of the data (cudnn::dist::DistributedDataParallel). Either way the
@@ -26,6 +29,12 @@
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
 #include "nn/Adam.h"
+#include "nn/AdamW.h"
+#include "nn/ClipGrad.h"
+#include "nn/GradScaler.h"
+#include "nn/LRScheduler.h"
+#include "nn/MixedPrecision.h"
+#include "nn/SGD.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/LSTM.h"
 #include "nn/Linear.h"
@@ -37,6 +46,9 @@
 #include "samples/Networks.h"
 #include "samples/VisionTransformer.h"
 #include "tensor/Cuda.h"
+#include "train/Checkpoint.h"
+#include "train/Data.h"
+#include "train/TrainingLog.h"
 #ifdef CUDNN_NN_HAVE_NCCL
 #include "cudnn/DataParallelTable.h"
 #include "cudnn/dist/Dist.h"
@@ -64,6 +76,16 @@ struct Options {
   std::string save = "fashion_mnist_model";
   bool quiet = false;
   int64_t gpus = 0;  // > 0: DataParallelTable over GPUs 0..gpus-1
+  std::string optimizer = "adam";
+  double weight_decay = -1;  // < 0: the optimizer's default (AdamW 0.01, others 0)
+  std::string schedule = "exp";
+  int64_t warmup = 100;      // cosine: warm-up steps
+  double clip_grad = 0;      // > 0: clip the gradients' global 2-norm to this
+  std::string amp;           // "float16" or "bfloat16": 16-bit compute, float32 master weights
+  std::string checkpoint;    // a checkpoint per epoch in this directory
+  std::string resume;        // resume from this directory's checkpoint
+  std::string log;           // CSV (or .jsonl) per epoch
+  int64_t log_every = 0;     // and every N steps
 };
 
 // Started by scripts/launch, torchrun or mpirun: one process per GPU.
@@ -79,7 +101,7 @@ const char* kUsage =
     "                    or vit (a Vision Transformer: 7x7 patches, 3 encoder layers)\n"
     "  --epochs N        passes over the training set (default 7)\n"
     "  --batch-size N    images per step (default 128)\n"
-    "  --lr X            Adam learning rate (default 0.002)\n"
+    "  --lr X            learning rate (default 0.002; onecycle: the peak)\n"
     "  --lr-decay F      multiply the learning rate by F after each epoch (default 0.7)\n"
     "  --hidden N        hidden units before the 10 scores (default 256; lstm: 128;\n"
     "                    vit: the token width, 64)\n"
@@ -89,7 +111,23 @@ const char* kUsage =
     "                    under scripts/launch each process uses its own GPU instead\n"
     "  --save PATH       where the trained model goes: PATH.json + PATH.safetensors\n"
     "                    (default fashion_mnist_model; empty to skip)\n"
-    "  --quiet           no progress lines\n";
+    "  --quiet           no progress lines\n"
+    "  --optimizer O     adam (default), adamw (decoupled weight decay; biases and batch-norm\n"
+    "                    parameters not decayed) or sgd (momentum 0.9, Nesterov)\n"
+    "  --weight-decay X  weight decay (default 0; adamw 0.01)\n"
+    "  --lr-schedule S   exp (default: times --lr-decay each epoch), step (times --lr-decay\n"
+    "                    every 2 epochs), cosine (linear warm-up, then cosine to 0, per step),\n"
+    "                    onecycle (per step, peak --lr) or plateau (times 0.5 when the test\n"
+    "                    accuracy stops improving)\n"
+    "  --warmup N        cosine: warm-up steps (default 100)\n"
+    "  --clip-grad N     clip the gradients' global 2-norm to N (default: no clipping)\n"
+    "  --amp T           float16 or bfloat16 compute with float32 master weights (cudnn);\n"
+    "                    float16 with dynamic loss scaling\n"
+    "  --checkpoint DIR  save a checkpoint (model, optimizer, schedule, scaler, generator,\n"
+    "                    loader) after each epoch into DIR\n"
+    "  --resume DIR      go on from DIR's checkpoint (the same options as the run that wrote it)\n"
+    "  --log FILE        a line per epoch (CSV, or JSON lines for .jsonl); scripts/plot_log.py\n"
+    "  --log-every N     and a line every N steps\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -109,6 +147,16 @@ Options parse(int argc, char** argv) {
     else if (flag == "--save") o.save = args.value(flag);
     else if (flag == "--quiet") o.quiet = true;
     else if (flag == "--gpus") o.gpus = args.integer(flag, 1, 64);
+    else if (flag == "--optimizer") o.optimizer = args.choice(flag, {"sgd", "adam", "adamw"});
+    else if (flag == "--weight-decay") o.weight_decay = args.number(flag, 0, 10);
+    else if (flag == "--lr-schedule") o.schedule = args.choice(flag, {"exp", "step", "cosine", "onecycle", "plateau"});
+    else if (flag == "--warmup") o.warmup = args.integer(flag, 0, INT64_MAX);
+    else if (flag == "--clip-grad") o.clip_grad = args.number(flag, 1e-12, 1e12);
+    else if (flag == "--amp") o.amp = args.choice(flag, {"float16", "bfloat16"});
+    else if (flag == "--checkpoint") o.checkpoint = args.value(flag);
+    else if (flag == "--resume") o.resume = args.value(flag);
+    else if (flag == "--log") o.log = args.value(flag);
+    else if (flag == "--log-every") o.log_every = args.integer(flag, 1, INT64_MAX);
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -130,6 +178,10 @@ Options parse(int argc, char** argv) {
                          : "--backend cudnn needs a CUDA device, and none is visible (--backend nn trains on the CPU)");
   }
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
+  if (!o.log.empty()) args.writable("--log", o.log);
+  if (!o.amp.empty() && o.backend != "cudnn") {
+    args.fail("--amp needs --backend cudnn (nn computes float32 and float64 on the CPU)");
+  }
   return o;
 }
 
@@ -145,6 +197,23 @@ std::shared_ptr<nn::Sequential> build_lstm_network(int64_t hidden) {
   return net;
 }
 
+#ifdef CUDNN_NN_HAVE_NCCL
+// The data-parallel sampler as the loader's Sampler (train/Data.h): each process its shard.
+class ShardSampler : public nn::Sampler {
+ public:
+  ShardSampler(int64_t n, int world, int rank, uint64_t seed) : s_(n, world, rank, true, seed), world_(world) {}
+  std::vector<int64_t> indices(int64_t epoch) const override {
+    s_.setEpoch(epoch);
+    return s_.indices();
+  }
+  int64_t worldSize() const override { return world_; }
+
+ private:
+  mutable cudnn::dist::DistributedSampler s_;
+  int world_;
+};
+#endif
+
 std::string duration(double seconds) {
   const int s = static_cast<int>(std::lround(seconds));
   char buf[32];
@@ -157,13 +226,14 @@ std::string duration(double seconds) {
 void standardise(Tensor& images, double mean, double std) { images.add_(-mean).mul_(1.0 / std); }
 
 // Accuracy of `net` (in evaluation mode) over a dataset, per class too.
-double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device, std::vector<double>& per_class) {
+double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device, std::vector<double>& per_class,
+                DType compute) {
   net.evaluate();
   const int64_t n = d.images.size(0);
   std::vector<int64_t> correct(10, 0), total(10, 0);
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t len = std::min(batch, n - start);
-    const Tensor scores = net.forward(d.images.narrow(0, start, len).to(device));
+    const Tensor scores = net.forward(d.images.narrow(0, start, len).to(device, compute));
     const std::vector<int64_t> predicted = scores.argmax(1).to_vector<int64_t>();
     const std::vector<int64_t> labels = d.labels.narrow(0, start, len).to_vector<int64_t>();
     for (int64_t i = 0; i < len; ++i) {
@@ -229,7 +299,6 @@ int run(const Options& o) {
   std::shared_ptr<nn::Module> model = net;
   int64_t batch = o.batch;  // per step of this process
 #ifdef CUDNN_NN_HAVE_NCCL
-  std::unique_ptr<cudnn::dist::DistributedSampler> sampler;
   if (o.gpus > 0) {
     std::vector<int> gpus;
     for (int g = 0; g < o.gpus; ++g) gpus.push_back(g);
@@ -237,50 +306,95 @@ int run(const Options& o) {
   } else if (launched()) {
     model = std::make_shared<cudnn::dist::DistributedDataParallel>(net);
     batch = (o.batch + world - 1) / world;  // the global batch stays --batch-size
-    sampler = std::make_unique<cudnn::dist::DistributedSampler>(train.images.size(0), world, rank, true, o.seed + 1);
   }
 #endif
   if (world > 1) std::printf("data parallel: %d processes, %lld images per process and step\n", world, static_cast<long long>(batch));
   std::printf("%s\n", model->str().c_str());
-  nn::Adam optimizer(*model, o.lr);
+  // 16-bit compute (--amp): the network in float16/bfloat16 (batch norm keeps float32), the
+  // optimizer over float32 master weights (nn/MixedPrecision.h), float16 with loss scaling
+  const DType compute = o.amp == "float16" ? DType::Float16 : o.amp == "bfloat16" ? DType::BFloat16 : DType::Float32;
+  if (compute != DType::Float32) net->to(compute);
+  nn::MasterWeights master(*model);
+  const double wd = o.weight_decay >= 0 ? o.weight_decay : o.optimizer == "adamw" ? 1e-2 : 0.0;
+  std::unique_ptr<nn::Optimizer> optimizer;
+  if (o.optimizer == "adamw") {
+    optimizer = std::make_unique<nn::AdamW>(master.groups(), nn::AdamW::Options{.lr = o.lr, .weightDecay = wd});
+  } else if (o.optimizer == "sgd") {
+    optimizer = std::make_unique<nn::SGD>(master.params(), master.grads(),
+                                          nn::SGD::Options{.lr = o.lr, .momentum = 0.9, .weightDecay = wd, .nesterov = true});
+  } else {
+    optimizer = std::make_unique<nn::Adam>(master.params(), master.grads(), nn::Adam::Options{.lr = o.lr, .weightDecay = wd});
+  }
+  nn::GradScaler scaler({.enabled = compute == DType::Float16});
 
-  const int64_t n_all = train.images.size(0);
-  const int64_t n = n_all / world + (n_all % world ? 1 : 0);  // this process's images per epoch
-  const int64_t steps = (n + batch - 1) / batch;
-  tensor::Generator shuffle(o.seed + 1);
+  // the data: this process's share of the training set, reshuffled every epoch
+  std::shared_ptr<nn::Sampler> shard;
+#ifdef CUDNN_NN_HAVE_NCCL
+  if (launched() && o.gpus == 0) shard = std::make_shared<ShardSampler>(train.images.size(0), world, rank, o.seed + 1);
+#endif
+  nn::DataLoader loader(std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels}),
+                        {.batchSize = batch, .shuffle = true, .seed = o.seed + 1, .prefetch = 2, .device = device}, shard);
+  const int64_t steps = loader.batchesPerEpoch();
+
+  std::unique_ptr<nn::LRScheduler> schedule;  // per epoch, or per step for cosine and onecycle
+  std::unique_ptr<nn::ReduceLROnPlateau> plateau;
+  const bool per_step = o.schedule == "cosine" || o.schedule == "onecycle";
+  if (o.schedule == "exp") schedule = std::make_unique<nn::StepLR>(*optimizer, 1, o.lr_decay);
+  if (o.schedule == "step") schedule = std::make_unique<nn::StepLR>(*optimizer, 2, o.lr_decay);
+  if (o.schedule == "cosine") {
+    schedule = std::make_unique<nn::WarmupCosineLR>(*optimizer, std::min(o.warmup, steps * o.epochs - 1), steps * o.epochs);
+  }
+  if (o.schedule == "onecycle") schedule = std::make_unique<nn::OneCycleLR>(*optimizer, o.lr, steps * o.epochs);
+  if (o.schedule == "plateau") {
+    plateau = std::make_unique<nn::ReduceLROnPlateau>(*optimizer, nn::ReduceLROnPlateau::Options{.maximize = true, .factor = 0.5, .patience = 0});
+  }
+  nn::TrainingState state{model.get(), optimizer.get(), schedule.get(), plateau.get(), &scaler, &loader, 0, 0, world};
+  if (!o.resume.empty()) {
+    nn::load_checkpoint(o.resume, state);
+    std::printf("resumed from %s: epoch %lld, step %lld\n", nn::checkpoint_file(o.resume).c_str(),
+                static_cast<long long>(state.epoch), static_cast<long long>(state.step));
+  }
+  std::unique_ptr<nn::TrainingLog> log;
+  if (!o.log.empty() && lead) log = std::make_unique<nn::TrainingLog>(o.log, !o.resume.empty());
+
+  const int64_t n = loader.batchesPerEpoch() > 0 ? static_cast<int64_t>(loader.sampler().indices(0).size()) : 0;
   const bool tty = isatty(fileno(stdout));
   using clock = std::chrono::steady_clock;
   const auto start_all = clock::now();
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = state.epoch + 1; epoch <= o.epochs; ++epoch) {
     model->train();
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
-    for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle.randint(i + 1)]);
-#ifdef CUDNN_NN_HAVE_NCCL
-    if (sampler) {
-      sampler->setEpoch(epoch);
-      order = sampler->indices();
-    }
-#endif
-    const Tensor perm = tensor::from_vector(order);
+    if (loader.epoch() != epoch - 1 || loader.position() >= steps) loader.setEpoch(epoch - 1);
     double running_loss = 0;
     int64_t seen = 0;
     const auto start = clock::now();
-    for (int64_t step = 0; step < steps; ++step) {
-      const int64_t begin = step * batch, len = std::min(batch, n - begin);
-      const Tensor idx = perm.narrow(0, begin, len);
-      const Tensor x = tensor::index_select(train.images, 0, idx).to(device);
-      const Tensor y = tensor::index_select(train.labels, 0, idx).to(device);
-      optimizer.zeroGrad();
-      const Tensor& scores = model->forward(x);
+    std::vector<Tensor> b;
+    for (int64_t step = loader.position(); loader.next(b); ++step) {
+      const Tensor x = compute == DType::Float32 ? b[0] : b[0].to(compute);
+      const Tensor& y = b[1];
+      const int64_t len = y.size(0);
+      model->zeroGradParameters();
+      // the loss in float32 (as autocast computes losses); its gradient back in the network's dtype
+      const Tensor scores = model->forward(x).to(DType::Float32);
       const double loss = criterion->forward(scores, y);
-      model->backward(x, criterion->backward(scores, y));
-      optimizer.step();
+      const Tensor& gy = criterion->backward(scores, y);
+      model->backward(x, compute == DType::Float32 ? gy : scaler.scaleGrad(gy).to(compute));
+      master.gradsToMaster();
+      scaler.unscale(master.grads());
+      if (o.clip_grad > 0) nn::clipGradNorm(master.grads(), o.clip_grad);
+      if (scaler.step(*optimizer)) master.paramsToModel();
+      scaler.update();
+      if (schedule && per_step) schedule->step();
+      ++state.step;
       running_loss += loss * len;
       seen += len;
+      const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+      if (log) {
+        log->maybeWriteStep({.kind = "step", .epoch = epoch, .step = state.step, .loss = loss,
+                             .lr = optimizer->groupLr(0), .lossScale = scaler.scale(),
+                             .imagesPerSecond = seen / std::max(elapsed, 1e-9)}, o.log_every);
+      }
       const bool report = !o.quiet && (tty || step + 1 == steps || (step + 1) % std::max<int64_t>(1, steps / 10) == 0);
       if (report) {
-        const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
         const double rate = seen / std::max(elapsed, 1e-9);
         std::printf("%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f img/s  ETA %s%s", tty ? "\r" : "",
                     static_cast<long long>(epoch), static_cast<long long>(o.epochs), static_cast<long long>(step + 1),
@@ -290,11 +404,25 @@ int run(const Options& o) {
       }
     }
     if (tty && !o.quiet) std::printf("\n");
+    const double epoch_seconds = std::chrono::duration<double>(clock::now() - start).count();
     std::vector<double> per_class;
-    const double acc = lead ? evaluate(*net, test, 1000, device, per_class) : 0;  // the replicas are identical
-    std::printf("epoch %lld: train loss %.4f, test accuracy %.4f (%s)\n", static_cast<long long>(epoch),
-                running_loss / n, acc, duration(std::chrono::duration<double>(clock::now() - start).count()).c_str());
-    optimizer.lr *= o.lr_decay;
+    const double acc = lead ? evaluate(*net, test, 1000, device, per_class, compute) : 0;  // the replicas are identical
+    std::printf("epoch %lld: train loss %.4f, test accuracy %.4f, lr %.3g%s (%s)\n", static_cast<long long>(epoch),
+                running_loss / std::max<int64_t>(seen, 1), acc, optimizer->groupLr(0),
+                scaler.enabled() ? (", loss scale " + std::to_string(static_cast<int64_t>(scaler.scale()))).c_str() : "",
+                duration(epoch_seconds).c_str());
+    if (log) {
+      log->write({.epoch = epoch, .step = state.step, .loss = running_loss / std::max<int64_t>(seen, 1), .accuracy = acc,
+                  .lr = optimizer->groupLr(0), .lossScale = scaler.scale(),
+                  .imagesPerSecond = seen / std::max(epoch_seconds, 1e-9)});
+    }
+    if (schedule && !per_step) schedule->step();
+    if (plateau) plateau->step(acc);
+    state.epoch = epoch;
+    if (!o.checkpoint.empty() && lead) {
+      nn::save_checkpoint(o.checkpoint, state);
+      std::printf("checkpoint %s\n", nn::checkpoint_file(o.checkpoint).c_str());
+    }
     if (epoch == o.epochs) {
       for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", samples::kFashionMnistClasses[c], per_class[c]);
       std::printf("test accuracy %.4f after %lld epoch%s in %s on %s\n", acc, static_cast<long long>(o.epochs),

@@ -7,7 +7,8 @@ Run from the repository root: python3 scripts/make_torch_lenet.py
 The keys need no renaming: torch.nn.Sequential names its children 0, 1, ... as our
 Sequential does, and the parameter names and layouts are the same (conv weight
 [out x in x kH x kW], Linear weight [out x in], BatchNorm weight/bias/running_mean/
-running_var). Only num_batches_tracked, which has no counterpart, is dropped. Flatten
+running_var). Only num_batches_tracked is dropped (the file predates nn's counter; it is optional
+when loading, so the file still checks that a PyTorch state without it loads). Flatten
 (index 4) and the other parameterless modules hold nothing."""
 import torch
 from safetensors.torch import save_file

@@ -33,4 +33,17 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
                const AdamStep& options);
 
+// Gradient clipping and loss scaling (nn/ClipGrad.h, nn/GradScaler.h): lists as above (any
+// element counts), without a host synchronisation; see Note [Deterministic multi-tensor norms]
+// in tensor/cuda/MultiTensor.cu.
+// The norm of all the tensors together (normType 2 or inf), a 0-dim float32 tensor (float64
+// for float64 lists) on their device.
+Tensor multi_tensor_norm(const std::vector<Tensor>& tensors, double normType);
+// torch.nn.utils.clip_grad_norm_ on one device and dtype: the norm as above, then every tensor
+// times min(maxNorm / (norm + 1e-6), 1) read on the device. Returns the norm.
+Tensor clip_by_norm(const std::vector<Tensor>& tensors, double maxNorm, double normType);
+// GradScaler's unscale: every tensor times invScale[0], and foundInf[0] = 1 if any value is
+// Inf or NaN (left as it is otherwise); both one-element float32 tensors on the list's device.
+void unscale_and_check(const std::vector<Tensor>& tensors, const Tensor& foundInf, const Tensor& invScale);
+
 }  // namespace tensor::cuda

@@ -119,10 +119,10 @@ struct Table {
   int count;
 };
 
-// What thread `thread` of block `block` does: its elements of the block's chunk.
-template <class T, class Op>
-MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, const Op& op) {
-  int lo = 0, hi = table.count - 1;  // the last entry starting at or before this block
+// The entry block `block` works on: the last one starting at or before it.
+template <class T>
+MT_HD int entry_of(const Table<T>& table, uint32_t block) {
+  int lo = 0, hi = table.count - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (table.chunk_start[mid] <= block) {
@@ -131,6 +131,13 @@ MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, 
       hi = mid - 1;
     }
   }
+  return lo;
+}
+
+// What thread `thread` of block `block` does: its elements of the block's chunk.
+template <class T, class Op>
+MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, const Op& op) {
+  const int lo = entry_of(table, block);
   const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo], table.s2[lo],
                    table.n[lo], table.a[lo], table.b[lo],  table.flag[lo]};
   const int64_t begin = static_cast<int64_t>(block - table.chunk_start[lo]) * kChunk;
@@ -237,6 +244,97 @@ struct AdamOp {
     store(e.p, i, add(p, mul(e.a, div(m, denom))));  // p.addcdiv_(m, denom, -lr / bias1)
   }
 };
+
+// ------------------------------------------------------------------ norms, clipping, unscaling
+
+// Note [Deterministic multi-tensor norms]: every block reduces its chunk to one partial value
+// (a sum of squares, or a largest |x|) written to its own slot of a device buffer, the slots
+// of all launches in chunk order; one single-block kernel then folds the partials in a fixed
+// order. No atomics, so the norm has the same bits on every run, and nothing reaches the host.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    norm_partials_kernel(const __grid_constant__ Table<T> table, acc_t<T>* partials, bool inf) {
+  using C = acc_t<T>;
+  const int k = entry_of(table, blockIdx.x);
+  const T* x = table.p[k];
+  const int64_t begin = static_cast<int64_t>(blockIdx.x - table.chunk_start[k]) * kChunk;
+  const int64_t end = begin + kChunk < table.n[k] ? begin + kChunk : table.n[k];
+  C acc = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+    const C v = load(x, i);
+    // fmax drops NaN: keep it, as torch's norms do
+    acc = inf ? (v != v || acc != acc ? v + acc : (fabs(v) > acc ? fabs(v) : acc)) : acc + v * v;
+  }
+  __shared__ C shared[kThreads];
+  shared[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const C a = shared[threadIdx.x], b = shared[threadIdx.x + half];
+      shared[threadIdx.x] = inf ? (a != a || b != b ? a + b : (a > b ? a : b)) : a + b;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
+}
+
+// Folds n partials into out[0] = the norm; with maxNorm > 0 also out[1] = the clipping factor
+// min(maxNorm / (norm + 1e-6), 1) (torch.nn.utils.clip_grad_norm_'s).
+template <class C>
+__global__ void __launch_bounds__(kThreads) norm_finish_kernel(const C* partials, int64_t n, bool inf, C* out,
+                                                               double maxNorm) {
+  __shared__ C shared[kThreads];
+  C acc = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    const C v = partials[i];
+    acc = inf ? (v != v || acc != acc ? v + acc : (v > acc ? v : acc)) : acc + v;
+  }
+  shared[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const C a = shared[threadIdx.x], b = shared[threadIdx.x + half];
+      shared[threadIdx.x] = inf ? (a != a || b != b ? a + b : (a > b ? a : b)) : a + b;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const C norm = inf ? shared[0] : sqrt(shared[0]);
+    out[0] = norm;
+    if (maxNorm > 0) {
+      const C coef = static_cast<C>(maxNorm) / (norm + static_cast<C>(1e-6));
+      out[1] = coef < C(1) ? coef : C(1);  // NaN stays NaN, as torch.clamp(max=1)
+    }
+  }
+}
+
+// x *= factor[0] (a device scalar): the clipping step.
+template <class T>
+struct ScaleOp {
+  const acc_t<T>* factor;
+  __device__ void operator()(const Entry<T>& e, int64_t i) const { store(e.p, i, load(e.p, i) * *factor); }
+};
+
+// GradScaler's unscale: x *= invScale[0], and found[0] = 1 where any x is not finite.
+template <class T>
+struct UnscaleOp {
+  const float* invScale;
+  float* found;
+  __device__ void operator()(const Entry<T>& e, int64_t i) const {
+    const acc_t<T> v = load(e.p, i);
+    if (!isfinite(v)) *found = 1.f;  // every writer writes 1: the race is benign
+    store(e.p, i, v * static_cast<acc_t<T>>(*invScale));
+  }
+};
+
+template <class T>
+std::vector<Entry<T>> plain_entries(const std::vector<Tensor>& tensors) {
+  std::vector<Entry<T>> entries;
+  for (const Tensor& t : tensors) {
+    if (t.numel() > 0) entries.push_back(Entry<T>{static_cast<T*>(t.raw_data()), nullptr, nullptr, nullptr, t.numel()});
+  }
+  return entries;
+}
 
 // ------------------------------------------------------------------ checks
 
@@ -351,6 +449,76 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                          decay && !o.decoupled,
                          decay && o.decoupled};
     launch(entries, adam, params[0].device().index);
+  });
+}
+
+namespace {
+// The norm (and clipping factor) of a checked list, in a new [2] tensor of acc_t on the device.
+Tensor norm_of(const char* op, const std::vector<Tensor>& tensors, double normType, double maxNorm) {
+  check_lists(op, tensors, {});
+  TENSOR_CHECK(!tensors.empty(), op, ": expected at least one tensor, got none");
+  TENSOR_CHECK(normType == 2 || std::isinf(normType), op, ": expected normType 2 or inf, got ", normType);
+  const bool inf = std::isinf(normType);
+  const Device device = tensors[0].device();
+  const DType acc = tensors[0].dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  Tensor out = zeros({2}, acc, device);
+  dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    const auto entries = plain_entries<T>(tensors);
+    int64_t total = 0;  // chunks over every launch: one partial each
+    for_each_table(entries, [&](const Table<T>&, uint32_t chunks) { total += chunks; });
+    Tensor partials = empty({std::max<int64_t>(total, 1)}, acc, device);
+    DeviceGuard guard(device.index);
+    const auto stream = static_cast<cudaStream_t>(cuda::stream(device.index));
+    int64_t offset = 0;
+    for_each_table(entries, [&](const Table<T>& table, uint32_t chunks) {
+      norm_partials_kernel<T><<<chunks, kThreads, 0, stream>>>(table, static_cast<C*>(partials.raw_data()) + offset,
+                                                               inf);
+      CUDA_CHECK_LAUNCH("tensor multi-tensor norm");
+      offset += chunks;
+    });
+    norm_finish_kernel<C><<<1, kThreads, 0, stream>>>(static_cast<const C*>(partials.raw_data()), total, inf,
+                                                       static_cast<C*>(out.raw_data()), maxNorm);
+    CUDA_CHECK_LAUNCH("tensor multi-tensor norm (finish)");
+  });
+  return out;
+}
+}  // namespace
+
+Tensor multi_tensor_norm(const std::vector<Tensor>& tensors, double normType) {
+  return norm_of("tensor::cuda::multi_tensor_norm", tensors, normType, 0).narrow(0, 0, 1).view({});
+}
+
+Tensor clip_by_norm(const std::vector<Tensor>& tensors, double maxNorm, double normType) {
+  constexpr const char* op = "tensor::cuda::clip_by_norm";
+  TENSOR_CHECK(maxNorm > 0 && std::isfinite(maxNorm), op, ": expected a finite maxNorm > 0, got ", maxNorm);
+  const Tensor out = norm_of(op, tensors, normType, maxNorm);
+  dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    using C = acc_t<T>;
+    launch(plain_entries<T>(tensors), ScaleOp<T>{static_cast<const C*>(out.raw_data()) + 1},
+           tensors[0].device().index);
+  });
+  return out.narrow(0, 0, 1).view({});
+}
+
+void unscale_and_check(const std::vector<Tensor>& tensors, const Tensor& foundInf, const Tensor& invScale) {
+  constexpr const char* op = "tensor::cuda::unscale_and_check";
+  check_lists(op, tensors, {});
+  if (tensors.empty()) return;
+  const Device device = tensors[0].device();
+  for (const Tensor* t : {&foundInf, &invScale}) {
+    TENSOR_CHECK(t->defined() && t->device() == device && t->dtype() == DType::Float32 && t->numel() == 1 &&
+                     t->is_contiguous(),
+                 op, ": expected foundInf and invScale as one-element float32 tensors on ", device.str(), ", got ",
+                 t->defined() ? t->description() : "an undefined tensor");
+  }
+  dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    launch(plain_entries<T>(tensors),
+           UnscaleOp<T>{static_cast<const float*>(invScale.raw_data()), static_cast<float*>(foundInf.raw_data())},
+           device.index);
   });
 }
 

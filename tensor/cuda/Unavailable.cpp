@@ -45,6 +45,11 @@ void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std
                const std::vector<Tensor>&, const std::vector<double>&, const std::vector<double>&, const AdamStep&) {
   unavailable("tensor::cuda::adam_step");
 }
+Tensor multi_tensor_norm(const std::vector<Tensor>&, double) { unavailable("tensor::cuda::multi_tensor_norm"); }
+Tensor clip_by_norm(const std::vector<Tensor>&, double, double) { unavailable("tensor::cuda::clip_by_norm"); }
+void unscale_and_check(const std::vector<Tensor>&, const Tensor&, const Tensor&) {
+  unavailable("tensor::cuda::unscale_and_check");
+}
 
 Graph::~Graph() = default;
 Graph::Graph(Graph&&) noexcept = default;

@@ -88,7 +88,8 @@ TEST_CASE("decayGroups leaves biases and batch-norm parameters undecayed under A
   nn::Sequential net;
   net.add(std::make_shared<nn::Linear>(3, 4));
   net.add(std::make_shared<nn::BatchNormalization>(4));
-  const auto before = net.stateDict();
+  std::map<std::string, Tensor> before;
+  for (const auto& [k, t] : net.stateDict()) before[k] = t.clone();  // stateDict shares storage
   nn::AdamW opt(nn::decayGroups(net), {.lr = 0.1, .weightDecay = 0.5});
   REQUIRE(opt.numGroups() == 2);
   CHECK(opt.groupWeightDecay(0) == 0.5);

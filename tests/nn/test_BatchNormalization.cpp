@@ -33,13 +33,14 @@ TEST_CASE("BatchNormalization initialisation: weight 1, bias 0, running mean 0, 
   CHECK(m.running_var.to_vector<float>() == std::vector<float>(5, 1));
   CHECK(m.parameters().size() == 2);
   const auto buffers = m.namedBuffers();
-  REQUIRE(buffers.size() == 2);
+  REQUIRE(buffers.size() == 3);
   CHECK(buffers[0].first == "running_mean");
   CHECK(buffers[1].first == "running_var");
+  CHECK(buffers[2].first == "num_batches_tracked");
   nn::BatchNormalization plain(5, 1e-3, 0.2, false);
   CHECK(plain.parameters().empty());
   CHECK_FALSE(plain.weight.defined());
-  CHECK(plain.stateDict().size() == 2);
+  CHECK(plain.stateDict().size() == 3);
 }
 
 TEST_CASE("BatchNormalization training: per-feature mean 0 and variance 1; running statistics") {
@@ -209,4 +210,62 @@ TEST_CASE("BatchNormalization state round trip (running statistics included), pr
   CHECK_THROWS_AS(nn::BatchNormalization(3, std::numeric_limits<double>::infinity()), Error);
   CHECK_THROWS_AS(nn::BatchNormalization(3, std::nan("")), Error);
   CHECK_THROWS_AS(nn::BatchNormalization(3, 1e-5, 2), Error);
+}
+
+TEST_CASE("BatchNormalization num_batches_tracked: counted in training forwards, saved, loaded, optional") {
+  Generator gen(12);
+  nn::BatchNormalization m(3);
+  CHECK(m.num_batches_tracked.dtype() == DType::Int64);
+  CHECK(m.num_batches_tracked.dim() == 0);  // PyTorch's shape []
+  CHECK(m.num_batches_tracked.item() == 0);
+  for (int k = 0; k < 3; ++k) m.forward(shifted_input(5, 3, gen, DType::Float32));
+  CHECK(m.num_batches_tracked.item() == 3);
+  m.evaluate();
+  m.forward(shifted_input(5, 3, gen, DType::Float32));
+  CHECK(m.num_batches_tracked.item() == 3);  // evaluation does not count
+  m.train();
+  CHECK_THROWS(m.forward(ones({1, 3})));
+  CHECK(m.num_batches_tracked.item() == 3);  // a rejected input does not count
+
+  auto state = m.stateDict();
+  REQUIRE(state.count("num_batches_tracked"));
+  CHECK(state.at("num_batches_tracked").item() == 3);
+  m.to(DType::Float64);
+  CHECK(m.num_batches_tracked.dtype() == DType::Int64);  // not floating: to(dtype) leaves it
+
+  nn::BatchNormalization n(3);
+  n.loadStateDict(state);
+  CHECK(n.num_batches_tracked.item() == 3);
+  // a state without it (PyTorch's version-1 checkpoints, older model files) loads strictly
+  state.erase("num_batches_tracked");
+  nn::BatchNormalization o(3);
+  o.loadStateDict(state);
+  CHECK(o.num_batches_tracked.item() == 0);
+  n.reset();
+  CHECK(n.num_batches_tracked.item() == 0);
+}
+
+TEST_CASE("BatchNormalization cumulativeAverage (PyTorch's momentum=None) averages the batch statistics") {
+  Generator gen(13);
+  nn::BatchNormalization m(2);
+  m.to(DType::Float64);
+  m.cumulativeAverage = true;
+  const Tensor a = shifted_input(4, 2, gen), b = shifted_input(6, 2, gen), c = shifted_input(3, 2, gen);
+  for (const Tensor* x : {&a, &b, &c}) m.forward(*x);
+  // the plain average of the three batch means (running = running + (stat - running) / n)
+  const Tensor mean = a.mean(0).add(b.mean(0)).add(c.mean(0)).mul(1.0 / 3);
+  CHECK(max_abs_diff(m.running_mean, mean) < 1e-12);
+  // the unbiased variances likewise; running_var starts at 1 and the first batch replaces it
+  auto unbiased = [](const Tensor& x) {
+    const int64_t n = x.size(0);
+    return x.sub(x.mean(0)).pow(2).sum(0).mul(1.0 / static_cast<double>(n - 1));
+  };
+  const Tensor var = unbiased(a).add(unbiased(b)).add(unbiased(c)).mul(1.0 / 3);
+  CHECK(max_abs_diff(m.running_var, var) < 1e-12);
+  // a model-file config round trip keeps it
+  auto back = nn::BatchNormalization::fromConfig(m.config());
+  CHECK(dynamic_cast<nn::BatchNormalization&>(*back).cumulativeAverage);
+  CHECK_FALSE(dynamic_cast<nn::BatchNormalization&>(*nn::BatchNormalization::fromConfig(
+                                                        nn::BatchNormalization(2).config()))
+                  .cumulativeAverage);
 }

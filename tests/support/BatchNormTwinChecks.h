@@ -96,7 +96,10 @@ void expect_batch_norm_parameter_dtypes(int64_t C) {
     INFO(std::string(tensor::name(dt)));
     twin.to(dt);
     const DType want = dt == DType::Float64 ? DType::Float64 : DType::Float32;
-    for (const auto& [name, t] : twin.stateDict()) CHECK(t.dtype() == want);
+    for (const auto& [name, t] : twin.stateDict()) {
+      // num_batches_tracked is int64 in every dtype (Note [num_batches_tracked])
+      CHECK(t.dtype() == (name == "num_batches_tracked" ? DType::Int64 : want));
+    }
     for (const auto& t : twin.gradParameters()) CHECK(t.dtype() == want);
   }
 }
@@ -126,6 +129,8 @@ void expect_batch_norm_running_statistics(const tensor::Shape& s, tensor::DType 
     CHECK(tensor::rel_norm_error(twin.running_var, ref.running_var) < tol.forward);
     CHECK(tensor::rel_norm_error(twin.save_mean, ref.save_mean) < tol.forward);
     CHECK(tensor::rel_norm_error(twin.save_invstd, ref.save_invstd) < tol.forward);
+    // the one count of nn's base (Note [num_batches_tracked] in nn/BatchNormalization.h)
+    CHECK(twin.num_batches_tracked.item() == ref.num_batches_tracked.item());
   }
   ref.evaluate();
   twin.evaluate();

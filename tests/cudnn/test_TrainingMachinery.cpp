@@ -1,0 +1,215 @@
+// test_TrainingMachinery.cpp (GPU): the CUDA paths of the training machinery.
+// - clipGradNorm's fused multi-tensor norm and scaling (Note [Fused clipping], nn/ClipGrad.h)
+//   against the CPU path, norms 2 and inf, in every floating dtype, over many tensors (several
+//   launches), with a NaN; and recorded in a CUDA graph (so no host synchronisation).
+// - GradScaler's fused unscale-and-check: a forced overflow skips exactly that step.
+// - float16 and bfloat16 training with float32 master weights and loss scaling reaches the
+//   loss of float32 training (cudnn twins; batch norm keeps float32 statistics).
+// - a checkpointed run resumed mid-epoch on the GPU gives the uninterrupted run's bits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "convert/Convert.h"
+#include "cudnn/core/Config.h"
+#include "nn/AdamW.h"
+#include "nn/BatchNormalization.h"
+#include "nn/ClipGrad.h"
+#include "nn/CrossEntropyCriterion.h"
+#include "nn/GradScaler.h"
+#include "nn/Linear.h"
+#include "nn/MixedPrecision.h"
+#include "nn/ReLU.h"
+#include "nn/SGD.h"
+#include "nn/Sequential.h"
+#include "tensor/Cuda.h"
+#include "tensor/MultiTensor.h"
+#include "tests/support/GradCheck.h"
+#include "train/Checkpoint.h"
+
+using namespace tensor;
+
+namespace {
+const Device gpu = Device::cuda(0);
+
+std::vector<Tensor> grads_on(Device device, DType dt, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<Tensor> out;
+  for (int64_t k = 1; k <= 60; ++k) out.push_back(uniform({k * 37}, -1, 1, gen, DType::Float64).to(device, dt));
+  out.push_back(uniform({5000, 3}, -1, 1, gen, DType::Float64).to(device, dt));
+  out.push_back(zeros({0}, dt, device));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("fused clipGradNorm on the GPU matches the CPU path (norms 2 and inf, every dtype)") {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (double p : {2.0, std::numeric_limits<double>::infinity()}) {
+      INFO(name(dt), " norm ", p);
+      auto g = grads_on(gpu, dt, 5);
+      auto c = grads_on(Device::cpu(), dt, 5);
+      const Tensor tg = nn::clipGradNorm(g, 1.0, p), tc = nn::clipGradNorm(c, 1.0, p);
+      CHECK(tg.is_cuda());
+      const double tol = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-5 : 1e-2;
+      CHECK(tg.item() == doctest::Approx(tc.item()).epsilon(tol));
+      for (size_t i = 0; i < g.size(); ++i) CHECK(max_abs_diff(g[i].cpu(), c[i]) <= tol);
+      // below maxNorm: the factor is 1, the gradients keep their bits
+      auto h = grads_on(gpu, dt, 6);
+      const Tensor before = h[3].clone();
+      nn::clipGradNorm(h, 1e6, p);
+      CHECK(max_abs_diff(h[3], before) == 0);
+    }
+  }
+  auto g = grads_on(gpu, DType::Float32, 7);
+  g[4].fill_(std::numeric_limits<double>::quiet_NaN());
+  CHECK_THROWS_WITH_AS(nn::clipGradNorm(g, 1.0, 2.0, true), doctest::Contains("expected a finite total norm"), Error);
+  CHECK(std::isnan(nn::clipGradNorm(g, 1.0).item()));
+}
+
+TEST_CASE("fused clipping records into a CUDA graph (no host synchronisation)") {
+  auto g = grads_on(gpu, DType::Float32, 8);
+  auto ref = grads_on(gpu, DType::Float32, 8);
+  Tensor norm;
+  const cuda::Graph graph = cuda::Graph::capture([&] { norm = tensor::cuda::clip_by_norm(g, 0.5, 2.0); });
+  graph.replay();
+  const Tensor want = nn::clipGradNorm(ref, 0.5);
+  CHECK(norm.item() == doctest::Approx(want.item()).epsilon(1e-6));
+  CHECK(max_abs_diff(g[10], ref[10]) < 1e-7);
+}
+
+TEST_CASE("GradScaler on CUDA gradients: fused unscale, a forced overflow skipped") {
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    INFO(name(dt));
+    Tensor p = full({3000}, 1.0, dt, gpu), g = zeros({3000}, dt, gpu);
+    Tensor q = full({7}, 1.0, dt, gpu), gq = zeros({7}, dt, gpu);
+    nn::SGD opt({p, q}, {g, gq}, 0.5);
+    nn::GradScaler s({.initScale = 1024});
+    g.fill_(512);
+    gq.fill_(256);
+    CHECK(s.step(opt));
+    CHECK(g.cpu().get({5}) == 0.5);
+    CHECK(q.cpu().get({0}) == 1 - 0.5 * 0.25);
+    s.update();
+    g.fill_(1);
+    Tensor one = g.narrow(0, 2999, 1);
+    one.fill_(std::numeric_limits<double>::infinity());
+    const Tensor before = p.clone();
+    CHECK_FALSE(s.step(opt));
+    CHECK(max_abs_diff(p, before) == 0);
+    s.update();
+    CHECK(s.scale() == 512);
+    CHECK(s.skippedSteps() == 1);
+  }
+}
+
+TEST_CASE("float16 / bfloat16 training with float32 master weights reaches float32's loss") {
+  cudnn::config().allow_tf32 = false;
+  Generator gen(3);
+  const Tensor x = normal({256, 16}, 0, 1, gen).to(gpu);
+  Tensor y = empty({256}, DType::Int64);
+  for (int64_t i = 0; i < 256; ++i) y.set({i}, (x.cpu().get({i, 0}) > 0) + 2.0 * (x.cpu().get({i, 1}) > 0));
+  y = y.to(gpu);
+  auto train = [&](DType dt) {
+    manual_seed(4);
+    auto net = std::make_shared<nn::Sequential>();
+    net->add(std::make_shared<nn::Linear>(16, 32));
+    net->add(std::make_shared<nn::BatchNormalization>(32));
+    net->add(std::make_shared<nn::ReLU>());
+    net->add(std::make_shared<nn::Linear>(32, 4));
+    auto cu = std::dynamic_pointer_cast<nn::Sequential>(nn::convert(net, cudnn::backend));
+    cu->to(gpu);
+    cu->to(dt);
+    // batch norm keeps float32 parameters and statistics under a 16-bit to()
+    CHECK(cu->stateDict().at("1.running_mean").dtype() == (dt == DType::Float64 ? dt : DType::Float32));
+    nn::MasterWeights master(*cu);
+    nn::AdamW opt(master.groups(), {.lr = 1e-2});
+    nn::GradScaler scaler({.enabled = dt == DType::Float16});
+    auto crit = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+    const Tensor xi = x.to(dt);
+    double loss = 0;
+    for (int step = 0; step < 150; ++step) {
+      cu->zeroGradParameters();
+      // the loss in float32 (as autocast computes losses), its gradient back in the network's dtype
+      const Tensor scores = cu->forward(xi).to(DType::Float32);
+      loss = crit->forward(scores, y);
+      cu->backward(xi, scaler.scaleGrad(crit->backward(scores, y)).to(dt));
+      master.gradsToMaster();
+      if (scaler.step(opt)) master.paramsToModel();
+      scaler.update();
+    }
+    for (const Tensor& m : master.params()) CHECK(m.dtype() == DType::Float32);
+    return loss;
+  };
+  const double f32 = train(DType::Float32);
+  CHECK(f32 < 0.2);
+  CHECK(train(DType::Float16) < 0.2 + f32);
+  CHECK(train(DType::BFloat16) < 0.25 + f32);
+}
+
+TEST_CASE("a GPU run resumed mid-epoch from a checkpoint gives the uninterrupted run's bits") {
+  cudnn::config().allow_tf32 = false;
+  const std::string dir = "/tmp/cudnn_nn_test_gpu_checkpoint";
+  std::filesystem::remove_all(dir);
+  Generator gen(9);
+  const Tensor x = normal({48, 6}, 0, 1, gen);
+  const Tensor y = x.select(1, 0).gt(0).to(DType::Int64);
+  auto data = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{x, y});
+  struct Run {
+    std::shared_ptr<nn::Module> net;
+    std::unique_ptr<nn::AdamW> opt;
+    std::unique_ptr<nn::DataLoader> loader;
+    nn::GradScaler scaler{{.initScale = 128, .growthInterval = 2}};
+    nn::TrainingState st;
+  };
+  auto make = [&](uint64_t seed) {
+    auto r = std::make_unique<Run>();
+    manual_seed(seed);
+    auto net = std::make_shared<nn::Sequential>();
+    net->add(std::make_shared<nn::Linear>(6, 8));
+    net->add(std::make_shared<nn::BatchNormalization>(8));
+    net->add(std::make_shared<nn::ReLU>());
+    net->add(std::make_shared<nn::Linear>(8, 2));
+    r->net = nn::convert(std::shared_ptr<nn::Module>(net), cudnn::backend);
+    r->net->to(gpu);
+    r->opt = std::make_unique<nn::AdamW>(*r->net);
+    r->loader = std::make_unique<nn::DataLoader>(
+        data, nn::DataLoader::Options{.batchSize = 8, .shuffle = true, .seed = 2, .device = gpu});
+    r->st = {r->net.get(), r->opt.get(), nullptr, nullptr, &r->scaler, r->loader.get(), 0, 0, 1};
+    manual_seed(11);
+    return r;
+  };
+  auto crit = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+  auto train = [&](Run& r, int64_t stop) {
+    std::vector<Tensor> b;
+    while (r.st.epoch < 2) {
+      while (r.st.step < stop && r.loader->next(b)) {
+        r.net->zeroGradParameters();
+        crit->forward(r.net->forward(b[0]), b[1]);
+        r.net->backward(b[0], r.scaler.scaleGrad(crit->backward(r.net->output, b[1])));
+        nn::clipGradNorm(*r.net, 1.0);
+        r.scaler.step(*r.opt);
+        r.scaler.update();
+        ++r.st.step;
+      }
+      if (r.st.step >= stop) return;
+      r.loader->setEpoch(++r.st.epoch);
+    }
+  };
+  auto whole = make(1);
+  train(*whole, 1000);
+  auto first = make(1);
+  train(*first, 8);
+  nn::save_checkpoint(dir, first->st);
+  auto resumed = make(5);
+  nn::load_checkpoint(dir, resumed->st);
+  train(*resumed, 1000);
+  for (const auto& [k, t] : whole->net->stateDict()) {
+    INFO(k);
+    const Tensor a = t.cpu().contiguous(), b = resumed->net->stateDict().at(k).cpu().contiguous();
+    CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
+  }
+  std::filesystem::remove_all(dir);
+}
