@@ -1,6 +1,6 @@
-// Dist.h: the process-wide entry points of data parallelism, one process per GPU (as
-// torch.distributed): init() joins the job its launcher describes (scripts/launch, torchrun,
-// mpirun; Environment.h) and keeps the default ProcessGroup; the collectives below use it.
+// Dist.h: the process-wide entry points of data parallelism, one process per GPU (NCCL) or
+// per CPU rank under mpirun (MPI), as torch.distributed: init() joins the job its launcher describes (scripts/launch,
+// torchrun, mpirun; Environment.h) and keeps the default ProcessGroup; the collectives below use it.
 //   dist::init();
 //   auto ddp = std::make_shared<dist::DistributedDataParallel>(net);
 // A single process with no launcher variables is rank 0 of 1, so the same program runs alone.
@@ -12,8 +12,8 @@
 
 namespace dist {
 
-// Joins the job and creates the default group (once; later calls return it). Sets the
-// current CUDA device to cuda:LOCAL_RANK. Throws tensor::Error naming the problem.
+// Joins the job and creates the default group (once; later calls return it). With NCCL, sets
+// the current CUDA device to cuda:LOCAL_RANK. Throws tensor::Error naming the problem.
 std::shared_ptr<ProcessGroup> init();
 std::shared_ptr<ProcessGroup> init(const WorldInfo& world, double timeoutSeconds = timeout_from_environment());
 bool is_initialized();
@@ -21,7 +21,8 @@ bool is_initialized();
 std::shared_ptr<ProcessGroup> default_group();
 int rank();        // 0 before init()
 int world_size();  // 1 before init()
-// Collectives over the default group, on the device's stream, completed before they return
+// Collectives over the default group, on the tensor's backend (NCCL: the device's stream),
+// completed before they return
 // (the host waits, Note [Failure is not a hang] in ProcessGroup.h).
 void all_reduce(tensor::Tensor& t, ReduceOp op = ReduceOp::Sum);
 void broadcast(tensor::Tensor& t, int root = 0);
