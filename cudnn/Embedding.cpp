@@ -11,6 +11,7 @@ namespace cudnn {
 tensor::Tensor Embedding::checked(const tensor::Tensor& input, const tensor::Tensor* gradOutput,
                                   const char* method) const {
   check_on_device(where(method), input, weight);
+  checkParameters(method, false);
   checkIndexDType(input, method);
   if (gradOutput) {
     check_cuda(where(method), *gradOutput, "gradOutput");
@@ -25,6 +26,7 @@ tensor::Tensor Embedding::checked(const tensor::Tensor& input, const tensor::Ten
 }
 
 void Embedding::accumulate(const tensor::Tensor& idx, const tensor::Tensor& gradOutput, double scale) {
+  checkParameters("accGradParameters", true);
   kernels::embedding_backward(idx, gradOutput.contiguous(), gradWeight, paddingIdx.value_or(-1), scale);
 }
 

@@ -55,6 +55,7 @@ const tensor::Tensor& LayerNorm::updateGradInput(const tensor::Tensor& input, co
 void LayerNorm::accGradParameters(const tensor::Tensor& input, const tensor::Tensor& gradOutput, double scale) {
   if (!weight.defined()) return;
   const auto [rows, cols] = checked(input, &gradOutput, "accGradParameters");
+  checkParameters("accGradParameters", true);
   const tensor::Tensor x = input.contiguous(), gy = gradOutput.contiguous();
   kernels::layer_norm_backward_params(x, gy, rows, cols, saveMean, saveRstd, gradWeight, gradBias, scale);
 }

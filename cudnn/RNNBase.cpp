@@ -21,8 +21,7 @@ namespace cudnn::detail {
 namespace {
 
 // A parameter's gates [g*H, (g+1)*H) as one view: consecutive in the buffer, or an error.
-Tensor joined(const std::vector<RNNGate>& gates, size_t first, size_t count, bool matrix,
-              const std::string& name) {
+Tensor joined(const std::vector<RNNGate>& gates, size_t first, size_t count, bool matrix, const std::string& name) {
   const Tensor& g0 = matrix ? gates[first].weight : gates[first].bias;
   if (!g0.defined()) throw tensor::Error("cudnn::RNNBase: cuDNN keeps no " + name + " (skip input mode?)");
   for (size_t g = 1; g < count; ++g) {
@@ -106,8 +105,13 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
   for (size_t i = 0; i < P; ++i) {
     nn::RNNParameter& p = m.params[i];
     if (p.value.sizes() != values[i].sizes()) {
-      throw tensor::Error(m.type_name() + ": expected " + p.name + " of " +
-                          tensor::shape_str(values[i].sizes()) + ", got " + p.value.description());
+      throw tensor::Error(m.type_name() + ": expected " + p.name + " of " + tensor::shape_str(values[i].sizes()) +
+                          ", got " + p.value.description());
+    }
+    if (p.grad.defined() && p.grad.sizes() != grads[i].sizes()) {
+      throw tensor::Error(m.where("updateOutput") + "expected " + p.name + "'s gradient of " +
+                          tensor::shape_str(grads[i].sizes()) + ", got " + p.grad.description() +
+                          " (was the field replaced by hand?)");
     }
     Tensor(values[i]).copy_(p.value);
     if (p.grad.defined()) Tensor(grads[i]).copy_(p.grad);

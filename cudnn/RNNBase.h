@@ -65,7 +65,9 @@ class RNNBase : public Twin<Base> {
 
   const Tensor& updateOutput(const Tensor& input) override {
     const std::string where = this->where("updateOutput");
-    this->checkParameters("updateOutput", true);  // before flatten() copies them into cuDNN's buffer
+    // values of the right shapes on any device: flatten() copies them into cuDNN's buffer (and
+    // checks the gradients' shapes); a value assigned by hand on the CPU is taken as it is
+    this->checkParameters("updateOutput", false);
     named(where, input, [&] { compute_.flatten(*this); });
     check_on_device(where, input, this->params[0].value);
     check_cuda(where, input, "input");

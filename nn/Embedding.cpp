@@ -44,7 +44,12 @@ void Embedding::throwBadIndex(const Tensor& input, int64_t element, int64_t valu
               std::to_string(value) + " (element " + std::to_string(element) + " of " + input.description() + ")");
 }
 
+void Embedding::checkParameters(const char* method, bool gradients) const {
+  check_parameter(*this, method, "weight", weight, {numEmbeddings, embeddingDim}, gradients ? &gradWeight : nullptr);
+}
+
 void Embedding::checkIndices(const Tensor& input, const char* method) const {
+  checkParameters(method, false);
   checkIndexDType(input, method);
   const Tensor idx = input.contiguous();
   const int64_t* p = idx.data<int64_t>();
@@ -89,6 +94,7 @@ const Tensor& Embedding::updateGradInput(const Tensor& input, const Tensor& grad
 
 void Embedding::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   checkIndices(input, "accGradParameters");
+  checkParameters("accGradParameters", true);
   checkGradOutput(input, gradOutput, "accGradParameters");
   const Tensor idx = input.contiguous(), gy = gradOutput.contiguous();
   const int64_t n = idx.numel(), D = embeddingDim;

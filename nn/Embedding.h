@@ -37,6 +37,9 @@ class Embedding : public Module {
   void visitState(StateVisitor& v) override;
   // int64 indices on the CPU, each in [0, numEmbeddings); throws naming the first bad one.
   void checkIndices(const Tensor& input, const char* method) const;
+  // weight (and with `gradients` gradWeight) of [numEmbeddings x embeddingDim], dense (Note
+  // [Parameters are checked where they are used] in nn/Buffers.h); both backends call it.
+  void checkParameters(const char* method, bool gradients) const;
   // Its two halves, which the twin (indices on the GPU) shares: the dtype, and the error for
   // the first index out of range (`value` at flat position `element` of input).
   void checkIndexDType(const Tensor& input, const char* method) const;

@@ -45,6 +45,7 @@ void LayerNorm::visitState(StateVisitor& v) {
 }
 
 std::pair<int64_t, int64_t> LayerNorm::rowsCols(const Tensor& input, const char* method) const {
+  checkParameters(method, false);
   const int64_t k = static_cast<int64_t>(normalizedShape.size());
   bool ok = input.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = input.size(input.dim() - k + i) == normalizedShape[i];
@@ -55,6 +56,12 @@ std::pair<int64_t, int64_t> LayerNorm::rowsCols(const Tensor& input, const char*
   int64_t cols = 1;
   for (int64_t s : normalizedShape) cols *= s;
   return {input.numel() / cols, cols};
+}
+
+void LayerNorm::checkParameters(const char* method, bool gradients) const {
+  if (!weight.defined() && !bias.defined()) return;
+  check_parameter(*this, method, "weight", weight, normalizedShape, gradients ? &gradWeight : nullptr);
+  check_parameter(*this, method, "bias", bias, normalizedShape, gradients ? &gradBias : nullptr);
 }
 
 void LayerNorm::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {
@@ -152,6 +159,7 @@ void LayerNorm::accGradParameters(const Tensor& input, const Tensor& gradOutput,
   check_float(where("accGradParameters"), input);
   checkGradOutput(input, gradOutput, "accGradParameters");
   const auto [rows, cols] = rowsCols(input, "accGradParameters");
+  checkParameters("accGradParameters", true);
   const Tensor x = input.contiguous(), gy = gradOutput.contiguous();
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);

@@ -40,6 +40,10 @@ class LayerNorm : public Module {
   std::pair<int64_t, int64_t> rowsCols(const Tensor& input, const char* method) const;
   // gradOutput of the input's shape and dtype, and statistics from a forward of this shape.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
+  // weight and bias (and with `gradients` their gradients) of normalizedShape, dense, where
+  // affine (Note [Parameters are checked where they are used] in nn/Buffers.h); rowsCols()
+  // checks the values, both backends' accGradParameters the gradients.
+  void checkParameters(const char* method, bool gradients) const;
 };
 
 }  // namespace nn

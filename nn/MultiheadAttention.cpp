@@ -84,7 +84,18 @@ void MultiheadAttention::checkInputType(const std::string& where, const Tensor& 
   check_matches(where, input, inProjWeight);
 }
 
+void MultiheadAttention::checkParameters(const char* method, bool gradients) const {
+  const int64_t E = embedDim;
+  check_parameter(*this, method, "in_proj_weight", inProjWeight, {3 * E, E}, gradients ? &gradInProjWeight : nullptr);
+  check_parameter(*this, method, "out_proj.weight", outProjWeight, {E, E}, gradients ? &gradOutProjWeight : nullptr);
+  if (inProjBias.defined() || outProjBias.defined()) {
+    check_parameter(*this, method, "in_proj_bias", inProjBias, {3 * E}, gradients ? &gradInProjBias : nullptr);
+    check_parameter(*this, method, "out_proj.bias", outProjBias, {E}, gradients ? &gradOutProjBias : nullptr);
+  }
+}
+
 std::pair<int64_t, int64_t> MultiheadAttention::checkInput(const Tensor& input, const char* method) const {
+  checkParameters(method, false);
   checkInputType(where(method), input);
   const char* layout = batchFirst ? "[B x S x " : "[S x B x ";
   if (input.dim() != 3 || input.size(2) != embedDim) {
@@ -199,6 +210,7 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
 
 void MultiheadAttention::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const auto [S, B] = checkInput(input, "accGradParameters");
+  checkParameters("accGradParameters", true);
   const int64_t E = embedDim;
   if (!gradsValid_) {
     throw Error(where("accGradParameters") +

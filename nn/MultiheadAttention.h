@@ -79,6 +79,10 @@ class MultiheadAttention : public Module {
   // The input's dtype and device: float32 or float64 of in_proj_weight's dtype and device here;
   // the twin takes CUDA tensors of its four dtypes instead.
   virtual void checkInputType(const std::string& where, const Tensor& input) const;
+  // in_proj_weight [3E x E], out_proj.weight [E x E] and the biases, dense (and with
+  // `gradients` their gradients): Note [Parameters are checked where they are used] in
+  // nn/Buffers.h. checkInput() checks the values; accGradParameters the gradients.
+  void checkParameters(const char* method, bool gradients) const;
   // {S, B} of a [S x B x E] / [B x S x E] input; throws naming the shapes.
   std::pair<int64_t, int64_t> checkInput(const Tensor& input, const char* method) const;
   // The attention's options for this call (causal, lengths, dropout in training).

@@ -246,7 +246,7 @@ TEST_CASE("converting a partly converted network again leaves the twins' GPU ten
   nn::ModulePtr partly =
       nn::convert(net, cudnn::backend, [](const nn::Module& m) { return m.type_name() == "nn.Linear"; });
   const auto before = partly->stateDict();
-  REQUIRE(before.size() == 8);  // conv weight/bias, BN weight/bias/running mean/var, Linear weight/bias
+  REQUIRE(before.size() == 9);  // conv weight/bias, BN weight/bias/running mean/var/num_batches_tracked, Linear weight/bias
   CHECK(before.at("0.weight").is_cuda());
   CHECK(before.at("3.weight").is_cpu());
   nn::ModulePtr full = nn::convert(partly, cudnn::backend);

@@ -240,7 +240,10 @@ TEST_CASE("bad-input matrix (cudnn): a parameter or gradient replaced by a small
         INFO(slot.owner, " ", slot.name, gradient ? " (gradient)" : "");
         Tensor& t = gradient ? *slot.grad : *slot.value;
         t = zeros({std::max<int64_t>(t.numel() - 1, 0)}, t.dtype(), t.device());
-        const Tensor x = uniform(s.input, -1, 1, gen).to(gpu);
+        // an index-input row (Embedding) takes indices in [0, 2)
+        const Tensor x =
+            (s.indexInput ? uniform(s.input, 0, 2, gen).floor().to(DType::Int64) : uniform(s.input, -1, 1, gen))
+                .to(gpu);
         const std::string e = error_of([&] {
           const Tensor y = m->forward(x).clone();
           m->backward(x, uniform(y.sizes(), -1, 1, gen).to(gpu));

@@ -38,8 +38,11 @@ struct RNNTwin {
 
 template <class Nn, class Cu>
 RNNTwin row(const char* name, uint64_t seed) {
-  return {name, seed, [](uint64_t s) { expect_rnn_family<Nn, Cu>(s); },
-          [](uint64_t s) { expect_flat_parameters<Nn, Cu>(s); }, [](uint64_t s) { expect_rnn_lifecycle<Nn, Cu>(s); },
+  return {name,
+          seed,
+          [](uint64_t s) { expect_rnn_family<Nn, Cu>(s); },
+          [](uint64_t s) { expect_flat_parameters<Nn, Cu>(s); },
+          [](uint64_t s) { expect_rnn_lifecycle<Nn, Cu>(s); },
           [](uint64_t s) { expect_rnn_empty_batch<Nn, Cu>(s); }};
 }
 
@@ -178,7 +181,9 @@ TEST_CASE("cudnn.GRU with variable lengths equals running each sequence alone") 
   tensor::manual_seed(3790);
   tensor::Generator gen(3791);
   const int64_t T = 6, B = 3, I = 4, H = 5;
-  cudnn::GRU twin(I, H, 2, false, 0, true);
+  nn::RNNOptions options;
+  options.inputSize = I, options.hiddenSize = H, options.numLayers = 2, options.bidirectional = true;
+  cudnn::GRU twin(options);
   twin.to(gpu);
   twin.to(tensor::DType::Float64);
   const std::vector<int64_t> lengths = {6, 2, 4};

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cudnn/Linear.h"
 #include "cudnn/core/Config.h"
 #include "distributed/Dist.h"
 #include "distributed/DistributedDataParallel.h"
@@ -104,8 +105,9 @@ TEST_CASE("DDP: the accGradParameters path averages too, and hooks go with the w
 TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is refused with its name") {
   SingleGroup group;
   // Parameters on two devices: the first one's (the GPU) is the network's.
+  // (nn modules keep their state on the CPU whatever to() says: the first is a twin)
   auto mixed = std::make_shared<nn::Sequential>();
-  mixed->add(std::make_shared<nn::Linear>(3, 2));
+  mixed->add(std::make_shared<cudnn::Linear>(3, 2));
   mixed->add(std::make_shared<nn::Linear>(2, 2));
   mixed->get(0)->to(gpu);
   CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(mixed, group.group); }),

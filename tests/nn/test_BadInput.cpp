@@ -168,7 +168,9 @@ TEST_CASE("bad-input matrix (nn): a parameter or gradient replaced by a smaller 
         INFO(slot.owner, " ", slot.name, gradient ? " (gradient)" : "");
         Tensor& t = gradient ? *slot.grad : *slot.value;
         t = zeros({std::max<int64_t>(t.numel() - 1, 0)});
-        const Tensor x = uniform(s.input, -1, 1, gen);
+        // an index-input row (Embedding) takes indices in [0, 2)
+        const Tensor x =
+            s.indexInput ? uniform(s.input, 0, 2, gen).floor().to(DType::Int64) : uniform(s.input, -1, 1, gen);
         const std::string e = error_of([&] {
           const Tensor y = m->forward(x).clone();
           m->backward(x, uniform(y.sizes(), -1, 1, gen));

@@ -170,6 +170,16 @@ std::vector<ParameterSlot> parameter_slots(nn::Module& m) {
   } else if (auto* b = dynamic_cast<nn::BatchNormalization*>(&m)) {
     add("weight", b->weight, b->gradWeight);
     add("bias", b->bias, b->gradBias);
+  } else if (auto* e = dynamic_cast<nn::Embedding*>(&m)) {
+    add("weight", e->weight, e->gradWeight);
+  } else if (auto* n = dynamic_cast<nn::LayerNorm*>(&m)) {
+    add("weight", n->weight, n->gradWeight);
+    add("bias", n->bias, n->gradBias);
+  } else if (auto* a = dynamic_cast<nn::MultiheadAttention*>(&m)) {
+    add("in_proj_weight", a->inProjWeight, a->gradInProjWeight);
+    add("in_proj_bias", a->inProjBias, a->gradInProjBias);
+    add("out_proj.weight", a->outProjWeight, a->gradOutProjWeight);
+    add("out_proj.bias", a->outProjBias, a->gradOutProjBias);
   } else if (auto* r = dynamic_cast<nn::RNNBase*>(&m)) {
     for (nn::RNNParameter& p : r->params) out.push_back({m.type_name(), p.name, &p.value, &p.grad});
   }

@@ -57,7 +57,8 @@ struct ParameterSlot {
   tensor::Tensor* grad;
 };
 // Every parameter of m's tree, through the families that hold parameters (Linear, the
-// convolutions, TemporalConvolution, the batch norms, the recurrent modules; twins included).
+// convolutions, TemporalConvolution, the batch norms, the recurrent modules, Embedding, LayerNorm,
+// MultiheadAttention; twins included).
 // A module type with parameters outside them is missing here: callers compare the count with
 // namedParameters() so that such a type fails their test until it is added.
 std::vector<ParameterSlot> parameter_slots(nn::Module& m);
