@@ -80,8 +80,9 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
         const Tensor& v = views_[2 * i + k];
         if (t.is_same_view(v)) continue;
         if (t.defined() && t.sizes() != v.sizes()) {
-          throw tensor::Error(m.type_name() + ": expected " + p.name + (k ? " (grad)" : "") + " of " +
-                              tensor::shape_str(v.sizes()) + ", got " + t.description());
+          throw tensor::Error(m.where("updateOutput") + "expected " + p.name + (k ? "'s gradient" : "") + " of " +
+                              tensor::shape_str(v.sizes()) + ", got " + t.description() +
+                              " (was the field replaced by hand?)");
         }
         if (t.defined())
           Tensor(v).copy_(t);
