@@ -55,9 +55,7 @@ bool known(const std::string& type) {
   return builtin(type) || builtin(nn_counterpart(type)) || static_cast<bool>(registered(type));
 }
 
-std::map<std::string, std::string> metadata() {
-  return {{"format", kFormat}, {"version", std::to_string(kVersion)}};
-}
+std::map<std::string, std::string> metadata() { return {{"format", kFormat}, {"version", std::to_string(kVersion)}}; }
 
 std::string label(const std::string& path) { return path.empty() ? "root" : path; }
 std::string child_path(const std::string& path, size_t i) {
@@ -88,7 +86,8 @@ void check_finite(const tensor::Json& v, const std::string& where) {
                 ": model files hold finite numbers only");
   }
   if (v.is_array()) {
-    for (size_t i = 0; i < v.as_array().size(); ++i) check_finite(v.as_array()[i], where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < v.as_array().size(); ++i)
+      check_finite(v.as_array()[i], where + "[" + std::to_string(i) + "]");
   }
   if (v.is_object()) {
     for (const auto& [key, item] : v.as_object()) check_finite(item, where + "." + key);
@@ -370,8 +369,10 @@ tensor::Json describe_model(Module& net) {
   return document;
 }
 
-ModulePtr build_model(const tensor::Json& document, const std::string& what) {
+ModulePtr build_model(const tensor::Json& document, const std::string& what, size_t maxBytes) {
   Builder builder{what, {}};
+  tensor::AllocationLimit limit(maxBytes, what + ": the network it describes needs more than build_model's maxBytes (" +
+                                              std::to_string(maxBytes) + " bytes)");
   ModulePtr net = build_checked(document, what, builder);
   builder.warn();
   return net;
@@ -446,19 +447,18 @@ ModulePtr load_parts(const std::string& text, const std::string& jsonFile,
 ModulePtr load_model(const std::string& path) {
   const std::string base = stem(path);
   const std::string jsonFile = base + ".json", weightsFile = base + ".safetensors";
-  return load_parts(read_text(jsonFile, "nn::load_model"), jsonFile,
-                    [&] { return tensor::load_safetensors(weightsFile); }, weightsFile);
+  return load_parts(
+      read_text(jsonFile, "nn::load_model"), jsonFile, [&] { return tensor::load_safetensors(weightsFile); },
+      weightsFile);
 }
 
 ModulePtr load_model(const std::string& json, const uint8_t* weights, size_t size, const std::string& jsonWhat,
                      const std::string& weightsWhat) {
-  return load_parts(json, jsonWhat, [&] { return tensor::parse_safetensors(weights, size, weightsWhat); },
-                    weightsWhat);
+  return load_parts(
+      json, jsonWhat, [&] { return tensor::parse_safetensors(weights, size, weightsWhat); }, weightsWhat);
 }
 
-void save_weights(Module& net, const std::string& path) {
-  tensor::save_safetensors(path, net.stateDict(), metadata());
-}
+void save_weights(Module& net, const std::string& path) { tensor::save_safetensors(path, net.stateDict(), metadata()); }
 
 namespace {
 // The tensors of a weights file: .npz (NumPy) by its extension, safetensors otherwise.
@@ -498,7 +498,8 @@ WeightsReport load_weights(Module& net, const std::string& path, const LoadWeigh
     const auto it = own.find(name);
     if (it == own.end()) {
       report.unexpected.push_back(name);
-    } else if (it->second.sizes() != t.sizes() || tensor::is_floating(it->second.dtype()) != tensor::is_floating(t.dtype())) {
+    } else if (it->second.sizes() != t.sizes() ||
+               tensor::is_floating(it->second.dtype()) != tensor::is_floating(t.dtype())) {
       report.mismatched.push_back(name + ": file " + t.description() + ", network " + it->second.description());
     } else {
       loadable[name] = t;

@@ -96,9 +96,14 @@ WeightsReport load_weights(Module& net, const std::string& path, const LoadWeigh
 
 // The structure alone: the JSON document save_model writes, and the network it describes
 // with freshly initialised parameters (modes restored, no weights). `what` names the source
-// in errors.
+// in errors. A document is untrusted (Note [Untrusted model files] in ModelFile.cpp) and has
+// no weights file to bound it, so the build may allocate at most `maxBytes` (parameters,
+// gradients and buffers together; 4 GiB by default, about 500M float32 parameters with
+// their gradients): past it, tensor::AllocationLimitExceeded names `what` and the bound.
+inline constexpr size_t kBuildModelBytes = size_t{1} << 32;
 tensor::Json describe_model(Module& net);
-ModulePtr build_model(const tensor::Json& document, const std::string& what = "model");
+ModulePtr build_model(const tensor::Json& document, const std::string& what = "model",
+                      size_t maxBytes = kBuildModelBytes);
 
 // Rebuilds a module of a type model files do not know from the config() it saved and its
 // children (empty for a leaf), in order.

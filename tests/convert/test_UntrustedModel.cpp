@@ -37,7 +37,6 @@ namespace {
 
 const std::string kData = std::string(CUDNN_NN_TEST_DATA) + "/convert/";
 
-
 // The error of loading tests/data/convert/<name>, and the seconds it took.
 std::pair<std::string, double> load_error(const std::string& name) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -119,14 +118,29 @@ TEST_CASE("a network larger than its weights file is refused even when every key
   CHECK(has(error_of([&] { nn::load_model(stem); }), "'0.weight' has shape [64 x 64], expected [64 x 32]"));
 }
 
+TEST_CASE("build_model (structure alone) allocates at most its bound, naming the document") {
+  // no weights file bounds a structure: a 300-byte document asked for 2^40 elements (issue 23)
+  const std::string huge = R"({"format": "cudnn-nn model", "version": 1, "module": {"type": "nn.Sequential",
+    "children": [{"type": "nn.Linear", "config": {"inputSize": 1048576, "outputSize": 1048576}}]}})";
+  const std::string e = error_of([&] { nn::build_model(tensor::Json::parse(huge), "huge.json"); });
+  CHECK(has(e, "huge.json: the network it describes needs more than build_model's maxBytes (4294967296 bytes)"));
+  // a bound of one's own: a 64 x 32 Linear (2 x 8 KB with its gradient, and the bias) fits 64 KB, not 8 KB
+  const std::string small = R"({"format": "cudnn-nn model", "version": 1, "module": {"type": "nn.Sequential",
+    "children": [{"type": "nn.Linear", "config": {"inputSize": 32, "outputSize": 64}}]}})";
+  CHECK(nn::build_model(tensor::Json::parse(small), "small.json", 65536)->parameters().size() == 2);
+  CHECK(has(error_of([&] { nn::build_model(tensor::Json::parse(small), "small.json", 8192); }),
+            "small.json: the network it describes needs more than build_model's maxBytes (8192 bytes)"));
+}
+
 TEST_CASE("a directory instead of a file is named as one") {
   TempDir dir;
   fs::create_directories(dir / "m.json");
   fs::create_directories(dir / "w.safetensors");
   CHECK(has(error_of([&] { nn::load_model(dir / "m"); }), "nn::load_model: '" + (dir / "m.json") + "' is a directory"));
   nn::Linear lin(2, 2);
-  CHECK(has(error_of([&] { nn::load_weights(lin, dir / "w.safetensors"); }),
-            "nn::load_weights: tensor::load_safetensors: '" + (dir / "w.safetensors") + "' is a directory, expected a file"));
+  CHECK(has(
+      error_of([&] { nn::load_weights(lin, dir / "w.safetensors"); }),
+      "nn::load_weights: tensor::load_safetensors: '" + (dir / "w.safetensors") + "' is a directory, expected a file"));
 }
 
 TEST_CASE("save_model under a file-size limit: an error, and the previous pair still loads") {
