@@ -28,6 +28,29 @@ cudaDataType_t cuda_type(DType t) {
   }
   throw tensor::Error(std::string("cudnn::gemm: unsupported dtype ") + tensor::name(t));
 }
+
+// What cuBLAS computes in for data of dtype t (float64 in float64, float32 in TF32 when
+// allow_tf32, the rest in float32), and alpha and beta in the type that compute type reads.
+struct Scalars {
+  Scalars(DType t, double alpha, double beta)
+      : wide(t == DType::Float64),
+        a64(alpha),
+        b64(beta),
+        a32(static_cast<float>(alpha)),
+        b32(static_cast<float>(beta)) {
+    if (wide)
+      compute = CUBLAS_COMPUTE_64F;
+    else if (t == DType::Float32 && config().allow_tf32)
+      compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  }
+  const void* alpha() const { return wide ? static_cast<const void*>(&a64) : static_cast<const void*>(&a32); }
+  const void* beta() const { return wide ? static_cast<const void*>(&b64) : static_cast<const void*>(&b32); }
+
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  bool wide;
+  double a64, b64;
+  float a32, b32;
+};
 }  // namespace
 
 void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
@@ -54,19 +77,13 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
   tensor::cuda::DeviceGuard guard(A.device().index);
   cublasHandle_t h = blas_handle();
   const DType t = A.dtype();
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  if (t == DType::Float64) compute = CUBLAS_COMPUTE_64F;
-  if (t == DType::Float32 && config().allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  const double a64 = alpha, b64 = beta;
-  const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
-  const void* pa = t == DType::Float64 ? static_cast<const void*>(&a64) : static_cast<const void*>(&a32);
-  const void* pb = t == DType::Float64 ? static_cast<const void*>(&b64) : static_cast<const void*>(&b32);
+  const Scalars k(t, alpha, beta);
   // Column-major view: C^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M].
   CUBLAS_CHECK(cublasGemmEx(h, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), pa, B.raw_data(),
+                            static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), k.alpha(), B.raw_data(),
                             cuda_type(t), static_cast<int>(B.size(1)), A.raw_data(), cuda_type(t),
-                            static_cast<int>(A.size(1)), pb, C.raw_data(), cuda_type(t), static_cast<int>(N), compute,
-                            CUBLAS_GEMM_DEFAULT));
+                            static_cast<int>(A.size(1)), k.beta(), C.raw_data(), cuda_type(t), static_cast<int>(N),
+                            k.compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
@@ -90,19 +107,13 @@ void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_
   }
   tensor::cuda::DeviceGuard guard(device);
   cublasHandle_t h = blas_handle();
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  if (t == DType::Float64) compute = CUBLAS_COMPUTE_64F;
-  if (t == DType::Float32 && config().allow_tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  const double a64 = alpha, b64 = beta;
-  const float a32 = static_cast<float>(alpha), b32 = static_cast<float>(beta);
-  const void* pa = t == DType::Float64 ? static_cast<const void*>(&a64) : static_cast<const void*>(&a32);
-  const void* pb = t == DType::Float64 ? static_cast<const void*>(&b64) : static_cast<const void*>(&b32);
+  const Scalars k(t, alpha, beta);
   // Column-major view, as gemm(): C^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M].
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       h, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
-      static_cast<int>(M), static_cast<int>(K), pa, B.data, cuda_type(t), static_cast<int>(B.ld), B.stride, A.data,
-      cuda_type(t), static_cast<int>(A.ld), A.stride, pb, C.data, cuda_type(C.dtype), static_cast<int>(C.ld), C.stride,
-      static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
+      static_cast<int>(M), static_cast<int>(K), k.alpha(), B.data, cuda_type(t), static_cast<int>(B.ld), B.stride,
+      A.data, cuda_type(t), static_cast<int>(A.ld), A.stride, k.beta(), C.data, cuda_type(C.dtype),
+      static_cast<int>(C.ld), C.stride, static_cast<int>(batch), k.compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace cudnn
