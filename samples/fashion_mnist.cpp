@@ -262,7 +262,9 @@ int run(const Options& o) {
   }
 #endif
   const bool lead = rank == 0;  // prints, evaluates and saves
-  if (!lead) std::freopen("/dev/null", "w", stdout);
+  if (!lead && !std::freopen("/dev/null", "w", stdout)) {
+    throw std::runtime_error(std::string("cannot send rank ") + std::to_string(rank) + "'s output to /dev/null");
+  }
   std::printf("Fashion-MNIST from %s\n", o.data.c_str());
   samples::Dataset train = samples::load_fashion_mnist(o.data, "train");
   samples::Dataset test = samples::load_fashion_mnist(o.data, "t10k");
