@@ -5,7 +5,8 @@
 //     sequence 1024, head size 64), causal and not;
 //   - a TransformerEncoderLayer training step (d_model 768, 12 heads, feed-forward 3072,
 //     sequence 512, batch 16, GELU, batch first, no dropout): forward, the gradient of
-//     mean(y^2), backward and a fused Adam step, with the peak device memory of the timed steps.
+//     mean(y^2), backward and a fused Adam step, with the peak device memory of the timed steps
+//     (intermediate gradients freed as soon as backward has used them, as PyTorch frees them).
 // Usage: transformer_benchmark [--dtype float16|bfloat16|float32] [--iterations N] [--warmup N]
 //                              [--json FILE] [--flags KEY=VALUE,...]
 #include <algorithm>
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
     net->to(gpu);
     net->to(dt);
     net->setGradInputNeeded(false);
+    net->setFreeIntermediateGradients(true);  // as convnet_benchmark and PyTorch's autograd do
     nn::Adam adam(*net, 1e-4);
     const Tensor x = tensor::normal({batch, seq, E}, 0, 1, tensor::default_generator(), dt, gpu);
     auto step = [&] {
