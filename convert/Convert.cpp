@@ -2,6 +2,8 @@
 #include "convert/Convert.h"
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "convert/ConvertTable.h"
 #include "tensor/Cuda.h"
@@ -15,6 +17,31 @@ namespace nn {
 namespace {
 
 const char* backend_name(Backend b) { return b == Backend::cudnn ? "cudnn" : "nn"; }
+
+using Factory = std::function<ModulePtr(Module&)>;
+
+// Note [Registered twins]: the user's pairs live beside the built-in table, never in it (that
+// one is built once, from nn/modules.def, and read without a lock). A lookup copies the factory
+// out under the lock, so a registration on another thread never races a conversion.
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, Factory> to_cudnn, to_nn;  // keyed by the type converted from
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: conversions may run during exit
+  return *r;
+}
+
+// The factory for a module of `type` towards `to`: the built-in table's, else a registered one.
+Factory find_factory(const detail::ConvertTable& table, Backend to, const std::string& type) {
+  if (auto it = table.modules.find(type); it != table.modules.end()) return it->second;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto& map = to == Backend::cudnn ? r.to_cudnn : r.to_nn;
+  auto it = map.find(type);
+  return it == map.end() ? Factory() : it->second;
+}
 
 // Whether to convert to cudnn at all, per the enabled flag; throws where it must.
 bool cudnn_allowed([[maybe_unused]] std::string& note) {  // unused without cuDNN
@@ -59,14 +86,14 @@ struct Walker {
       report.excluded.push_back(label(path, *m));
       return m;
     }
-    auto it = table.modules.find(m->type_name());
-    if (it == table.modules.end()) {
+    const Factory factory = find_factory(table, to, m->type_name());
+    if (!factory) {
       if (!m->children()) report.unknown.push_back(label(path, *m));
       recurse(*m, path);
       return m;
     }
     const std::string from = m->type_name();
-    ModulePtr twin = it->second(*m);
+    ModulePtr twin = factory(*m);
     twin->to(device);
     recurse(*twin, path);
     report.converted.push_back((path.empty() ? "root" : path) + ": " + from + " -> " + twin->type_name());
@@ -89,8 +116,8 @@ struct Walker {
 }  // namespace
 
 std::string ConvertReport::str() const {
-  std::string s = std::to_string(converted.size()) + " converted, " + std::to_string(excluded.size()) +
-                  " excluded, " + std::to_string(unknown.size()) + " without a twin";
+  std::string s = std::to_string(converted.size()) + " converted, " + std::to_string(excluded.size()) + " excluded, " +
+                  std::to_string(unknown.size()) + " without a twin";
   for (const auto& u : unknown) s += "\n  no twin: " + u;
   if (!note.empty()) s += "\n  " + note;
   return s;
@@ -133,7 +160,38 @@ std::vector<std::string> convertible_types(Backend to) {
   const auto& t = detail::table(to);
   for (const auto& [name, _] : t.modules) out.push_back(name);
   for (const auto& [name, _] : t.criteria) out.push_back(name);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [name, _] : to == Backend::cudnn ? r.to_cudnn : r.to_nn) out.push_back(name);
   return out;
+}
+
+void register_twin(const std::string& nnType, const std::string& twinType, Factory toTwin, Factory toNn) {
+  const std::string where = "nn::register_twin(" + nnType + ", " + twinType + "): ";
+  if (nnType.empty() || twinType.empty() || nnType == twinType) {
+    throw Error(where + "expected two different, non-empty type names");
+  }
+  if (!toTwin || !toNn) throw Error(where + "expected both factories, got an empty one");
+  // the built-in names (nn/modules.def), in a build with or without cuDNN alike
+  static const char* const builtin[] = {
+#define NN_TWIN(X) "nn." #X, "cudnn." #X,
+#define NN_MODULE(X) "nn." #X,
+#include "nn/modules.def"
+  };
+  for (const char* name : builtin) {
+    if (nnType == name || twinType == name) {
+      throw Error(where + "expected types the library does not define, got " + name + " (a built-in module's name)");
+    }
+  }
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const std::string& name : {nnType, twinType}) {
+    if (r.to_cudnn.count(name) || r.to_nn.count(name)) {
+      throw Error(where + "expected a type not registered yet, got " + name + " (registered before)");
+    }
+  }
+  r.to_cudnn.emplace(nnType, std::move(toTwin));
+  r.to_nn.emplace(twinType, std::move(toNn));
 }
 
 }  // namespace nn

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,26 @@ struct ConvertReport {
 ModulePtr convert(ModulePtr net, Backend to, Predicate exclude = {}, ConvertReport* report = nullptr);
 CriterionPtr convert(CriterionPtr criterion, Backend to);
 
-// The type names the table knows, for `to`'s direction ("nn.ReLU", ... for cudnn).
+// The type names the table knows, for `to`'s direction ("nn.ReLU", ... for cudnn), the
+// registered pairs included.
 std::vector<std::string> convertible_types(Backend to);
+
+// A user's twin pair, registered at run time: convert() then swaps it both ways as it swaps the
+// built-in pairs (which stay compile-time, from nn/modules.def), moving state, reporting it as
+// converted. `toTwin` moves a module of type `nnType` into its twin (type `twinType`), `toNn`
+// moves the twin back. Thread-safe. Refused, with an error naming the type: an empty name, a
+// pair with one name twice, a name the built-in table holds, a name already registered.
+void register_twin(const std::string& nnType, const std::string& twinType, std::function<ModulePtr(Module&)> toTwin,
+                   std::function<ModulePtr(Module&)> toNn);
+
+// The same for classes built as the library's twins are (Cu derives from Nn, each has
+// kTypeName, and Cu is built by moving an Nn into it): register_twin<MyLayer, MyCudnnLayer>().
+template <class Nn, class Cu>
+void register_twin() {
+  register_twin(
+      std::string(Nn::kTypeName), std::string(Cu::kTypeName),
+      [](Module& m) -> ModulePtr { return std::make_shared<Cu>(std::move(dynamic_cast<Nn&>(m))); },
+      [](Module& m) -> ModulePtr { return std::make_shared<Nn>(std::move(dynamic_cast<Nn&>(m))); });
+}
 
 }  // namespace nn
