@@ -64,7 +64,7 @@ Net build() {
       std::make_shared<nn::Linear>(6, 8), std::make_shared<nn::Dropout>(0.3), std::make_shared<nn::Residual>(block),
       n.user, std::make_shared<nn::View>(2, 4),
       std::make_shared<nn::Concat>(1, std::initializer_list<nn::ModulePtr>{std::make_shared<nn::Identity>(),
-                                                                          std::make_shared<nn::Identity>()})});
+                                                                           std::make_shared<nn::Identity>()})});
   return n;
 }
 
@@ -87,12 +87,12 @@ TEST_CASE("convert without a predicate: every known module becomes its twin, the
   nn::ModulePtr cu = nn::convert(n.root, cudnn::backend, {}, &report);
   CHECK(cu.get() == root);  // nn.Sequential has no twin: the root stays, its children are swapped
   // a container is listed after its children
-  CHECK(report.converted == std::vector<std::string>{
-                                "0: nn.Linear -> cudnn.Linear", "1: nn.Dropout -> cudnn.Dropout",
-                                "2.0.0: nn.Linear -> cudnn.Linear", "2.0.1: nn.Identity -> cudnn.Identity",
-                                "2: nn.Residual -> cudnn.Residual", "4: nn.View -> cudnn.View",
-                                "5.0: nn.Identity -> cudnn.Identity", "5.1: nn.Identity -> cudnn.Identity",
-                                "5: nn.Concat -> cudnn.Concat"});
+  CHECK(report.converted ==
+        std::vector<std::string>{"0: nn.Linear -> cudnn.Linear", "1: nn.Dropout -> cudnn.Dropout",
+                                 "2.0.0: nn.Linear -> cudnn.Linear", "2.0.1: nn.Identity -> cudnn.Identity",
+                                 "2: nn.Residual -> cudnn.Residual", "4: nn.View -> cudnn.View",
+                                 "5.0: nn.Identity -> cudnn.Identity", "5.1: nn.Identity -> cudnn.Identity",
+                                 "5: nn.Concat -> cudnn.Concat"});
   CHECK(report.excluded.empty());
   CHECK(report.unknown == std::vector<std::string>{"3: user.Scale"});
   CHECK(report.str() == "9 converted, 0 excluded, 1 without a twin\n  no twin: 3: user.Scale");
@@ -136,20 +136,22 @@ TEST_CASE("convert with a predicate leaves the excluded Linear in nn and reports
   Net n = build();
   nn::ConvertReport report;
   const nn::Module* keep = n.middleLinear.get();
-  nn::convert(n.root, cudnn::backend, [&](const nn::Module& m) { return &m == keep; }, &report);
+  nn::convert(
+      n.root, cudnn::backend, [&](const nn::Module& m) { return &m == keep; }, &report);
   CHECK(report.converted.size() == 8);
   CHECK(report.excluded == std::vector<std::string>{"2.0.0: nn.Linear"});
   CHECK(report.unknown == std::vector<std::string>{"3: user.Scale"});
   CHECK(n.middleLinear->type_name() == "nn.Linear");
   for (const auto& [name, t] : n.middleLinear->stateDict()) CHECK(t.is_cpu());
-  CHECK(type_names(*n.root) ==
-        std::vector<std::string>{"nn.Sequential", "cudnn.Linear", "cudnn.Dropout", "cudnn.Residual", "nn.Sequential",
-                                 "nn.Linear", "cudnn.Identity", "user.Scale", "cudnn.View", "cudnn.Concat",
-                                 "cudnn.Identity", "cudnn.Identity"});
+  CHECK(type_names(*n.root) == std::vector<std::string>{"nn.Sequential", "cudnn.Linear", "cudnn.Dropout",
+                                                        "cudnn.Residual", "nn.Sequential", "nn.Linear",
+                                                        "cudnn.Identity", "user.Scale", "cudnn.View", "cudnn.Concat",
+                                                        "cudnn.Identity", "cudnn.Identity"});
   // a predicate written against nn types also excludes by type
   Net m = build();
   nn::ConvertReport byType;
-  nn::convert(m.root, cudnn::backend, [](const nn::Module& x) { return x.type_name() == "nn.Dropout"; }, &byType);
+  nn::convert(
+      m.root, cudnn::backend, [](const nn::Module& x) { return x.type_name() == "nn.Dropout"; }, &byType);
   CHECK(byType.excluded == std::vector<std::string>{"1: nn.Dropout"});
   CHECK((*m.root->children())[1]->type_name() == "nn.Dropout");
 }
@@ -246,7 +248,8 @@ TEST_CASE("converting a partly converted network again leaves the twins' GPU ten
   nn::ModulePtr partly =
       nn::convert(net, cudnn::backend, [](const nn::Module& m) { return m.type_name() == "nn.Linear"; });
   const auto before = partly->stateDict();
-  REQUIRE(before.size() == 9);  // conv weight/bias, BN weight/bias/running mean/var/num_batches_tracked, Linear weight/bias
+  REQUIRE(before.size() ==
+          9);  // conv weight/bias, BN weight/bias/running mean/var/num_batches_tracked, Linear weight/bias
   CHECK(before.at("0.weight").is_cuda());
   CHECK(before.at("3.weight").is_cpu());
   nn::ModulePtr full = nn::convert(partly, cudnn::backend);
@@ -259,4 +262,56 @@ TEST_CASE("converting a partly converted network again leaves the twins' GPU ten
       CHECK(t.shares_storage(before.at(name)));
     }
   }
+}
+
+namespace {
+// A user's pair as an extension would write it (issue 27): nn computes on the CPU, the twin on
+// CUDA devices (here with the tensor layer's ops), both y = x * weight.
+class UserGain : public nn::Module {
+ public:
+  UserGain() : weight(tensor::full({1}, 3.0)), gradWeight(tensor::zeros({1})) {}
+  UserGain(UserGain&&) = default;
+  const nn::Tensor& updateOutput(const nn::Tensor& input) override {
+    output = input.mul(weight.item());
+    return output;
+  }
+  const nn::Tensor& updateGradInput(const nn::Tensor&, const nn::Tensor& gradOutput) override {
+    gradInput = gradOutput.mul(weight.item());
+    return gradInput;
+  }
+  static constexpr std::string_view kTypeName = "test.Gain";
+  std::string type_name() const override { return std::string(kTypeName); }
+  nn::Tensor weight, gradWeight;
+
+ protected:
+  void visitState(nn::StateVisitor& v) override { v.parameter("weight", weight, gradWeight); }
+};
+class UserCudaGain : public UserGain {
+ public:
+  explicit UserCudaGain(UserGain&& m) : UserGain(std::move(m)) {}
+  static constexpr std::string_view kTypeName = "test.cuda.Gain";
+  std::string type_name() const override { return std::string(kTypeName); }
+  nn::Backend backendKind() const override { return nn::Backend::cudnn; }
+  bool computesOn(tensor::Device d) const override { return d.is_cuda(); }
+};
+}  // namespace
+
+TEST_CASE("a registered user pair converts to its GPU twin and back, its state moving to the device and back") {
+  nn::register_twin<UserGain, UserCudaGain>();
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(3, 2));
+  net->add(std::make_shared<UserGain>());
+  nn::ConvertReport report;
+  nn::convert(net, cudnn::backend, {}, &report);
+  CHECK(net->get(1)->type_name() == "test.cuda.Gain");
+  CHECK(net->get(1)->stateDict().at("weight").is_cuda());
+  CHECK(report.unknown.empty());
+  CHECK(report.converted.size() == 2);
+  const tensor::Tensor x = tensor::ones({4, 3}, tensor::DType::Float32, tensor::Device::cuda(0));
+  const tensor::Tensor y = net->forward(x);
+  CHECK(y.is_cuda());
+  nn::convert(net, nn::backend);
+  CHECK(net->get(1)->type_name() == "test.Gain");
+  CHECK(net->get(1)->stateDict().at("weight").is_cpu());
+  CHECK(net->get(1)->stateDict().at("weight").item() == 3.0);
 }
