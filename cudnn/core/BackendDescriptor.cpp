@@ -86,4 +86,26 @@ int64_t BackendDescriptor::count(cudnnBackendAttributeName_t name, cudnnBackendA
   return get(name, type, 0, nullptr);
 }
 
+HeuristicResults heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, std::string& failed) {
+  HeuristicResults r;
+  BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (const cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    failed += std::string(failed.empty() ? "" : "; ") + "heuristics mode " + std::to_string(static_cast<int>(mode)) +
+              ": " + cudnnGetErrorString(st);
+    return r;
+  }
+  const int64_t n = heur.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < n; ++i) {
+    r.configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    raw.push_back(r.configs.back().get());
+  }
+  const int64_t got = n ? heur.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, raw.data()) : 0;
+  r.configs.erase(r.configs.begin() + got, r.configs.end());  // cuDNN may fill fewer than it counted
+  r.heuristics.emplace(std::move(heur));
+  return r;
+}
+
 }  // namespace cudnn

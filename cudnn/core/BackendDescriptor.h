@@ -8,6 +8,8 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace cudnn {
@@ -47,5 +49,16 @@ class BackendDescriptor {
  private:
   cudnnBackendDescriptor_t desc_ = nullptr;
 };
+
+// What cuDNN's heuristics rank for a finalized operation graph in one mode: the engine
+// configurations, best first, and the heuristics descriptor they came from (kept alive with
+// them). The graph searches of ops/conv_graph.cpp and ops/attention_graph.cpp share it.
+struct HeuristicResults {
+  std::optional<BackendDescriptor> heuristics;
+  std::vector<BackendDescriptor> configs;
+};
+// Empty, with "heuristics mode N: <status>" appended to `failed` ("; "-separated), where the
+// heuristics refuse the graph.
+HeuristicResults heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, std::string& failed);
 
 }  // namespace cudnn

@@ -336,21 +336,9 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
     const cudnnBackendDescriptor_t graph_raw = objects->keep.back().get();
     std::string tried;
     for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_raw);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-      if (const cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-        tried += std::string(tried.empty() ? "" : "; ") + "heuristics: " + cudnnGetErrorString(st);
-        continue;
-      }
-      const int64_t n = heur.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
-      std::vector<BackendDescriptor> configs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (int64_t i = 0; i < n; ++i) {
-        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-        raw.push_back(configs.back().get());
-      }
-      const int64_t got = n ? heur.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, raw.data()) : 0;
+      HeuristicResults ranked = heuristic_configs(graph_raw, mode, tried);
+      std::vector<BackendDescriptor>& configs = ranked.configs;
+      const int64_t got = static_cast<int64_t>(configs.size());
       for (int64_t i = 0; i < got; ++i) {
         BackendDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
         plan.set_handle(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, h);
@@ -366,7 +354,7 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
         const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
         const auto ws = static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
         objects->keep.push_back(std::move(configs[i]));
-        objects->keep.push_back(std::move(heur));
+        objects->keep.push_back(std::move(*ranked.heuristics));
         objects->keep.push_back(std::move(plan));
         return std::make_shared<SdpaPlan>(objects, ws, "fused attention engine " + std::to_string(index));
       }

@@ -263,22 +263,9 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
     std::map<int64_t, int> seen;  // configurations taken per engine
     std::string heuristics_failed;
     for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_raw);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-      if (const cudnnStatus_t st = heur.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-        heuristics_failed += std::string(heuristics_failed.empty() ? "" : "; ") + "heuristics mode " +
-                             std::to_string(static_cast<int>(mode)) + ": " + cudnnGetErrorString(st);
-        continue;
-      }
-      const int64_t n = heur.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
-      std::vector<BackendDescriptor> configs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (int64_t i = 0; i < n; ++i) {
-        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-        raw.push_back(configs.back().get());
-      }
-      const int64_t got = n ? heur.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, raw.data()) : 0;
+      HeuristicResults ranked = heuristic_configs(graph_raw, mode, heuristics_failed);
+      std::vector<BackendDescriptor>& configs = ranked.configs;
+      const int64_t got = static_cast<int64_t>(configs.size());
       for (int64_t i = 0; i < got && out.size() < max; ++i) {
         BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         cudnnBackendDescriptor_t engine_raw = engine.get();
@@ -304,7 +291,7 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
         out.push_back(std::make_shared<ConvEngine>(objects, std::move(configs[i]), index, rank, std::move(note_list),
                                                    runtime_compiled));
       }
-      keep.push_back(std::move(heur));
+      if (ranked.heuristics) keep.push_back(std::move(*ranked.heuristics));
     }
     if (out.empty()) why = heuristics_failed.empty() ? "the heuristics offered no engine" : heuristics_failed;
   } catch (const tensor::Error& e) {
