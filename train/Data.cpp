@@ -1,6 +1,7 @@
 // Data.cpp
 #include "train/Data.h"
 
+#include <cstdio>
 #include <numeric>
 
 #include "tensor/Generator.h"
@@ -94,10 +95,17 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, const Options& options,
                 std::to_string(o_.batchSize) + " and prefetch " + std::to_string(o_.prefetch));
   }
   if (!sampler_) sampler_ = std::make_shared<RandomSampler>(dataset_->size(), o_.shuffle, o_.seed);
+  if (o_.prefetch > 0) copier_ = o_.copier ? o_.copier : o_.device.is_cuda() ? cuda_batch_copier(o_.device) : nullptr;
   start(0, 0);
 }
 
-DataLoader::~DataLoader() { stop(); }
+DataLoader::~DataLoader() {
+  try {
+    stop();
+  } catch (const std::exception& e) {  // the copier's drain: a CUDA fault
+    std::fprintf(stderr, "nn.DataLoader: %s\n", e.what());
+  }
+}
 
 int64_t DataLoader::batchesPerEpoch() const {
   const auto n = static_cast<int64_t>(order_.size());
@@ -121,15 +129,27 @@ void DataLoader::stop() {
   error_ = nullptr;
   stopping_ = false;
   done_ = false;
+  handed_ = released_ = 0;
+  if (reserved_) copier_->drain();  // the batch handed out last is no longer the caller's
 }
 
 void DataLoader::produce(int64_t from) {
   try {
     for (int64_t b = from; b < batchesPerEpoch(); ++b) {
       std::vector<Tensor> batch = dataset_->batch(batchIndices(b));
+      const int64_t k = b - from;  // slot k % slots(), free once batch k - slots() is released
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || static_cast<int>(ready_.size()) < o_.prefetch; });
+      cv_.wait(lock, [&] {
+        return stopping_ ||
+               (static_cast<int>(ready_.size()) < o_.prefetch && (!copier_ || released_ >= k - slots() + 1));
+      });
       if (stopping_) return;
+      if (copier_) {
+        lock.unlock();  // the copy may wait for the slot's previous one
+        copier_->stage(static_cast<int>(k % slots()), batch);
+        batch.clear();
+        lock.lock();
+      }
       ready_.push_back(std::move(batch));
       cv_.notify_all();
     }
@@ -147,6 +167,11 @@ void DataLoader::start(int64_t epoch, int64_t position) {
   order_ = sampler_->indices(epoch);
   epoch_ = epoch;
   position_ = position;
+  if (copier_ && !reserved_ && !order_.empty()) {
+    // the slots' shapes from the first example (Note [Asynchronous batches])
+    copier_->reserve(slots(), dataset_->batch({order_[0]}), o_.batchSize);
+    reserved_ = true;
+  }
   if (o_.prefetch > 0 && position < batchesPerEpoch()) worker_ = std::thread([this, position] { produce(position); });
 }
 
@@ -160,6 +185,12 @@ bool DataLoader::next(std::vector<Tensor>& out) {
   std::vector<Tensor> batch;
   if (o_.prefetch > 0) {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (copier_ && handed_ > 0) {
+      // the previous batch's slot may be overwritten after the work enqueued so far
+      copier_->release(static_cast<int>((handed_ - 1) % slots()));
+      ++released_;
+      cv_.notify_all();
+    }
     cv_.wait(lock, [&] { return !ready_.empty() || error_ || done_; });
     if (ready_.empty()) {
       if (error_) std::rethrow_exception(error_);
@@ -168,10 +199,11 @@ bool DataLoader::next(std::vector<Tensor>& out) {
     batch = std::move(ready_.front());
     ready_.pop_front();
     cv_.notify_all();
+    if (copier_) batch = copier_->acquire(static_cast<int>(handed_++ % slots()));
   } else {
     batch = dataset_->batch(batchIndices(position_));
   }
-  if (!o_.device.is_cpu()) {
+  if (!copier_ && !o_.device.is_cpu()) {
     for (Tensor& t : batch) t = t.to(o_.device);
   }
   out = std::move(batch);

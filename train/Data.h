@@ -7,7 +7,20 @@
 // Note [Prefetching]: with prefetch > 0 a background thread assembles the next batches (the
 // dataset's batch(), index gathering on the CPU) while the training step runs, up to
 // `prefetch` ahead; errors in it are rethrown by next(). Batches for a CUDA device are copied
-// by next() on the consumer's thread (on the device's stream, ordered with the step).
+// by the thread too, asynchronously: Note [Asynchronous batches] below.
+// Note [Asynchronous batches]: for a CUDA device (with prefetch > 0) the loader keeps
+// prefetch + 1 slots, each a set of device tensors of batchSize rows and page-locked host
+// buffers (train/AsyncCopy.cpp). The thread assembles batch k on the CPU, copies it into slot
+// k % slots' pinned buffers and enqueues their copy to the device on a side stream, recording
+// an event; next() makes the device's stream wait for that event (no host wait), so the batch
+// is on the GPU when the step's kernels need it and the copies of the following batches overlap
+// the step. Lifetime rule: a batch handed out by next() lives in its slot until the following
+// call of next(), setEpoch(), loadStateDict() or the loader's destruction; work enqueued on the
+// device's stream before that call may read it, later work may not (clone() it to keep it).
+// At that call the loader records an event on the device's stream, and the side stream waits
+// for it before it overwrites the slot, so the GPU can still be running the step that reads
+// it. The host buffers are reused once their copy has completed (an event the thread waits
+// for). Every batch must have the shapes of the first one but for a smaller first dimension.
 #pragma once
 
 #include <condition_variable>
@@ -78,6 +91,29 @@ class RandomSampler : public Sampler {
   uint64_t seed_;
 };
 
+// Moves batches to their device through `slots` reusable buffers, for the loader's thread
+// (Note [Asynchronous batches]); the loader chooses the slots so that a slot is never staged
+// while the batch in it may still be read. The CUDA one is cuda_batch_copier(); tests supply
+// their own to check the order of the calls. One loader per copier.
+class BatchCopier {
+ public:
+  virtual ~BatchCopier() = default;
+  // Once, on the consumer's thread, before anything else: buffers for batches shaped like
+  // `example` with up to `rows` rows in their first dimension.
+  virtual void reserve(int slots, const std::vector<Tensor>& example, int64_t rows) = 0;
+  // The loader's thread: copies `batch` into `slot` (its previous batch released).
+  virtual void stage(int slot, const std::vector<Tensor>& batch) = 0;
+  // The consumer: the batch staged in `slot`, ready for work enqueued on the device from now on.
+  virtual std::vector<Tensor> acquire(int slot) = 0;
+  // The consumer: work enqueued from now on no longer reads `slot`.
+  virtual void release(int slot) = 0;
+  // The consumer, the thread stopped: every copy done, later ones ordered after all work so far.
+  virtual void drain() = 0;
+};
+
+// Pinned host buffers and asynchronous copies on a side stream of `device` (a CUDA device).
+std::shared_ptr<BatchCopier> cuda_batch_copier(Device device);
+
 class DataLoader {
  public:
   struct Options {
@@ -87,6 +123,9 @@ class DataLoader {
     uint64_t seed = 0;      // the shuffle's (Note [Loader positions])
     int prefetch = 2;       // batches assembled ahead by the background thread; 0: none
     Device device = Device::cpu();
+    // With prefetch > 0: how batches reach `device`; null: cuda_batch_copier for a CUDA
+    // device, none (plain tensors) for the CPU.
+    std::shared_ptr<BatchCopier> copier = nullptr;
   };
   // `sampler`: null for a RandomSampler(dataset size, shuffle, seed).
   DataLoader(std::shared_ptr<Dataset> dataset, const Options& options, std::shared_ptr<Sampler> sampler = nullptr);
@@ -122,9 +161,14 @@ class DataLoader {
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::vector<Tensor>> ready_;
+  std::deque<std::vector<Tensor>> ready_;  // with a copier: empty ones, the batches are in slots
   std::exception_ptr error_;
   bool stopping_ = false, done_ = false;
+  // Note [Asynchronous batches]: batches handed out and released since start()
+  std::shared_ptr<BatchCopier> copier_;
+  bool reserved_ = false;
+  int64_t handed_ = 0, released_ = 0;
+  int slots() const { return o_.prefetch + 1; }
 };
 
 }  // namespace nn

@@ -6,6 +6,9 @@
 // - float16 and bfloat16 training with float32 master weights and loss scaling reaches the
 //   loss of float32 training (cudnn twins; batch norm keeps float32 statistics).
 // - a checkpointed run resumed mid-epoch on the GPU gives the uninterrupted run's bits.
+// - the DataLoader's pinned, asynchronous copies (Note [Asynchronous batches], train/Data.h)
+//   hand out the synchronous path's bits, and a batch stays intact while the step that reads
+//   it is still queued behind slow work (the lifetime rule), also with many small batches.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -29,6 +32,7 @@
 #include "tensor/MultiTensor.h"
 #include "tests/support/GradCheck.h"
 #include "train/Checkpoint.h"
+#include "train/Data.h"
 
 using namespace tensor;
 
@@ -212,4 +216,60 @@ TEST_CASE("a GPU run resumed mid-epoch from a checkpoint gives the uninterrupted
     CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
   }
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// Loads every batch of two shuffled epochs through `loader`; for each, queues slow work on the
+// device's stream and then a clone of the batch behind it, and calls next() at once: a slot
+// overwritten too early shows up in the clones.
+std::vector<std::vector<Tensor>> gpu_epochs(nn::DataLoader& loader) {
+  Tensor busy = ones({1 << 20}, DType::Float32, gpu);
+  std::vector<std::vector<Tensor>> out;
+  std::vector<Tensor> b;
+  for (int64_t epoch : {0, 1}) {
+    loader.setEpoch(epoch);
+    while (loader.next(b)) {
+      for (int i = 0; i < 8; ++i) busy.mul_(1.0);
+      std::vector<Tensor> copies;
+      for (const Tensor& t : b) {
+        CHECK(t.device() == gpu);
+        copies.push_back(t.clone());
+      }
+      out.push_back(std::move(copies));
+    }
+  }
+  return out;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.cpu().contiguous(), y = b.cpu().contiguous();
+  return x.sizes() == y.sizes() && x.dtype() == y.dtype() && std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+}
+
+void check_async_matches_sync(int64_t n, int64_t batch, int prefetch) {
+  Generator gen(21);
+  const Tensor x = uniform({n, 3, 5, 5}, -1, 1, gen);
+  Tensor y = empty({n}, DType::Int64);
+  for (int64_t i = 0; i < n; ++i) y.set({i}, static_cast<double>(i));
+  auto data = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{x, y});
+  nn::DataLoader sync(data, {.batchSize = batch, .shuffle = true, .seed = 4, .prefetch = 0, .device = gpu});
+  nn::DataLoader async(data, {.batchSize = batch, .shuffle = true, .seed = 4, .prefetch = prefetch, .device = gpu});
+  const auto a = gpu_epochs(async), s = gpu_epochs(sync);
+  REQUIRE(a.size() == s.size());
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t k = 0; k < 2; ++k) mismatches += same_bits(a[i][k], s[i][k]) ? 0 : 1;
+  }
+  CHECK(mismatches == 0);
+}
+}  // namespace
+
+TEST_CASE("DataLoader on the GPU: pinned asynchronous copies give the synchronous path's bits") {
+  check_async_matches_sync(1000, 64, 2);  // the last batch smaller (40 rows)
+  check_async_matches_sync(1000, 100, 1);
+}
+
+TEST_CASE("DataLoader on the GPU: a stress of many small batches") {
+  check_async_matches_sync(3000, 1, 3);
+  check_async_matches_sync(3001, 7, 2);
 }

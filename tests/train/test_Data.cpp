@@ -1,10 +1,14 @@
 // test_Data.cpp: TensorDataset, RandomSampler and DataLoader (train/Data.h): batching,
 // drop_last, seeded shuffles that depend on (seed, epoch) only, prefetching with the same
-// batches as none, a resumed position (Note [Loader positions]), errors, files as datasets.
+// batches as none, a resumed position (Note [Loader positions]), errors, files as datasets;
+// the slots of asynchronous copies (Note [Asynchronous batches]) through a checking copier.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "tensor/Safetensors.h"
 #include "tests/support/GradCheck.h"
@@ -114,4 +118,114 @@ TEST_CASE("DataLoader and datasets: errors, a dataset's error from the prefetchi
   const auto npz = nn::load_tensor_dataset(std::string(CUDNN_NN_TEST_DATA) + "/npy/linear.npz", {"weight", "bias"});
   CHECK(npz->size() == 2);
   std::remove(path.c_str());
+}
+
+namespace {
+// A BatchCopier on the CPU that checks the loader's slot discipline (Note [Asynchronous
+// batches]): a slot is never staged while the batch in it is handed out and not released.
+// Its stage() is slow so that the loader's thread is always as far ahead as it may be.
+struct CheckingCopier : nn::BatchCopier {
+  std::mutex m;
+  int slots = 0;
+  std::vector<std::vector<Tensor>> buffers;
+  std::vector<int> held;  // per slot: acquired and not released
+  int violations = 0, reserves = 0, drains = 0, maxHeld = 0;
+  int64_t staged = 0;
+  void reserve(int n, const std::vector<Tensor>& example, int64_t rows) override {
+    std::lock_guard<std::mutex> lock(m);
+    ++reserves;
+    slots = n;
+    buffers.assign(static_cast<size_t>(n), {});
+    held.assign(static_cast<size_t>(n), 0);
+    CHECK(rows >= 1);
+    CHECK(example.size() == 2);
+  }
+  void stage(int slot, const std::vector<Tensor>& batch) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::lock_guard<std::mutex> lock(m);
+    if (slot < 0 || slot >= slots || held[static_cast<size_t>(slot)]) ++violations;
+    std::vector<Tensor> copy;
+    for (const Tensor& t : batch) copy.push_back(t.clone());
+    buffers[static_cast<size_t>(slot)] = std::move(copy);
+    ++staged;
+  }
+  std::vector<Tensor> acquire(int slot) override {
+    std::lock_guard<std::mutex> lock(m);
+    held[static_cast<size_t>(slot)] = 1;
+    int n = 0;
+    for (int h : held) n += h;
+    maxHeld = std::max(maxHeld, n);
+    return buffers[static_cast<size_t>(slot)];  // the slot's own tensors, as on the GPU
+  }
+  void release(int slot) override {
+    std::lock_guard<std::mutex> lock(m);
+    held[static_cast<size_t>(slot)] = 0;
+  }
+  void drain() override {
+    std::lock_guard<std::mutex> lock(m);
+    ++drains;
+    std::fill(held.begin(), held.end(), 0);
+  }
+};
+}  // namespace
+
+TEST_CASE("DataLoader with a copier: the synchronous path's batches, no slot overwritten while handed out") {
+  for (int prefetch : {1, 2, 3}) {
+    INFO("prefetch ", prefetch);
+    auto copier = std::make_shared<CheckingCopier>();
+    nn::DataLoader sync(numbers(50), {.batchSize = 8, .shuffle = true, .seed = 5, .prefetch = 0});
+    nn::DataLoader async(numbers(50),
+                         {.batchSize = 8, .shuffle = true, .seed = 5, .prefetch = prefetch, .copier = copier});
+    CHECK(copier->reserves == 1);
+    CHECK(copier->slots == prefetch + 1);
+    for (int64_t epoch : {0, 1}) {
+      sync.setEpoch(epoch);
+      async.setEpoch(epoch);
+      std::vector<Tensor> a, s;
+      while (sync.next(s)) {
+        REQUIRE(async.next(a));
+        // the loader's thread runs ahead as far as it may; the batch handed out stays intact
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        CHECK(a[1].to_vector<double>() == s[1].to_vector<double>());
+        CHECK(max_abs_diff(a[0], s[0]) == 0);
+      }
+      CHECK_FALSE(async.next(a));
+    }
+    CHECK(copier->violations == 0);
+    CHECK(copier->maxHeld == 1);
+    CHECK(copier->staged >= 2 * 7);
+    CHECK(copier->drains >= 2);  // at each setEpoch: the last batch is no longer the caller's
+  }
+}
+
+TEST_CASE("DataLoader with a copier: many small batches, resumed mid-epoch, a dataset's error") {
+  auto copier = std::make_shared<CheckingCopier>();
+  nn::DataLoader plain(numbers(600), {.batchSize = 1, .shuffle = true, .seed = 8, .prefetch = 0});
+  nn::DataLoader async(numbers(600), {.batchSize = 1, .shuffle = true, .seed = 8, .prefetch = 3, .copier = copier});
+  const auto want = epoch_labels(plain);
+  CHECK(epoch_labels(async) == want);
+  CHECK(copier->violations == 0);
+  async.setEpoch(0);
+  std::vector<Tensor> b;
+  for (int i = 0; i < 250; ++i) REQUIRE(async.next(b));
+  auto other = std::make_shared<CheckingCopier>();  // one loader per copier
+  nn::DataLoader resumed(numbers(600), {.batchSize = 1, .shuffle = true, .seed = 8, .prefetch = 2, .copier = other});
+  resumed.loadStateDict(async.stateDict());
+  const auto rest = epoch_labels(resumed);
+  CHECK(rest == std::vector<std::vector<int64_t>>(want.begin() + 250, want.end()));
+  CHECK(copier->violations == 0);
+  CHECK(other->violations == 0);
+
+  struct Broken : nn::Dataset {
+    int64_t size() const override { return 6; }
+    std::vector<Tensor> batch(const std::vector<int64_t>& i) const override {
+      if (i[0] >= 4) throw Error("broken example");
+      return {zeros({static_cast<int64_t>(i.size()), 2}), zeros({static_cast<int64_t>(i.size())}, DType::Int64)};
+    }
+  };
+  nn::DataLoader broken(std::make_shared<Broken>(),
+                        {.batchSize = 2, .prefetch = 2, .copier = std::make_shared<CheckingCopier>()});
+  CHECK(broken.next(b));
+  CHECK(broken.next(b));
+  CHECK_THROWS_WITH_AS(broken.next(b), "broken example", Error);
 }
