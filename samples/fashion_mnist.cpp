@@ -8,7 +8,7 @@
 //                 [--gpus N] [--save PATH] [--quiet] [--optimizer sgd|adam|adamw]
 //                 [--weight-decay X] [--lr-schedule exp|step|cosine|onecycle|plateau]
 //                 [--warmup N] [--clip-grad N] [--amp float16|bfloat16] [--checkpoint DIR]
-//                 [--resume DIR] [--log FILE] [--log-every N]
+//                 [--resume DIR] [--log FILE] [--log-every N] [--data-on-gpu]
 // Data parallel (a build with NCCL): --gpus N trains on N GPUs from one process
 // (cudnn::DataParallelTable); under scripts/launch (or torchrun, mpirun) each process trains
 // on its GPU and its shard of the data (cudnn::dist::DistributedDataParallel). Either way the
@@ -36,6 +36,7 @@
 #include "nn/MixedPrecision.h"
 #include "nn/SGD.h"
 #include "nn/CrossEntropyCriterion.h"
+#include "nn/Embedding.h"
 #include "nn/LSTM.h"
 #include "nn/Linear.h"
 #include "nn/Select.h"
@@ -85,6 +86,7 @@ struct Options {
   std::string checkpoint;    // a checkpoint per epoch in this directory
   std::string resume;        // resume from this directory's checkpoint
   std::string log;           // CSV (or .jsonl) per epoch
+  bool data_on_gpu = false;  // the training set in GPU memory, gathered there (a measurement)
   int64_t log_every = 0;     // and every N steps
 };
 
@@ -127,7 +129,9 @@ const char* kUsage =
     "                    loader) after each epoch into DIR\n"
     "  --resume DIR      go on from DIR's checkpoint (the same options as the run that wrote it)\n"
     "  --log FILE        a line per epoch (CSV, or JSON lines for .jsonl); scripts/plot_log.py\n"
-    "  --log-every N     and a line every N steps\n";
+    "  --log-every N     and a line every N steps\n"
+    "  --data-on-gpu     keep the training set in GPU memory and gather batches there (cudnn),\n"
+    "                    instead of the loader's pinned, asynchronous copies: to compare epoch times\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -157,6 +161,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--resume") o.resume = args.value(flag);
     else if (flag == "--log") o.log = args.value(flag);
     else if (flag == "--log-every") o.log_every = args.integer(flag, 1, INT64_MAX);
+    else if (flag == "--data-on-gpu") o.data_on_gpu = true;
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -179,6 +184,9 @@ Options parse(int argc, char** argv) {
   }
   if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
   if (!o.log.empty()) args.writable("--log", o.log);
+  if (o.data_on_gpu && (o.backend != "cudnn" || o.gpus > 0)) {
+    args.fail("--data-on-gpu needs --backend cudnn on one GPU");
+  }
   if (!o.amp.empty() && o.backend != "cudnn") {
     args.fail("--amp needs --backend cudnn (nn computes float32 and float64 on the CPU)");
   }
@@ -213,6 +221,35 @@ class ShardSampler : public nn::Sampler {
   int world_;
 };
 #endif
+
+// --data-on-gpu: the training images as the [N x 784] table of an embedding lookup in GPU
+// memory (nn::Embedding's cuDNN twin), a batch gathered there by one kernel from its indices,
+// its labels from the host: the epoch time with no host-to-device image copy, to compare the
+// DataLoader's with. The loader runs it on the consumer's thread (prefetch 0); a batch lives
+// in the lookup's output until the next one, as the loader's do.
+class GpuResidentDataset : public nn::Dataset {
+ public:
+  GpuResidentDataset(const samples::Dataset& d, Device device) : labels_(d.labels), device_(device) {
+    auto table = std::make_shared<nn::Embedding>(d.images.size(0), 28 * 28);
+    table->weight.copy_(d.images.contiguous().view({d.images.size(0), 28 * 28}));
+    lookup_ = nn::convert(std::shared_ptr<nn::Module>(table), cudnn::backend);
+    lookup_->to(device);
+    lookup_->evaluate();
+  }
+  int64_t size() const override { return labels_.size(0); }
+  std::vector<Tensor> batch(const std::vector<int64_t>& indices) const override {
+    const auto n = static_cast<int64_t>(indices.size());
+    Tensor idx = tensor::empty({n}, DType::Int64);
+    std::copy(indices.begin(), indices.end(), idx.data<int64_t>());
+    const Tensor images = lookup_->forward(idx.to(device_));
+    return {images.view({n, 1, 28, 28}), tensor::index_select(labels_, 0, idx).to(device_)};
+  }
+
+ private:
+  std::shared_ptr<nn::Module> lookup_;  // forward() is not const; the loader calls it from one thread
+  Tensor labels_;
+  Device device_;
+};
 
 std::string duration(double seconds) {
   const int s = static_cast<int>(std::lround(seconds));
@@ -334,8 +371,13 @@ int run(const Options& o) {
 #ifdef CUDNN_NN_HAVE_NCCL
   if (launched() && o.gpus == 0) shard = std::make_shared<ShardSampler>(train.images.size(0), world, rank, o.seed + 1);
 #endif
-  nn::DataLoader loader(std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels}),
-                        {.batchSize = batch, .shuffle = true, .seed = o.seed + 1, .prefetch = 2, .device = device}, shard);
+  // the same order of batches either way; on the GPU they come by pinned, asynchronous copies
+  // (Note [Asynchronous batches] in train/Data.h) unless --data-on-gpu gathers them there
+  std::shared_ptr<nn::Dataset> dataset;
+  if (o.data_on_gpu) dataset = std::make_shared<GpuResidentDataset>(train, device);
+  else dataset = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels});
+  nn::DataLoader loader(dataset, {.batchSize = batch, .shuffle = true, .seed = o.seed + 1,
+                                  .prefetch = o.data_on_gpu ? 0 : 2, .device = device}, shard);
   const int64_t steps = loader.batchesPerEpoch();
 
   std::unique_ptr<nn::LRScheduler> schedule;  // per epoch, or per step for cosine and onecycle
@@ -413,6 +455,10 @@ int run(const Options& o) {
                 running_loss / std::max<int64_t>(seen, 1), acc, optimizer->groupLr(0),
                 scaler.enabled() ? (", loss scale " + std::to_string(static_cast<int64_t>(scaler.scale()))).c_str() : "",
                 duration(epoch_seconds).c_str());
+    if (device.is_cuda()) {
+      std::printf("epoch %lld time %.3f s (%s)\n", static_cast<long long>(epoch), epoch_seconds,
+                  o.data_on_gpu ? "data on the GPU" : "DataLoader, pinned asynchronous copies");
+    }
     if (log) {
       log->write({.epoch = epoch, .step = state.step, .loss = running_loss / std::max<int64_t>(seen, 1), .accuracy = acc,
                   .lr = optimizer->groupLr(0), .lossScale = scaler.scale(),
