@@ -15,6 +15,14 @@
 // cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
 //             [--step [--graph]] [--input-grad] [--channels-last]
+//             [--amp float16|bfloat16]
+// --amp (cudnn, with --step): the network computes in float16 / bfloat16 (batch norm keeps
+// float32) and the step is mixed-precision training as a PyTorch user's autocast + GradScaler
+// step: float32 master weights (nn::MasterWeights) updated by SGD, float16 loss scaling
+// (nn::GradScaler: fused unscale and Inf/NaN check, the step skipped on overflow); the forward
+// and fwd+bwd rows run in that dtype. It cannot be captured (--graph): GradScaler::step reads
+// its found-Inf flag to the host to decide (Note [One synchronisation per step] in
+// nn/GradScaler.h), so the amp step is timed eagerly.
 // --channels-last (cudnn): the input is made channels-last (NHWC / NDHWC) once, before any
 // timing, and the twins keep that layout throughout (Note [Channels-last twins] in
 // cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout.
@@ -30,6 +38,8 @@
 #include "convert/Convert.h"
 #include "nn/Adam.h"
 #include "nn/CrossEntropyCriterion.h"
+#include "nn/GradScaler.h"
+#include "nn/MixedPrecision.h"
 #include "nn/SGD.h"
 #include "samples/Args.h"
 #include "samples/Networks.h"
@@ -70,6 +80,7 @@ struct Options {
   bool keep_grad_inputs = false;  // keep every module's gradInput after backward (Torch's default)
   bool channels_last = false;  // cudnn: run on a channels-last input
   bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
+  std::string amp;             // cudnn, --step: float16 or bfloat16 mixed-precision training step
 };
 
 const char* kOptions =
@@ -88,6 +99,9 @@ const char* kOptions =
     "  --graph           (cudnn, with --step) capture the step once as a CUDA graph and time its replays\n"
     "                    (tensor::cuda::Graph); the captured step computes the criterion's gradient but\n"
     "                    reads no loss, which a capture cannot do\n"
+    "  --amp T           (cudnn, with --step) float16 or bfloat16 compute, and a mixed-precision step:\n"
+    "                    float32 master weights, SGD, loss scaling (GradScaler) for float16; eager\n"
+    "                    (the scaler's skip decision reads a flag to the host: no CUDA graph)\n"
     "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
     "                    no gradient; see nn::Module::setGradInputNeeded)\n"
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
@@ -145,6 +159,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--fuse") o.fuse = true;
     else if (flag == "--keep-grad-inputs") o.keep_grad_inputs = true;
     else if (flag == "--channels-last") o.channels_last = true;
+    else if (flag == "--amp") o.amp = args.choice(flag, {"float16", "bfloat16"});
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
   }
@@ -162,6 +177,9 @@ Options parse(int argc, char** argv) {
   if (o.backend == "nn" && o.channels_last) args.fail("--channels-last" + needs);
   if (o.backend == "nn" && o.graph) args.fail("--graph" + needs);
   if (o.graph && !o.step) args.fail("--graph needs --step");
+  if (!o.amp.empty() && o.backend == "nn") args.fail("--amp" + needs);
+  if (!o.amp.empty() && !o.step) args.fail("--amp needs --step (it times the mixed-precision training step)");
+  if (!o.amp.empty() && o.dtype != "float32") args.fail("--amp sets the compute dtype: leave --dtype out");
   if (picked && o.backend == "nn") {
     std::printf("no CUDA device visible: timing the nn backend on the CPU (--backend nn)\n");
   }
@@ -202,14 +220,50 @@ struct Result {
 // training loop runs it (the loss is read back, as a loop that prints it does). With `graph`
 // the step without the loss read (the criterion's gradient needs no loss value) is captured
 // once after a warm-up and its replays are timed; the loss is read once at the end.
+// --amp: the mixed-precision step (the network already in x's 16-bit dtype): scores to
+// float32 for the loss (as autocast computes losses), the scaled gradient back in 16 bits,
+// the gradients to the float32 master weights, unscaled and checked, SGD on the masters
+// unless a gradient overflowed, the 16-bit weights refreshed (Note [Master weights] in
+// nn/MixedPrecision.h). Eager: GradScaler::step reads its found-Inf flag to the host.
 template <class TimeMs>
-double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, bool graph, int64_t warmup,
+double time_amp_step(nn::Module& net, const Tensor& x, const Tensor& target, const nn::CriterionPtr& criterion,
+                     TimeMs&& time_ms) {
+  nn::MasterWeights master(net);
+  nn::SGD optimizer(master.params(), master.grads(), nn::SGD::Options{.lr = 1e-3, .momentum = 0.9});
+  nn::GradScaler scaler({.enabled = x.dtype() == DType::Float16});
+  double loss = 0;
+  const double ms = time_ms([&] {
+    net.zeroGradParameters();
+    const Tensor scores = net.forward(x).to(DType::Float32);
+    loss += criterion->forward(scores, target);
+    net.backward(x, scaler.scaleGrad(criterion->backward(scores, target)).to(x.dtype()));
+    master.gradsToMaster();
+    if (scaler.step(optimizer)) master.paramsToModel();
+    scaler.update();
+  });
+  if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the amp step's loss is %g\n", loss);
+  if (scaler.skippedSteps() > 0) {
+    std::fprintf(stderr, "convnet_benchmark: the amp step skipped %lld steps (loss scale now %g)\n",
+                 static_cast<long long>(scaler.skippedSteps()), scaler.scale());
+  }
+  return ms;
+}
+
+template <class TimeMs>
+double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, bool graph, bool amp, int64_t warmup,
                  TimeMs&& time_ms) {
   std::vector<int64_t> labels(static_cast<size_t>(x.size(0)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7) % classes);
   const Tensor target = tensor::from_vector(labels).to(x.device());
   nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
   if (x.is_cuda()) criterion = nn::convert(criterion, cudnn::backend);
+  if (amp) {
+    if (graph) {
+      std::fprintf(stderr, "convnet_benchmark: --graph: the amp step cannot be captured (GradScaler::step reads "
+                           "its found-Inf flag to the host); eager step\n");
+    }
+    return time_amp_step(net, x, target, criterion, time_ms);
+  }
   std::unique_ptr<nn::Optimizer> optimizer;
   if (adam) optimizer = std::make_unique<nn::Adam>(net, 2e-3);
   else optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
@@ -293,7 +347,8 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->backward(x, g);
   });
   if (o.step && y.dim() == 2) {
-    r.step_ms = time_step(*net, x, y.size(1), name == "fashion", o.graph && device.is_cuda(), o.warmup, time_ms);
+    r.step_ms = time_step(*net, x, y.size(1), name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(),
+                          o.warmup, time_ms);
   }
   r.peak_bytes = r_peak;
   r.steady_bytes = steady;
@@ -407,7 +462,11 @@ int run(const Options& o) {
     std::printf("cudnn flags: %s%s\n", cudnn::config().str().c_str(), o.channels_last ? " (input channels-last)" : "");
 #endif
   }
-  const DType dtype = tensor::dtype_from_name(o.dtype);
+  const DType dtype = tensor::dtype_from_name(o.amp.empty() ? o.dtype : o.amp);
+  if (!o.amp.empty()) {
+    std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, eager\n",
+                o.amp.c_str(), o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "");
+  }
   std::printf("%-9s %-22s %12s %14s %12s %10s %9s\n", "network", "input", "forward ms", "fwd+bwd ms", "img/s (train)",
               "step ms", "peak MiB");
   tensor::Json results(tensor::Json::Array{});
@@ -451,7 +510,8 @@ int run(const Options& o) {
   if (!o.json.empty()) {
     tensor::Json doc(tensor::Json::Object{});
     doc.set("backend", tensor::Json(o.backend));
-    doc.set("dtype", tensor::Json(o.dtype));
+    doc.set("dtype", tensor::Json(o.amp.empty() ? o.dtype : o.amp));
+    doc.set("amp", tensor::Json(o.amp));
     doc.set("iterations", tensor::Json(o.iterations));
     doc.set("input_grad", tensor::Json(o.input_grad));
     doc.set("channels_last", tensor::Json(o.channels_last));

@@ -29,6 +29,13 @@ step (forward, cross-entropy, backward, optimizer) in its best configuration: ch
 the same dtype, the fused optimizer where it exists, eager and captured as one CUDA graph,
 the faster of the two.
 
+--amp float16|bfloat16 (set by itself when ours ran convnet_benchmark --step --amp T, as
+recorded in its JSON): the forward and fwd+bwd rows run in that dtype, and the step is
+PyTorch's mixed-precision training step: a float32 model (channels-last), torch.autocast to T,
+torch.amp.GradScaler for float16 (none for bfloat16, as the recipes do), the fused SGD where
+it exists (the scaler then unscales inside the optimizer, no host synchronisation), eager and
+captured as one CUDA graph, the faster of the two.
+
     python3 scripts/bench_torch.py --cpu [--ours-bin build/samples/convnet_benchmark] [--threads 2]
 
 compares the Fashion-MNIST sample's network and batch (128) on the CPU in one run: it runs
@@ -233,6 +240,56 @@ def train_step_ms(make, shape, dtype, dev, classes, adam, args):
     return results[best][0], how, {k: v[0] for k, v in results.items()}
 
 
+def amp_train_step_ms(make, shape, amp, dev, classes, args):
+    """The mixed-precision step as PyTorch users write it: autocast + GradScaler (float16) over a
+    float32 model, channels-last, SGD lr 1e-3 momentum 0.9 as ours; eager and as one captured
+    CUDA graph; returns the faster, with what was used."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.contiguous_format
+    target = (torch.arange(shape[0], device=dev) * 7) % classes
+    loss_fn = nn.CrossEntropyLoss()
+    results = {}
+    for graphed in (False, True):
+        torch.manual_seed(1)
+        model = make().to(dev).train().to(memory_format=fmt)
+        x = (torch.rand(shape, device=dev, dtype=amp) * 2 - 1).contiguous(memory_format=fmt)
+        opt, kind = make_optimizer(model, False, dev)
+        scaler = torch.amp.GradScaler('cuda', enabled=amp == torch.float16)
+
+        def body():
+            with torch.autocast('cuda', dtype=amp):
+                loss = loss_fn(model(x), target)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            body()
+        try:
+            if graphed:
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        step()
+                torch.cuda.current_stream().wait_stream(s)
+                graph = torch.cuda.CUDAGraph()
+                opt.zero_grad(set_to_none=True)
+                with torch.cuda.graph(graph):
+                    body()
+                results['graph'] = (time_ms(graph.replay, args.iterations, args.warmup), kind)
+            else:
+                results['eager'] = (time_ms(step, args.iterations, args.warmup), kind)
+        except RuntimeError as e:  # a capture this PyTorch cannot do: eager only
+            print(f'  ({"graph" if graphed else "eager"} amp step failed: {str(e).splitlines()[0][:100]})',
+                  flush=True)
+        del model, opt, x
+    best = min(results, key=lambda k: results[k][0])
+    how = f"{best}, autocast {str(amp).replace('torch.', '')}" + \
+        (', GradScaler' if amp == torch.float16 else '') + f", {results[best][1]} SGD, channels-last"
+    return results[best][0], how, {k: v[0] for k, v in results.items()}
+
+
 def per_layer(model, x, args, ours_layers):
     """Times each child of a Sequential alone: forward under no_grad, and forward + backward
     with the child's input requiring a gradient (the first child's only with --input-grad, as ours)."""
@@ -387,6 +444,8 @@ def main():
     ap.add_argument('--step', action='store_true', help='also time the whole training step (set by ours\' step rows)')
     ap.add_argument('--channels-last', action='store_true',
                     help='forward and fwd+bwd rows channels-last (set by itself when ours ran with --channels-last)')
+    ap.add_argument('--amp', choices=['float16', 'bfloat16'],
+                    help='the step in mixed precision (autocast + GradScaler); set by ours\' JSON (--amp)')
     ap.add_argument('--cpu', action='store_true', help='the Fashion-MNIST comparison on the CPU (see above)')
     ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
     ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
@@ -408,13 +467,16 @@ def main():
         ours = {r['network']: r for r in doc['results']}
         input_grad = input_grad or doc.get('input_grad', True)  # older files: Torch's always-gradInput
         args.channels_last = args.channels_last or doc.get('channels_last', False)
+        args.amp = args.amp or doc.get('amp') or None
+    if args.amp:
+        args.dtype = args.amp  # the forward and fwd+bwd rows in the 16-bit dtype, as ours
     args.input_grad = input_grad
     names = args.nets.split(',') if args.nets else (list(ours) or list(NETS))
     dtype = getattr(torch, args.dtype)
     dev = torch.device('cuda')
     print(f'torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}, '
           f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}, input grad={input_grad}, '
-          f'channels-last={args.channels_last}')
+          f'channels-last={args.channels_last}' + (f', amp step={args.amp}' if args.amp else ''))
     print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} "
           f"{'ratio':>6}   {'torch MiB':>9} {'ours MiB':>8}")
     results = []
@@ -444,8 +506,12 @@ def main():
         want_step = y.dim() == 2 and (args.step or 'step_ms' in ours.get(name, {}))
         del y, model, g  # the step builds its own model (channels-last), and the peak is per row
         if want_step:
-            r['step_ms'], r['step_how'], r['step_variants_ms'] = train_step_ms(
-                make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
+            if args.amp:
+                r['step_ms'], r['step_how'], r['step_variants_ms'] = amp_train_step_ms(
+                    make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), args)
+            else:
+                r['step_ms'], r['step_how'], r['step_variants_ms'] = train_step_ms(
+                    make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
         r['peak_device_bytes'] = max(MEM['row'], torch.cuda.max_memory_allocated())
         r['steady_device_bytes'] = MEM['steady']
         results.append(r)
@@ -473,7 +539,7 @@ def main():
             del model
     if args.json:
         with open(args.json, 'w') as f:
-            json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'input_grad': input_grad,
+            json.dump({'torch': torch.__version__, 'dtype': args.dtype, 'amp': args.amp or '', 'input_grad': input_grad,
                        'channels_last': args.channels_last, 'results': results}, f, indent=2)
 
 
