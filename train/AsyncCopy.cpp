@@ -33,6 +33,11 @@ class CudaBatchCopier : public BatchCopier {
     for (int i = 0; i < slots; ++i) {
       Slot s;
       for (const Tensor& t : example) {
+        if (!t.is_cpu()) {
+          throw Error("nn.DataLoader: expected a dataset whose batches are on the CPU for asynchronous copies to " +
+                      device_.str() + " (prefetch > 0), got " + t.description() +
+                      "; a dataset already on the GPU needs prefetch 0");
+        }
         tensor::Shape shape = t.sizes();
         if (shape.empty())
           throw Error("nn.DataLoader: expected batches of tensors with a batch dimension, got a scalar");
