@@ -8,7 +8,9 @@
 // - a checkpointed run resumed mid-epoch on the GPU gives the uninterrupted run's bits.
 // - the DataLoader's pinned, asynchronous copies (Note [Asynchronous batches], train/Data.h)
 //   hand out the synchronous path's bits, and a batch stays intact while the step that reads
-//   it is still queued behind slow work (the lifetime rule), also with many small batches.
+//   it is still queued behind slow work (the lifetime rule), also with many small batches;
+//   and the pieces under it (tensor/CudaAsync.h): a pinned buffer copied on a side stream,
+//   ordered with the device's stream by an event.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -29,6 +31,7 @@
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
 #include "tensor/Cuda.h"
+#include "tensor/CudaAsync.h"
 #include "tensor/MultiTensor.h"
 #include "tests/support/GradCheck.h"
 #include "train/Checkpoint.h"
@@ -272,4 +275,27 @@ TEST_CASE("DataLoader on the GPU: pinned asynchronous copies give the synchronou
 TEST_CASE("DataLoader on the GPU: a stress of many small batches") {
   check_async_matches_sync(3000, 1, 3);
   check_async_matches_sync(3001, 7, 2);
+}
+
+TEST_CASE("pinned buffer, side stream and event: an asynchronous copy ordered with the device's stream") {
+  const int64_t n = 1 << 20;
+  cuda::PinnedBuffer host(n * sizeof(float));
+  auto* values = static_cast<float*>(host.data());
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 977) - 300.5f;
+  Tensor dst = empty({n}, DType::Float32, gpu);
+  cuda::Stream side(0);
+  // the device's stream may still use dst's block (its previous owner): the side stream waits
+  cuda::Event ready(0), copied(0);
+  CHECK_FALSE(copied.recorded());
+  ready.record(cuda::stream(0));
+  ready.block(side.handle());
+  cuda::copy_async(dst.raw_data(), true, host.data(), false, host.size(), side.handle(), 0);
+  copied.record(side.handle());
+  copied.block(cuda::stream(0));  // no host wait: the clone below runs after the copy
+  const Tensor got = dst.clone().cpu();
+  copied.synchronize();
+  CHECK(std::memcmp(got.raw_data(), host.data(), host.size()) == 0);
+  CHECK_THROWS_WITH_AS(cuda::copy_async(dst.raw_data(), true, host.data(), false, 4, nullptr, 0),
+                       doctest::Contains("tensor::cuda::copy_async: null pointer or stream"), Error);
+  CHECK_THROWS_WITH_AS(cuda::Stream(99), doctest::Contains("invalid device cuda:99"), Error);
 }
