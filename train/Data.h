@@ -20,7 +20,10 @@
 // At that call the loader records an event on the device's stream, and the side stream waits
 // for it before it overwrites the slot, so the GPU can still be running the step that reads
 // it. The host buffers are reused once their copy has completed (an event the thread waits
-// for). Every batch must have the shapes of the first one but for a smaller first dimension.
+// for). prefetch + 1 slots are what the queue needs: up to `prefetch` staged batches and the
+// one handed out. Every batch must have the shapes of the first one but for a smaller first
+// dimension. next() is host work: with a CUDA graph, call it outside the capture and copy the
+// batch into the graph's static input (x.copy_(batch[0])), which the replay then reads.
 #pragma once
 
 #include <condition_variable>
