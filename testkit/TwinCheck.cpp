@@ -295,7 +295,10 @@ Report check_convert_roundtrip(nn::ModulePtr module, const Tensor& input, const 
   Report r;
   r.subject = "convert round trip of " + module->str();
   const std::string nn_name = module->type_name();
-  const std::string twin_name = !twinType.empty() ? twinType : "cudnn" + nn_name.substr(nn_name.find('.'));
+  const size_t dot = nn_name.find('.');
+  const std::string twin_name = !twinType.empty()          ? twinType
+                                : dot == std::string::npos ? "cudnn." + nn_name
+                                                           : "cudnn" + nn_name.substr(dot);
   module->to(DType::Float32);
   const Tensor x = input.to(Device::cpu(), DType::Float32);
   tensor::manual_seed(7);
