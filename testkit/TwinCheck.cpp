@@ -37,7 +37,8 @@ TwinTolerance TwinTolerance::for_dtype(DType dt) {
 
 namespace {
 
-std::string subject_of(const nn::Module& twin, const nn::Module& reference, const TwinOptions& o, const char* what) {
+std::string subject_of(const nn::Module& twin, const nn::Module& reference, const TwinOptions& o,
+                       const std::string& what) {
   return twin.str() + " vs " + reference.str() + " in " + std::string(tensor::name(o.dtype)) + " on " + o.device.str() +
          what;
 }
@@ -215,8 +216,7 @@ Report check_twin_criterion_nonfinite(nn::Criterion& reference, nn::Criterion& t
 
 Report check_twin_empty_batch(nn::Module& reference, nn::Module& twin, const Tensor& emptyInput, const TwinOptions& o) {
   Report r;
-  r.subject =
-      subject_of(twin, reference, o, std::string(", empty batch " + tensor::shape_str(emptyInput.sizes())).c_str());
+  r.subject = subject_of(twin, reference, o, ", empty batch " + tensor::shape_str(emptyInput.sizes()));
   if (emptyInput.numel() != 0)
     throw tensor::Error("testkit::check_twin_empty_batch: expected an input with no elements, got " +
                         emptyInput.description());
