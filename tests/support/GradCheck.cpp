@@ -1,137 +1,13 @@
-// GradCheck.cpp
+// GradCheck.cpp: doctest adapters over testkit/GradCheck.h.
 #include "tests/support/GradCheck.h"
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <sstream>
-
-#include "tensor/Safetensors.h"
+#include "tests/support/Kit.h"
 
 namespace testing {
 
-using tensor::DType;
-using tensor::Shape;
 using tensor::Tensor;
-
-namespace {
-
-std::string index_str(const Shape& shape, int64_t flat) {
-  Shape idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string s = "[";
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? " x " : "") + std::to_string(idx[d]);
-  return s + "]";
-}
-
-std::vector<int64_t> sample_indices(int64_t n, int64_t max_samples, tensor::Generator& gen) {
-  std::vector<int64_t> out;
-  if (n <= max_samples) {
-    for (int64_t i = 0; i < n; ++i) out.push_back(i);
-    return out;
-  }
-  for (int64_t i = 0; i < max_samples; ++i) out.push_back(gen.randint(n));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-double dot(const Tensor& a, const Tensor& b) { return a.mul(b).sum().item(); }
-
-// Perturbs `target` (a contiguous float64 CPU tensor the loss reads) entry by entry and
-// compares with `analytic`.
-void check_tensor(const std::string& name, Tensor target, const Tensor& analytic,
-                  const std::function<double()>& loss, const GradCheckOptions& o,
-                  tensor::Generator& gen, GradCheckReport& report) {
-  REQUIRE_MESSAGE(target.dtype() == DType::Float64, name << " must be float64 for a gradient check");
-  REQUIRE_MESSAGE(target.is_contiguous(), name << " must be contiguous");
-  REQUIRE_MESSAGE(analytic.defined(), name << ": no analytic gradient");
-  REQUIRE_MESSAGE(analytic.sizes() == target.sizes(),
-                  name << ": gradient is " << tensor::shape_str(analytic.sizes()) << ", value is "
-                       << tensor::shape_str(target.sizes()));
-  const std::vector<double> grad = analytic.contiguous().to_vector<double>();
-  double* x = target.data<double>();
-  for (int64_t i : sample_indices(target.numel(), o.max_samples, gen)) {
-    const double saved = x[i];
-    const double l0 = loss();
-    x[i] = saved + o.eps;
-    const double lp = loss();
-    x[i] = saved - o.eps;
-    const double lm = loss();
-    x[i] = saved;
-    if (std::abs(lp - 2 * l0 + lm) > o.kink_threshold * std::max(1.0, std::abs(l0))) {
-      ++report.skipped;
-      continue;
-    }
-    const double numeric = (lp - lm) / (2 * o.eps);
-    const double err = std::abs(numeric - grad[i]) / std::max({std::abs(numeric), std::abs(grad[i]), 1.0});
-    ++report.checked;
-    if (err > report.max_error || std::isnan(err)) {
-      report.max_error = std::isnan(err) ? INFINITY : err;
-      std::ostringstream w;
-      w << name << index_str(target.sizes(), i) << ": analytic " << grad[i] << ", numeric " << numeric;
-      report.worst = w.str();
-    }
-  }
-}
-
-}  // namespace
-
-std::string GradCheckReport::str() const {
-  std::ostringstream os;
-  os << "max error " << max_error << " (" << checked << " checked, " << skipped << " kinks skipped)";
-  if (!worst.empty()) os << ", worst at " << worst;
-  return os.str();
-}
-
-GradCheckReport check_gradients(nn::Module& module, const Tensor& input, const GradCheckOptions& o) {
-  REQUIRE_MESSAGE(input.dtype() == DType::Float64, "gradient checks run in float64");
-  tensor::Generator gen(o.seed);
-  Tensor x = input.contiguous().clone();
-  auto forward = [&]() -> Tensor {
-    tensor::manual_seed(o.seed);
-    // a fresh copy each time: in-place modules overwrite their input
-    return module.forward(x.clone()).clone();
-  };
-  const Tensor y0 = forward();
-  const Tensor r = tensor::uniform(y0.sizes(), -1, 1, gen, DType::Float64);
-  auto loss = [&]() { return dot(forward(), r); };
-
-  module.zeroGradParameters();
-  tensor::manual_seed(o.seed);
-  Tensor x_in = x.clone();
-  module.forward(x_in);
-  // a copy: in-place modules (Torch's ReLU(true)) reuse gradOutput's storage for gradInput
-  const Tensor gx = module.backward(x_in, r.clone()).clone();
-  std::vector<std::pair<std::string, Tensor>> grads;
-  for (auto& [n, g] : module.namedGradParameters()) grads.emplace_back(n, g.clone());
-
-  GradCheckReport report;
-  check_tensor("input", x, gx, loss, o, gen, report);
-  if (o.check_parameters) {
-    auto params = module.namedParameters();
-    for (size_t k = 0; k < params.size(); ++k) {
-      check_tensor(params[k].first, params[k].second, grads[k].second, loss, o, gen, report);
-    }
-  }
-  return report;
-}
-
-GradCheckReport check_criterion_gradient(nn::Criterion& criterion, const Tensor& input, const Tensor& target,
-                                         const GradCheckOptions& o) {
-  tensor::Generator gen(o.seed);
-  Tensor x = input.contiguous().clone();
-  auto loss = [&]() { return criterion.forward(x, target); };
-  criterion.forward(x, target);
-  const Tensor gx = criterion.backward(x, target).clone();
-  GradCheckReport report;
-  check_tensor("input", x, gx, loss, o, gen, report);
-  return report;
-}
 
 void expect_gradients_ok(nn::Module& module, const Tensor& input, const GradCheckOptions& o) {
   const GradCheckReport r = check_gradients(module, input, o);
@@ -149,61 +25,14 @@ void expect_criterion_gradient_ok(nn::Criterion& criterion, const Tensor& input,
 }
 
 void expect_accumulation_ok(nn::Module& module, const Tensor& input) {
-  tensor::Generator gen(77);
-  tensor::manual_seed(77);
-  const Tensor y = module.forward(input.clone()).clone();
-  const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, input.dtype(), input.device());
-  auto grads_after = [&](const std::vector<double>& scales) {
-    module.zeroGradParameters();
-    for (double s : scales) {
-      tensor::manual_seed(77);
-      Tensor x = input.clone();
-      module.forward(x);
-      module.backward(x, g.clone(), s);
-    }
-    std::vector<Tensor> out;
-    for (auto& t : module.gradParameters()) out.push_back(t.clone());
-    return out;
-  };
-  const auto once = grads_after({1.0});
-  const auto half = grads_after({0.5});
-  const auto twice = grads_after({1.0, 1.0});
-  REQUIRE(once.size() == half.size());
-  for (size_t k = 0; k < once.size(); ++k) {
-    INFO(module.str(), " gradient ", k);
-    CHECK(tensor::max_abs_diff(half[k].mul(2.0), once[k]) <= 1e-9 * (1 + once[k].abs().max().item()));
-    CHECK(tensor::max_abs_diff(twice[k], once[k].mul(2.0)) <= 1e-9 * (1 + once[k].abs().max().item()));
-  }
-  module.zeroGradParameters();
-  for (auto& t : module.gradParameters()) CHECK(t.abs().max().item() == 0);
+  expect_ok(nn::testkit::check_accumulation(module, input));
 }
 
 void expect_state_roundtrip_ok(nn::Module& module, nn::Module& fresh, const Tensor& input) {
-  const auto bytes = tensor::serialize_safetensors(module.stateDict());
-  const auto loaded = tensor::parse_safetensors(bytes.data(), bytes.size(), "roundtrip");
-  fresh.loadStateDict(loaded.tensors);
-  if (module.isTraining()) fresh.train(); else fresh.evaluate();
-  tensor::manual_seed(5);
-  Tensor xa = input.clone();
-  const Tensor ya = module.forward(xa).clone();
-  tensor::manual_seed(5);
-  Tensor xb = input.clone();
-  const Tensor yb = fresh.forward(xb).clone();
-  INFO(module.str(), " state round trip");
-  CHECK(tensor::max_abs_diff(ya, yb) == 0);
-  const Tensor g = tensor::ones(ya.sizes(), ya.dtype(), ya.device());
-  module.zeroGradParameters();
-  fresh.zeroGradParameters();
-  const Tensor gxa = module.backward(xa, g.clone()).clone();  // copies: in-place modules overwrite g
-  CHECK(tensor::max_abs_diff(gxa, fresh.backward(xb, g.clone())) == 0);
-  const auto ga = module.gradParameters(), gb = fresh.gradParameters();
-  REQUIRE(ga.size() == gb.size());
-  for (size_t k = 0; k < ga.size(); ++k) CHECK(tensor::max_abs_diff(ga[k], gb[k]) == 0);
+  expect_ok(nn::testkit::check_state_roundtrip(module, fresh, input));
 }
 
-void expect_prints_type(nn::Module& module) {
-  CHECK(module.str().rfind(module.type_name(), 0) == 0);
-}
+void expect_prints_type(nn::Module& module) { CHECK(module.str().rfind(module.type_name(), 0) == 0); }
 
 int64_t random_size(tensor::Generator& gen, int64_t lo, int64_t hi) { return lo + gen.randint(hi - lo + 1); }
 

@@ -1,11 +1,6 @@
-// GradCheck.h: the shared finite-difference checker every nn module test uses
-// (torch/nn's Jacobian.lua and Caffe's GradientChecker, in one).
-// The scalar checked is L(x, params) = sum(forward(x) .* R) for a fixed random R, so one
-// backward(x, R) gives every analytic derivative; each sampled entry of the input and of
-// every parameter is then perturbed by +-eps (central differences, float64). Errors are
-// relative, scaled by max(|analytic|, |numeric|, 1) as Caffe does; points where the
-// one-sided differences disagree (a kink: ReLU at 0, max pooling ties) are skipped.
-// The module is reseeded before every forward, so stochastic modules repeat their noise.
+// GradCheck.h: doctest adapters over the testing kit's gradient checker (testkit/GradCheck.h:
+// central differences in float64, kinks skipped, sampled entries), which every nn module test
+// uses, and small helpers the suites share.
 #pragma once
 
 #include <cstdint>
@@ -14,46 +9,27 @@
 
 #include "nn/Criterion.h"
 #include "nn/Module.h"
+#include "testkit/GradCheck.h"
 
 namespace testing {
 
-struct GradCheckOptions {
-  double eps = 1e-6;
-  double tolerance = 1e-6;   // on the scaled relative error
-  int64_t max_samples = 150; // entries checked per tensor (all when fewer)
-  uint64_t seed = 1234;      // picks sampled entries, R, and reseeds the module
-  bool check_parameters = true;
-  double kink_threshold = 1e-9;  // |L+ - 2 L0 + L-| above this (relative) marks a kink
-};
+using nn::testkit::check_criterion_gradient;
+using nn::testkit::check_gradients;
+using nn::testkit::GradCheckOptions;
+using nn::testkit::GradCheckReport;
 
-struct GradCheckReport {
-  double max_error = 0;
-  std::string worst;  // "input[3]", "weight[0 x 2 x 1 x 1]", ...
-  int64_t checked = 0;
-  int64_t skipped = 0;  // kinks
-  std::string str() const;
-};
-
-// Checks gradInput and every parameter gradient of `module` (already float64) at `input`.
-GradCheckReport check_gradients(nn::Module& module, const tensor::Tensor& input,
-                                const GradCheckOptions& options = {});
-// Same for a criterion's gradInput, for a fixed target.
-GradCheckReport check_criterion_gradient(nn::Criterion& criterion, const tensor::Tensor& input,
-                                         const tensor::Tensor& target, const GradCheckOptions& options = {});
-
-// doctest wrappers: CHECK that the worst error is within tolerance and that something was
-// checked; on failure the message names the worst entry.
+// CHECK that the worst error is within tolerance and that something was checked; on failure
+// the message names the worst entry.
 void expect_gradients_ok(nn::Module& module, const tensor::Tensor& input, const GradCheckOptions& options = {});
-void expect_criterion_gradient_ok(nn::Criterion& criterion, const tensor::Tensor& input,
-                                  const tensor::Tensor& target, const GradCheckOptions& options = {});
+void expect_criterion_gradient_ok(nn::Criterion& criterion, const tensor::Tensor& input, const tensor::Tensor& target,
+                                  const GradCheckOptions& options = {});
 
-// backward(x, g, scale) accumulates scale * gradient into the parameter gradients, two
+// nn::testkit::check_accumulation: backward(x, g, scale) accumulates scale * gradient, two
 // calls accumulate twice, and zeroGradParameters() clears them.
 void expect_accumulation_ok(nn::Module& module, const tensor::Tensor& input);
 
-// Saves the module's state (safetensors bytes), loads it into `fresh` (a module built with
-// the same arguments, different initialisation) and expects identical forward and
-// backward results.
+// nn::testkit::check_state_roundtrip: the state through safetensors bytes into `fresh` (built
+// with the same arguments) gives identical forward and backward results.
 void expect_state_roundtrip_ok(nn::Module& module, nn::Module& fresh, const tensor::Tensor& input);
 
 // Every module prints starting with its type name (torch/nn's test does the same).
