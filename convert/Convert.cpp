@@ -9,7 +9,7 @@
 #include "tensor/Cuda.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
-#include "cudnn/core/Config.h"
+#include "cudnn/Config.h"
 #endif
 
 namespace nn {

@@ -7,7 +7,7 @@
 // Modules the table does not know (a user's own) are left in place and reported.
 // The returned pointer differs from `net` only when the root itself was swapped.
 // In a build without cuDNN, converting to cudnn throws "built without cuDNN".
-// The enabled flag (cudnn/core/Config.h): false leaves a network in nn; auto leaves it in nn,
+// The enabled flag (cudnn/Config.h): false leaves a network in nn; auto leaves it in nn,
 // with a warning, where no GPU is visible; true (and no_check) require one.
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include "cudnn/core/Layout.h"
 #include "cudnn/kernels/BatchNorm.h"
+#include "cudnn/ops/batch_norm.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
@@ -27,11 +28,14 @@ const Tensor& constant(Tensor& buf, const nn::BatchNormalization& m, double valu
   }
   return buf;
 }
-}  // namespace
 
-BatchNormMode BatchNormCompute::mode(const nn::BatchNormalization& m) const {
+BatchNormMode mode(const nn::BatchNormalization& m) {
   return m.nDim == 2 ? BatchNormMode::PerActivation : BatchNormMode::Spatial;
 }
+}  // namespace
+
+BatchNormCompute::BatchNormCompute() : plan_(std::make_unique<BatchNormPlan>()) {}
+BatchNormCompute::~BatchNormCompute() = default;
 
 const Tensor& BatchNormCompute::gamma(nn::BatchNormalization& m) { return m.affine ? m.weight : constant(ones_, m, 1); }
 const Tensor& BatchNormCompute::beta(nn::BatchNormalization& m) { return m.affine ? m.bias : constant(zeros_, m, 0); }
@@ -64,11 +68,11 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
   if (m.isTraining()) {
     nn::ensure(m.save_mean, {l.C}, m.running_mean);
     nn::ensure(m.save_invstd, {l.C}, m.running_mean);
-    plan_.forward_train(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
-                        factor, m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
+    plan_->forward_train(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m), factor,
+                         m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
   } else {
-    plan_.forward_inference(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
-                            m.running_mean, m.running_var, m.eps);
+    plan_->forward_inference(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
+                             m.running_mean, m.running_var, m.eps);
   }
 }
 
@@ -91,8 +95,8 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
     const Tensor x3 = x.view(s3);
     const kernels::BatchNormSizes sizes{l.N, l.C, l.S, x3.stride(0), x3.stride(1), x3.stride(2)};
     const Tensor dx = wantGradInput ? m.gradInput.view(s3) : Tensor();
-    kernels::batch_norm_eval_backward(x3, dy.view(s3), dx, sizes, m.affine ? m.weight : Tensor(),
-                                      m.running_mean, m.running_var, m.eps, wantParams ? m.gradWeight : Tensor(),
+    kernels::batch_norm_eval_backward(x3, dy.view(s3), dx, sizes, m.affine ? m.weight : Tensor(), m.running_mean,
+                                      m.running_var, m.eps, wantParams ? m.gradWeight : Tensor(),
                                       wantParams ? m.gradBias : Tensor(), scale);
     return;
   }
@@ -107,9 +111,8 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   const Tensor dxOut = wantGradInput ? m.gradInput : nn::ensure(scratchData_, x.sizes(), x, format);
   const Tensor dgamma = wantParams ? m.gradWeight : nn::ensure(scratchWeight_, {l.C}, m.running_mean);
   const Tensor dbeta = wantParams ? m.gradBias : nn::ensure(scratchBias_, {l.C}, m.running_mean);
-  plan_.backward(mode(m), as_cudnn(x, s3, format), as_cudnn(dy, s3, format), as_cudnn(dxOut, s3, format), gamma(m),
-                 dgamma, dbeta, wantParams ? scale : 1.0,
-                 wantParams ? 1.0 : 0.0, m.eps, m.save_mean, m.save_invstd);
+  plan_->backward(mode(m), as_cudnn(x, s3, format), as_cudnn(dy, s3, format), as_cudnn(dxOut, s3, format), gamma(m),
+                  dgamma, dbeta, wantParams ? scale : 1.0, wantParams ? 1.0 : 0.0, m.eps, m.save_mean, m.save_invstd);
 }
 
 }  // namespace cudnn::detail

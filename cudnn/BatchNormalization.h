@@ -19,18 +19,22 @@
 // float64 module float64 input. affine = false uses constant ones/zeros (not state).
 #pragma once
 
+#include <memory>
 #include <type_traits>
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/batch_norm.h"
+#include "cudnn/Twin.h"
 #include "nn/BatchNormalization.h"
 
 namespace cudnn {
+
+class BatchNormPlan;  // cudnn/ops/batch_norm.h (not installed)
 
 namespace detail {
 // The compute of the three batch-normalisation twins over nn::BatchNormalization's fields.
 class BatchNormCompute {
  public:
+  BatchNormCompute();
+  ~BatchNormCompute();
   // The input's dtype against the statistics' (float32 for 16-bit data), and eps for cuDNN.
   void check(const nn::BatchNormalization& m, const Tensor& input, const char* method) const;
   void forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input);
@@ -38,12 +42,11 @@ class BatchNormCompute {
                 const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale, const char* method);
 
  private:
-  BatchNormMode mode(const nn::BatchNormalization& m) const;
   // weight and bias, or the constant ones and zeros without affine
   const Tensor& gamma(nn::BatchNormalization& m);
   const Tensor& beta(nn::BatchNormalization& m);
 
-  BatchNormPlan plan_;
+  std::unique_ptr<BatchNormPlan> plan_;
   Tensor ones_, zeros_;                               // affine = false
   Tensor scratchData_, scratchWeight_, scratchBias_;  // results a caller did not ask for
 };

@@ -2,17 +2,48 @@
 // log-probabilities; CrossEntropy and its Spatial/Volumetric forms take scores and apply
 // cuDNN's log-softmax over the classes first. All keep their nn criterion's weights,
 // sizeAverage and ignoreIndex, check shapes with nn's own checks, and compute with
-// cudnn::NLLPlan (cudnn/ops/nll.h): the loss costs one host read, the gradient none.
-// Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
+// cudnn::NLLPlan (cudnn/ops/nll.h, behind detail::ClassCriterionCompute): the loss costs one host read, the gradient
+// none. Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
 #pragma once
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/nll.h"
-#include "nn/Buffers.h"
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cudnn/Twin.h"
 
 namespace cudnn {
 
+class NLLPlan;  // cudnn/ops/nll.h (not installed)
+
 enum class ClassInput { LogProbabilities, Scores };
+
+namespace detail {
+// A classification criterion's nn fields, for the compute.
+struct ClassCriterionFields {
+  const Tensor& weights;
+  bool sizeAverage;
+  int64_t ignoreIndex;
+  int spatialDims;   // 0 for [C] / [N x C] inputs, 2 for [N x C x H x W], 3 for [N x C x T x H x W]
+  Tensor* logProbs;  // the cross-entropy criteria's (scores in); nullptr: ClassNLL (log-probabilities in)
+};
+
+// The compute of the four classification twins.
+class ClassCriterionCompute {
+ public:
+  ClassCriterionCompute();
+  ~ClassCriterionCompute();
+
+  double loss(const std::string& where, const Tensor& input, const Tensor& target, const ClassCriterionFields& f);
+  // Targets are checked by the forward pass only: checking them here would wait for the
+  // device. Out-of-range targets contribute nothing to the gradient.
+  void gradient(const std::string& where, const Tensor& input, const Tensor& target, const ClassCriterionFields& f,
+                Tensor& gradInput);
+
+ private:
+  std::unique_ptr<NLLPlan> plan_;
+};
+}  // namespace detail
 
 // SpatialDims: 0 for [C] / [N x C] inputs, 2 for [N x C x H x W], 3 for [N x C x T x H x W].
 template <class Base, int SpatialDims, ClassInput Input>
@@ -21,38 +52,23 @@ class ClassCriterionBase : public Twin<Base> {
   using Twin<Base>::Twin;
 
   double updateOutput(const tensor::Tensor& input, const tensor::Tensor& target) override {
-    const std::string w = this->where("updateOutput");
-    const tensor::Tensor x = NLLPlan::canonical(w, input, target, this->weights, SpatialDims);
-    if constexpr (Input == ClassInput::Scores) {
-      const tensor::Tensor xs = x.to(NLLPlan::crossEntropyDtype(x.dtype()));
-      nn::ensure(this->logProbs, input.sizes(), xs);
-      this->output = plan_.crossEntropy(w, xs, target, this->weights, this->sizeAverage, this->ignoreIndex,
-                                        this->logProbs.view(xs.sizes()));
-    } else {
-      this->output = plan_.nll(w, x, target, this->weights, this->sizeAverage, this->ignoreIndex);
-    }
+    this->output = compute_.loss(this->where("updateOutput"), input, target, fields());
     return this->output;
   }
 
-  // Targets are checked by the forward pass only: checking them here would wait for the
-  // device. Out-of-range targets contribute nothing to the gradient.
   const tensor::Tensor& updateGradInput(const tensor::Tensor& input, const tensor::Tensor& target) override {
-    const std::string w = this->where("updateGradInput");
-    const tensor::Tensor x = NLLPlan::canonical(w, input, target, this->weights, SpatialDims);
-    const tensor::Tensor dx = nn::ensure(this->gradInput, input.sizes(), x).view(x.sizes());
-    if constexpr (Input == ClassInput::Scores) {
-      const tensor::Tensor xs = x.to(NLLPlan::crossEntropyDtype(x.dtype()));
-      nn::ensure(this->logProbs, input.sizes(), xs);
-      plan_.crossEntropyGrad(xs, target, this->weights, this->sizeAverage, this->ignoreIndex,
-                             this->logProbs.view(xs.sizes()), dx);
-    } else {
-      plan_.nllGrad(target, this->weights, this->sizeAverage, this->ignoreIndex, dx);
-    }
+    compute_.gradient(this->where("updateGradInput"), input, target, fields(), this->gradInput);
     return this->gradInput;
   }
 
  private:
-  NLLPlan plan_;
+  detail::ClassCriterionFields fields() {
+    Tensor* logProbs = nullptr;
+    if constexpr (Input == ClassInput::Scores) logProbs = &this->logProbs;
+    return {this->weights, this->sizeAverage, this->ignoreIndex, SpatialDims, logProbs};
+  }
+
+  detail::ClassCriterionCompute compute_;
 };
 
 }  // namespace cudnn

@@ -1,6 +1,117 @@
-// cudnn/Config.h: moved to cudnn/core/Config.h (cudnn::config(), set_flags(), the flags).
-// This forwarding header keeps programs written against 0.1's old path compiling for one
-// more release; include "cudnn/core/Config.h" instead. It will be removed in 0.3.
+// Config.h: the flags of the cudnn backend, in one place, as Theano's dnn.* flags and
+// cudnn.torch's cudnn.* switches had them. Read once from the environment variable
+// CUDNN_NN_FLAGS ("key=value,key=value"), changeable at run time through config() or
+// set_flags(). Keys:
+//   enabled            auto | true | false | no_check   (convert(); no_check skips the version check)
+//   benchmark          true/false: guess_* policies time instead (cuDNN Find), per shape, cached
+//   fastest            true/false: ignore workspace_limit (never the memory actually free)
+//   verbose            true/false: say on stderr which algorithm was chosen, and why
+//   deterministic      true/false: deterministic algorithms only, deterministic max pooling
+//   allow_tf32         true/false: float32 convolutions and GEMMs may use TF32 tensor cores
+//   workspace_limit    bytes, with an optional K/M/G suffix (default 4G)
+//   conv.algo_fwd / conv.algo_bwd_filter / conv.algo_bwd_data
+//                      an algorithm name (see ConvAlgorithm) or a policy: guess_once,
+//                      guess_on_shape_change (default), time_once, time_on_shape_change
+//   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
+//   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
+//                      (Note [Candidates] in cudnn/ops/conv.cpp); false: legacy algorithms only
+//   conv.cache_limit   the most entries (pass, shape, layout, dtype, flags) the process-wide
+//                      cache of algorithm choices and graph plans keeps, dropping the least
+//                      recently used first (default 10000, as PyTorch's plan cache; 0: no limit)
+//   channels_last      true/false (default): the twins run 4-d and 5-d activations channels-last
+//                      (NHWC / NDHWC), converting a row-major input once, where it enters;
+//                      false: they keep the layout they are given. See Note [Channels-last twins]
+//                      in cudnn/core/Layout.h
+//   attention.fused    true (default) / false: cudnn::sdpa runs cuDNN's fused flash attention
+//                      where cuDNN takes the problem; false: always the GEMM + softmax-kernel path
 #pragma once
 
-#include "cudnn/core/Config.h"
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cudnn {
+
+enum class Enabled { Auto, True, False, NoCheck };
+enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
+enum class ConvPass { Forward, BackwardData, BackwardFilter };
+
+// Everything known about one legacy cuDNN convolution algorithm, one row per flag name
+// (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
+// IMPLICIT_PRECOMP_GEMM, ...). The one table of them (Note [The algorithm table] in
+// Config.cpp) is what the flags parse against and what ConvPlan filters its candidates and
+// picks its last resort with.
+struct ConvAlgorithm {
+  ConvPass pass;
+  const char* flag;        // the conv.algo_* value
+  int algo;                // cuDNN's enum value for the pass
+  const char* cudnn_name;  // "IMPLICIT_PRECOMP_GEMM", ...
+  bool in_3d;              // offered for 3-D convolutions (Theano's list); a 3-D pin falls back
+  bool deterministic;      // false: skipped, or refused when pinned, under deterministic=true
+  bool last_resort;        // needs no workspace: tried when no ranked candidate ran
+};
+
+// The rows of `pass`, in the order the flags list them.
+std::span<const ConvAlgorithm> conv_algorithms(ConvPass pass);
+// The first row of `algo` for `pass`, or nullptr for an algorithm the table does not name.
+const ConvAlgorithm* find_algorithm(ConvPass pass, int algo);
+// The last resort of `pass`: its first last_resort row allowed under `deterministic`.
+const ConvAlgorithm& last_resort(ConvPass pass, bool deterministic);
+
+// A convolution algorithm flag, parsed: a fixed algorithm (a row of the table) or a
+// selection policy. Trivially copyable; `name` is the value as given (aliases kept).
+struct AlgoSetting {
+  enum class Policy { Fixed, GuessOnce, GuessOnShapeChange, TimeOnce, TimeOnShapeChange };
+  Policy policy = Policy::GuessOnShapeChange;
+  int algo = -1;  // the cuDNN enum value when Fixed
+  const char* name = "guess_on_shape_change";
+
+  bool timed() const { return policy == Policy::TimeOnce || policy == Policy::TimeOnShapeChange; }
+  bool once() const { return policy == Policy::GuessOnce || policy == Policy::TimeOnce; }
+  bool operator==(const AlgoSetting& o) const {
+    return policy == o.policy && algo == o.algo && std::string_view(name) == o.name;
+  }
+  // Parses a flag value for `pass`; throws listing the accepted names.
+  static AlgoSetting parse(ConvPass pass, const std::string& name);
+};
+
+struct Config {
+  Enabled enabled = Enabled::Auto;
+  bool benchmark = false;
+  bool fastest = false;
+  bool verbose = false;
+  bool deterministic = false;
+  bool allow_tf32 = true;  // as PyTorch's cuDNN convolutions; tests that compare with float64 turn it off
+  size_t workspace_limit = size_t(4) << 30;
+  AlgoSetting algo_fwd, algo_bwd_filter, algo_bwd_data;
+  Precision precision = Precision::AsInputF32;
+  bool conv_graph = true;
+  size_t conv_cache_limit = 10000;
+  bool channels_last = false;
+  bool attention_fused = true;
+
+  const AlgoSetting& algo(ConvPass pass) const;
+  std::string str() const;  // the current flags, in CUDNN_NN_FLAGS syntax
+};
+
+// The process-wide flags (first use reads CUDNN_NN_FLAGS; a bad value there throws).
+Config& config();
+// Applies "key=value,..." to config(); throws naming the key and the accepted values.
+void set_flags(const std::string& flags);
+const char* algo_name(ConvPass pass, int algo);  // "IMPLICIT_PRECOMP_GEMM", ...
+const char* pass_name(ConvPass pass);            // "fwd", "bwd_data", "bwd_filter"
+
+// Sets the flags for a scope and restores the previous ones (tests, benchmarks).
+class ScopedConfig {
+ public:
+  explicit ScopedConfig(const std::string& flags) : saved_(config()) { set_flags(flags); }
+  ~ScopedConfig() { config() = saved_; }
+  ScopedConfig(const ScopedConfig&) = delete;
+  ScopedConfig& operator=(const ScopedConfig&) = delete;
+
+ private:
+  Config saved_;
+};
+
+}  // namespace cudnn

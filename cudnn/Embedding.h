@@ -8,7 +8,7 @@
 // row (forward) and no gradient. backward() checks once (nn's updateGradInput errors).
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/Embedding.h"
 
 namespace cudnn {

@@ -8,7 +8,7 @@
 // used yet: issue 25 takes whichever a measurement finds faster, and ours came first.
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/LayerNorm.h"
 
 namespace cudnn {

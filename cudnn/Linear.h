@@ -5,7 +5,7 @@
 // kept here, so no pass synchronises with the host.
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/Linear.h"
 
 namespace cudnn {

@@ -4,7 +4,7 @@
 // forward returns; gradInput = 2 (input - target) / n stays in the input's dtype.
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/MSECriterion.h"
 
 namespace cudnn {

@@ -7,7 +7,7 @@
 // (cudnn/ops/attention.h).
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/MultiheadAttention.h"
 
 namespace cudnn {

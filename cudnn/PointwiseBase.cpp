@@ -1,42 +1,27 @@
 // PointwiseBase.cpp: buffers (in place or not) around ActivationPlan, as nn::PointwiseBase.
 #include "cudnn/PointwiseBase.h"
 
-#include <optional>
+#include <memory>
 
 #include "cudnn/core/Layout.h"
 #include "cudnn/kernels/Activation.h"
+#include "cudnn/ops/activation.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
 
 namespace {
-// The modes ActivationPlan runs; nullopt for GELU, GELUTanh, SiLU and LeakyReLU, which cuDNN's
-// activation API lacks and our kernels run (cudnn/kernels/Activation.h).
-std::optional<Activation> plan_mode(nn::PointwiseBase::Activation a) {
-  using A = nn::PointwiseBase::Activation;
-  switch (a) {
-    case A::ReLU: return Activation::Relu;
-    case A::ClippedReLU: return Activation::ClippedRelu;
-    case A::Tanh: return Activation::Tanh;
-    case A::Sigmoid: return Activation::Sigmoid;
-    case A::ELU: return Activation::Elu;
-    case A::GELU:
-    case A::GELUTanh:
-    case A::SiLU:
-    case A::LeakyReLU:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // Element-wise work sees one flat vector in memory order: any rank, one descriptor shape.
 // Every operand of a pass is dense in one memory format (row-major or channels-last: Note
 // [Channels-last twins]), so the flat vectors pair up element for element.
 Tensor flat(const Tensor& t) { return flat_view(t); }
 }  // namespace
 
+PointwiseCompute::PointwiseCompute() : plan_(std::make_unique<ActivationPlan>()) {}
+PointwiseCompute::~PointwiseCompute() = default;
+
 void PointwiseCompute::run_forward(const nn::PointwiseBase& m, const Tensor& x, const Tensor& y) {
-  if (const auto mode = plan_mode(m.activation())) return plan_.forward(*mode, m.coef(), x, y);
+  if (ActivationPlan::runs(m.activation())) return plan_->forward(m.activation(), m.coef(), x, y);
   kernels::activation_forward(m.activation(), m.coef(), x, y);
 }
 
@@ -63,7 +48,7 @@ void PointwiseCompute::forward(nn::PointwiseBase& m, const Tensor& input) {
 }
 
 void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput) {
-  const std::optional<Activation> mode = plan_mode(m.activation());
+  const nn::Activation mode = m.activation();
   // x, y, dy and dx share one layout: the output's (the input's, Note [Channels-last twins])
   const tensor::MemoryFormat format = tensor::suggest_memory_format(m.output);
   const Tensor y = as_format(m.output, format);
@@ -78,15 +63,15 @@ void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const
   }
   if (y.numel() == 0) return;
   const Tensor dy = as_format(gradOutput, format);
-  if (!mode) {
-    kernels::activation_backward_from_input(m.activation(), m.coef(), flat(x), flat(dy), flat(m.gradInput));
+  if (!ActivationPlan::runs(mode)) {
+    kernels::activation_backward_from_input(mode, m.coef(), flat(x), flat(dy), flat(m.gradInput));
     return;
   }
-  if (m.inplace && *mode == Activation::ClippedRelu) {
+  if (m.inplace && mode == nn::Activation::ClippedReLU) {
     kernels::clipped_relu_backward_from_output(flat(y), flat(dy), flat(m.gradInput), m.coef());
     return;
   }
-  plan_.backward(*mode, m.coef(), flat(x), flat(y), flat(dy), flat(m.gradInput));
+  plan_->backward(mode, m.coef(), flat(x), flat(y), flat(dy), flat(m.gradInput));
 }
 
 }  // namespace cudnn::detail

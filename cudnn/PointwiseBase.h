@@ -1,6 +1,6 @@
 // PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
 // Sigmoid, ELU, GELU, SiLU, LeakyReLU), cudnn.torch's Pointwise.lua: one ActivationPlan
-// (cudnnActivationForward / Backward, our ReLU kernels) driven by the nn module's activation()
+// (cudnnActivationForward / Backward, our ReLU kernels; cudnn/ops/activation.h) driven by the nn module's activation()
 // and coef(); GELU, SiLU and LeakyReLU, which cuDNN's activation API lacks, run on our kernels
 // (cudnn/kernels/Activation.h), their backward reading the input as nn's. Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
@@ -14,26 +14,31 @@
 // (nn's checkInplace); in-place LeakyReLU has a slope >= 0, so y stands for x.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <type_traits>
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/activation.h"
+#include "cudnn/Twin.h"
+#include "nn/Activation.h"
 #include "nn/PointwiseBase.h"
 
 namespace cudnn {
+
+class ActivationPlan;  // cudnn/ops/activation.h (not installed)
 
 namespace detail {
 // The compute of every activation twin over nn::PointwiseBase's fields; the twin checks first.
 class PointwiseCompute {
  public:
+  PointwiseCompute();
+  ~PointwiseCompute();
   void forward(nn::PointwiseBase& m, const Tensor& input);
   void backward(nn::PointwiseBase& m, const Tensor& input, const Tensor& gradOutput);
 
  private:
   void run_forward(const nn::PointwiseBase& m, const Tensor& x, const Tensor& y);
 
-  ActivationPlan plan_;
+  std::unique_ptr<ActivationPlan> plan_;
 };
 }  // namespace detail
 
@@ -43,7 +48,7 @@ class PointwiseCompute {
 class FusableActivation {
  public:
   virtual ~FusableActivation() = default;
-  virtual std::optional<Activation> fusableMode() const = 0;  // nullopt: ClippedReLU, ELU
+  virtual std::optional<nn::Activation> fusableMode() const = 0;  // nullopt: ClippedReLU, ELU
   virtual void setFusedIntoInput(bool on) = 0;
   virtual bool fusedIntoInput() const = 0;
 };
@@ -68,12 +73,14 @@ class PointwiseBase : public Twin<Base>, public FusableActivation {
     return this->output;
   }
 
-  std::optional<Activation> fusableMode() const override {
-    switch (this->activation()) {
-      case nn::PointwiseBase::Activation::ReLU: return Activation::Relu;
-      case nn::PointwiseBase::Activation::Tanh: return Activation::Tanh;
-      case nn::PointwiseBase::Activation::Sigmoid: return Activation::Sigmoid;
-      default: return std::nullopt;
+  std::optional<nn::Activation> fusableMode() const override {
+    switch (const nn::Activation a = this->activation()) {
+      case nn::Activation::ReLU:
+      case nn::Activation::Tanh:
+      case nn::Activation::Sigmoid:
+        return a;
+      default:
+        return std::nullopt;
     }
   }
   void setFusedIntoInput(bool on) override { fused_ = on; }

@@ -2,6 +2,7 @@
 #include "cudnn/PoolingBase.h"
 
 #include "cudnn/core/Layout.h"
+#include "cudnn/ops/pool.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
@@ -13,13 +14,37 @@ Tensor batched(const Tensor& t, size_t spatial) {
 }
 }  // namespace
 
-void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p) {
+struct PoolingCompute::Plan {
+  PoolPlan plan;
+  PoolParams params;
+
+  // The nn fields as cuDNN pooling parameters (window, stride, padding in the tensor's dim order).
+  const PoolParams& set(const PoolSettings& w, bool average) {
+    params.ws.clear();
+    params.stride.clear();
+    params.pad.clear();
+    for (int s = 3 - w.dims; s < 3; ++s) {
+      params.ws.push_back(static_cast<int>(w.k[s]));
+      params.stride.push_back(static_cast<int>(w.d[s]));
+      params.pad.push_back(static_cast<int>(w.pad[s]));
+    }
+    params.ceil_mode = w.ceilMode;
+    params.mode = !average ? PoolMode::Max : w.countIncludePad ? PoolMode::AverageIncPad : PoolMode::AverageExcPad;
+    return params;
+  }
+};
+
+PoolingCompute::PoolingCompute(bool average) : plan_(std::make_unique<Plan>()), average_(average) {}
+PoolingCompute::~PoolingCompute() = default;
+
+void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolSettings& s) {
+  const PoolParams& p = plan_->set(s, average_);
   ran_ = false;
   const tensor::MemoryFormat format = activation_format(input);  // Note [Channels-last twins]
   const Tensor x = as_format(input, format);
   nn::ensure(m.output, outShape, x, format);
-  if (x.numel() > 0) plan_.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
-  if (private_output_) nn::ensure(y_, outShape, x, format).copy_(m.output);
+  if (x.numel() > 0) plan_->plan.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
+  if (!average_) nn::ensure(y_, outShape, x, format).copy_(m.output);
   ran_ = true;
   if (shape_ != input.sizes() || dtype_ != input.dtype() || device_ != input.device()) {
     shape_ = input.sizes();
@@ -29,7 +54,8 @@ void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& ou
   }
 }
 
-void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p) {
+void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolSettings& s) {
+  const PoolParams& p = plan_->set(s, average_);
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
   const Tensor dy = as_format(gradOutput, format);
@@ -37,12 +63,12 @@ void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& 
   if (x.numel() == 0) return;
   const size_t nd = p.ws.size();
   // See Note [Pooling backward state]; y and dy share a descriptor, so one layout
-  const Tensor y = as_format(private_output_ ? y_ : m.output, format);
-  plan_.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
+  const Tensor y = as_format(average_ ? m.output : y_, format);
+  plan_->plan.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
 }
 
 bool PoolingCompute::ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const {
-  const Tensor& y = private_output_ ? y_ : m.output;
+  const Tensor& y = average_ ? m.output : y_;
   return ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device() && y.defined() &&
          y.sizes() == outShape && y.dtype() == input.dtype() && y.device() == input.device();
 }

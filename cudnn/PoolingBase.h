@@ -1,6 +1,7 @@
 // PoolingBase.h: the shared base of the pooling twins (cudnn::SpatialMaxPooling,
 // SpatialAveragePooling, VolumetricMaxPooling, VolumetricAveragePooling): the nn base's kernel,
 // stride, padding, ceil_mode and count_include_pad become cudnn::PoolParams for one PoolPlan
+// (cudnn/ops/pool.h)
 // (cudnnPoolingForward / Backward; ceil-mode shapes that add windows run on kernels/PoolCeil.cu
 // with Torch's semantics). Output sizes are the nn base's outputShape(), so always Torch's.
 // Max pooling is PoolMode::Max (max_deterministic under the deterministic flag); average
@@ -22,26 +23,40 @@
 // use stale ones.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/pool.h"
+#include "cudnn/Twin.h"
 #include "nn/PoolingBase.h"
 
 namespace cudnn {
 
 namespace detail {
-// The compute of every pooling twin; the twin checks its arguments first.
+// A pooling twin's nn fields, for the compute: kernel, stride and padding in the tensor's dim
+// order (nn::PoolingBase::Window), ceil_mode, and count_include_pad of the average modules.
+struct PoolSettings {
+  int dims;
+  std::array<int64_t, 3> k, d, pad;
+  bool ceilMode;
+  bool countIncludePad;
+};
+
+// The compute of every pooling twin; the twin checks its arguments first. Its cuDNN state (a
+// PoolPlan and the PoolParams of cudnn/ops/pool.h, not installed) lives in the .cpp.
 class PoolingCompute {
  public:
-  // privateOutput: backward reads a copy of the output taken at forward (max pooling)
-  explicit PoolingCompute(bool privateOutput) : private_output_(privateOutput) {}
+  // average: the average modules, whose backward needs no copy of the output (the max ones
+  // keep one: Note [Pooling backward state])
+  explicit PoolingCompute(bool average);
+  ~PoolingCompute();
 
   // m.output = pool(input), of shape outShape (the nn base's outputShape).
-  void forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolParams& p);
+  void forward(nn::Module& m, const Tensor& input, const Shape& outShape, const PoolSettings& s);
   // m.gradInput from input, m.output and gradOutput (checked by the caller).
-  void backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolParams& p);
+  void backward(nn::Module& m, const Tensor& input, const Tensor& gradOutput, const PoolSettings& s);
   // Whether the last forward ran on an input of this shape, dtype and device, and its output,
   // of shape outShape, is still there for backward (Module::to drops outputs).
   bool ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const;
@@ -49,9 +64,10 @@ class PoolingCompute {
   const std::string& lastInput() const { return last_; }
 
  private:
-  PoolPlan plan_;
-  bool private_output_;
-  Tensor y_;  // the copy of the output backward reads, with private_output_
+  struct Plan;
+  std::unique_ptr<Plan> plan_;
+  bool average_;
+  Tensor y_;  // the copy of the output backward reads, for max pooling
   bool ran_ = false;
   Shape shape_;
   DType dtype_ = DType::Float32;
@@ -69,33 +85,13 @@ class PoolingBase : public Twin<Base> {
  public:
   using Twin<Base>::Twin;
 
-  // The nn fields as cuDNN pooling parameters (window, stride, padding in the tensor's dim order).
-  const PoolParams& poolParams() {
-    const auto w = this->window();
-    params_.ws.clear();
-    params_.stride.clear();
-    params_.pad.clear();
-    for (int s = 3 - w.dims; s < 3; ++s) {
-      params_.ws.push_back(static_cast<int>(w.k[s]));
-      params_.stride.push_back(static_cast<int>(w.d[s]));
-      params_.pad.push_back(static_cast<int>(w.pad[s]));
-    }
-    params_.ceil_mode = this->ceil_mode;
-    if constexpr (kAverage) {
-      params_.mode = this->count_include_pad ? PoolMode::AverageIncPad : PoolMode::AverageExcPad;
-    } else {
-      params_.mode = PoolMode::Max;
-    }
-    return params_;
-  }
-
   const Tensor& updateOutput(const Tensor& input) override {
     const std::string where = this->where("updateOutput");
     check_on_device(where, input, Tensor());
     check_cuda(where, input, "input");
     const Shape shape = this->outputShape(input, "updateOutput");
     if constexpr (!kAverage) this->indices = Tensor();  // See Note [Pooling backward state]
-    compute_.forward(*this, input, shape, poolParams());
+    compute_.forward(*this, input, shape, settings());
     return this->output;
   }
 
@@ -109,17 +105,24 @@ class PoolingBase : public Twin<Base> {
       if constexpr (kAverage) {
         updateOutput(input);
       } else {
-        throw tensor::Error(where + "expected updateOutput to have run on an input of this shape, dtype and device, got " +
+        throw tensor::Error(where +
+                            "expected updateOutput to have run on an input of this shape, dtype and device, got " +
                             input.description() + " after updateOutput on " + compute_.lastInput());
       }
     }
-    compute_.backward(*this, input, gradOutput, poolParams());
+    compute_.backward(*this, input, gradOutput, settings());
     return this->gradInput;
   }
 
  private:
-  PoolParams params_;
-  detail::PoolingCompute compute_{!kAverage};  // See Note [Pooling backward state]
+  detail::PoolSettings settings() const {
+    const auto w = this->window();
+    bool countIncludePad = false;
+    if constexpr (kAverage) countIncludePad = this->count_include_pad;
+    return {w.dims, w.k, w.d, w.pad, this->ceil_mode, countIncludePad};
+  }
+
+  detail::PoolingCompute compute_{kAverage};
 };
 
 }  // namespace cudnn

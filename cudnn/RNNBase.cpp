@@ -1,6 +1,8 @@
 // RNNBase.cpp: the recurrent twins' compute (detail::RNNCompute) over one RNNBlock.
 #include "cudnn/RNNBase.h"
 
+#include "cudnn/ops/rnn.h"
+#include "nn/Buffers.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn::detail {
@@ -9,7 +11,7 @@ namespace cudnn::detail {
 // cuDNN reads an RNN's weights from one buffer in its own layout. The twin owns that buffer
 // (w_) and a gradient buffer of the same layout (dw_), and REPLACES each named parameter's
 // value and grad (nn::RNNBase::params) by views into them, found with cudnnGetRNNWeightParams
-// (RNNBlock::splitParams): a parameter's gate blocks (weight_ih_l0's rows i, f, g, o) must be
+// (RNNBlock::split_params): a parameter's gate blocks (weight_ih_l0's rows i, f, g, o) must be
 // consecutive there, which is checked, never assumed. Everything that sees parameters
 // (parameters(), optimizers' in-place steps, loadStateDict, model files, convert) then sees
 // ordinary tensors that ARE what cuDNN computes with, with no copy per step.
@@ -43,7 +45,7 @@ std::vector<Tensor> parameter_views(RNNBlock& b, const nn::RNNBase& m, const Ten
   std::vector<Tensor> views(m.params.size());
   for (int64_t l = 0; l < m.numLayers(); ++l) {
     for (int64_t d = 0; d < m.numDirections(); ++d) {
-      const std::vector<RNNGate> gates = b.splitParams(buffer, l * m.numDirections() + d, m.inputDim());
+      const std::vector<RNNGate> gates = b.split_params(buffer, l * m.numDirections() + d, m.inputDim());
       const size_t i = m.paramIndex(l, d, 0);
       views[i] = joined(gates, 0, G, true, m.params[i].name);
       views[i + 1] = joined(gates, G, G, true, m.params[i + 1].name);
@@ -63,6 +65,12 @@ Tensor on_device(Tensor& buf, const Tensor& t, const Tensor& like) {
 }
 
 }  // namespace
+
+RNNCompute::RNNCompute() = default;
+RNNCompute::~RNNCompute() = default;
+
+bool RNNCompute::backwardDataDone() const { return block_ && block_->backward_data_done(); }
+const char* RNNCompute::algorithm() const { return block_ ? block_->algorithm() : "standard"; }
 
 bool RNNCompute::flatten(nn::RNNBase& m) {
   if (!m.device().is_cuda()) {
@@ -99,7 +107,7 @@ bool RNNCompute::flatten(nn::RNNBase& m) {
                                         m.bidirectional() ? RNNDirection::Bidirectional : RNNDirection::Unidirectional,
                                         m.bias());
   }
-  const int64_t n = block_->paramSize(m.inputDim());
+  const int64_t n = block_->param_size(m.inputDim());
   Tensor w = tensor::zeros({n}, dt, m.device()), dw = tensor::zeros({n}, dt, m.device());
   const std::vector<Tensor> values = parameter_views(*block_, m, w), grads = parameter_views(*block_, m, dw);
   views_.assign(2 * P, Tensor());
@@ -139,8 +147,8 @@ RNNBlock& RNNCompute::block(nn::RNNBase& m) {
     seed_ = static_cast<uint64_t>(tensor::default_generator().uniform() * 9007199254740992.0);
     seeded_ = true;
   }
-  block_->setDropout(dropping ? m.dropout() : 0, seed_);
-  block_->setPersist(m.persist);
+  block_->set_dropout(dropping ? m.dropout() : 0, seed_);
+  block_->set_persist(m.persist);
   return *block_;
 }
 
@@ -165,17 +173,17 @@ void RNNCompute::backwardData(nn::RNNBase& m, const Tensor& gradOutput) {
   const Tensor dy = gradOutput.contiguous();
   const Tensor dhy = on_device(dhy_, m.gradHiddenOutput, dy);
   const Tensor dcy = lstm ? on_device(dcy_, m.gradCellOutput, dy) : Tensor();
-  block_->backwardData(w_, dy, dhy, dcy, m.gradInput, m.gradHiddenInput, m.gradCellInput);
+  block_->backward_data(w_, dy, dhy, dcy, m.gradInput, m.gradHiddenInput, m.gradCellInput);
   if (!lstm) m.gradCellInput = Tensor();
 }
 
 void RNNCompute::backwardWeights(double scale) {
   if (scale == 1.0) {
-    block_->backwardWeights(dw_);  // cuDNN adds (CUDNN_WGRAD_MODE_ADD), as accGradParameters does
+    block_->backward_weights(dw_);  // cuDNN adds (CUDNN_WGRAD_MODE_ADD), as accGradParameters does
     return;
   }
   nn::ensure(dwScratch_, dw_.sizes(), dw_).zero_();
-  block_->backwardWeights(dwScratch_);
+  block_->backward_weights(dwScratch_);
   dw_.add_(dwScratch_, scale);
 }
 

@@ -1,5 +1,5 @@
 // RNNBase.h: the shared base of the recurrent twins (cudnn::RNNReLU, RNNTanh, LSTM, GRU, BLSTM,
-// BGRU): nn::RNNBase's modules computed by one cudnn::RNNBlock (cudnn/ops/rnn.h) on CUDA
+// BGRU): nn::RNNBase's modules computed by one cudnn::RNNBlock (cudnn/ops/rnn.h, not installed) on CUDA
 // devices, in float32 (TF32 only with allow_tf32), float64, float16 and bfloat16 (float32 math).
 // Shapes, states (hiddenInput ... gradCellOutput, rememberStates), sequenceLengths, dropout
 // and setPersist behave as nn/RNNBase.h says. The named parameters are views into ONE flat
@@ -16,18 +16,21 @@
 #include <typeinfo>
 #include <vector>
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/rnn.h"
+#include "cudnn/Twin.h"
 #include "nn/Buffers.h"
 #include "nn/RNNBase.h"
 
 namespace cudnn {
+
+class RNNBlock;  // cudnn/ops/rnn.h (not installed)
 
 namespace detail {
 
 // The compute of every recurrent twin over nn::RNNBase's fields.
 class RNNCompute {
  public:
+  RNNCompute();
+  ~RNNCompute();
   // Makes m's parameters views into the flat weight and gradient buffers on m's CUDA device,
   // copying in the values of any that are not (all of them after to(), or one that reset() or
   // an assignment replaced); a no-op when they already are, and on the CPU (buffers dropped).
@@ -36,12 +39,12 @@ class RNNCompute {
   void forward(nn::RNNBase& m, const Tensor& input, bool training);
   void backwardData(nn::RNNBase& m, const Tensor& gradOutput);
   void backwardWeights(double scale);
-  bool backwardDataDone() const { return block_ && block_->backwardDataDone(); }
+  bool backwardDataDone() const;
 
   void seedDropout(uint64_t seed);
   const Tensor& weightBuffer() const { return w_; }
   const Tensor& gradWeightBuffer() const { return dw_; }
-  const char* algorithm() const { return block_ ? block_->algorithm() : "standard"; }
+  const char* algorithm() const;
 
  private:
   RNNBlock& block(nn::RNNBase& m);
@@ -96,8 +99,8 @@ class RNNBase : public Twin<Base> {
     this->checkGradOutput(input, gradOutput, "accGradParameters");
     this->checkTrainingForward(input, "accGradParameters");
     if (!compute_.backwardDataDone()) {
-      throw tensor::Error(
-          where + "expected updateGradInput() after the forward first (backward() calls both), got none");
+      throw tensor::Error(where +
+                          "expected updateGradInput() after the forward first (backward() calls both), got none");
     }
     this->checkParameters("accGradParameters", true);
     named(where, input, [&] { compute_.backwardWeights(scale); });
@@ -135,8 +138,7 @@ class RNNBase : public Twin<Base> {
       return f();
     } catch (const tensor::Error& e) {
       if (typeid(e) != typeid(tensor::Error) || std::string_view(e.what()).starts_with(this->type_name())) throw;
-      throw tensor::Error(where + (input.defined() ? "input " + input.description() + ": " : std::string()) +
-                          e.what());
+      throw tensor::Error(where + (input.defined() ? "input " + input.description() + ": " : std::string()) + e.what());
     }
   }
 

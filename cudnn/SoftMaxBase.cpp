@@ -2,6 +2,7 @@
 #include "cudnn/SoftMaxBase.h"
 
 #include "cudnn/core/Layout.h"
+#include "cudnn/ops/softmax.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
@@ -21,19 +22,22 @@ tensor::MemoryFormat format_of(const Tensor& t, const nn::SoftMaxBase::Layout& l
   const bool spatial = t.dim() == 4 && l.outer == t.size(0) && l.channels == t.size(1);
   return spatial ? activation_format(t) : tensor::MemoryFormat::Contiguous;
 }
-}  // namespace
 
-SoftmaxAlgo SoftMaxCompute::algo(const nn::SoftMaxBase& m) const {
+SoftmaxAlgo algo(const nn::SoftMaxBase& m) {
   if (m.isLog()) return SoftmaxAlgo::Log;
   return m.fast ? SoftmaxAlgo::Fast : SoftmaxAlgo::Accurate;
 }
+}  // namespace
+
+SoftMaxCompute::SoftMaxCompute() : plan_(std::make_unique<SoftmaxPlan>()) {}
+SoftMaxCompute::~SoftMaxCompute() = default;
 
 void SoftMaxCompute::forward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& input) {
   const tensor::MemoryFormat format = format_of(input, l);
   const Tensor x = as_format(input, format);
   nn::ensure(m.output, x.sizes(), x, format);
   if (x.numel() == 0) return;
-  plan_.forward(algo(m), SoftmaxMode::Channel, as_3d(x, l), as_3d(m.output, l));
+  plan_->forward(algo(m), SoftmaxMode::Channel, as_3d(x, l), as_3d(m.output, l));
 }
 
 void SoftMaxCompute::backward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& gradOutput) {
@@ -42,7 +46,7 @@ void SoftMaxCompute::backward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout&
   const Tensor dy = as_format(gradOutput, format);
   nn::ensure(m.gradInput, dy.sizes(), dy, format);
   if (dy.numel() == 0) return;
-  plan_.backward(algo(m), SoftmaxMode::Channel, as_3d(m.output, l), as_3d(dy, l), as_3d(m.gradInput, l));
+  plan_->backward(algo(m), SoftmaxMode::Channel, as_3d(m.output, l), as_3d(dy, l), as_3d(m.gradInput, l));
 }
 
 }  // namespace cudnn::detail

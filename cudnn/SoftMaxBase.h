@@ -9,24 +9,27 @@
 // float32, float64, float16 and bfloat16.
 #pragma once
 
+#include <memory>
 #include <type_traits>
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/softmax.h"
+#include "cudnn/Twin.h"
 #include "nn/SoftMaxBase.h"
 
 namespace cudnn {
+
+class SoftmaxPlan;  // cudnn/ops/softmax.h (not installed)
 
 namespace detail {
 // The compute of every softmax twin over nn::SoftMaxBase's fields; the twin checks first.
 class SoftMaxCompute {
  public:
+  SoftMaxCompute();
+  ~SoftMaxCompute();
   void forward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& input);
   void backward(nn::SoftMaxBase& m, const nn::SoftMaxBase::Layout& l, const Tensor& gradOutput);
 
  private:
-  SoftmaxAlgo algo(const nn::SoftMaxBase& m) const;
-  SoftmaxPlan plan_;
+  std::unique_ptr<SoftmaxPlan> plan_;
 };
 }  // namespace detail
 

@@ -1,7 +1,11 @@
 // SpatialCrossMapLRN.cpp
 #include "cudnn/SpatialCrossMapLRN.h"
 
+#include "cudnn/core/Opaque.h"
+#include "cudnn/ops/lrn.h"
 #include "nn/Buffers.h"
+
+template class cudnn::detail::Opaque<cudnn::LRNPlan>;
 
 namespace cudnn {
 
@@ -24,7 +28,7 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
   scale = Tensor();
   const Tensor x = input.contiguous();
   nn::ensure(output, x.sizes(), x);
-  if (x.numel() > 0) plan_.forward(n, alpha, beta, k, batched(x), batched(output));
+  if (x.numel() > 0) plan_->forward(n, alpha, beta, k, batched(x), batched(output));
   nn::ensure(y_, x.sizes(), x).copy_(output);
   return output;
 }
@@ -44,7 +48,7 @@ const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Ten
   const Tensor x = input.contiguous();
   const Tensor dy = gradOutput.contiguous();
   nn::ensure(gradInput, x.sizes(), x);
-  if (x.numel() > 0) plan_.backward(n, alpha, beta, k, batched(x), batched(y_), batched(dy), batched(gradInput));
+  if (x.numel() > 0) plan_->backward(n, alpha, beta, k, batched(x), batched(y_), batched(dy), batched(gradInput));
   return gradInput;
 }
 

@@ -11,11 +11,15 @@
 // the twin's forward drops any the nn module held.
 #pragma once
 
-#include "cudnn/core/Twin.h"
-#include "cudnn/ops/lrn.h"
+#include <string>
+
+#include "cudnn/Opaque.h"
+#include "cudnn/Twin.h"
 #include "nn/SpatialCrossMapLRN.h"
 
 namespace cudnn {
+
+class LRNPlan;  // cudnn/ops/lrn.h (not installed)
 
 class SpatialCrossMapLRN : public Twin<nn::SpatialCrossMapLRN> {
  public:
@@ -26,7 +30,7 @@ class SpatialCrossMapLRN : public Twin<nn::SpatialCrossMapLRN> {
 
  private:
   int checkedSize(const std::string& where) const;  // size as cuDNN takes it, after check_lrn_arguments
-  LRNPlan plan_;
+  detail::Opaque<LRNPlan> plan_;
   Tensor y_;  // the forward's output, for backward
 };
 

@@ -7,11 +7,13 @@
 // bfloat16 (16-bit data cuDNN refuses runs in float32 copies, Note [16-bit spatial transformer]).
 #pragma once
 
+#include "cudnn/Opaque.h"
 #include "cudnn/TensorOpBase.h"
-#include "cudnn/ops/spatial_tf.h"
 #include "nn/SpatialTransformer.h"
 
 namespace cudnn {
+
+class SpatialTfPlan;  // cudnn/ops/spatial_tf.h (not installed)
 
 class SpatialTransformer : public TensorOpBase<nn::SpatialTransformer> {
  public:
@@ -23,7 +25,7 @@ class SpatialTransformer : public TensorOpBase<nn::SpatialTransformer> {
                       Tensor& gradTheta) override;
 
  private:
-  SpatialTfPlan plan_;
+  detail::Opaque<SpatialTfPlan> plan_;
 };
 
 }  // namespace cudnn

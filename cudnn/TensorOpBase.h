@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 
 namespace cudnn {
 

@@ -13,7 +13,7 @@ namespace nn {
 
 class PointwiseBase : public Module {
  public:
-  using Activation = kernels::Activation;
+  using Activation = nn::Activation;  // nn/Activation.h
 
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;

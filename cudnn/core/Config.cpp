@@ -1,5 +1,5 @@
 // Config.cpp: flag parsing.
-#include "cudnn/core/Config.h"
+#include "cudnn/Config.h"
 
 #include <cudnn.h>
 

@@ -125,19 +125,6 @@ cudnnStatus_t SpatialTransformerDescriptor::try_set(DType dtype, const Shape& ou
                                                 static_cast<int>(dims.size()), dims.data());
 }
 
-void check_cuda(const std::string& where, const Tensor& t, const char* what) {
-  if (!t.defined()) throw tensor::Error(where + what + " is undefined");
-  if (!t.is_cuda()) {
-    throw tensor::Error(where + "expected " + what + " on a CUDA device, got " + t.description() +
-                        " (move it with .to(tensor::Device::cuda()))");
-  }
-  const DType d = t.dtype();
-  if (d != DType::Float32 && d != DType::Float64 && d != DType::Float16 && d != DType::BFloat16) {
-    throw tensor::Error(where + "expected a float32, float64, float16 or bfloat16 " + what + ", got " +
-                        t.description());
-  }
-}
-
 void check_same(const std::string& where, const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) {
   if (a.dtype() != b.dtype() || a.device() != b.device()) {
     throw tensor::Error(where + "expected " + a_name + " and " + b_name + " of one dtype on one device, got " +

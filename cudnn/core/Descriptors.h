@@ -10,15 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "cudnn/TensorChecks.h"
 #include "cudnn/core/Check.h"
 #include "nn/kernels/Convolution.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
 
-using tensor::DType;
-using tensor::Shape;
-using tensor::Tensor;
 using nn::ConvSpec;  // a convolution's settings (nn/kernels/Convolution.h)
 
 cudnnDataType_t data_type(DType dtype);  // throws for dtypes cuDNN has no use for
@@ -86,9 +84,8 @@ class FilterDescriptor
   bool channels_last_ = false;
 };
 
-class ConvolutionDescriptor
-    : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
-                        cudnnDestroyConvolutionDescriptor> {
+class ConvolutionDescriptor : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                                cudnnDestroyConvolutionDescriptor> {
  public:
   // cuDNN takes the nd used slots of pad, stride and dilation, and groups and the mode.
   cudnnConvolutionDescriptor_t set(const ConvSpec& s, cudnnDataType_t compute_type, cudnnMathType_t math);
@@ -107,9 +104,8 @@ class PoolingDescriptor
   cudnnPoolingDescriptor_t set(cudnnPoolingMode_t mode, int nd, const int* window, const int* pad, const int* stride);
 };
 
-class ActivationDescriptor
-    : public Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
-                        cudnnDestroyActivationDescriptor> {
+class ActivationDescriptor : public Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                                               cudnnDestroyActivationDescriptor> {
  public:
   cudnnActivationDescriptor_t set(cudnnActivationMode_t mode, double coef);
 };
@@ -128,8 +124,7 @@ class SpatialTransformerDescriptor
   cudnnStatus_t try_set(DType dtype, const Shape& output_sizes);
 };
 
-// Input checks shared by every op: on a CUDA device, a dtype cuDNN handles, matching dtype.
-void check_cuda(const std::string& where, const Tensor& t, const char* what);
+// Input checks shared by every op (check_cuda: cudnn/TensorChecks.h): matching dtype and device.
 void check_same(const std::string& where, const Tensor& a, const char* a_name, const Tensor& b, const char* b_name);
 
 }  // namespace cudnn

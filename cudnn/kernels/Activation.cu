@@ -134,8 +134,8 @@ struct MapBackward {  // operands: dx, x, dy
 
 // Calls f(op) with mode's functor for data of type T; another mode is an error naming `kernel`.
 template <class T, class F>
-void with_op(nn::kernels::Activation mode, double coef, const char* kernel, F&& f) {
-  using M = nn::kernels::Activation;
+void with_op(nn::Activation mode, double coef, const char* kernel, F&& f) {
+  using M = nn::Activation;
   switch (mode) {
     case M::GELU: return f(GeluOp{});
     case M::GELUTanh: return f(GeluTanhOp{});
@@ -149,7 +149,7 @@ void with_op(nn::kernels::Activation mode, double coef, const char* kernel, F&& 
 
 }  // namespace
 
-void activation_forward(nn::kernels::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& y) {
+void activation_forward(nn::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& y) {
   const char* kernel = "cudnn::kernels::activation_forward";
   dispatch_floating(kernel, x, [&](auto tag) {
     using T = decltype(tag);
@@ -159,7 +159,7 @@ void activation_forward(nn::kernels::Activation mode, double coef, const tensor:
   });
 }
 
-void activation_backward_from_input(nn::kernels::Activation mode, double coef, const tensor::Tensor& x,
+void activation_backward_from_input(nn::Activation mode, double coef, const tensor::Tensor& x,
                                     const tensor::Tensor& dy, const tensor::Tensor& dx) {
   const char* kernel = "cudnn::kernels::activation_backward_from_input";
   dispatch_floating(kernel, x, [&](auto tag) {

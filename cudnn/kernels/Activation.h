@@ -32,8 +32,8 @@ void clipped_relu_backward_from_output(const tensor::Tensor& y, const tensor::Te
 
 // mode: GELU, GELUTanh, SiLU or LeakyReLU (coef = negative_slope), nn's enum (one list of modes);
 // another mode is an error naming it.
-void activation_forward(nn::kernels::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& y);
-void activation_backward_from_input(nn::kernels::Activation mode, double coef, const tensor::Tensor& x,
-                                    const tensor::Tensor& dy, const tensor::Tensor& dx);
+void activation_forward(nn::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& y);
+void activation_backward_from_input(nn::Activation mode, double coef, const tensor::Tensor& x, const tensor::Tensor& dy,
+                                    const tensor::Tensor& dx);
 
 }  // namespace cudnn::kernels

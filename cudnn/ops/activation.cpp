@@ -1,6 +1,8 @@
 // activation.cpp
 #include "cudnn/ops/activation.h"
 
+#include <string>
+
 #include "cudnn/core/Handle.h"
 #include "cudnn/kernels/Activation.h"
 #include "tensor/Cuda.h"
@@ -8,20 +10,41 @@
 namespace cudnn {
 
 namespace {
-cudnnActivationMode_t cudnn_mode(Activation a) {
+cudnnActivationMode_t cudnn_mode(nn::Activation a) {
   switch (a) {
-    case Activation::Relu: return CUDNN_ACTIVATION_RELU;
-    case Activation::Sigmoid: return CUDNN_ACTIVATION_SIGMOID;
-    case Activation::Tanh: return CUDNN_ACTIVATION_TANH;
-    case Activation::ClippedRelu: return CUDNN_ACTIVATION_CLIPPED_RELU;
-    case Activation::Elu: return CUDNN_ACTIVATION_ELU;
+    case nn::Activation::ReLU:
+      return CUDNN_ACTIVATION_RELU;
+    case nn::Activation::Sigmoid:
+      return CUDNN_ACTIVATION_SIGMOID;
+    case nn::Activation::Tanh:
+      return CUDNN_ACTIVATION_TANH;
+    case nn::Activation::ClippedReLU:
+      return CUDNN_ACTIVATION_CLIPPED_RELU;
+    case nn::Activation::ELU:
+      return CUDNN_ACTIVATION_ELU;
+    default:
+      break;
   }
-  return CUDNN_ACTIVATION_RELU;
+  throw tensor::Error("cudnn::ActivationPlan: expected ReLU, ClippedReLU, Tanh, Sigmoid or ELU, got mode " +
+                      std::to_string(static_cast<int>(a)));
 }
 }  // namespace
 
-void ActivationPlan::forward(Activation mode, double coef, const Tensor& x, const Tensor& y) {
-  if (mode == Activation::Relu) return kernels::relu_forward(x, y);
+bool ActivationPlan::runs(nn::Activation mode) {
+  switch (mode) {
+    case nn::Activation::ReLU:
+    case nn::Activation::ClippedReLU:
+    case nn::Activation::Tanh:
+    case nn::Activation::Sigmoid:
+    case nn::Activation::ELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void ActivationPlan::forward(nn::Activation mode, double coef, const Tensor& x, const Tensor& y) {
+  if (mode == nn::Activation::ReLU) return kernels::relu_forward(x, y);
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(cudnn_mode(mode), coef);
   const DType t = x.dtype();
@@ -29,9 +52,9 @@ void ActivationPlan::forward(Activation mode, double coef, const Tensor& x, cons
                                      Scalar(0, t).ptr(), y_desc_.set(y), y.raw_data()));
 }
 
-void ActivationPlan::backward(Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy,
+void ActivationPlan::backward(nn::Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor& dx) {
-  if (mode == Activation::Relu) return kernels::relu_backward_from_output(y, dy, dx);
+  if (mode == nn::Activation::ReLU) return kernels::relu_backward_from_output(y, dy, dx);
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(cudnn_mode(mode), coef);
   const DType t = x.dtype();

@@ -8,15 +8,20 @@
 #pragma once
 
 #include "cudnn/core/Descriptors.h"
+#include "nn/Activation.h"
 
 namespace cudnn {
 
-enum class Activation { Relu, Sigmoid, Tanh, ClippedRelu, Elu };
+// Deprecated: the convolution family's name for nn::Activation, until it says nn::Activation.
+using Activation = nn::Activation;
 
 class ActivationPlan {
  public:
-  void forward(Activation mode, double coef, const Tensor& x, const Tensor& y);
-  void backward(Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx);
+  // Whether cuDNN's activation API (or our ReLU kernels) runs `mode`: ReLU, ClippedReLU, Tanh,
+  // Sigmoid and ELU; the others (GELU, GELUTanh, SiLU, LeakyReLU) run on cudnn/kernels/Activation.h.
+  static bool runs(nn::Activation mode);
+  void forward(nn::Activation mode, double coef, const Tensor& x, const Tensor& y);
+  void backward(nn::Activation mode, double coef, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx);
 
  private:
   ActivationDescriptor desc_;

@@ -22,7 +22,7 @@ void check_lrn_arguments(const std::string& where, int64_t size, double beta, do
 // what as_input_f32 means for convolutions; the result is rounded once, into the caller's
 // dtype. The refusal is remembered per plan and dtype, so steady state makes one cuDNN call.
 
-bool LRNPlan::computesInFloat32(DType dtype) const {
+bool LRNPlan::computes_in_float32(DType dtype) const {
   return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u;
 }
 
@@ -36,7 +36,7 @@ void LRNPlan::forward(int size, double alpha, double beta, double k, const Tenso
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(static_cast<unsigned>(size), alpha, beta, k);
   const DType t = x.dtype();
-  if (!computesInFloat32(t)) {
+  if (!computes_in_float32(t)) {
     const cudnnStatus_t status =
         cudnnLRNCrossChannelForward(handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(),
                                     x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), y_desc_.set(y), y.raw_data());
@@ -54,7 +54,7 @@ void LRNPlan::backward(int size, double alpha, double beta, double k, const Tens
   tensor::cuda::DeviceGuard guard(x.device().index);
   desc_.set(static_cast<unsigned>(size), alpha, beta, k);
   const DType t = x.dtype();
-  if (!computesInFloat32(t)) {
+  if (!computes_in_float32(t)) {
     const cudnnStatus_t status = cudnnLRNCrossChannelBackward(
         handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(), y_desc_.set(y), y.raw_data(),
         y_desc_.get(), dy.raw_data(), x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), x_desc_.get(), dx.raw_data());

@@ -17,7 +17,7 @@ class LRNPlan {
 
  private:
   // true once cuDNN said NOT_SUPPORTED for this dtype: later calls go straight to float32
-  bool computesInFloat32(DType dtype) const;
+  bool computes_in_float32(DType dtype) const;
   void refuse(cudnnStatus_t status, DType dtype, const char* call);
 
   unsigned refused_dtypes_ = 0;  // bit per tensor::DType

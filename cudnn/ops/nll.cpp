@@ -50,26 +50,26 @@ double NLLPlan::nll(const std::string& where, const Tensor& logp, const Tensor& 
   return s.loss / (sizeAverage && s.weight > 0 ? s.weight : 1.0);
 }
 
-void NLLPlan::nllGrad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex,
+void NLLPlan::nll_grad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex,
                       const Tensor& dlogp) {
   kernels::nll_backward_normalized(indices(target), contiguous(weights), ignoreIndex, sizeAverage, dlogp);
 }
 
-DType NLLPlan::crossEntropyDtype(DType scores) {
+DType NLLPlan::cross_entropy_dtype(DType scores) {
   return scores == DType::Float16 || scores == DType::BFloat16 ? DType::Float32 : scores;
 }
 
-double NLLPlan::crossEntropy(const std::string& where, const Tensor& scores, const Tensor& target,
+double NLLPlan::cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target,
                              const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& logp) {
   softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
   return nll(where, logp, target, as(weights, logp.dtype()), sizeAverage, ignoreIndex);
 }
 
-void NLLPlan::crossEntropyGrad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
+void NLLPlan::cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                                int64_t ignoreIndex, const Tensor& logp, const Tensor& dx) {
   softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
   nn::ensure(dlogp_, logp.sizes(), logp);
-  nllGrad(target, as(weights, logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
+  nll_grad(target, as(weights, logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
   // log-softmax backward: dx = dlogp - softmax * sum_c dlogp
   if (dx.dtype() == logp.dtype()) {
     softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, dx);

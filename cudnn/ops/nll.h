@@ -29,17 +29,17 @@ class NLLPlan {
   double nll(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& weights,
              bool sizeAverage, int64_t ignoreIndex);
   // Its gradient into dlogp (logp's shape).
-  void nllGrad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& dlogp);
+  void nll_grad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& dlogp);
   // The dtype cross entropy computes in: float32 for float16/bfloat16 scores (the loss and
   // the log-probabilities would otherwise round to 16 bits), the scores' own otherwise.
-  static DType crossEntropyDtype(DType scores);
-  // The loss of scores (CrossEntropy), given in crossEntropyDtype: logp (scores' shape and
+  static DType cross_entropy_dtype(DType scores);
+  // The loss of scores (CrossEntropy), given in cross_entropy_dtype: logp (scores' shape and
   // dtype) gets their log-softmax over C. Weights of another dtype are converted.
-  double crossEntropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
+  double cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
                       bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
   // Its gradient into dx (scores' shape, in the criterion input's dtype); logp is recomputed
   // (backward may follow any forward, as in nn).
-  void crossEntropyGrad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
+  void cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                         int64_t ignoreIndex, const Tensor& logp, const Tensor& dx);
 
  private:

@@ -30,7 +30,7 @@ namespace cudnn {
 //
 // Note [Persistent RNN kernels]
 // CUDNN_RNN_ALGO_PERSIST_STATIC keeps the recurrent weights on chip for the whole sequence.
-// It is asked for only when setPersist(true), the data are not float64, and all sequences
+// It is asked for only when set_persist(true), the data are not float64, and all sequences
 // have full length (cuDNN's persistent kernels take no variable lengths). cuDNN decides the
 // rest (sizes, layers, device): a refusal (NOT_SUPPORTED or BAD_PARAM) from the descriptor,
 // the size query or the first forward makes that shape use the standard algorithm, said once
@@ -170,9 +170,9 @@ RNNBlock::~RNNBlock() = default;
 RNNBlock::RNNBlock(RNNBlock&&) noexcept = default;
 RNNBlock& RNNBlock::operator=(RNNBlock&&) noexcept = default;
 
-void RNNBlock::setDropout(double p, uint64_t seed) {
+void RNNBlock::set_dropout(double p, uint64_t seed) {
   if (p < 0 || p >= 1)
-    throw tensor::Error("cudnn::RNNBlock::setDropout: expected p in [0, 1), got " + std::to_string(p));
+    throw tensor::Error("cudnn::RNNBlock::set_dropout: expected p in [0, 1), got " + std::to_string(p));
   if (p == impl_->p && seed == impl_->seed) return;
   impl_->p = p;
   impl_->seed = seed;
@@ -180,17 +180,17 @@ void RNNBlock::setDropout(double p, uint64_t seed) {
   impl_->last = {};
 }
 
-void RNNBlock::setPersist(bool on) { impl_->persist = on; }
+void RNNBlock::set_persist(bool on) { impl_->persist = on; }
 const char* RNNBlock::algorithm() const { return impl_->algoName; }
-bool RNNBlock::backwardDataDone() const { return impl_->last.valid && impl_->last.dataRuns > 0; }
+bool RNNBlock::backward_data_done() const { return impl_->last.valid && impl_->last.dataRuns > 0; }
 
 // ------------------------------------------------------------------------------ weights
 
-int64_t RNNBlock::paramSize(int64_t inputDim) {
+int64_t RNNBlock::param_size(int64_t inputDim) {
   if (inputDim <= 0)
-    throw tensor::Error("cudnn::RNNBlock::paramSize: expected inputDim > 0, got " + std::to_string(inputDim));
+    throw tensor::Error("cudnn::RNNBlock::param_size: expected inputDim > 0, got " + std::to_string(inputDim));
   if (inputMode_ == RNNInputMode::Skip && inputDim != hidden_) {
-    throw tensor::Error("cudnn::RNNBlock::paramSize: skip input mode expects inputDim == hidden (" +
+    throw tensor::Error("cudnn::RNNBlock::param_size: skip input mode expects inputDim == hidden (" +
                         std::to_string(hidden_) + "), got " + std::to_string(inputDim));
   }
   Impl& m = *impl_;
@@ -211,11 +211,11 @@ int64_t RNNBlock::paramSize(int64_t inputDim) {
   return static_cast<int64_t>(m.layoutBytes / tensor::itemsize(dtype_));
 }
 
-std::vector<RNNGate> RNNBlock::splitParams(const Tensor& params, int64_t layer, int64_t inputDim) {
-  const std::string where = "cudnn::RNNBlock::splitParams: ";
+std::vector<RNNGate> RNNBlock::split_params(const Tensor& params, int64_t layer, int64_t inputDim) {
+  const std::string where = "cudnn::RNNBlock::split_params: ";
   check_cuda(where, params, "params");
   tensor::cuda::DeviceGuard guard(params.device().index);
-  const int64_t n = paramSize(inputDim);
+  const int64_t n = param_size(inputDim);
   if (params.dtype() != dtype_ || params.dim() != 1 || params.numel() != n || !params.is_contiguous()) {
     throw tensor::Error(where + "expected a contiguous " + tensor::name(dtype_) + " [" + std::to_string(n) +
                         "] weight buffer, got " + params.description());
@@ -285,7 +285,7 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
     const cudnnStatus_t st = cudnnSetRNNDescriptor_v8(
         fresh->rnn.get(), fresh->algo, cell_mode(b.mode()), b.bias() ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
         b.directions() == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-        b.inputMode() == RNNInputMode::Skip ? CUDNN_SKIP_INPUT : CUDNN_LINEAR_INPUT, data_type(b.dtype()),
+        b.input_mode() == RNNInputMode::Skip ? CUDNN_SKIP_INPUT : CUDNN_LINEAR_INPUT, data_type(b.dtype()),
         math_precision(b.dtype()), k.math, static_cast<int32_t>(k.inputDim), static_cast<int32_t>(b.hidden()),
         static_cast<int32_t>(b.hidden()), static_cast<int32_t>(b.depth()), dd,
         k.batchFirst || k.varlen ? CUDNN_RNN_PADDED_IO_ENABLED : CUDNN_RNN_PADDED_IO_DISABLED);
@@ -363,8 +363,8 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   tensor::cuda::DeviceGuard guard(x.device().index);
   const int64_t T = s.batchFirst ? x.size(1) : x.size(0), B = s.batchFirst ? x.size(0) : x.size(1);
   const int64_t I = x.size(2), H = hidden_, LD = depth_ * directions();
-  if (params.numel() != paramSize(I)) {
-    throw tensor::Error(where + "expected a weight buffer of " + std::to_string(paramSize(I)) +
+  if (params.numel() != param_size(I)) {
+    throw tensor::Error(where + "expected a weight buffer of " + std::to_string(param_size(I)) +
                         " elements for input size " + std::to_string(I) + ", got " + params.description());
   }
   nn::ensure(y, s.batchFirst ? Shape{B, T, directions() * H} : Shape{T, B, directions() * H}, x);
@@ -463,10 +463,10 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   }
 }
 
-void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy,
+void RNNBlock::backward_data(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy,
                             Tensor& dx, Tensor& dhx, Tensor& dcx) {
   Impl& m = *impl_;
-  const std::string where = "cudnn::RNNBlock::backwardData: ";
+  const std::string where = "cudnn::RNNBlock::backward_data: ";
   if (!m.last.valid) throw tensor::Error(where + "expected a forward before backward, got none");
   if (!m.last.training) {
     throw tensor::Error(where +
@@ -492,7 +492,7 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
       else
         dcx.zero_();
     }
-    ++m.last.dataRuns;  // backwardDataDone(): accGradParameters may follow
+    ++m.last.dataRuns;  // backward_data_done(): accGradParameters may follow
     return;
   }
   Impl::Entry* e = m.last.entry;
@@ -521,9 +521,9 @@ void RNNBlock::backwardData(const Tensor& params, const Tensor& dy, const Tensor
   ++m.last.dataRuns;
 }
 
-void RNNBlock::backwardWeights(const Tensor& dparams) {
+void RNNBlock::backward_weights(const Tensor& dparams) {
   Impl& m = *impl_;
-  const std::string where = "cudnn::RNNBlock::backwardWeights: ";
+  const std::string where = "cudnn::RNNBlock::backward_weights: ";
   if (!m.last.valid || !m.last.training) {
     throw tensor::Error(where + "expected a training-mode forward and backwardData before it");
   }
@@ -583,10 +583,10 @@ std::vector<Tensor> RNNBlock::grad(const Tensor& params, const Tensor& dy, const
                         tensor::shape_str(dy.sizes()));
   }
   Tensor dx, dhx, dcx;
-  backwardData(params, dy.contiguous(), dhy.defined() ? dhy.contiguous() : Tensor(),
+  backward_data(params, dy.contiguous(), dhy.defined() ? dhy.contiguous() : Tensor(),
                dcy.defined() ? dcy.contiguous() : Tensor(), dx, dhx, dcx);
   Tensor dparams = tensor::zeros({params.numel()}, dtype_, params.device());
-  backwardWeights(dparams);
+  backward_weights(dparams);
   return {dx, dhx, dcx, dparams};
 }
 

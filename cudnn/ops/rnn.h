@@ -1,7 +1,7 @@
 // rnn.h: Theano's RNNBlock on cuDNN 9's RNN API (cudnnRNNForward, cudnnRNNBackwardData_v8,
 // cudnnRNNBackwardWeights_v8): a stack of `depth` recurrent layers of `hidden` units
 // (mode relu/tanh/lstm/gru, linear or skip input, one or two directions) whose weights live
-// in ONE flat buffer of paramSize(inputDim) elements laid out by cuDNN.
+// in ONE flat buffer of param_size(inputDim) elements laid out by cuDNN.
 //   x [T x B x I] ([B x T x I] batch-first), h0/c0 [depth*dirs x B x hidden] -> y [T x B x
 //   dirs*hidden], hy/cy [depth*dirs x B x hidden]; backward gives dx, dh0, dc0 and ADDS the
 //   weights' gradient into a buffer shaped like the weights (CUDNN_WGRAD_MODE_ADD).
@@ -47,14 +47,14 @@ class RNNBlock {
 
   // ---- Theano's interface ----
   // Elements (of dtype) of the weight buffer for inputs of inputDim.
-  int64_t paramSize(int64_t inputDim);
+  int64_t param_size(int64_t inputDim);
   // The linear layers of pseudo-layer `layer` (= layer * dirs + direction), as views into
-  // `params` ([paramSize(inputDim)]), in the order Theano's docs list them (cuDNN's
+  // `params` ([param_size(inputDim)]), in the order Theano's docs list them (cuDNN's
   // linLayerID): relu/tanh: input, recurrent; lstm: input-side i, f, g (new memory), o, then
   // the recurrent i, f, g, o; gru: input-side r (reset), z (update), n (new memory), then the
   // recurrent r, z, n. Weights are [hidden x layerInput] (PyTorch's and our orientation:
   // gate = W x + b), not Theano's transposed [layerInput x hidden].
-  std::vector<RNNGate> splitParams(const Tensor& params, int64_t layer, int64_t inputDim);
+  std::vector<RNNGate> split_params(const Tensor& params, int64_t layer, int64_t inputDim);
   // y, hy (and cy for lstm) of x [T x B x I] from h0 (and c0); undefined h0/c0 are zeros.
   // A training-mode forward: grad() may follow.
   std::vector<Tensor> apply(const Tensor& params, const Tensor& x, const Tensor& h0, const Tensor& c0 = {});
@@ -65,10 +65,10 @@ class RNNBlock {
 
   // ---- what the modules use ----
   // Dropout between layers (training forwards only), seeded explicitly (Note [Dropout seeding]).
-  void setDropout(double p, uint64_t seed);
+  void set_dropout(double p, uint64_t seed);
   // Persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC) where cuDNN takes them, else the
   // standard algorithm, said once per block in verbose mode. See Note [Persistent RNN kernels].
-  void setPersist(bool on);
+  void set_persist(bool on);
   // "standard" or "persist_static": the algorithm the last forward ran.
   const char* algorithm() const;
 
@@ -77,18 +77,18 @@ class RNNBlock {
   // For the last forward (which must have been a training one): dx, dhx, dcx from dy and
   // dhy/dcy (undefined: zeros). A second call for the same forward re-runs that forward first
   // (cuDNN's backward consumes the reserve space).
-  void backwardData(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy, Tensor& dx,
+  void backward_data(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy, Tensor& dx,
                     Tensor& dhx, Tensor& dcx);
   // dparams += the weights' gradient of the last forward; backwardData must have run for it.
-  void backwardWeights(const Tensor& dparams);
-  bool backwardDataDone() const;
+  void backward_weights(const Tensor& dparams);
+  bool backward_data_done() const;
 
   DType dtype() const { return dtype_; }
   int64_t hidden() const { return hidden_; }
   int64_t depth() const { return depth_; }
   int64_t directions() const { return direction_ == RNNDirection::Bidirectional ? 2 : 1; }
   nn::RNNMode mode() const { return mode_; }
-  RNNInputMode inputMode() const { return inputMode_; }
+  RNNInputMode input_mode() const { return inputMode_; }
   bool bias() const { return bias_; }
 
   struct Impl;  // descriptors, cache and the last forward (rnn.cpp)

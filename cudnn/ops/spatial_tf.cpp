@@ -87,7 +87,7 @@ Tensor theta_poison(const Tensor& theta, int64_t dims) {
 
 }  // namespace
 
-bool SpatialTfPlan::computesInFloat32(DType dtype) const {
+bool SpatialTfPlan::computes_in_float32(DType dtype) const {
   return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u;
 }
 
@@ -100,7 +100,7 @@ void SpatialTfPlan::refuse(const Attempt& a, DType dtype) {
   refused_dtypes_ |= 1u << static_cast<unsigned>(dtype);
 }
 
-SpatialTfPlan::Attempt SpatialTfPlan::makeGrid(const Tensor& theta, int64_t C, int64_t outH, int64_t outW,
+SpatialTfPlan::Attempt SpatialTfPlan::make_grid(const Tensor& theta, int64_t C, int64_t outH, int64_t outW,
                                                Tensor& grid) {
   const int64_t N = theta.size(0), gH = gridSize(outH), gW = gridSize(outW);
   SPATIAL_TF_TRY(grid_desc_.try_set(theta.dtype(), {N, std::min(C, kMaxChannels), gH, gW}));
@@ -117,12 +117,12 @@ SpatialTfPlan::Attempt SpatialTfPlan::makeGrid(const Tensor& theta, int64_t C, i
   return {};
 }
 
-SpatialTfPlan::Attempt SpatialTfPlan::tryForward(const Tensor& img, const Tensor& theta, const Tensor& out) {
+SpatialTfPlan::Attempt SpatialTfPlan::try_forward(const Tensor& img, const Tensor& theta, const Tensor& out) {
   const int64_t N = img.size(0), C = img.size(1), H = img.size(2), W = img.size(3);
   const int64_t outH = out.size(2), outW = out.size(3);
   const DType t = img.dtype();
   Tensor grid;
-  if (const Attempt a = makeGrid(theta, C, outH, outW, grid); a.status != CUDNN_STATUS_SUCCESS) return a;
+  if (const Attempt a = make_grid(theta, C, outH, outW, grid); a.status != CUDNN_STATUS_SUCCESS) return a;
   const Scalar one(1, t), zero(0, t);
   for (int64_t c0 = 0; c0 < C; c0 += kMaxChannels) {
     const int64_t cc = std::min(kMaxChannels, C - c0);
@@ -140,13 +140,13 @@ SpatialTfPlan::Attempt SpatialTfPlan::tryForward(const Tensor& img, const Tensor
   return {};
 }
 
-SpatialTfPlan::Attempt SpatialTfPlan::tryBackward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput,
+SpatialTfPlan::Attempt SpatialTfPlan::try_backward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput,
                                                   const Tensor& gradImage, const Tensor& gradTheta) {
   const int64_t N = img.size(0), C = img.size(1), H = img.size(2), W = img.size(3);
   const int64_t outH = gradOutput.size(2), outW = gradOutput.size(3);
   const DType t = img.dtype();
   Tensor grid;
-  if (const Attempt a = makeGrid(theta, C, outH, outW, grid); a.status != CUDNN_STATUS_SUCCESS) return a;
+  if (const Attempt a = make_grid(theta, C, outH, outW, grid); a.status != CUDNN_STATUS_SUCCESS) return a;
   nn::ensure(dgrid_, {N, outH, outW, 2}, img).zero_();
   Tensor(gradImage).zero_();
   const Scalar one(1, t);
@@ -182,8 +182,8 @@ SpatialTfPlan::Attempt SpatialTfPlan::tryBackward(const Tensor& img, const Tenso
 void SpatialTfPlan::forward(const Tensor& img, const Tensor& theta, const Tensor& out) {
   tensor::cuda::DeviceGuard guard(img.device().index);
   const DType t = img.dtype();
-  if (!computesInFloat32(t)) {
-    const Attempt a = tryForward(img, theta, out);
+  if (!computes_in_float32(t)) {
+    const Attempt a = try_forward(img, theta, out);
     if (a.status == CUDNN_STATUS_SUCCESS) return;
     refuse(a, t);
   }
@@ -197,7 +197,7 @@ void SpatialTfPlan::backward(const Tensor& img, const Tensor& theta, const Tenso
   tensor::cuda::DeviceGuard guard(img.device().index);
   const DType t = img.dtype();
   if (t != DType::Float16 && t != DType::BFloat16) {  // Note [16-bit spatial transformer]
-    const Attempt a = tryBackward(img, theta, gradOutput, gradImage, gradTheta);
+    const Attempt a = try_backward(img, theta, gradOutput, gradImage, gradTheta);
     if (a.status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(a.status, a.call, __FILE__, __LINE__);
     return;
   }

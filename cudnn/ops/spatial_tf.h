@@ -23,18 +23,18 @@ class SpatialTfPlan {
   void backward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput, const Tensor& gradImage,
                 const Tensor& gradTheta);
   // true once cuDNN refused a forward in `dtype` (Note [16-bit spatial transformer]): float32 copies
-  bool computesInFloat32(DType dtype) const;
+  bool computes_in_float32(DType dtype) const;
 
  private:
   struct Attempt {
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
     const char* call = "";
   };
-  Attempt tryForward(const Tensor& img, const Tensor& theta, const Tensor& out);
-  Attempt tryBackward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput, const Tensor& gradImage,
+  Attempt try_forward(const Tensor& img, const Tensor& theta, const Tensor& out);
+  Attempt try_backward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput, const Tensor& gradImage,
                       const Tensor& gradTheta);
   // theta -> grid_ [N x outH x outW x 2] (Note [Size-1 output dims])
-  Attempt makeGrid(const Tensor& theta, int64_t C, int64_t outH, int64_t outW, Tensor& grid);
+  Attempt make_grid(const Tensor& theta, int64_t C, int64_t outH, int64_t outW, Tensor& grid);
   void refuse(const Attempt& a, DType dtype);
 
   unsigned refused_dtypes_ = 0;  // bit per tensor::DType

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "nn/Activation.h"
+
 namespace nn::kernels {
 
 // Note [NaN and Inf]
@@ -47,7 +49,7 @@ namespace nn::kernels {
 // LeakyReLU's with a negative slope (the output's sign no longer tells the input's).
 // Non-finite values for them are PyTorch's float64 results (tests/nn/test_GELU.cpp and
 // test_SiLU.cpp say which).
-enum class Activation : uint8_t { ReLU, ClippedReLU, Tanh, Sigmoid, ELU, GELU, GELUTanh, SiLU, LeakyReLU };
+// `Activation` is nn::Activation (nn/Activation.h), the enumeration both backends share.
 
 // Whether the backward pass of `mode` needs the input (activation_backward_from_input).
 bool activation_needs_input(Activation mode, double coef);

@@ -101,19 +101,19 @@ TEST_CASE("activations forward and backward") {
   const Tensor dy = uniform(x.sizes(), -1, 1, gen, DType::Float64);
   const auto xv = x.to_vector<double>(), gv = dy.to_vector<double>();
   struct Act {
-    cudnn::Activation mode;
+    nn::Activation mode;
     double coef;
     double (*f)(double, double);
     double (*df)(double, double);
   };
   const std::vector<Act> acts = {
-      {cudnn::Activation::Relu, 0, [](double v, double) { return v > 0 ? v : 0.0; }, [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
-      {cudnn::Activation::Sigmoid, 0, [](double v, double) { return 1 / (1 + std::exp(-v)); },
+      {nn::Activation::ReLU, 0, [](double v, double) { return v > 0 ? v : 0.0; }, [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
+      {nn::Activation::Sigmoid, 0, [](double v, double) { return 1 / (1 + std::exp(-v)); },
        [](double v, double) { const double s = 1 / (1 + std::exp(-v)); return s * (1 - s); }},
-      {cudnn::Activation::Tanh, 0, [](double v, double) { return std::tanh(v); }, [](double v, double) { return 1 - std::tanh(v) * std::tanh(v); }},
-      {cudnn::Activation::ClippedRelu, 1.5, [](double v, double c) { return std::min(std::max(v, 0.0), c); },
+      {nn::Activation::Tanh, 0, [](double v, double) { return std::tanh(v); }, [](double v, double) { return 1 - std::tanh(v) * std::tanh(v); }},
+      {nn::Activation::ClippedReLU, 1.5, [](double v, double c) { return std::min(std::max(v, 0.0), c); },
        [](double v, double c) { return v > 0 && v < c ? 1.0 : 0.0; }},
-      {cudnn::Activation::Elu, 0.7, [](double v, double a) { return v > 0 ? v : a * (std::exp(v) - 1); },
+      {nn::Activation::ELU, 0.7, [](double v, double a) { return v > 0 ? v : a * (std::exp(v) - 1); },
        [](double v, double a) { return v > 0 ? 1.0 : a * std::exp(v); }},
   };
   for (const Act& a : acts) {
@@ -180,13 +180,13 @@ TEST_CASE("relu kernels: nn's values bit for bit in every dtype, tails, misalign
         };
         const Tensor xg = on_gpu(x_host), dyg = on_gpu(dy_host);
         const Tensor y = on_gpu(zeros({n}, dtype)), dx = on_gpu(zeros({n}, dtype));
-        plan.forward(cudnn::Activation::Relu, 0, xg, y);
+        plan.forward(nn::Activation::ReLU, 0, xg, y);
         expect("forward", y, want_y);
-        plan.backward(cudnn::Activation::Relu, 0, xg, y, dyg, dx);
+        plan.backward(nn::Activation::ReLU, 0, xg, y, dyg, dx);
         expect("backward", dx, want_dx);
-        plan.forward(cudnn::Activation::Relu, 0, xg, xg);  // in place
+        plan.forward(nn::Activation::ReLU, 0, xg, xg);  // in place
         expect("forward in place", xg, want_y);
-        plan.backward(cudnn::Activation::Relu, 0, xg, xg, dyg, dyg);  // dx is dy
+        plan.backward(nn::Activation::ReLU, 0, xg, xg, dyg, dyg);  // dx is dy
         expect("backward in place", dyg, want_dx);
       }
     }

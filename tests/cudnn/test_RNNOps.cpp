@@ -54,7 +54,7 @@ TEST_CASE("cudnn::RNNBlock: gates in Theano's order, apply and grad equal nn's f
         cudnn::RNNBlock block(
             DType::Float64, H, L, mode, cudnn::RNNInputMode::Linear,
             bidirectional ? cudnn::RNNDirection::Bidirectional : cudnn::RNNDirection::Unidirectional);
-        const int64_t n = block.paramSize(I);
+        const int64_t n = block.param_size(I);
         int64_t total = 0;
         for (const auto& p : ref->params) total += p.value.numel();
         CHECK(n >= total);
@@ -63,7 +63,7 @@ TEST_CASE("cudnn::RNNBlock: gates in Theano's order, apply and grad equal nn's f
         // n), then the recurrent ones in the same order; our weights hold gate g in rows [gH, (g+1)H)
         for (int64_t l = 0; l < L; ++l) {
           for (int64_t d = 0; d < D; ++d) {
-            const auto gates = block.splitParams(params, l * D + d, I);
+            const auto gates = block.split_params(params, l * D + d, I);
             REQUIRE(static_cast<int64_t>(gates.size()) == 2 * G);
             const size_t i = ref->paramIndex(l, d, 0);
             for (int64_t g = 0; g < G; ++g) {
@@ -104,7 +104,7 @@ TEST_CASE("cudnn::RNNBlock: gates in Theano's order, apply and grad equal nn's f
         if (lstm) expect_close("dc0", grads[2], ref->gradCellInput, 1e-11);
         for (int64_t l = 0; l < L; ++l) {
           for (int64_t d = 0; d < D; ++d) {
-            const auto gates = block.splitParams(grads[3], l * D + d, I);
+            const auto gates = block.split_params(grads[3], l * D + d, I);
             const size_t i = ref->paramIndex(l, d, 0);
             for (int64_t g = 0; g < G; ++g) {
               INFO("layer ", l, " direction ", d, " gate ", g);
@@ -124,8 +124,8 @@ TEST_CASE("cudnn::RNNBlock skip input mode: layer 0 takes x as it is") {
   const int64_t H = 4, T = 3, B = 2;
   Generator gen(3203);
   cudnn::RNNBlock block(DType::Float64, H, 1, nn::RNNMode::Tanh, cudnn::RNNInputMode::Skip);
-  const Tensor params = zeros({block.paramSize(H)}, DType::Float64, gpu);
-  const auto gates = block.splitParams(params, 0, H);
+  const Tensor params = zeros({block.param_size(H)}, DType::Float64, gpu);
+  const auto gates = block.split_params(params, 0, H);
   REQUIRE(gates.size() == 2);
   CHECK_FALSE(gates[0].weight.defined());  // no input matrix
   CHECK(gates[1].weight.sizes() == Shape{H, H});
@@ -133,14 +133,14 @@ TEST_CASE("cudnn::RNNBlock skip input mode: layer 0 takes x as it is") {
   const Tensor x = uniform({T, B, H}, -1, 1, gen, DType::Float64, gpu);
   const auto out = block.apply(params, x, Tensor());
   CHECK(max_abs_diff(out[0], x.tanh()) < 1e-12);
-  CHECK_THROWS_WITH_AS(block.paramSize(H + 1),
+  CHECK_THROWS_WITH_AS(block.param_size(H + 1),
                        doctest::Contains("skip input mode expects inputDim == hidden"), Error);
 }
 
 TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inference forward, bad buffers") {
   const int64_t I = 3, H = 4;
   cudnn::RNNBlock block(DType::Float32, H, 1, nn::RNNMode::LSTM);
-  const Tensor params = zeros({block.paramSize(I)}, DType::Float32, gpu);
+  const Tensor params = zeros({block.param_size(I)}, DType::Float32, gpu);
   CHECK_THROWS_WITH_AS(block.grad(params, zeros({2, 1, H}, DType::Float32, gpu)),
                        doctest::Contains("apply() first"), Error);
   cudnn::RNNSequence s;
@@ -149,11 +149,11 @@ TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inferen
   Tensor y, hy, cy, dx, dhx, dcx;
   block.forward(params, s, y, hy, cy);
   CHECK(std::string(block.algorithm()) == "standard");
-  CHECK_THROWS_WITH_AS(block.backwardData(params, y, Tensor(), Tensor(), dx, dhx, dcx),
+  CHECK_THROWS_WITH_AS(block.backward_data(params, y, Tensor(), Tensor(), dx, dhx, dcx),
                        doctest::Contains("expected a training-mode forward before backward"), Error);
-  CHECK_THROWS_WITH_AS(block.splitParams(zeros({3}, DType::Float32, gpu), 0, I),
+  CHECK_THROWS_WITH_AS(block.split_params(zeros({3}, DType::Float32, gpu), 0, I),
                        doctest::Contains("expected a contiguous float32"), Error);
-  CHECK_THROWS_WITH_AS(block.splitParams(params, 1, I),
+  CHECK_THROWS_WITH_AS(block.split_params(params, 1, I),
                        doctest::Contains("expected a pseudo-layer in [0, 1)"), Error);
   CHECK_THROWS_WITH_AS(
       block.apply(params, zeros({2, 1, I}, DType::Float32, gpu), zeros({1, 2, H}, DType::Float32, gpu)),

@@ -156,7 +156,7 @@ TEST_CASE("cudnn::spatial_tf in float16 and bfloat16 (smooth images; native or f
     cudnn::spatial_tf_forward(plan, smooth_image(1, 1, 4, 4).to(gpu, dt),
                               stftest::thetas({{1, 0, 0, 0, 1, 0}}).to(gpu, dt), 4, 4, out);
     MESSAGE(std::string(name(dt)) << " forward: cuDNN "
-                                  << std::string(plan.computesInFloat32(dt) ? "refused it, computed in float32 copies"
+                                  << std::string(plan.computes_in_float32(dt) ? "refused it, computed in float32 copies"
                                                                             : "computes it natively"));
   }
 }

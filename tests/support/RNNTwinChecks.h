@@ -461,7 +461,7 @@ void expect_rnn_lifecycle(uint64_t seed) {
     const std::string e = error_of([&] { dropping->updateGradInput(x, yd); });
     INFO(e);
     CHECK(e.find(dropping->type_name() + "::updateGradInput: input float32 [6 x 3 x 5] on cuda:0: "
-                 "cudnn::RNNBlock::backwardData: expected one backward per forward with dropout") == 0);
+                 "cudnn::RNNBlock::backward_data: expected one backward per forward with dropout") == 0);
   }
 }
 

@@ -1,0 +1,31 @@
+// ClassCriterionBase.cpp: the four classification twins' losses and gradients over NLLPlan.
+#include "cudnn/ClassCriterionBase.h"
+
+#include "cudnn/ops/nll.h"
+#include "nn/Buffers.h"
+
+namespace cudnn::detail {
+
+ClassCriterionCompute::ClassCriterionCompute() : plan_(std::make_unique<NLLPlan>()) {}
+ClassCriterionCompute::~ClassCriterionCompute() = default;
+
+double ClassCriterionCompute::loss(const std::string& where, const Tensor& input, const Tensor& target,
+                                   const ClassCriterionFields& f) {
+  const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
+  if (!f.logProbs) return plan_->nll(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex);
+  const Tensor xs = x.to(NLLPlan::cross_entropy_dtype(x.dtype()));
+  nn::ensure(*f.logProbs, input.sizes(), xs);
+  return plan_->cross_entropy(where, xs, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(xs.sizes()));
+}
+
+void ClassCriterionCompute::gradient(const std::string& where, const Tensor& input, const Tensor& target,
+                                     const ClassCriterionFields& f, Tensor& gradInput) {
+  const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
+  const Tensor dx = nn::ensure(gradInput, input.sizes(), x).view(x.sizes());
+  if (!f.logProbs) return plan_->nll_grad(target, f.weights, f.sizeAverage, f.ignoreIndex, dx);
+  const Tensor xs = x.to(NLLPlan::cross_entropy_dtype(x.dtype()));
+  nn::ensure(*f.logProbs, input.sizes(), xs);
+  plan_->cross_entropy_grad(xs, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(xs.sizes()), dx);
+}
+
+}  // namespace cudnn::detail

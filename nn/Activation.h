@@ -1,0 +1,28 @@
+// Activation.h: the one enumeration of element-wise activations, shared by the nn modules
+// (nn::PointwiseBase::activation()), their CPU kernels (nn/kernels/Activation.h) and the cudnn
+// backend (its activation plan and kernels, convolution fusion). Public and CUDA-free: a
+// program names an activation the same way whichever backend computes it.
+#pragma once
+
+#include <cstdint>
+
+namespace nn {
+
+// GELU is exact (erf); GELUTanh is PyTorch's approximate='tanh'; SiLU is x sigmoid(x);
+// ClippedReLU's ceiling, ELU's alpha and LeakyReLU's negative slope are the module's coef().
+enum class Activation : uint8_t {
+  ReLU,
+  ClippedReLU,
+  Tanh,
+  Sigmoid,
+  ELU,
+  GELU,
+  GELUTanh,
+  SiLU,
+  LeakyReLU,
+  // Deprecated: the old cudnn::Activation spelling, kept only until the convolution family
+  // (cudnn/ops/conv.cpp) says ReLU; then removed. Not a separate mode: equal to ReLU.
+  Relu = ReLU,
+};
+
+}  // namespace nn
