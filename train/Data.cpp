@@ -147,6 +147,7 @@ void DataLoader::start(int64_t epoch, int64_t position) {
   order_ = sampler_->indices(epoch);
   epoch_ = epoch;
   position_ = position;
+  // See Note [Prefetching] in Data.h
   if (o_.prefetch > 0 && position < batchesPerEpoch()) worker_ = std::thread([this, position] { produce(position); });
 }
 
