@@ -35,6 +35,7 @@ Registry& registry() {
 
 // The factory for a module of `type` towards `to`: the built-in table's, else a registered one.
 Factory find_factory(const detail::ConvertTable& table, Backend to, const std::string& type) {
+  // The built-in table without a lock, a registered pair under it: See Note [Registered twins]
   if (auto it = table.modules.find(type); it != table.modules.end()) return it->second;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -1,6 +1,6 @@
 // PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
 // Sigmoid, ELU, GELU, SiLU, LeakyReLU), cudnn.torch's Pointwise.lua: one ActivationPlan
-// (cudnnActivationForward / Backward, our ReLU kernels; cudnn/ops/activation.h) driven by the nn module's activation()
+// (cudnnActivation* for ClippedReLU, Tanh, Sigmoid, ELU; our kernels for ReLU) driven by the nn module's activation()
 // and coef(); GELU, SiLU and LeakyReLU, which cuDNN's activation API lacks, run on our kernels
 // (cudnn/kernels/Activation.h), their backward reading the input as nn's. Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows

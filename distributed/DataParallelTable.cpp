@@ -33,6 +33,7 @@ cudaStream_t stream_of(int gpu) { return static_cast<cudaStream_t>(tensor::cuda:
 
 // Brackets NCCL calls over several communicators of this process; ends the group even when
 // a call in it throws.
+// See Note [One stream per GPU]
 class NcclGroup {
  public:
   NcclGroup() { NCCL_CHECK(ncclGroupStart()); }

@@ -247,6 +247,7 @@ void DistributedDataParallel::onModuleDone(nn::Module& m) {
   }
 }
 
+// Strictly in order: See Note [Gradient buckets]
 void DistributedDataParallel::launchReady() {
   while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].pending == 0) launch(buckets_[nextBucket_++]);
 }

@@ -41,6 +41,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(numSamples_));
   for (int64_t k = 0; k < numSamples_; ++k) {
+    // See Note [Sampler sizes]
     // Below numSamples * worldSize <= size + worldSize - 1 < 2^64: padded by wrapping around.
     const uint64_t pos = static_cast<uint64_t>(k) * static_cast<uint64_t>(worldSize_) + static_cast<uint64_t>(rank_);
     mine.push_back(order[static_cast<size_t>(pos % static_cast<uint64_t>(size_))]);

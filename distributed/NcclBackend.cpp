@@ -308,6 +308,7 @@ void NcclBackend::groupStart() {
   lock.release();  // held until groupEnd()
 }
 
+// Releases the lock groupStart() took: See Note [Groups hold the lock]
 void NcclBackend::groupEnd() {
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   if (groupDepth_ == 0) throw tensor::Error(where_ + "groupEnd: expected groupStart() first");
@@ -390,6 +391,7 @@ void NcclBackend::abortLocked(const std::string& reason) noexcept {
   if (rendezvous_) rendezvous_->abort(abortReason_);
 }
 
+// Aborts from inside a locked call: See Note [Watchdog locking] in NcclBackend.h
 void NcclBackend::fail(const std::string& why) {
   abort(why);
   throw tensor::Error(where_ + why);
@@ -421,6 +423,7 @@ void* NcclBackend::watch(void* stream, const std::string& what) {
       watched_.push_back(Watched{e, Clock::now(), what});
   }
   CUDA_CHECK(recorded);
+  // Wakes the watchdog: See Note [Watchdog]
   watchCv_.notify_one();
   return e;
 }

@@ -1,11 +1,11 @@
 // NcclBackend.h: the backend for CUDA tensors (Backend.h): one NCCL communicator over the
 // ranks of a job, one GPU per rank. ProcessGroup meets the other ranks (Rendezvous: rank 0's
 // NCCL unique id to all); create() builds a non-blocking communicator on cuda:localRank. Collectives take contiguous
-// CUDA tensors of this rank's device, in place, enqueued on a stream (the device's compute stream by default). Note
-// [Failure is not a hang]: every host wait (communicator creation, wait(), barrier()) polls NCCL's asynchronous error
-// state, the rendezvous connections (a rank that exited or aborted) and a deadline (CUDNN_NN_DIST_TIMEOUT, default 300
-// s); on any of them the communicator is aborted (ncclCommAbort, which releases kernels stuck in a collective), the
-// other ranks are told why, and tensor::Error names what happened. Later calls throw too.
+// CUDA tensors of this rank's device, in place, enqueued on a stream (the device's compute stream by default).
+// Note [Failure is not a hang]: every host wait (communicator creation, wait(), barrier()) polls NCCL's asynchronous
+// error state, the rendezvous connections (a rank that exited or aborted) and a deadline (CUDNN_NN_DIST_TIMEOUT,
+// default 300 s); on any of them the communicator is aborted (ncclCommAbort, which releases kernels stuck in a
+// collective), the other ranks are told why, and tensor::Error names what happened. Later calls throw too.
 // Work the host does not wait for (watch(): DDP's gradient all-reduce, which the compute
 // stream waits for on the device) is followed by the group's watchdog thread instead: it polls
 // the same three things until the work's event completes, and on a failure or past the

@@ -59,6 +59,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(const WorldInfo& world, doubl
   g->timeout_ = timeoutSeconds;
   g->where_ = tensor::detail::concat("dist (rank ", world.rank, " of ", world.worldSize, "): ");
   DeviceIdentity device;
+  // See Note [Backend payload]: every rank learns from rank 0 whether to create NCCL
   std::string payload = kNoNccl;
 #ifdef CUDNN_NN_HAVE_NCCL
   // CUDNN_NN_DIST_NCCL=0: CPU tensors only, even on a GPU machine (more ranks than GPUs).

@@ -26,6 +26,7 @@ void LRScheduler::start() {
   step();
 }
 
+// The closed form at the next epoch: See Note [Schedules] in LRScheduler.h
 void LRScheduler::step() {
   const int64_t epoch = lastEpoch_ + 1;
   std::vector<double> lrs;  // every value first: a throwing lrAt changes nothing

@@ -35,6 +35,7 @@ std::vector<ParamGroup> MasterWeights::groups(
   return out;
 }
 
+// See Note [Master weights] in MixedPrecision.h
 void MasterWeights::gradsToMaster() {
   for (size_t i = 0; i < grads_.size(); ++i) {
     if (copied_[i]) grads_[i].copy_(modelGrads_[i]);

@@ -332,6 +332,7 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   const int64_t L = numLayers_, D = numDirections(), H = outputDim_, C = H * D, G = gateCount() * H;
   const bool lstm = mode_ == RNNMode::LSTM;
   const bool drop = training_ && dropout_ > 0;
+  // See Note [RNN saved layout]
   const Slots slot{L, D};
   forward_ = ForwardRecord{};  // a failure below leaves no forward to run backward on
   gradGatesValid_ = false;

@@ -9,6 +9,7 @@
 namespace nn {
 
 namespace {
+// See Note [Spatial transformer output bound] in SpatialTransformer.h
 void check_out_size(const std::string& where, int64_t outH, int64_t outW) {
   constexpr int64_t kMax = SpatialTransformer::kMaxOutputPoints;
   // each side bounded first, so that the product cannot overflow
@@ -115,6 +116,7 @@ void SpatialTransformer::sampleBackward(const Tensor& input, const Tensor& th, c
     spatial_tf_backward(input, th, gradOutput, gradImage, gradTh);
     return;
   }
+  // See Note [nn.SpatialTransformer on CUDA tensors]
   const SpatialTfGrads g = spatial_tf_backward(input.cpu(), th.cpu(), gradOutput.cpu());
   ensure(gradImage, g.gradImage.sizes(), input).copy_(g.gradImage);
   ensure(gradTh, g.gradTheta.sizes(), input).copy_(g.gradTheta);

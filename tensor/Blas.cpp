@@ -2,13 +2,13 @@
 // single-threaded when called inside an OpenMP region (the batch-parallel nn kernels).
 #include "tensor/Blas.h"
 
-// Note [Eigen's AVX-512 warnings]
-// On a machine with AVX-512 (-march=native), GCC 12 prints some 230 -Wmaybe-uninitialized
-// warnings for this file: Eigen's GEMM packing (ptranspose) inlines GCC's own
-// avx512fintrin.h, whose `__m512 __Y = __Y;` idiom it then flags. Eigen is a system include
-// (meson.build), but a warning found after inlining is reported at the place it was inlined
-// into, here, so the system-header exemption does not reach it. Nothing is uninitialised;
-// the warning is off for this file, which holds nothing but the Eigen call.
+// Why -Wmaybe-uninitialized is off here: on a machine with AVX-512 (-march=native), GCC 12
+// prints some 230 -Wmaybe-uninitialized warnings for this file: Eigen's GEMM packing
+// (ptranspose) inlines GCC's own avx512fintrin.h, whose `__m512 __Y = __Y;` idiom it then
+// flags. Eigen is a system include (meson.build), but a warning found after inlining is
+// reported at the place it was inlined into, here, so the system-header exemption does not
+// reach it. Nothing is uninitialised; the warning is off for this file, which holds nothing but
+// the Eigen call.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif

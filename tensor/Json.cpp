@@ -123,6 +123,7 @@ class Builder {
     std::string key;
   };
 
+  // `offset` is 0-based: See Note [Error positions]
   Error error_at(size_t offset, const std::string& msg) const {
     return Error(what_ + ": malformed JSON at byte " + std::to_string(offset) + ": " + msg);
   }

@@ -109,6 +109,7 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
     if (!furthest || e->end > furthest->end) furthest = e;
   }
   for (const Entry& e : entries) {
+    // Every entry was checked above: See Note [Validate, then allocate]
     Tensor t = empty(e.shape, e.dtype);
     if (e.end > e.begin) std::memcpy(t.raw_data(), payload + e.begin, static_cast<size_t>(e.end - e.begin));
     file.tensors.emplace(*e.name, std::move(t));

@@ -167,6 +167,7 @@ void DataLoader::start(int64_t epoch, int64_t position) {
   order_ = sampler_->indices(epoch);
   epoch_ = epoch;
   position_ = position;
+  // See Note [Prefetching] in Data.h
   if (copier_ && !reserved_ && !order_.empty()) {
     // the slots' shapes from the first example (Note [Asynchronous batches])
     copier_->reserve(slots(), dataset_->batch({order_[0]}), o_.batchSize);

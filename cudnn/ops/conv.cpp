@@ -41,7 +41,7 @@ namespace cudnn {
 // A Candidate is what the try loop runs: a legacy algorithm (cudnnConvolution*), or a
 // graph-API engine (conv_graph.h: an operation graph, an engine configuration from cuDNN's
 // heuristics, its execution plan). The legacy algorithms miss the engines cuDNN 9 ranks best
-// (an AlexNet 3x3 conv: legacy best 0.455 ms, graph engines 0.134, ../CUDNN9-NOTES.md).
+// (an AlexNet 3x3 conv: legacy best 0.455 ms, PyTorch's engine 0.217; docs/performance.md, "Per layer").
 //   - guess: the graph engines in heuristics order (mode A, then the fallback list), then the
 //     legacy ones; time (benchmark=true): every candidate of both kinds timed, one list by time.
 //   - The filters read an engine's numerical notes: NONDETERMINISTIC is skipped under

@@ -124,6 +124,7 @@ SpatialTfPlan::Attempt SpatialTfPlan::try_forward(const Tensor& img, const Tenso
   Tensor grid;
   if (const Attempt a = make_grid(theta, C, outH, outW, grid); a.status != CUDNN_STATUS_SUCCESS) return a;
   const Scalar one(1, t), zero(0, t);
+  // See Note [Sampler channels]
   for (int64_t c0 = 0; c0 < C; c0 += kMaxChannels) {
     const int64_t cc = std::min(kMaxChannels, C - c0);
     const bool whole = cc == C;

@@ -47,8 +47,7 @@ namespace nn::kernels {
 // LeakyReLU (coef = negative_slope) came with the Transformer modules. GELU and SiLU are not
 // invertible, so their backward reads the input x (activation_needs_input); so does
 // LeakyReLU's with a negative slope (the output's sign no longer tells the input's).
-// Non-finite values for them are PyTorch's float64 results (tests/nn/test_GELU.cpp and
-// test_SiLU.cpp say which).
+// Non-finite values for them are PyTorch's float64 results (tests/nn/test_GELU.cpp says which).
 // `Activation` is nn::Activation (nn/Activation.h), the enumeration both backends share.
 
 // Whether the backward pass of `mode` needs the input (activation_backward_from_input).

@@ -297,6 +297,7 @@ void empty_cache() {
 void* allocate(size_t nbytes, int index) {
   if (nbytes == 0) return nullptr;
   index = resolve(index, "tensor::cuda::allocate");
+  // See Note [Caching allocator]
   const size_t size = round_size(nbytes);
   Runtime& runtime = Runtime::get();
   std::lock_guard<std::mutex> lock(runtime.mutex);

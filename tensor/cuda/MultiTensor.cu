@@ -152,6 +152,7 @@ __global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const __grid_con
   update_chunk(table, blockIdx.x, threadIdx.x, op);
 }
 
+// See Note [Multi-tensor launches]
 // Packs the entries into tables and calls run(table, number of chunks) for each.
 template <class T, class Run>
 void for_each_table(const std::vector<Entry<T>>& entries, Run&& run) {

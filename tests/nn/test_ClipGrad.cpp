@@ -1,6 +1,6 @@
 // test_ClipGrad.cpp: clipGradNorm and clipGradValue on CPU gradients against hand-computed
 // norms (torch.nn.utils.clip_grad_norm_'s semantics: factor min(maxNorm / (total + 1e-6), 1)),
-// norms 2, inf and 1, non-finite totals, and errors. The fused CUDA path: tests/cudnn/test_ClipGrad.cpp.
+// norms 2, inf and 1, non-finite totals, and errors. The fused CUDA path: tests/cudnn/test_TrainingMachinery.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -26,16 +26,7 @@ TEST_CASE("MSECriterion by hand") {
   CHECK(mse.forward(xt, y) == doctest::Approx(5.25 / 4).epsilon(1e-15));
 }
 
-TEST_CASE("MSECriterion gradients, printing and errors") {
-  Generator gen(12);
-  INFO("size seed 12");
-  for (int trial = 0; trial < 3; ++trial) {
-    const Shape shape{random_size(gen, 1, 4), random_size(gen, 1, 5)};
-    const Tensor x = uniform(shape, -1, 1, gen, DType::Float64), y = uniform(shape, -1, 1, gen, DType::Float64);
-    nn::MSECriterion avg, sum(false);
-    expect_criterion_gradient_ok(avg, x, y);
-    expect_criterion_gradient_ok(sum, x, y);
-  }
+TEST_CASE("MSECriterion printing and errors") {
   nn::MSECriterion mse;
   CHECK(mse.str() == "nn.MSECriterion");
   CHECK(mse.stateDict().empty());
@@ -43,12 +34,14 @@ TEST_CASE("MSECriterion gradients, printing and errors") {
                        "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 2], got [5]", Error);
   // the same element count in another shape pairs the wrong elements: refused too
   CHECK_THROWS_WITH_AS(mse.forward(zeros({2, 3}), zeros({3, 2})),
-                       "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 3], got [3 x 2]", Error);
-  CHECK_THROWS_WITH_AS(mse.backward(zeros({4}), zeros({2, 2})),
-                       "nn.MSECriterion::updateGradInput: expected a target of the input's shape [4], got [2 x 2]", Error);
-  CHECK_THROWS_WITH_AS(mse.backward(zeros({2, 2}), zeros({4}, DType::Float64)),
-                       doctest::Contains("nn.MSECriterion::updateGradInput: expected target of input's dtype and device"),
+                       "nn.MSECriterion::updateOutput: expected a target of the input's shape [2 x 3], got [3 x 2]",
                        Error);
+  CHECK_THROWS_WITH_AS(mse.backward(zeros({4}), zeros({2, 2})),
+                       "nn.MSECriterion::updateGradInput: expected a target of the input's shape [4], got [2 x 2]",
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      mse.backward(zeros({2, 2}), zeros({4}, DType::Float64)),
+      doctest::Contains("nn.MSECriterion::updateGradInput: expected target of input's dtype and device"), Error);
   CHECK_THROWS_WITH_AS(mse.forward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)),
                        "nn.MSECriterion::updateOutput: expected float32 or float64 input, got int64 [2] on cpu", Error);
 }

@@ -1,8 +1,8 @@
-// ConvTwinChecks.h: the checks every convolution twin's test runs (test_SpatialConvolution,
-// test_SpatialDilatedConvolution, test_SpatialFullConvolution, test_VolumetricConvolution,
-// test_VolumetricFullConvolution, test_TemporalConvolution), given a factory that builds the
-// nn module (twin = false) or its twin (twin = true) from one configuration: the twin against
-// nn in every dtype, TF32, accumulation with a scale, steady state, pinned algorithms.
+// ConvTwinChecks.h: the checks every convolution twin runs (the rows of
+// tests/cudnn/test_ConvolutionFamily.cpp), given a factory that builds the nn module
+// (twin = false) or its twin (twin = true) from one configuration: the twin against nn in every
+// dtype, TF32, accumulation with a scale, steady state, pinned algorithms; and conv_twin_cases,
+// which turns a family's configurations into its cases.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -16,6 +16,7 @@
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/conv.h"
 #include "tensor/Cuda.h"
+#include "tensor/Generator.h"
 #include "tests/support/TwinCheck.h"
 
 namespace testing {
@@ -28,6 +29,35 @@ struct ConvTwinCase {
   ConvFactory make;
   tensor::Tensor input;
 };
+
+// A factory of family F's module of configuration c: F::Nn or its twin F::Cu, through
+// F::make<M>(c, bias). F names the family: F::Config, F::Nn, F::Cu, F::make and F::input.
+template <class F>
+ConvFactory conv_twin_factory(const typename F::Config& c, bool bias = true) {
+  return [c, bias](bool twin) -> nn::ModulePtr {
+    if (twin) return F::template make<typename F::Cu>(c, bias);
+    return F::template make<typename F::Nn>(c, bias);
+  };
+}
+
+// One case per configuration of `cfgs`, batched, with bias, on an input of F::input(c) drawn
+// from `seed`; for the configurations `nonBatched(i)` picks, also that input's first sample
+// alone, and for those `noBias(i)` picks, the batched input through a module without bias.
+template <class F>
+std::vector<ConvTwinCase> conv_twin_cases(const std::vector<typename F::Config>& cfgs, uint64_t seed,
+                                          const std::function<bool(size_t)>& nonBatched,
+                                          const std::function<bool(size_t)>& noBias) {
+  tensor::Generator gen(seed);
+  std::vector<ConvTwinCase> out;
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    const tensor::Tensor x = tensor::uniform(F::input(cfgs[i]), -1, 1, gen, tensor::DType::Float64);
+    const std::string name = "config " + std::to_string(i);
+    out.push_back({name, conv_twin_factory<F>(cfgs[i], true), x});
+    if (nonBatched(i)) out.push_back({name + " non-batched", conv_twin_factory<F>(cfgs[i], true), x[0].contiguous()});
+    if (noBias(i)) out.push_back({name + " without bias", conv_twin_factory<F>(cfgs[i], false), x});
+  }
+  return out;
+}
 
 // TF32 keeps a 10-bit mantissa: each operand is off by up to 2^-11 (about 5e-4) relative, a
 // product by about 1e-3. Norm-wise that is about 1e-3 for the output and the gradients;

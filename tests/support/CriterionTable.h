@@ -1,10 +1,15 @@
-// CriterionTable.h: the bad-input matrix of the criteria, shared by both backends: one row per
-// criterion type (how to build it, an input it takes, a valid target for an input shape, a rank it
-// refuses) and, per row, the bad inputs (criterion_cases): a wrong rank, a target of another batch
-// size, an integer input, class targets out of range or not integers, NaN and +-Inf, an empty
-// batch, a non-contiguous input. Each case says what nn does: an error naming the criterion and
-// `names`, or a loss. tests/nn/test_CriterionBadInput.cpp checks nn against it;
-// tests/cudnn/test_CriterionBadInput.cpp checks that the cudnn twins do what nn does.
+// CriterionTable.h: the criteria as one table, shared by both backends: one row per criterion
+// type (how to build it, an input it takes, a valid target for an input shape, a rank it refuses)
+// and what the family checks walk:
+// - per row, the bad inputs (criterion_cases): a wrong rank, a target of another batch size, an
+//   integer input, class targets out of range or not integers, NaN and +-Inf, an empty batch, a
+//   non-contiguous input. Each case says what nn does: an error naming the criterion and `names`,
+//   or a loss. tests/nn/test_CriterionBadInput.cpp checks nn against it;
+//   tests/cudnn/test_CriterionBadInput.cpp checks that the cudnn twins do what nn does.
+// - per row, the shapes the criterion is checked on with and without sizeAverage, class weights
+//   and ignored targets: its gradients on the CPU (tests/nn/test_CriterionFamily.cpp), its twin
+//   against it in every dtype, on NaN and +-Inf and through convert
+//   (tests/cudnn/test_CriterionFamily.cpp).
 #pragma once
 
 #include <functional>
@@ -30,7 +35,37 @@ struct CriterionSpec {
   std::function<tensor::Tensor(const tensor::Shape& input)> target;  // a valid target for an input of that shape
   tensor::Shape wrongRank;                                           // an input rank it refuses ({}: none)
   bool classes = true;  // the target holds class indices (dimension 1 of the input, 0 for one sample)
+  // The criterion with class weights (undefined: none), sizeAverage and ignoreIndex (the class
+  // criteria's constructor; MSE takes sizeAverage only).
+  std::function<nn::CriterionPtr(const tensor::Tensor& weights, bool sizeAverage, int64_t ignoreIndex)> makeWith;
+  std::vector<tensor::Shape> shapes;           // the inputs of the family checks
+  double lo = -3, hi = 3;                      // the range of their values
+  uint64_t seed = 0;                           // of their values, targets and weights
+  std::vector<tensor::Shape> nonfiniteShapes;  // the inputs given NaN and +-Inf (class criteria; MSE: its own)
 };
+
+// makeWith of a class criterion C: C(weights, sizeAverage, ignoreIndex).
+template <class C>
+nn::CriterionPtr make_class_criterion(const tensor::Tensor& weights, bool sizeAverage, int64_t ignoreIndex) {
+  return std::make_shared<C>(weights, sizeAverage, ignoreIndex);
+}
+
+// Random 0-based classes, every `ignoreEvery`-th one (from the second) replaced by `ignore`.
+inline tensor::Tensor class_targets(tensor::Generator& gen, const tensor::Shape& shape, int64_t classes,
+                                    int64_t ignoreEvery = 0, int64_t ignore = -100) {
+  const int64_t n = tensor::shape_numel(shape);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = ignoreEvery && i % ignoreEvery == 1 ? ignore : gen.randint(classes);
+  return tensor::from_vector<int64_t>(v, shape);
+}
+
+// The target shape nn expects for an input shape: [1] for [C], the input without dimension 1 otherwise.
+inline tensor::Shape class_target_shape(const tensor::Shape& input) {
+  if (input.size() == 1) return {1};
+  tensor::Shape t{input[0]};
+  t.insert(t.end(), input.begin() + 2, input.end());
+  return t;
+}
 
 // Class indices in [0, classes) for every position but the class dimension (dim 1, or 0 for one sample).
 inline tensor::Tensor class_target(const tensor::Shape& input) {
@@ -52,35 +87,61 @@ inline tensor::Tensor criterion_input(const tensor::Shape& s) {
 
 inline const std::vector<CriterionSpec>& criterion_table() {
   static const std::vector<CriterionSpec> table = {
-      {"ClassNLLCriterion",
-       [] { return nn::CriterionPtr(std::make_shared<nn::ClassNLLCriterion>()); },
-       {4, 5},
-       class_target,
-       {2, 4, 5}},
-      {"CrossEntropyCriterion",
-       [] { return nn::CriterionPtr(std::make_shared<nn::CrossEntropyCriterion>()); },
-       {4, 5},
-       class_target,
-       {2, 4, 5}},
-      {"MSECriterion",
-       [] { return nn::CriterionPtr(std::make_shared<nn::MSECriterion>()); },
-       {3, 4},
-       [](const tensor::Shape& s) {
-         tensor::Generator gen(4);
-         return tensor::uniform(s, -1, 1, gen, tensor::DType::Float64);
-       },
-       {},
-       false},
-      {"SpatialCrossEntropyCriterion",
-       [] { return nn::CriterionPtr(std::make_shared<nn::SpatialCrossEntropyCriterion>()); },
-       {2, 3, 4, 4},
-       class_target,
-       {2, 3, 4}},
-      {"VolumetricCrossEntropyCriterion",
-       [] { return nn::CriterionPtr(std::make_shared<nn::VolumetricCrossEntropyCriterion>()); },
-       {2, 3, 2, 3, 3},
-       class_target,
-       {2, 3, 4, 4}},
+      {.type = "ClassNLLCriterion",
+       .make = [] { return nn::CriterionPtr(std::make_shared<nn::ClassNLLCriterion>()); },
+       .input = {4, 5},
+       .target = class_target,
+       .wrongRank = {2, 4, 5},
+       .makeWith = make_class_criterion<nn::ClassNLLCriterion>,
+       .shapes = {{7, 5}, {5}, {1, 3}},
+       .lo = -3,
+       .hi = 0,  // log-probabilities or not, the NLL is linear in its input
+       .seed = 3801,
+       .nonfiniteShapes = {{7, 5}, {5}, {4, 3}}},
+      {.type = "CrossEntropyCriterion",
+       .make = [] { return nn::CriterionPtr(std::make_shared<nn::CrossEntropyCriterion>()); },
+       .input = {4, 5},
+       .target = class_target,
+       .wrongRank = {2, 4, 5},
+       .makeWith = make_class_criterion<nn::CrossEntropyCriterion>,
+       .shapes = {{7, 5}, {5}, {1, 3}, {300, 11}},
+       .seed = 3901,
+       .nonfiniteShapes = {{7, 5}, {5}, {4, 3}}},
+      {.type = "MSECriterion",
+       .make = [] { return nn::CriterionPtr(std::make_shared<nn::MSECriterion>()); },
+       .input = {3, 4},
+       .target =
+           [](const tensor::Shape& s) {
+             tensor::Generator gen(4);
+             return tensor::uniform(s, -1, 1, gen, tensor::DType::Float64);
+           },
+       .wrongRank = {},
+       .classes = false,
+       .makeWith = [](const tensor::Tensor&, bool sizeAverage,
+                      int64_t) { return nn::CriterionPtr(std::make_shared<nn::MSECriterion>(sizeAverage)); },
+       .shapes = {{4, 5}, {7}, {2, 3, 4}, {1, 1}, {33, 17}},
+       .lo = -1,
+       .hi = 1,
+       .seed = 4201,
+       .nonfiniteShapes = {}},
+      {.type = "SpatialCrossEntropyCriterion",
+       .make = [] { return nn::CriterionPtr(std::make_shared<nn::SpatialCrossEntropyCriterion>()); },
+       .input = {2, 3, 4, 4},
+       .target = class_target,
+       .wrongRank = {2, 3, 4},
+       .makeWith = make_class_criterion<nn::SpatialCrossEntropyCriterion>,
+       .shapes = {{2, 3, 5, 4}, {1, 4, 7, 3}, {3, 2, 1, 1}, {2, 5, 16, 16}},
+       .seed = 4001,
+       .nonfiniteShapes = {{2, 4, 3, 5}, {1, 3, 2, 2}}},
+      {.type = "VolumetricCrossEntropyCriterion",
+       .make = [] { return nn::CriterionPtr(std::make_shared<nn::VolumetricCrossEntropyCriterion>()); },
+       .input = {2, 3, 2, 3, 3},
+       .target = class_target,
+       .wrongRank = {2, 3, 4, 4},
+       .makeWith = make_class_criterion<nn::VolumetricCrossEntropyCriterion>,
+       .shapes = {{2, 3, 2, 3, 4}, {1, 4, 3, 1, 5}, {2, 2, 1, 1, 1}},
+       .seed = 4101,
+       .nonfiniteShapes = {{2, 3, 2, 3, 4}}},
   };
   return table;
 }
@@ -114,8 +175,8 @@ inline std::vector<CriterionCase> criterion_cases(const CriterionSpec& s) {
     for (int64_t bad : {classes, int64_t{-1}}) {
       Tensor tc = t.clone();
       tc.view({-1}).set({1}, static_cast<double>(bad));
-      cases.push_back({"target class " + std::to_string(bad) + " out of range", x, tc, false, true,
-                       "got " + std::to_string(bad)});
+      cases.push_back(
+          {"target class " + std::to_string(bad) + " out of range", x, tc, false, true, "got " + std::to_string(bad)});
     }
     Tensor tf = t.to(tensor::DType::Float64);
     tf.view({-1}).set({0}, 0.5);
