@@ -3,6 +3,7 @@
 
 #include "cudnn/core/Descriptors.h"
 #include "cudnn/kernels/LayerNorm.h"
+#include "cudnn/ops/layer_norm.h"
 #include "nn/Buffers.h"
 
 namespace cudnn {
@@ -40,8 +41,45 @@ const tensor::Tensor& LayerNorm::updateOutput(const tensor::Tensor& input) {
   nn::ensure(output, x.sizes(), x);
   ensure_stats(saveMean, rows, x);
   ensure_stats(saveRstd, rows, x);
+  std::string path = "ours";
+  if (layer_norm_engine() == LayerNormEngine::Cudnn) {
+    std::string why;
+    if (layer_norm_forward_graph(x, rows, cols, weight, bias, eps, output, saveMean, saveRstd, why)) {
+      set_layer_norm_last_path(false, why);
+      return output;
+    }
+    path = "ours: " + why;
+  }
   kernels::layer_norm_forward(x, rows, cols, weight, bias, eps, output, saveMean, saveRstd);
+  set_layer_norm_last_path(false, path);
   return output;
+}
+
+void LayerNorm::backwardImpl(const tensor::Tensor& input, const tensor::Tensor& gradOutput, double scale) {
+  if (layer_norm_engine() == LayerNormEngine::Cudnn && weight.defined()) {
+    const auto [rows, cols] = checked(input, &gradOutput, "backward");
+    checkParameters("backward", true);
+    if (!saveMean.defined() || saveMean.numel() != rows || saveRstd.numel() != rows) {
+      Module::backwardImpl(input, gradOutput, scale);  // our pass says what is missing
+      return;
+    }
+    const tensor::Tensor x = input.contiguous(), gy = gradOutput.contiguous();
+    nn::ensure(gradInput, x.sizes(), x);
+    // cuDNN writes the parameters' gradients; the module accumulates them, scaled
+    nn::ensure(gradScratch_, {2, cols}, weight);
+    const tensor::Tensor dw = gradScratch_.select(0, 0), db = gradScratch_.select(0, 1);
+    std::string why;
+    if (layer_norm_backward_graph(x, gy, rows, cols, weight, saveMean, saveRstd, eps, gradInput, dw, db, why)) {
+      gradWeight.view({cols}).add_(dw, scale);
+      gradBias.view({cols}).add_(db, scale);
+      set_layer_norm_last_path(true, why);
+      return;
+    }
+    set_layer_norm_last_path(true, "ours: " + why);
+  } else {
+    set_layer_norm_last_path(true, "ours");
+  }
+  Module::backwardImpl(input, gradOutput, scale);
 }
 
 const tensor::Tensor& LayerNorm::updateGradInput(const tensor::Tensor& input, const tensor::Tensor& gradOutput) {
