@@ -32,7 +32,10 @@ class LayerNorm : public Twin<nn::LayerNorm> {
   // and device, ending with normalizedShape; with gradOutput's checks when it is given.
   std::pair<int64_t, int64_t> checked(const tensor::Tensor& input, const tensor::Tensor* gradOutput,
                                       const char* method) const;
-  tensor::Tensor gradScratch_;  // [2 x cols]: cuDNN's weight and bias gradients, before accumulation
+  // weight and bias as cuDNN's engines take them: float32 [cols] (copies for 16-bit parameters)
+  std::pair<tensor::Tensor, tensor::Tensor> float32Parameters(int64_t cols);
+  tensor::Tensor params32_;     // [2 x cols] float32 copies of 16-bit weight and bias
+  tensor::Tensor gradScratch_;  // [2 x cols] float32: cuDNN's weight and bias gradients, before accumulation
 };
 
 }  // namespace cudnn

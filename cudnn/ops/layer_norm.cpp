@@ -1,6 +1,8 @@
-// layer_norm.cpp: cuDNN's layer norm as a one-operation graph (layer_norm.h). The shapes are
-// the ones cuDNN's norm engines take: x and y [rows, cols, 1, 1], weight and bias
-// [1, cols, 1, 1], the statistics [rows, 1, 1, 1] in float32, epsilon a float by value.
+// layer_norm.cpp: cuDNN's layer norm as a one-operation graph (layer_norm.h). The shapes and
+// types are the ones cuDNN's norm engines are documented with (cudnn-frontend's layernorm
+// samples, read for the pattern): x, y, dy, dx [rows, cols, 1, 1] of the data type; scale,
+// bias and their gradients [1, cols, 1, 1] in float32; the statistics [rows, 1, 1, 1] in
+// float32; epsilon a float by value, forward only (backward reads the saved statistics).
 #include "cudnn/ops/layer_norm.h"
 
 #include <algorithm>
@@ -53,8 +55,9 @@ std::shared_ptr<Plan> build(bool backward, DType dtype, int64_t rows, int64_t co
     p->used.insert(uid);
     return p->keep.back();
   };
-  const tensor::Shape data{rows, cols, 1, 1}, data_strides{cols, 1, 1, 1};
-  const tensor::Shape param{1, cols, 1, 1}, param_strides{cols, 1, 1, 1};
+  const tensor::Shape data{rows, cols, 1, 1}, data_strides{cols, 1, cols, cols};
+  const tensor::Shape param{1, cols, 1, 1}, param_strides{cols, 1, cols, cols};
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   const tensor::Shape stat{rows, 1, 1, 1}, stat_strides{1, 1, 1, 1};
   const cudnnBackendNormMode_t mode = CUDNN_LAYER_NORM;
   BackendDescriptor op(backward ? CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR
@@ -62,11 +65,11 @@ std::shared_ptr<Plan> build(bool backward, DType dtype, int64_t rows, int64_t co
   const auto& x = tensor(kX, dt, data, data_strides);
   const auto& mean = tensor(kMean, CUDNN_DATA_FLOAT, stat, stat_strides);
   const auto& rstd = tensor(kRstd, CUDNN_DATA_FLOAT, stat, stat_strides);
-  const auto& scale = tensor(kScale, dt, param, param_strides);
-  const auto& eps = tensor(kEps, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, true);
+  const auto& scale = tensor(kScale, f32, param, param_strides);
   if (!backward) {
     const cudnnBackendNormFwdPhase_t phase = CUDNN_NORM_FWD_TRAINING;  // the statistics are written
-    const auto& bias = tensor(kBias, dt, param, param_strides);
+    const auto& eps = tensor(kEps, f32, {1, 1, 1, 1}, {1, 1, 1, 1}, true);
+    const auto& bias = tensor(kBias, f32, param, param_strides);
     const auto& y = tensor(kY, dt, data, data_strides);
     op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode);
     op.set(CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &phase);
@@ -80,15 +83,14 @@ std::shared_ptr<Plan> build(bool backward, DType dtype, int64_t rows, int64_t co
   } else {
     const auto& dy = tensor(kDY, dt, data, data_strides);
     const auto& dx = tensor(kDX, dt, data, data_strides);
-    const auto& dscale = tensor(kDScale, dt, param, param_strides);
-    const auto& dbias = tensor(kDBias, dt, param, param_strides);
+    const auto& dscale = tensor(kDScale, f32, param, param_strides);
+    const auto& dbias = tensor(kDBias, f32, param, param_strides);
     op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, x);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, mean);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, rstd);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, dy);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, scale);
-    op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_EPSILON_DESC, eps);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, dscale);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, dbias);
     op.set_descriptor(CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, dx);
@@ -136,13 +138,6 @@ const Cached& plan_for(bool backward, DType dtype, int64_t rows, int64_t cols) {
   return cache.put(key, std::move(c));
 }
 
-std::string refusal(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (x.dtype() == DType::Float64) return "cuDNN's layer norm takes no float64";
-  if (!weight.defined() || !bias.defined()) return "cuDNN's layer norm needs weight and bias (elementwise_affine)";
-  if (x.numel() == 0) return "an empty input";
-  return "";
-}
-
 bool run(bool backward, const Tensor& x, int64_t rows, int64_t cols, std::vector<std::pair<int64_t, void*>> ptrs,
          std::string& why) {
   tensor::cuda::DeviceGuard guard(x.device().index);  // the handle and the plan are the device's
@@ -173,6 +168,13 @@ bool run(bool backward, const Tensor& x, int64_t rows, int64_t cols, std::vector
 
 }  // namespace
 
+std::string layer_norm_graph_refusal(const Tensor& x, bool affine) {
+  if (x.dtype() == DType::Float64) return "cuDNN's layer norm takes no float64";
+  if (!affine) return "cuDNN's layer norm needs weight and bias (elementwise_affine)";
+  if (x.numel() == 0) return "an empty input";
+  return "";
+}
+
 LayerNormEngine layer_norm_engine() { return g_engine.load(); }
 void set_layer_norm_engine(LayerNormEngine engine) { g_engine.store(engine); }
 
@@ -188,7 +190,7 @@ const char* layer_norm_engine_name(LayerNormEngine engine) {
 
 bool layer_norm_forward_graph(const Tensor& x, int64_t rows, int64_t cols, const Tensor& weight, const Tensor& bias,
                               double eps, const Tensor& y, const Tensor& mean, const Tensor& rstd, std::string& why) {
-  why = refusal(x, weight, bias);
+  why = layer_norm_graph_refusal(x, weight.defined() && bias.defined());
   if (!why.empty()) return false;
   float epsilon = static_cast<float>(eps);
   return run(false, x, rows, cols,
@@ -203,16 +205,14 @@ bool layer_norm_forward_graph(const Tensor& x, int64_t rows, int64_t cols, const
 }
 
 bool layer_norm_backward_graph(const Tensor& x, const Tensor& dy, int64_t rows, int64_t cols, const Tensor& weight,
-                               const Tensor& mean, const Tensor& rstd, double eps, const Tensor& dx,
-                               const Tensor& dweight, const Tensor& dbias, std::string& why) {
-  why = refusal(x, weight, dbias);
+                               const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dweight,
+                               const Tensor& dbias, std::string& why) {
+  why = layer_norm_graph_refusal(x, weight.defined());
   if (!why.empty()) return false;
-  float epsilon = static_cast<float>(eps);
   return run(true, x, rows, cols,
              {{kX, x.raw_data()},
               {kDY, dy.raw_data()},
               {kScale, weight.raw_data()},
-              {kEps, &epsilon},
               {kMean, mean.raw_data()},
               {kRstd, rstd.raw_data()},
               {kDX, dx.raw_data()},

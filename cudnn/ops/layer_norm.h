@@ -36,17 +36,22 @@ class ScopedLayerNormEngine {
   LayerNormEngine saved_;
 };
 
-// x [rows x cols] contiguous on a CUDA device; weight, bias [cols] of x's dtype; y like x;
-// mean, rstd float32 [rows]. False, with `why`, where cuDNN builds or runs no plan for it
-// (nothing written then: the caller runs our kernels).
+// Why the graph is not tried for x (float64, no affine parameters, empty), or "" when it is.
+std::string layer_norm_graph_refusal(const tensor::Tensor& x, bool affine);
+
+// x [rows x cols] contiguous on a CUDA device; weight, bias [cols] float32 (the engines'
+// parameter type; the module hands float32 copies of 16-bit parameters); y like x; mean,
+// rstd float32 [rows]. False, with `why`, where cuDNN builds or runs no plan for it (nothing
+// written then: the caller runs our kernels).
 bool layer_norm_forward_graph(const tensor::Tensor& x, int64_t rows, int64_t cols, const tensor::Tensor& weight,
                               const tensor::Tensor& bias, double eps, const tensor::Tensor& y,
                               const tensor::Tensor& mean, const tensor::Tensor& rstd, std::string& why);
-// dy like x; dx like x; dweight and dbias [cols] of x's dtype, written (not accumulated).
+// dy like x; dx like x; weight [cols] float32; dweight and dbias [cols] float32, written (not
+// accumulated). The saved statistics stand in for epsilon.
 bool layer_norm_backward_graph(const tensor::Tensor& x, const tensor::Tensor& dy, int64_t rows, int64_t cols,
                                const tensor::Tensor& weight, const tensor::Tensor& mean, const tensor::Tensor& rstd,
-                               double eps, const tensor::Tensor& dx, const tensor::Tensor& dweight,
-                               const tensor::Tensor& dbias, std::string& why);
+                               const tensor::Tensor& dx, const tensor::Tensor& dweight, const tensor::Tensor& dbias,
+                               std::string& why);
 
 // The engine the last layer norm pass on this thread ran: "cudnn engine N", "ours", or
 // "ours: <why cuDNN's was not taken>". For tests and benchmarks.
