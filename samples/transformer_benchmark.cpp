@@ -43,9 +43,10 @@ const char* kUsage =
     "                             [--json FILE] [--flags KEY=VALUE,...]\n"
     "Times cudnn::sdpa (batch 8, 12 heads, sequence 1024, head size 64; causal and not) forward and\n"
     "forward+backward, and a TransformerEncoderLayer(768, 12, 3072, GELU) training step at batch 16,\n"
-    "sequence 512 (Adam), and the Fashion-MNIST ViT sample's step at batch 128 (Adam), on the GPU,\n"
-    "each with its peak device memory. scripts/bench_torch_transformer.py --ours FILE times\n"
-    "PyTorch's twins in the same way and prints the ratios.\n";
+    "sequence 512 (Adam), LayerNorm(768) over 8192 rows on both engines (layernorm.engine=ours and\n"
+    "cudnn), and the Fashion-MNIST ViT sample's step at batch 128 (Adam), on the GPU, each with its\n"
+    "peak device memory. scripts/bench_torch_transformer.py --ours FILE times PyTorch's twins in the\n"
+    "same way and prints the ratios.\n";
 
 using tensor::DType;
 using tensor::Tensor;
