@@ -38,15 +38,15 @@ void MultiheadAttention::linearGradParameters(const Tensor& x, const Tensor& gy,
   gemm(true, false, gy, ones_, gradBias.view({gy.size(1), 1}), scale, 1.0);
 }
 
-Tensor MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options,
-                                     nn::SdpaSaved& saved) {
-  return cudnn::sdpa(q, k, v, options, &saved);
+void MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options,
+                                   nn::SdpaSaved& saved, Tensor out) {
+  cudnn::sdpa(q, k, v, options, &saved, out);
 }
 
-nn::SdpaGrads MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                    const Tensor& out, const Tensor& gradOut,
-                                                    const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
-  return cudnn::sdpa_backward(q, k, v, out, gradOut, options, saved);
+void MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                           const Tensor& gradOut, const nn::SdpaOptions& options,
+                                           const nn::SdpaSaved& saved, nn::SdpaGrads into) {
+  cudnn::sdpa_backward(q, k, v, out, gradOut, options, saved, &into);
 }
 
 }  // namespace cudnn

@@ -23,11 +23,11 @@ class MultiheadAttention : public Twin<nn::MultiheadAttention> {
   void linearGradInput(const tensor::Tensor& gy, const tensor::Tensor& weight, tensor::Tensor& gradX) override;
   void linearGradParameters(const tensor::Tensor& x, const tensor::Tensor& gy, tensor::Tensor& gradWeight,
                             tensor::Tensor& gradBias, double scale) override;
-  tensor::Tensor attention(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
-                           const nn::SdpaOptions& options, nn::SdpaSaved& saved) override;
-  nn::SdpaGrads attentionBackward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
-                                  const tensor::Tensor& out, const tensor::Tensor& gradOut,
-                                  const nn::SdpaOptions& options, const nn::SdpaSaved& saved) override;
+  void attention(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
+                 const nn::SdpaOptions& options, nn::SdpaSaved& saved, tensor::Tensor out) override;
+  void attentionBackward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
+                         const tensor::Tensor& out, const tensor::Tensor& gradOut, const nn::SdpaOptions& options,
+                         const nn::SdpaSaved& saved, nn::SdpaGrads into) override;
 
  private:
   tensor::Tensor ones_;  // [rows x 1] of ones, for the bias gradients

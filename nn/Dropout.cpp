@@ -31,8 +31,24 @@ void Dropout::checkInput(const Tensor& input, const char* method) const {
 
 void Dropout::checkP(const char* method) const { check_p(where(method), p); }  // p is a public field
 
+// Note [Dropout as the identity]
+// With p == 0, or in evaluation under v2, dropout is the identity: output is the input itself
+// (and gradInput the gradOutput itself), no copy, as PyTorch returns its input for p == 0.
+// A Transformer layer built with dropout 0 has three of them on activations as large as the
+// feed-forward's, so the copies were about a fifth of its training step's memory. The next
+// pass that does compute (training with p > 0) lets go of the alias first: the buffer it would
+// reuse is its caller's tensor.
+bool Dropout::isIdentity() const { return p == 0 || (!training_ && v2); }
+
 const Tensor& Dropout::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");
+  if (isIdentity()) {
+    output = input;
+    outputIsAlias_ = true;
+    return output;
+  }
+  if (outputIsAlias_) output = Tensor();  // someone's tensor: never the buffer to write into
+  outputIsAlias_ = false;
   if (inplace) {
     output = input;
   } else {
@@ -56,6 +72,13 @@ const Tensor& Dropout::updateGradInput(const Tensor& input, const Tensor& gradOu
     throw Error(where("updateGradInput") + "expected gradOutput of " + tensor::shape_str(input.sizes()) +
                 " (the input's shape), got " + tensor::shape_str(gradOutput.sizes()));
   }
+  if (isIdentity()) {
+    gradInput = gradOutput;
+    gradInputIsAlias_ = true;
+    return gradInput;
+  }
+  if (gradInputIsAlias_) gradInput = Tensor();
+  gradInputIsAlias_ = false;
   if (inplace) {
     gradInput = gradOutput;
   } else {

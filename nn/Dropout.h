@@ -3,7 +3,9 @@
 // Torch's old variant (no scaling at training, output * (1-p) at evaluation). The mask is
 // drawn with bernoulli_ from tensor::default_generator(), so tensor::manual_seed repeats it;
 // `noise` holds the last mask (already scaled). inplace = true overwrites the input (and
-// gradOutput in backward). Any input shape. Twin: cudnn::Dropout.
+// gradOutput in backward). With p == 0, or in evaluation under v2, output is the input itself
+// and gradInput the gradOutput itself (Note [Dropout as the identity]). Any input shape.
+// Twin: cudnn::Dropout.
 #pragma once
 
 #include "nn/Module.h"
@@ -32,6 +34,10 @@ class Dropout : public Module {
   // float32/float64 input and a valid p; virtual so the cudnn twin can accept 16-bit inputs.
   virtual void checkInput(const Tensor& input, const char* method) const;
   void checkP(const char* method) const;
+  bool isIdentity() const;
+
+ private:
+  bool outputIsAlias_ = false, gradInputIsAlias_ = false;  // the last pass handed its argument back
 };
 
 }  // namespace nn

@@ -145,15 +145,11 @@ const Tensor& MultiheadAttention::updateOutput(const Tensor& input) {
   }
   savedOptions_ = attentionOptions();
   check_sdpa_arguments(where("updateOutput"), q, k, v, savedOptions_);
-  attn_ = attention(q, k, v, savedOptions_, saved_);
-  // heads back into token rows: [S x B x H x D] (or [B x S x H x D]) is [tokens x E]
+  // the attention writes its heads straight into token rows, [S x B x H x D] (or
+  // [B x S x H x D]) being [tokens x E]
   ensure(attnTokens_, {S * B, E}, x);
-  const int64_t H = numHeads, D = headDim();
-  if (batchFirst) {
-    attnTokens_.view({B, S, H, D}).copy_(attn_.permute({0, 2, 1, 3}));
-  } else {
-    attnTokens_.view({S, B, H, D}).copy_(attn_.permute({2, 0, 1, 3}));
-  }
+  attn_ = heads(attnTokens_, S, B, 0, 1);
+  attention(q, k, v, savedOptions_, saved_, attn_);
   linear(attnTokens_, outProjWeight, outProjBias, output);
   output = output.view(input.sizes());
   return output;
@@ -185,27 +181,36 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
     k = heads(kv_, Sk, B, 0, 2);
     v = heads(kv_, Sk, B, 1, 2);
   }
-  const SdpaGrads g = attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_);
+  // the attention's gradients go straight into the projections' gradient rows
   if (!memory_.defined()) {
     ensure(gradQkv_, {S * B, 3 * E}, gy);
-    heads(gradQkv_, S, B, 0, 3).copy_(g.q);
-    heads(gradQkv_, S, B, 1, 3).copy_(g.k);
-    heads(gradQkv_, S, B, 2, 3).copy_(g.v);
-    linearGradInput(gradQkv_, inProjWeight, gradInput);
+    attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_,
+                      {heads(gradQkv_, S, B, 0, 3), heads(gradQkv_, S, B, 1, 3), heads(gradQkv_, S, B, 2, 3)});
   } else {
     const int64_t Sk = kv_.size(0) / B;
     ensure(gradQkv_, {S * B, E}, gy);
-    heads(gradQkv_, S, B, 0, 1).copy_(g.q);
     ensure(gradKv_, {Sk * B, 2 * E}, gy);
-    heads(gradKv_, Sk, B, 0, 2).copy_(g.k);
-    heads(gradKv_, Sk, B, 1, 2).copy_(g.v);
-    linearGradInput(gradQkv_, inProjWeight.narrow(0, 0, E), gradInput);
+    attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_,
+                      {heads(gradQkv_, S, B, 0, 1), heads(gradKv_, Sk, B, 0, 2), heads(gradKv_, Sk, B, 1, 2)});
     linearGradInput(gradKv_, inProjWeight.narrow(0, E, 2 * E), gradMemory);
     gradMemory = gradMemory.view(memory_.sizes());
   }
-  gradInput = gradInput.view(input.sizes());
+  if (gradInputNeeded()) {
+    linearGradInput(gradQkv_, memory_.defined() ? inProjWeight.narrow(0, 0, E) : inProjWeight, gradInput);
+    gradInput = gradInput.view(input.sizes());
+  } else {
+    gradInput = Tensor();
+  }
   gradsValid_ = true;
   return gradInput;
+}
+
+void MultiheadAttention::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  Module::backwardImpl(input, gradOutput, scale);
+  if (freesIntermediateGradients()) {
+    gradAttnTokens_ = gradQkv_ = gradKv_ = Tensor();
+    gradsValid_ = false;
+  }
 }
 
 void MultiheadAttention::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
@@ -230,6 +235,15 @@ void MultiheadAttention::accGradParameters(const Tensor& input, const Tensor& gr
     linearGradParameters(mem.view({kv_.size(0), E}), gradKv_, gwkv, gbkv, scale);
   }
 }
+
+// Note [Attention buffers]
+// At a Transformer's sizes the attention's tensors are the module's memory: in the benchmark's
+// encoder layer (8192 tokens of 768 in float16) each [tokens x E] tensor is 12 MiB. The
+// attention once returned its output [B x H x S x D] and its gradients for q, k and v as new
+// tensors that were then copied into token rows: 4 such tensors more than needed, and 4
+// copies. The hooks now write where the rows live (the cuDNN engines take the strided views
+// as they are), and backward() with setFreeIntermediateGradients drops the gradient rows once
+// accGradParameters has used them, as PyTorch's autograd frees them.
 
 // ---- the CPU primitives ----
 
@@ -273,15 +287,18 @@ void MultiheadAttention::linearGradParameters(const Tensor& x, const Tensor& gy,
   });
 }
 
-Tensor MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options,
-                                     SdpaSaved& saved) {
-  return sdpa(q, k, v, options, &saved);
+void MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options,
+                                   SdpaSaved& saved, Tensor out) {
+  out.copy_(sdpa(q, k, v, options, &saved));
 }
 
-SdpaGrads MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                                const Tensor& gradOut, const SdpaOptions& options,
-                                                const SdpaSaved& saved) {
-  return sdpa_backward(q, k, v, out, gradOut, options, saved);
+void MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                           const Tensor& gradOut, const SdpaOptions& options, const SdpaSaved& saved,
+                                           SdpaGrads into) {
+  const SdpaGrads g = sdpa_backward(q, k, v, out, gradOut, options, saved);
+  into.q.copy_(g.q);
+  into.k.copy_(g.k);
+  into.v.copy_(g.v);
 }
 
 // ---- printing and configuration ----

@@ -15,7 +15,9 @@
 //   key_padding_mask with True from lengths[b] on); Tensor() clears it.
 // The compute goes through four protected hooks (the projections and the attention), which the
 // cuDNN twin overrides with cuBLAS and cudnn::sdpa; everything between them is tensor ops.
-// Prints as "nn.MultiheadAttention(64, heads=4, dropout=0.1)". No twin yet.
+// Without gradInput (setGradInputNeeded(false)) backward skips the input's gradient GEMM; the
+// parameters' gradients still come out of the attention's backward.
+// Prints as "nn.MultiheadAttention(64, heads=4, dropout=0.1)". Twin: cudnn.MultiheadAttention.
 #pragma once
 
 #include "nn/Attention.h"
@@ -71,10 +73,17 @@ class MultiheadAttention : public Module {
   virtual void linearGradParameters(const Tensor& x, const Tensor& gy, Tensor& gradWeight, Tensor& gradBias,
                                     double scale);
   // nn::sdpa and nn::sdpa_backward by default; q, k, v are strided views [B x H x S x D].
-  virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options,
-                           SdpaSaved& saved);
-  virtual SdpaGrads attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                      const Tensor& gradOut, const SdpaOptions& options, const SdpaSaved& saved);
+  // The results go where the module keeps them, so no second copy exists (Note [Attention
+  // buffers] in MultiheadAttention.cpp): `out` is a [B x H x Sq x D] view of the attention's
+  // token rows, `into` views of the projections' gradient rows.
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options,
+                         SdpaSaved& saved, Tensor out);
+  virtual void attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                 const Tensor& gradOut, const SdpaOptions& options, const SdpaSaved& saved,
+                                 SdpaGrads into);
+  // backward() under setFreeIntermediateGradients lets go of backward's intermediates after
+  // accGradParameters has read them.
+  void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
 
   // The input's dtype and device: float32 or float64 of in_proj_weight's dtype and device here;
   // the twin takes CUDA tensors of its four dtypes instead.
@@ -89,11 +98,12 @@ class MultiheadAttention : public Module {
   SdpaOptions attentionOptions() const;
 
   // What forward keeps for backward: the projections (tokens in the input's order, one row per
-  // token), the attention output [B x H x Sq x D] and its tokens, sdpa's saved state.
+  // token), the attention output (its token rows, and the [B x H x Sq x D] view of them that
+  // the attention wrote), sdpa's saved state.
   Tensor qkv_;         // self-attention: [tokens x 3E]; cross-attention: q [tokens x E]
   Tensor kv_;          // cross-attention: [memory tokens x 2E]
-  Tensor attn_;        // [B x H x Sq x D]
   Tensor attnTokens_;  // [tokens x E]
+  Tensor attn_;        // [B x H x Sq x D], a view of attnTokens_
   SdpaSaved saved_;
   SdpaOptions savedOptions_;
   // backward's intermediates, for accGradParameters

@@ -116,27 +116,36 @@ const Tensor& TransformerEncoderLayer::updateOutput(const Tensor& input) {
   };
   if (!normFirst) {
     const Tensor& a = fwd(SelfAttn, input);
-    const Tensor& a1 = fwd(Dropout1, a.reshape({N, E}));
-    ensure(sum1_, {N, E}, x).copy_(x);
-    sum1_.add_(a1);
+    residualSum(sum1_, fwd(Dropout1, a.reshape({N, E})), x);
     const Tensor& h = fwd(Norm1, sum1_);
-    const Tensor& f = feedForward(h);
-    ensure(sum2_, {N, E}, x).copy_(h);
-    sum2_.add_(f);
+    residualSum(sum2_, feedForward(h), h);
     output = fwd(Norm2, sum2_).view(shape3);
   } else {
     const Tensor& n1 = fwd(Norm1, x);
     const Tensor& a = fwd(SelfAttn, n1.view(shape3));
-    const Tensor& a1 = fwd(Dropout1, a.reshape({N, E}));
-    ensure(sum1_, {N, E}, x).copy_(x);
-    sum1_.add_(a1);
+    residualSum(sum1_, fwd(Dropout1, a.reshape({N, E})), x);
     const Tensor& n2 = fwd(Norm2, sum1_);
-    const Tensor& f = feedForward(n2);
-    ensure(sum2_, {N, E}, x).copy_(sum1_);
-    sum2_.add_(f);
+    residualSum(sum2_, feedForward(n2), sum1_);
     output = sum2_.view(shape3);
   }
   return output;
+}
+
+// Note [Residual sums in place]
+// A residual sum x + branch(x) is added into the branch's output buffer, which becomes the sum:
+// the branch ends in a dropout (p == 0 hands back the attention's or linear2's output itself,
+// Note [Dropout as the identity]), and neither a dropout's nor a Linear's nor the attention's
+// backward reads its own output, so overwriting it costs nothing and saves a [tokens x E]
+// buffer and a copy per sum. A branch output that is not a packed [tokens x E] tensor on x's
+// device (a bridged child's, say) is summed into a fresh copy instead.
+void TransformerEncoderLayer::residualSum(Tensor& sum, const Tensor& branch, const Tensor& x) {
+  const Tensor rows = branch.is_contiguous() ? branch.view({x.size(0), x.size(1)}) : Tensor();
+  if (rows.defined() && rows.device() == x.device() && rows.dtype() == x.dtype() && !rows.is_same_view(x)) {
+    sum = rows;
+  } else {
+    sum = branch.reshape(x.sizes()).clone();  // never the last call's alias, so a fresh buffer
+  }
+  sum.add_(x);
 }
 
 void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gradOutput, double scale,
@@ -157,6 +166,13 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
   auto bwd = [&](size_t i, const Tensor& in, const Tensor& g) -> const Tensor& {
     return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->backward(in, g, scale); });
   };
+  // Note [Freeing intermediate gradients] (Container.cpp) as the gradients flow: a child's
+  // gradInput goes once the next child back has consumed it, not at the end of the layer
+  auto done = [&](std::initializer_list<size_t> slots) {
+    if (!freesIntermediateGradients()) return;
+    for (size_t i : slots) modules[i]->releaseGradInput();
+  };
+  const bool needIn = gradInputNeeded();
   // the feed-forward block's backward from its output's gradient to its input z's
   auto feedForwardBackward = [&](const Tensor& z, const Tensor& g) -> const Tensor& {
     const Tensor& f1 = outs_[Linear1];
@@ -165,15 +181,22 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
     const Tensor& f4 = outs_[Linear2];
     const Tensor& g4 = bwd(Dropout2, f4, g);
     const Tensor& g3 = bwd(Linear2, f3, g4);
+    done({Dropout2});
     const Tensor& g2 = bwd(DropoutFF, f2, g3);
     const Tensor& g1 = bwd(Act, f1, g2);
-    return bwd(Linear1, z, g1);
+    done({Linear2, DropoutFF});
+    const Tensor& gz = bwd(Linear1, z, g1);
+    done({Act});
+    return gz;
   };
   // attention block: from the gradient of sum1 (= x + dropout1(sa(z))) to sa's input z's
+  // (undefined where sa sees the layer's input and that needs no gradient)
   auto attentionBackward = [&](const Tensor& z3, const Tensor& g) -> const Tensor& {
     const Tensor a = outs_[SelfAttn].reshape({N, E});
     const Tensor& ga = bwd(Dropout1, a, g);
-    return bwd(SelfAttn, z3, ga.view(shape3));
+    const Tensor& gz = bwd(SelfAttn, z3, ga.view(shape3));
+    done({Dropout1});
+    return gz;
   };
   if (!normFirst) {
     const Tensor& h = outs_[Norm1];
@@ -181,23 +204,33 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
     const Tensor& gh = feedForwardBackward(h, gSum2);
     ensure(gradH_, {N, E}, gy).copy_(gSum2);
     gradH_.add_(gh);
+    done({Norm2, Linear1});
     const Tensor& gSum1 = bwd(Norm1, sum1_, gradH_);
+    if (freesIntermediateGradients()) gradH_ = Tensor();
     const Tensor& gx = attentionBackward(input, gSum1);
-    ensure(gradIn, {N, E}, gy).copy_(gSum1);
-    gradIn.add_(gx.reshape({N, E}));
+    if (needIn) {
+      ensure(gradIn, {N, E}, gy).copy_(gSum1);
+      gradIn.add_(gx.reshape({N, E}));
+    }
   } else {
     const Tensor& n1 = outs_[Norm1];
     const Tensor& n2 = outs_[Norm2];
     const Tensor& gn2 = feedForwardBackward(n2, gy);
     const Tensor& gSum1 = bwd(Norm2, sum1_, gn2);
+    done({Linear1});
     ensure(gradH_, {N, E}, gy).copy_(gy);
     gradH_.add_(gSum1);
+    done({Norm2});
     const Tensor& gn1 = attentionBackward(n1.view(shape3), gradH_);
     const Tensor& gx = bwd(Norm1, x, gn1.reshape({N, E}));
-    ensure(gradIn, {N, E}, gy).copy_(gradH_);
-    gradIn.add_(gx);
+    done({SelfAttn});
+    if (needIn) {
+      ensure(gradIn, {N, E}, gy).copy_(gradH_);
+      gradIn.add_(gx);
+    }
+    if (freesIntermediateGradients()) gradH_ = Tensor();
   }
-  gradIn = gradIn.view(shape3);
+  gradIn = needIn ? gradIn.view(shape3) : Tensor();
 }
 
 void TransformerEncoderLayer::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {

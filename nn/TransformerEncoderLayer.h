@@ -61,10 +61,14 @@ class TransformerEncoderLayer : public Container {
 
  protected:
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
-  bool childSeesInput(size_t) const override { return false; }
+  // The child that is handed the layer's input, so setGradInputNeeded(false) reaches it:
+  // self_attn in post-norm (its input gradient then is never computed), norm1 in pre-norm.
+  bool childSeesInput(size_t i) const override { return i == (normFirst ? Norm1 : SelfAttn); }
 
  private:
   void checkModules(const char* method) const;
+  // sum = branch + x, in branch's own buffer where it can (Note [Residual sums in place])
+  static void residualSum(Tensor& sum, const Tensor& branch, const Tensor& x);
   // {S, B}; input [S x B x E] or [B x S x E]
   void checkInput(const Tensor& input, const char* method) const;
   // The children's backward in reverse; the input's gradient into `gradIn`.

@@ -314,7 +314,7 @@ int run(const Options& o) {
   standardise(train.images, mean, std);
   standardise(test.images, mean, std);
 
-  samples::register_vit_types();  // its patch embedding is a model-file type of the sample's
+  samples::register_vit_types();  // its class-token embedding: a model-file type and a twin pair
   std::shared_ptr<nn::Module> net = o.model == "lstm"  ? build_lstm_network(o.hidden)
                                     : o.model == "vit" ? samples::vision_transformer(o.hidden)
                                                        : samples::fashion_mnist_network(o.hidden);

@@ -6,7 +6,13 @@
 //   - a TransformerEncoderLayer training step (d_model 768, 12 heads, feed-forward 3072,
 //     sequence 512, batch 16, GELU, batch first, no dropout): forward, the gradient of
 //     mean(y^2), backward and a fused Adam step, with the peak device memory of the timed steps
-//     (intermediate gradients freed as soon as backward has used them, as PyTorch frees them).
+//     (intermediate gradients freed as soon as backward has used them, as PyTorch frees them);
+//   - LayerNorm(768) over 16 x 512 rows, forward and forward+backward, on our kernels and on
+//     cuDNN's graph-API layer norm (layernorm.engine=ours / cudnn), to pick the default;
+//   - the Fashion-MNIST sample's Vision Transformer (samples/VisionTransformer.h: 7x7 patches,
+//     3 pre-norm layers of width 64, dropout 0.1) training step at batch 128: forward, the
+//     cross-entropy loss and its gradient, backward and a fused Adam step, all on the GPU.
+// Every row reports the peak device memory of its timed iterations (inputs included).
 // Usage: transformer_benchmark [--dtype float16|bfloat16|float32] [--iterations N] [--warmup N]
 //                              [--json FILE] [--flags KEY=VALUE,...]
 #include <algorithm>
@@ -21,9 +27,13 @@
 #include "convert/Convert.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/attention.h"
+#include "cudnn/ops/layer_norm.h"
 #include "nn/Adam.h"
+#include "nn/CrossEntropyCriterion.h"
+#include "nn/LayerNorm.h"
 #include "nn/TransformerEncoderLayer.h"
 #include "samples/Args.h"
+#include "samples/VisionTransformer.h"
 #include "tensor/Cuda.h"
 
 namespace {
@@ -33,8 +43,10 @@ const char* kUsage =
     "                             [--json FILE] [--flags KEY=VALUE,...]\n"
     "Times cudnn::sdpa (batch 8, 12 heads, sequence 1024, head size 64; causal and not) forward and\n"
     "forward+backward, and a TransformerEncoderLayer(768, 12, 3072, GELU) training step at batch 16,\n"
-    "sequence 512 (Adam), on the GPU. scripts/bench_torch_transformer.py --ours FILE times PyTorch's\n"
-    "twins in the same way and prints the ratios.\n";
+    "sequence 512 (Adam), LayerNorm(768) over 8192 rows on both engines (layernorm.engine=ours and\n"
+    "cudnn), and the Fashion-MNIST ViT sample's step at batch 128 (Adam), on the GPU, each with its\n"
+    "peak device memory. scripts/bench_torch_transformer.py --ours FILE times PyTorch's twins in the\n"
+    "same way and prints the ratios.\n";
 
 using tensor::DType;
 using tensor::Tensor;
@@ -52,6 +64,17 @@ double median_ms(const std::function<void()>& fn, int iterations, int warmup) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// median_ms, and the peak device memory (MiB) its iterations reached above what was allocated
+// before (the inputs and the network's state count: they are allocated when it starts).
+double timed(const std::function<void()>& fn, int iterations, int warmup, double& peak_mib) {
+  fn();  // first-call allocations (plans, workspaces, module buffers) happen here
+  tensor::cuda::synchronize();
+  tensor::cuda::reset_peak_memory_stats();
+  const double ms = median_ms(fn, iterations, warmup);
+  peak_mib = static_cast<double>(tensor::cuda::memory_stats().peak_allocated_bytes) / 1048576.0;
+  return ms;
 }
 
 }  // namespace
@@ -103,22 +126,34 @@ int main(int argc, char** argv) {
     o.causal = causal;
     nn::SdpaSaved saved;
     Tensor out;
-    const double fwd = median_ms([&] { out = cudnn::sdpa(q, k, v, o, &saved); }, iterations, warmup);
-    const std::string fwd_path = cudnn::sdpa_last_path();
-    const double fwd_bwd = median_ms(
+    double fwd_peak = 0, train_peak = 0;
+    const double fwd = timed(
         [&] {
+          out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
+          out = cudnn::sdpa(q, k, v, o, &saved);
+        },
+        iterations, warmup, fwd_peak);
+    const std::string fwd_path = cudnn::sdpa_last_path();
+    const double fwd_bwd = timed(
+        [&] {
+          out = Tensor();
           out = cudnn::sdpa(q, k, v, o, &saved);
           cudnn::sdpa_backward(q, k, v, out, g, o, saved);
         },
-        iterations, warmup);
+        iterations, warmup, train_peak);
     const std::string bwd_path = cudnn::sdpa_last_path(true);
-    std::printf("sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms, forward+backward %.3f ms (%s; %s)\n",
-                dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
-                static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_bwd, fwd_path.c_str(), bwd_path.c_str());
+    std::printf(
+        "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
+        "(peak %.0f MiB) (%s; %s)\n",
+        dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
+        static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_peak, fwd_bwd, train_peak, fwd_path.c_str(),
+        bwd_path.c_str());
     tensor::Json row = tensor::Json::Object{};
     row.set("causal", tensor::Json(causal));
     row.set("forward_ms", tensor::Json(fwd));
     row.set("train_ms", tensor::Json(fwd_bwd));
+    row.set("forward_peak_mib", tensor::Json(fwd_peak));
+    row.set("train_peak_mib", tensor::Json(train_peak));
     row.set("forward_path", tensor::Json(fwd_path));
     row.set("backward_path", tensor::Json(bwd_path));
     attention.push(row);
@@ -143,19 +178,92 @@ int main(int argc, char** argv) {
       net->backward(x, gy);
       adam.step();
     };
-    step();
-    tensor::cuda::synchronize();
-    tensor::cuda::reset_peak_memory_stats();
-    const double ms = median_ms(step, iterations, warmup);
-    const double peak = tensor::cuda::memory_stats().peak_allocated_bytes / 1048576.0;
-    std::printf("encoder layer d%lld h%lld ff%lld s%lld b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
-                static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F),
-                static_cast<long long>(seq), static_cast<long long>(batch), dtype_name.c_str(), ms, peak);
+    double peak = 0;
+    const double ms = timed(step, iterations, warmup, peak);
+    // what stays allocated between steps: parameters, gradients, Adam's state, the modules'
+    // forward buffers, x (docs/performance.md accounts for it buffer by buffer)
+    const double held = static_cast<double>(tensor::cuda::memory_stats().allocated_bytes) / 1048576.0;
+    std::printf(
+        "encoder layer d%lld h%lld ff%lld s%lld b%lld %s Adam step: %.3f ms, peak %.0f MiB (%.0f MiB between "
+        "steps)\n",
+        static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F),
+        static_cast<long long>(seq), static_cast<long long>(batch), dtype_name.c_str(), ms, peak, held);
     tensor::Json row = tensor::Json::Object{};
     row.set("step_ms", tensor::Json(ms));
     row.set("peak_mib", tensor::Json(peak));
+    row.set("held_mib", tensor::Json(held));
     row.set("optimizer", tensor::Json(std::string("adam")));
     results.set("encoder_step", row);
+  }
+
+  // ---- LayerNorm: our kernels against cuDNN's graph-API layer norm (layernorm.engine) ----
+  {
+    const int64_t rows = 16 * 512, E = 768;
+    tensor::Json norms = tensor::Json::Array{};
+    const Tensor x = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), dt, gpu);
+    const Tensor gy = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), dt, gpu);
+    for (cudnn::LayerNormEngine engine : {cudnn::LayerNormEngine::Ours, cudnn::LayerNormEngine::Cudnn}) {
+      cudnn::ScopedLayerNormEngine use(engine);
+      auto norm = nn::convert(std::make_shared<nn::LayerNorm>(tensor::Shape{E}), cudnn::backend);
+      norm->to(gpu);
+      norm->to(dt);
+      double fwd_peak = 0, train_peak = 0;
+      const double fwd = timed([&] { norm->forward(x); }, iterations, warmup, fwd_peak);
+      const std::string fwd_path = cudnn::layer_norm_last_path();
+      const double train = timed(
+          [&] {
+            norm->forward(x);
+            norm->backward(x, gy);
+          },
+          iterations, warmup, train_peak);
+      const std::string bwd_path = cudnn::layer_norm_last_path(true);
+      const char* name = cudnn::layer_norm_engine_name(engine);
+      std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
+                  static_cast<long long>(rows), static_cast<long long>(E), dtype_name.c_str(), name, fwd, train,
+                  fwd_path.c_str(), bwd_path.c_str());
+      tensor::Json row = tensor::Json::Object{};
+      row.set("engine", tensor::Json(std::string(name)));
+      row.set("forward_ms", tensor::Json(fwd));
+      row.set("train_ms", tensor::Json(train));
+      row.set("forward_path", tensor::Json(fwd_path));
+      row.set("backward_path", tensor::Json(bwd_path));
+      row.set("train_peak_mib", tensor::Json(train_peak));
+      norms.push(row);
+    }
+    results.set("layernorm", norms);
+  }
+
+  // ---- the Fashion-MNIST ViT sample's step ----
+  {
+    const int64_t batch = 128;
+    samples::register_vit_types();
+    nn::ModulePtr net = nn::convert(samples::vision_transformer(), cudnn::backend);
+    net->to(gpu);
+    net->to(dt);
+    net->setGradInputNeeded(false);  // the images need no gradient, as in the sample
+    net->setFreeIntermediateGradients(true);
+    nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+    nn::Adam adam(*net, 1e-3);
+    const Tensor x = tensor::normal({batch, 1, 28, 28}, 0, 1, tensor::default_generator(), dt, gpu);
+    const Tensor labels =
+        tensor::uniform({batch}, 0, 10, tensor::default_generator(), DType::Float64).floor().to(gpu, DType::Int64);
+    auto step = [&] {
+      adam.zeroGrad();
+      const Tensor& scores = net->forward(x);
+      criterion->forward(scores, labels);
+      net->backward(x, criterion->backward(scores, labels));
+      adam.step();
+    };
+    double peak = 0;
+    const double ms = timed(step, iterations, warmup, peak);
+    std::printf(
+        "vit (fashion_mnist --model vit: dim 64, 3 layers, 17 tokens) b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
+        static_cast<long long>(batch), dtype_name.c_str(), ms, peak);
+    tensor::Json row = tensor::Json::Object{};
+    row.set("step_ms", tensor::Json(ms));
+    row.set("peak_mib", tensor::Json(peak));
+    row.set("batch", tensor::Json(batch));
+    results.set("vit_step", row);
   }
   if (!json_path.empty()) {
     std::ofstream f(json_path);

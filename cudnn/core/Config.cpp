@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "cudnn/ops/layer_norm.h"
 #include "tensor/DType.h"
 
 namespace cudnn {
@@ -229,6 +230,9 @@ void apply_flags(Config& next, const std::string& flags) {
       next.channels_last = parse_bool(key, value);
     } else if (key == "attention.fused") {
       next.attention_fused = parse_bool(key, value);
+    } else if (key == "layernorm.engine") {
+      // kept by ops/layer_norm.cpp, not in Config: set at once (ScopedConfig leaves it alone)
+      set_layer_norm_engine(parse_layer_norm_engine(value));
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -246,7 +250,7 @@ void apply_flags(Config& next, const std::string& flags) {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph, conv.cache_limit, channels_last, attention.fused)");
+                          "conv.graph, conv.cache_limit, channels_last, attention.fused, layernorm.engine)");
     }
   }
 }

@@ -75,10 +75,30 @@ Tensor draw_mask(const nn::SdpaOptions& o, const Problem& p) {
 
 // The view cuDNN's engines take: unit stride along the head dimension, 16-byte aligned base
 // and strides; otherwise a contiguous copy.
-Tensor engine_view(const Tensor& t) {
+bool engine_takes(const Tensor& t) {
   bool ok = t.stride(3) == 1 && reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0;
   for (int i = 0; i < 3 && ok; ++i) ok = t.stride(i) % 8 == 0;
-  return ok ? t : t.contiguous();
+  return ok;
+}
+Tensor engine_view(const Tensor& t) { return engine_takes(t) ? t : t.contiguous(); }
+
+// Where a path writes a result bound for `dest`: dest itself where the path takes its strides,
+// else a packed scratch tensor that finish_into copies over.
+Tensor writable(const Tensor& dest, bool fused) {
+  const bool ok = fused ? engine_takes(dest) : dest.is_contiguous();
+  return ok ? dest : tensor::empty(dest.sizes(), dest.dtype(), dest.device());
+}
+void finish_into(Tensor dest, const Tensor& written) {
+  if (!written.is_same_view(dest)) dest.copy_(written);
+}
+
+// A caller's destination: the expected shape, dtype and device.
+void check_destination(const std::string& where, const char* what, const Tensor& t, const Shape& shape,
+                       const Problem& p) {
+  if (t.sizes() != shape || t.dtype() != p.dtype || t.device() != p.device) {
+    throw tensor::Error(where + "expected " + what + " " + tensor::shape_str(shape) + " " + tensor::name(p.dtype) +
+                        " on " + p.device.str() + ", got " + t.description());
+  }
 }
 
 struct CachedPlan {
@@ -295,16 +315,27 @@ void fallback_backward(const Problem& p, const Tensor& q, const Tensor& k, const
 
 }  // namespace
 
-Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options, nn::SdpaSaved* saved) {
+Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options, nn::SdpaSaved* saved,
+            const Tensor& into) {
   const std::string where = "cudnn::sdpa: ";
   const Problem p = checked_problem(where, q, k, v, options);
+  const Shape out_shape{p.b, p.h, p.sq, p.dv};
+  if (into.defined()) check_destination(where, "out", into, out_shape, p);
   const Tensor lengths = lengths_on(options, p);
   const Tensor mask = draw_mask(options, p);
-  Tensor out = tensor::empty({p.b, p.h, p.sq, p.dv}, p.dtype, p.device);
+  const Tensor out = into.defined() ? into : tensor::empty(out_shape, p.dtype, p.device);
   Tensor lse = tensor::empty({p.b, p.h, p.sq}, acc_dtype(p.dtype), p.device);
   std::string why = fused_refusal(p);
-  if (!(why.empty() && fused_forward(p, q, k, v, lengths, mask, out, lse, options.causal, why))) {
-    fallback_forward(p, q, k, v, lengths, mask, out, lse, options.causal);
+  bool done = false;
+  if (why.empty()) {
+    const Tensor w = writable(out, true);
+    done = fused_forward(p, q, k, v, lengths, mask, w, lse, options.causal, why);
+    if (done) finish_into(out, w);
+  }
+  if (!done) {
+    const Tensor w = writable(out, false);
+    fallback_forward(p, q, k, v, lengths, mask, w, lse, options.causal);
+    finish_into(out, w);
     why = "fallback: " + why;
   }
   last_forward_path = why;
@@ -316,7 +347,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOpt
 }
 
 nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& gradOut,
-                            const nn::SdpaOptions& options, const nn::SdpaSaved& saved) {
+                            const nn::SdpaOptions& options, const nn::SdpaSaved& saved, const nn::SdpaGrads* into) {
   const std::string where = "cudnn::sdpa_backward: ";
   const Problem p = checked_problem(where, q, k, v, options);
   const Shape out_shape{p.b, p.h, p.sq, p.dv};
@@ -338,17 +369,36 @@ nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
     throw tensor::Error(where + "expected the forward's dropout mask, got " +
                         (saved.dropoutMask.defined() ? saved.dropoutMask.description() : std::string("none")));
   }
+  if (into) {
+    check_destination(where, "the q gradient", into->q, q.sizes(), p);
+    check_destination(where, "the k gradient", into->k, k.sizes(), p);
+    check_destination(where, "the v gradient", into->v, v.sizes(), p);
+  }
   const Tensor lengths = lengths_on(options, p);
-  nn::SdpaGrads g{tensor::empty(q.sizes(), p.dtype, p.device), tensor::empty(k.sizes(), p.dtype, p.device),
-                  tensor::empty(v.sizes(), p.dtype, p.device)};
+  nn::SdpaGrads g =
+      into ? *into
+           : nn::SdpaGrads{tensor::empty(q.sizes(), p.dtype, p.device), tensor::empty(k.sizes(), p.dtype, p.device),
+                           tensor::empty(v.sizes(), p.dtype, p.device)};
   if (p.b * p.h == 0) return g;
   if (p.sq == 0 || p.sk == 0) {  // no products: every gradient is zero
     g.q.zero_(), g.k.zero_(), g.v.zero_();
     return g;
   }
+  auto writable_grads = [&](bool fused) {
+    return nn::SdpaGrads{writable(g.q, fused), writable(g.k, fused), writable(g.v, fused)};
+  };
+  auto finish = [&](const nn::SdpaGrads& w) { finish_into(g.q, w.q), finish_into(g.k, w.k), finish_into(g.v, w.v); };
   std::string why = fused_refusal(p);
-  if (!(why.empty() && fused_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, g, why))) {
-    fallback_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, g);
+  bool done = false;
+  if (why.empty()) {
+    const nn::SdpaGrads w = writable_grads(true);
+    done = fused_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, w, why);
+    if (done) finish(w);
+  }
+  if (!done) {
+    const nn::SdpaGrads w = writable_grads(false);
+    fallback_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, w);
+    finish(w);
     why = "fallback: " + why;
   }
   last_backward_path = why;

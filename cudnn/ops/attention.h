@@ -16,11 +16,17 @@
 
 namespace cudnn {
 
+// `out`, when defined, is where the result goes: a [B x H x Sq x Dv] tensor of q's dtype and
+// device, of any strides (a head view of a module's token rows); the fused engines write it in
+// place when its strides suit them, so no second copy of the output exists. Returns it.
 tensor::Tensor sdpa(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
-                    const nn::SdpaOptions& options = {}, nn::SdpaSaved* saved = nullptr);
+                    const nn::SdpaOptions& options = {}, nn::SdpaSaved* saved = nullptr,
+                    const tensor::Tensor& out = tensor::Tensor());
+// `into`, when given, holds where the gradients go (q's, k's and v's shapes, any strides), as
+// `out` above; returned then.
 nn::SdpaGrads sdpa_backward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
                             const tensor::Tensor& out, const tensor::Tensor& gradOut, const nn::SdpaOptions& options,
-                            const nn::SdpaSaved& saved);
+                            const nn::SdpaSaved& saved, const nn::SdpaGrads* into = nullptr);
 
 // The path the last sdpa (or sdpa_backward) on this thread took: "fused attention engine N",
 // or "fallback: <why>". For tests and benchmarks.

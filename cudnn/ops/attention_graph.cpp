@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cudnn/core/BackendDescriptor.h"
+#include "cudnn/ops/graph_plan.h"
 
 namespace cudnn::graph {
 
@@ -36,17 +37,7 @@ class GraphBuilder {
 
   const BackendDescriptor& tensor(int64_t uid, cudnnDataType_t type, const Shape& dims, const Shape& strides,
                                   bool is_virtual = false, bool by_value = false) {
-    BackendDescriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    d.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type);
-    d.set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, dims);
-    d.set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides);
-    d.set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
-    d.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);
-    const bool yes = true;
-    if (is_virtual) d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
-    if (by_value) d.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
-    d.finalize("tensor");
-    keep_.push_back(std::move(d));
+    keep_.push_back(tensor_descriptor(uid, type, dims, strides, is_virtual, by_value));
     if (!is_virtual) used_.insert(uid);
     return keep_.back();
   }
@@ -335,29 +326,10 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
     objects->keep.push_back(std::move(graph));
     const cudnnBackendDescriptor_t graph_raw = objects->keep.back().get();
     std::string tried;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      HeuristicResults ranked = heuristic_configs(graph_raw, mode, tried);
-      std::vector<BackendDescriptor>& configs = ranked.configs;
-      const int64_t got = static_cast<int64_t>(configs.size());
-      for (int64_t i = 0; i < got; ++i) {
-        BackendDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-        plan.set_handle(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, h);
-        plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
-        const cudnnStatus_t st = plan.try_finalize();
-        if (st != CUDNN_STATUS_SUCCESS) {
-          tried += std::string(tried.empty() ? "" : "; ") + "plan: " + cudnnGetErrorString(st);
-          continue;
-        }
-        BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-        cudnnBackendDescriptor_t engine_raw = engine.get();
-        configs[i].get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_raw);
-        const int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
-        const auto ws = static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
-        objects->keep.push_back(std::move(configs[i]));
-        objects->keep.push_back(std::move(*ranked.heuristics));
-        objects->keep.push_back(std::move(plan));
-        return std::make_shared<SdpaPlan>(objects, ws, "fused attention engine " + std::to_string(index));
-      }
+    PlanInfo info;
+    if (first_plan(graph_raw, h, objects->keep, info, tried)) {
+      return std::make_shared<SdpaPlan>(objects, info.workspace,
+                                        "fused attention engine " + std::to_string(info.engine));
     }
     why = "no cuDNN engine takes the attention graph" + (tried.empty() ? std::string() : " (" + tried + ")");
   } catch (const tensor::Error& e) {
@@ -369,21 +341,7 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
 cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, void* ws) const {
   ptrs.emplace_back(kNegInf, const_cast<float*>(&neg_inf_));
   ptrs.emplace_back(kOne, const_cast<float*>(&one_));
-  // exactly the graph's real tensors: cuDNN refuses a variant pack with others
-  // (BAD_PARAM_NULL_POINTER from isCompatibleVariantPack, cuDNN 9.14)
-  std::vector<int64_t> uids;
-  std::vector<void*> data;
-  for (auto& [uid, p] : ptrs) {
-    if (!objects_->used.count(uid)) continue;
-    uids.push_back(uid);
-    data.push_back(p);
-  }
-  BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(data.size()), data.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-  if (const cudnnStatus_t st = pack.try_finalize(); st != CUDNN_STATUS_SUCCESS) return st;
-  return cudnnBackendExecute(h, objects_->keep.back().get(), pack.get());
+  return execute(h, objects_->keep.back().get(), objects_->used, ptrs, ws);
 }
 
 }  // namespace cudnn::graph

@@ -221,6 +221,43 @@ TEST_CASE("cudnn::sdpa takes strided views (heads of a packed projection) as nn:
   }
 }
 
+TEST_CASE("cudnn::sdpa writes its output and gradients into the strided views it is handed") {
+  // what cudnn.MultiheadAttention hands it: heads of token rows, so no second copy exists
+  Generator gen(7206);
+  const int64_t S = 32, B = 2, H = 4, D = 16;
+  const Tensor qkv = uniform({S, B, 3, H, D}, -1, 1, gen, DType::Float64);
+  auto part = [&](const Tensor& t, int64_t i) { return t.select(2, i).permute({1, 2, 0, 3}); };
+  const Tensor dout = uniform({B, H, S, D}, -1, 1, gen, DType::Float64);
+  for (DType dt : {DType::Float16, DType::BFloat16, DType::Float32}) {  // fused, fused, fallback
+    for (bool fused : {true, false}) {
+      INFO(name(dt), fused ? "" : " attention.fused=false");
+      cudnn::ScopedConfig flags(fused ? "allow_tf32=false" : "allow_tf32=false,attention.fused=false");
+      const Tensor g = qkv.to(gpu, dt);
+      nn::SdpaSaved rs, gs;
+      const Tensor ref = nn::sdpa(part(qkv, 0), part(qkv, 1), part(qkv, 2), {}, &rs);
+      const Tensor rows = tensor::empty({S, B, H, D}, dt, gpu);
+      const Tensor out = rows.permute({1, 2, 0, 3});
+      CHECK(cudnn::sdpa(part(g, 0), part(g, 1), part(g, 2), {}, &gs, out).is_same_view(out));
+      if (fused && dt != DType::Float32) CHECK(cudnn::sdpa_last_path().rfind("fallback", 0) != 0);
+      CHECK(rel(rows.permute({1, 2, 0, 3}), ref) < tolerance(dt));
+      const nn::SdpaGrads rg = nn::sdpa_backward(part(qkv, 0), part(qkv, 1), part(qkv, 2), ref, dout, {}, rs);
+      const Tensor grows = tensor::full({S, B, 3, H, D}, 7.0, dt, gpu);
+      const nn::SdpaGrads into{part(grows, 0), part(grows, 1), part(grows, 2)};
+      const nn::SdpaGrads gg =
+          cudnn::sdpa_backward(part(g, 0), part(g, 1), part(g, 2), out, dout.to(gpu, dt), {}, gs, &into);
+      CHECK(gg.q.is_same_view(into.q));
+      CHECK(rel(part(grows, 0), rg.q) < 2 * tolerance(dt));
+      CHECK(rel(part(grows, 1), rg.k) < 2 * tolerance(dt));
+      CHECK(rel(part(grows, 2), rg.v) < 2 * tolerance(dt));
+    }
+  }
+  // a destination of the wrong shape is refused by name
+  const Tensor q = uniform({1, 2, 8, 16}, -1, 1, gen, DType::Float16, gpu);
+  CHECK_THROWS_WITH_AS(
+      cudnn::sdpa(q, q, q, {}, nullptr, tensor::empty({1, 2, 8, 8}, DType::Float16, gpu)),
+      "cudnn::sdpa: expected out [1 x 2 x 8 x 16] float16 on cuda:0, got float16 [1 x 2 x 8 x 8] on cuda:0", Error);
+}
+
 TEST_CASE("cudnn::sdpa gives nn::sdpa's NaN and Inf and handles an empty batch") {
   Generator gen(7205);
   const Geometry g{1, 2, 8, 8, 16, 16};

@@ -84,6 +84,21 @@ TEST_CASE("cudnn.Dropout in place masks the input itself") {
   CHECK(max_abs_diff(g, twin.noise) == 0);
 }
 
+TEST_CASE("cudnn.Dropout with p = 0 or in evaluation hands back the input and gradOutput themselves") {
+  Generator gen(3705);
+  const Tensor x = uniform({6, 7}, -1, 1, gen, DType::Float16, gpu);
+  const Tensor g = uniform({6, 7}, -1, 1, gen, DType::Float16, gpu);
+  cudnn::Dropout none(0);
+  none.to(gpu);
+  CHECK(none.forward(x).is_same_view(x));
+  CHECK(none.backward(x, g).is_same_view(g));
+  cudnn::Dropout eval(0.5);
+  eval.to(gpu);
+  eval.evaluate();
+  CHECK(eval.forward(x).is_same_view(x));
+  CHECK(eval.backward(x, g).is_same_view(g));
+}
+
 TEST_CASE("cudnn.Dropout convert round trip, printing and errors") {
   Generator gen(3704);
   auto d = std::make_shared<nn::Dropout>(0.3);

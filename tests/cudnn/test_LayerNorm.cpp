@@ -8,6 +8,7 @@
 
 #include "cudnn/LayerNorm.h"
 #include "cudnn/core/Config.h"
+#include "cudnn/ops/layer_norm.h"
 #include "nn/LayerNorm.h"
 #include "tests/support/ErrorText.h"
 #include "tests/support/SteadyState.h"
@@ -62,6 +63,35 @@ TEST_CASE("cudnn.LayerNorm matches nn.LayerNorm in every dtype, contiguous or no
       }
     }
   }
+}
+
+TEST_CASE("cudnn.LayerNorm under layernorm.engine=cudnn runs cuDNN's layer norm and matches nn.LayerNorm") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  cudnn::ScopedLayerNormEngine restore(cudnn::layer_norm_engine());  // ours again at the end
+  cudnn::set_flags("layernorm.engine=cudnn");
+  Generator gen(2508);
+  for (const Case& c : {Case{{768}, {64, 768}, true}, Case{{4, 8}, {6, 4, 8}, true}}) {
+    for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+      INFO("normalized ", shape_str(c.normalized), " ", name(dt));
+      auto ref = reference(c, gen);
+      cudnn::LayerNorm twin(c.normalized, 1e-5, c.affine);
+      TwinTolerance tol = TwinTolerance::for_dtype(dt);
+      tol.backward *= 2;  // cuDNN sums the parameter gradients in its own order
+      expect_twin_matches(*ref, twin, uniform(c.input, -1, 3, gen, DType::Float64), dt, tol, false);
+      // the engine that ran: cuDNN's on an sm80+ GPU with cuDNN 9 (a refusal would say why)
+      INFO(cudnn::layer_norm_last_path(), " / ", cudnn::layer_norm_last_path(true));
+      CHECK(cudnn::layer_norm_last_path().rfind("cudnn engine", 0) == 0);
+      CHECK(cudnn::layer_norm_last_path(true).rfind("cudnn engine", 0) == 0);
+    }
+  }
+  // float64 and no affine: our kernels, saying why
+  cudnn::LayerNorm f64({5}, 1e-5, true);
+  f64.to(gpu);
+  f64.to(DType::Float64);
+  f64.forward(uniform({3, 5}, -1, 1, gen, DType::Float64, gpu));
+  CHECK(cudnn::layer_norm_last_path() == "ours: cuDNN's layer norm takes no float64");
+  CHECK_THROWS_WITH_AS(cudnn::set_flags("layernorm.engine=fast"),
+                       "cudnn flags: layernorm.engine expects ours or cudnn, got 'fast'", Error);
 }
 
 TEST_CASE("cudnn.LayerNorm keeps nn's statistics, in float32 for 16-bit input") {

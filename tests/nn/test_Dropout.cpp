@@ -64,6 +64,32 @@ TEST_CASE("Dropout: evaluation is the identity, p = 0, v1 and in-place variants"
   CHECK(max_abs_diff(g, inplace.noise) == 0);
 }
 
+TEST_CASE("Dropout with p = 0 or in evaluation hands back the input and gradOutput themselves") {
+  manual_seed(4);
+  const Tensor x = uniform({3, 7}, -1, 1, default_generator(), DType::Float64);
+  const Tensor g = uniform({3, 7}, -1, 1, default_generator(), DType::Float64);
+  const Tensor x0 = x.clone(), g0 = g.clone();
+  nn::Dropout none(0);
+  CHECK(none.forward(x).is_same_view(x));
+  CHECK(none.backward(x, g).is_same_view(g));
+  CHECK_FALSE(none.noise.defined());  // no mask drawn either
+  nn::Dropout eval(0.5);
+  eval.evaluate();
+  CHECK(eval.forward(x).is_same_view(x));
+  CHECK(eval.backward(x, g).is_same_view(g));
+  // v1 scales at evaluation, so it still writes its own output
+  nn::Dropout v1(0.5, true);
+  v1.evaluate();
+  CHECK_FALSE(v1.forward(x).is_same_view(x));
+  // back to training with p > 0: a fresh output and gradInput, never writing into the tensors
+  // the identity passes handed back
+  eval.train();
+  CHECK_FALSE(eval.forward(x).is_same_view(x));
+  CHECK_FALSE(eval.backward(x, g).is_same_view(g));
+  CHECK(max_abs_diff(x, x0) == 0);
+  CHECK(max_abs_diff(g, g0) == 0);
+}
+
 TEST_CASE("Dropout masks are reproducible from the seed") {
   nn::Dropout d(0.5);
   const Tensor x = ones({64}, DType::Float32);

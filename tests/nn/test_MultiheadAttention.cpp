@@ -180,15 +180,15 @@ struct CountingAttention : nn::MultiheadAttention {
     ++gradParameters;
     nn::MultiheadAttention::linearGradParameters(x, gy, gw, gb, scale);
   }
-  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& o,
-                   nn::SdpaSaved& s) override {
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& o, nn::SdpaSaved& s,
+                 Tensor out) override {
     ++attentions;
-    return nn::MultiheadAttention::attention(q, k, v, o, s);
+    nn::MultiheadAttention::attention(q, k, v, o, s, out);
   }
-  nn::SdpaGrads attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& g,
-                                  const nn::SdpaOptions& o, const nn::SdpaSaved& s) override {
+  void attentionBackward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& g,
+                         const nn::SdpaOptions& o, const nn::SdpaSaved& s, nn::SdpaGrads into) override {
     ++attentionBackwards;
-    return nn::MultiheadAttention::attentionBackward(q, k, v, out, g, o, s);
+    nn::MultiheadAttention::attentionBackward(q, k, v, out, g, o, s, into);
   }
 };
 }  // namespace
@@ -211,4 +211,12 @@ TEST_CASE("MultiheadAttention computes through its primitives alone (what the cu
   CHECK(c.linears == 3);  // q from the input, k and v from the memory, the output
   CHECK(c.gradInputs == 3);
   CHECK(c.gradParameters == 3);
+  // without gradInput the input's gradient GEMM is skipped, the parameters' gradients are not
+  CountingAttention n(4, 2);
+  n.setGradInputNeeded(false);
+  n.forward(x);
+  CHECK_FALSE(n.backward(x, uniform({3, 2, 4}, -1, 1, gen)).defined());
+  CHECK(n.gradInputs == 1);  // the output projection's, into the attention
+  CHECK(n.gradParameters == 2);
+  CHECK(n.gradInProjWeight.norm() > 0);
 }

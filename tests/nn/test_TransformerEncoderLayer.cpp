@@ -135,3 +135,43 @@ TEST_CASE("TransformerEncoderLayer: configuration round trip and state round tri
   CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer::fromConfig(a.config(), {}),
                        "nn.TransformerEncoderLayer: expected 9 children, got 0", Error);
 }
+
+TEST_CASE("TransformerEncoderLayer without gradInput and freeing gradients: the same parameter gradients") {
+  // the benchmark's switches: the attention skips its input's gradient (post-norm; norm1 does
+  // in pre-norm), and every child's gradInput goes as soon as it is consumed
+  Generator gen(20261125);
+  for (bool normFirst : {false, true}) {
+    INFO("normFirst ", normFirst);
+    nn::TransformerEncoderLayer ref(8, 2, 12, 0.0, "gelu", true, normFirst),
+        lean(8, 2, 12, 0.0, "gelu", true, normFirst);
+    ref.to(DType::Float64);
+    lean.to(DType::Float64);
+    lean.loadStateDict(ref.stateDict());
+    lean.setGradInputNeeded(false);
+    lean.setFreeIntermediateGradients(true);
+    const Tensor x = uniform({2, 5, 8}, -1, 1, gen, DType::Float64);
+    const Tensor gy = uniform({2, 5, 8}, -1, 1, gen, DType::Float64);
+    for (int step = 0; step < 2; ++step) {  // the second step reuses the first's buffers
+      ref.zeroGradParameters();
+      lean.zeroGradParameters();
+      CHECK(max_abs_diff(lean.forward(x), ref.forward(x)) == 0);
+      ref.backward(x, gy);
+      CHECK_FALSE(lean.backward(x, gy).defined());
+      CHECK_FALSE(lean.get(normFirst ? nn::TransformerEncoderLayer::Norm1 : nn::TransformerEncoderLayer::SelfAttn)
+                      ->gradInput.defined());
+      const auto want = ref.namedGradParameters(), got = lean.namedGradParameters();
+      REQUIRE(want.size() == got.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO(want[i].first);
+        CHECK(max_abs_diff(got[i].second, want[i].second) < 1e-13);
+      }
+    }
+    // Note [Residual sums in place]: the attention's output buffer holds x + sa(x) now
+    if (!normFirst) {
+      nn::MultiheadAttention sa(8, 2, 0.0, true, true);
+      sa.to(DType::Float64);
+      sa.loadStateDict(lean.selfAttn().stateDict());
+      CHECK(max_abs_diff(lean.selfAttn().output, sa.forward(x).add(x)) == 0);
+    }
+  }
+}
