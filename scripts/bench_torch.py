@@ -3,9 +3,12 @@
 synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
 The input requires a gradient only where ours computed the first module's gradInput
 (convnet_benchmark --input-grad, recorded in its JSON), so both sides do the same work.
-Device memory per row: torch.cuda.max_memory_allocated against our caching allocator's peak,
-over the timed iterations (after the warm-up: the table's MiB columns, "steady") and over the
-whole row (algorithm searches and CUDA-graph capture included), both in the JSON.
+Device memory per row, from an empty cache: torch.cuda.max_memory_allocated and
+max_memory_reserved against our caching allocator's allocated and reserved peaks, over the timed
+iterations (after the warm-up: "steady", the table's MiB columns) and over the whole row
+(algorithm searches and CUDA-graph capture included: "peak"), all four in the JSON and on the
+row's memory line with the ratios ours / torch (issue 28's goal: steady allocated <= 1.1,
+peak allocated <= 1.5).
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
@@ -152,7 +155,8 @@ def sync():
         torch.cuda.synchronize()
 
 
-MEM = {'row': 0, 'steady': 0}  # peak bytes of the current row: overall, and over timed iterations
+# peak bytes of the current row, allocated and reserved: overall, and over the timed iterations
+MEM = {'row': 0, 'steady': 0, 'row_reserved': 0, 'steady_reserved': 0}
 
 
 def time_ms(step, iterations, warmup):
@@ -162,6 +166,7 @@ def time_ms(step, iterations, warmup):
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     if cuda:  # as convnet_benchmark: the steady-state peak excludes warm-up and searches
         MEM['row'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        MEM['row_reserved'] = max(MEM['row_reserved'], torch.cuda.max_memory_reserved())
         torch.cuda.reset_peak_memory_stats()
     out = []
     for _ in range(iterations):
@@ -171,7 +176,9 @@ def time_ms(step, iterations, warmup):
         out.append((time.perf_counter() - t0) * 1000)
     if cuda:
         MEM['steady'] = max(MEM['steady'], torch.cuda.max_memory_allocated())
+        MEM['steady_reserved'] = max(MEM['steady_reserved'], torch.cuda.max_memory_reserved())
         MEM['row'] = max(MEM['row'], MEM['steady'])
+        MEM['row_reserved'] = max(MEM['row_reserved'], MEM['steady_reserved'])
     return statistics.median(out)
 
 
@@ -369,6 +376,24 @@ def mib(nbytes):
     return f'{nbytes / 2**20:.0f}'
 
 
+MEMORY_KEYS = [('steady', 'steady_device_bytes', 'steady_reserved_bytes'),
+               ('peak', 'peak_device_bytes', 'peak_reserved_bytes')]
+
+
+def memory_line(r, o):
+    """The row's device memory, MiB allocated / reserved, torch's and ours, with ours / torch."""
+    parts = []
+    for what, alloc, reserved in MEMORY_KEYS:
+        part = f'{what} torch {mib(r[alloc])}/{mib(r[reserved])}'
+        if o and alloc in o:
+            part += f", ours {mib(o[alloc])}/{mib(o[reserved]) if reserved in o else '-'}"
+            if r[alloc]:
+                part += f' (x{o[alloc] / r[alloc]:.2f}'
+                part += f' / x{o[reserved] / r[reserved]:.2f})' if reserved in o and r[reserved] else ')'
+        parts.append(part)
+    return '  memory MiB allocated/reserved: ' + '; '.join(parts) + (' (x: ours / torch)' if o else '')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--ours', help="convnet_benchmark's --json output, for ratios")
@@ -424,7 +449,7 @@ def main():
             shape = ours[name]['input']
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-        MEM.update(row=0, steady=0)
+        MEM.update(row=0, steady=0, row_reserved=0, steady_reserved=0)
         torch.manual_seed(1)
         fmt = torch.channels_last if args.channels_last and len(shape) == 4 else torch.contiguous_format
         model = make().to(dev, dtype).train().to(memory_format=fmt)
@@ -448,6 +473,8 @@ def main():
                 make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
         r['peak_device_bytes'] = max(MEM['row'], torch.cuda.max_memory_allocated())
         r['steady_device_bytes'] = MEM['steady']
+        r['peak_reserved_bytes'] = max(MEM['row_reserved'], torch.cuda.max_memory_reserved())
+        r['steady_reserved_bytes'] = MEM['steady_reserved']
         results.append(r)
         line = f'{name:9} {fwd:10.3f}'
         if name in ours:
@@ -459,6 +486,7 @@ def main():
         else:
             line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['steady_device_bytes']):>9}"
         print(line, flush=True)
+        print(memory_line(r, ours.get(name)), flush=True)
         if want_step:
             line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
                 ', '.join(f'{k} {v:.3f}' for k, v in r['step_variants_ms'].items()) + ')'
