@@ -2,8 +2,10 @@
 // (L1-L5) and whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes JSON. Each timed
 // iteration ends with a device synchronisation; the median is reported.
 // --step adds the whole training step (loss, backward, optimizer update). Device memory comes
-// from the caching allocator: the row's peak (algorithm searches included) and the peak over
-// the timed iterations alone (the table's "peak MiB"). The first module computes no
+// from the caching allocator, which starts each row empty: the peak over the timed iterations
+// alone ("steady") and over the whole row (algorithm searches included, "peak"), each as bytes
+// allocated (in tensors and workspaces) and reserved (held from the driver, cached blocks
+// included), as PyTorch's max_memory_allocated / max_memory_reserved. The first module computes no
 // gradInput (the input needs none) unless --input-grad. scripts/bench_torch.py times the same
 // networks the same way in PyTorch, for ratios.
 //
@@ -207,8 +209,10 @@ struct Result {
   int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
   double step_ms = 0;     // with --step, for networks with [batch x classes] output; else 0
-  size_t peak_bytes = 0;    // the caching allocator's peak over the row (algorithm searches included)
-  size_t steady_bytes = 0;  // its peak over the timed iterations alone (after the warm-up)
+  // the caching allocator's peaks, allocated and reserved: over the row (algorithm searches
+  // included), and over the timed iterations alone (after the warm-up)
+  size_t peak_bytes = 0, peak_reserved = 0;
+  size_t steady_bytes = 0, steady_reserved = 0;
   struct Layer {
     std::string module;
     double forward_ms, train_ms;
@@ -298,7 +302,10 @@ double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, b
 }
 
 Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
-  if (device.is_cuda()) tensor::cuda::reset_peak_memory_stats();
+  if (device.is_cuda()) {  // each row from an empty cache, as bench_torch.py's torch.cuda.empty_cache()
+    tensor::cuda::empty_cache();
+    tensor::cuda::reset_peak_memory_stats();
+  }
   samples::Benchmark b = samples::make_benchmark(name);
   if (o.batch) b.input[b.batchDim] = o.batch;
   std::shared_ptr<nn::Module> net = b.net;
@@ -315,11 +322,12 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   auto sync = [&] {
     if (device.is_cuda()) tensor::cuda::synchronize();
   };
-  size_t steady = 0, r_peak = 0;
+  Result mem;  // the memory peaks so far
   auto time_ms = [&](auto&& step) {
     for (int64_t i = 0; i < o.warmup; ++i) step();
     sync();
-    const size_t row_peak = device.is_cuda() ? tensor::cuda::memory_stats().peak_allocated_bytes : 0;
+    const tensor::cuda::MemoryStats warm =
+        device.is_cuda() ? tensor::cuda::memory_stats() : tensor::cuda::MemoryStats{};
     if (device.is_cuda()) tensor::cuda::reset_peak_memory_stats();
     std::vector<double> ms;
     for (int64_t i = 0; i < o.iterations; ++i) {
@@ -329,10 +337,12 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     if (device.is_cuda()) {
-      const size_t timed = tensor::cuda::memory_stats().peak_allocated_bytes;
-      steady = std::max(steady, timed);
+      const tensor::cuda::MemoryStats timed = tensor::cuda::memory_stats();
+      mem.steady_bytes = std::max(mem.steady_bytes, timed.peak_allocated_bytes);
+      mem.steady_reserved = std::max(mem.steady_reserved, timed.peak_reserved_bytes);
       // the row's peak keeps what came before the reset
-      r_peak = std::max({r_peak, row_peak, timed});
+      mem.peak_bytes = std::max({mem.peak_bytes, warm.peak_allocated_bytes, timed.peak_allocated_bytes});
+      mem.peak_reserved = std::max({mem.peak_reserved, warm.peak_reserved_bytes, timed.peak_reserved_bytes});
     }
     return median(ms);
   };
@@ -350,8 +360,10 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     r.step_ms = time_step(*net, x, y.size(1), name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(),
                           o.warmup, time_ms);
   }
-  r.peak_bytes = r_peak;
-  r.steady_bytes = steady;
+  r.peak_bytes = mem.peak_bytes;
+  r.peak_reserved = mem.peak_reserved;
+  r.steady_bytes = mem.steady_bytes;
+  r.steady_reserved = mem.steady_reserved;
   // Each top-level module on the input it sees inside the network, timed alone the same way
   // (a synchronisation per iteration, so the parts add up to more than the whole).
   if (o.per_layer && net->children()) {
@@ -467,16 +479,20 @@ int run(const Options& o) {
     std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, eager\n",
                 o.amp.c_str(), o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "");
   }
-  std::printf("%-9s %-22s %12s %14s %12s %10s %9s\n", "network", "input", "forward ms", "fwd+bwd ms", "img/s (train)",
-              "step ms", "peak MiB");
+  // memory: MiB allocated / reserved, over the timed iterations ("steady") and the whole row ("peak")
+  std::printf("%-9s %-22s %12s %14s %12s %10s %13s %13s\n", "network", "input", "forward ms", "fwd+bwd ms",
+              "img/s (train)", "step ms", "steady MiB", "peak MiB");
   tensor::Json results(tensor::Json::Array{});
   for (const auto& name : o.nets) {
     const Result r = run_one(name, o, device, dtype);
-    char step[16] = "-", peak[16] = "-";
+    char step[16] = "-", steady[32] = "-", peak[32] = "-";
     if (r.step_ms > 0) std::snprintf(step, sizeof step, "%.3f", r.step_ms);
-    if (device.is_cuda()) std::snprintf(peak, sizeof peak, "%.0f", r.steady_bytes / 1048576.0);
-    std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %9s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
-                r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, peak);
+    if (device.is_cuda()) {
+      std::snprintf(steady, sizeof steady, "%.0f/%.0f", r.steady_bytes / 1048576.0, r.steady_reserved / 1048576.0);
+      std::snprintf(peak, sizeof peak, "%.0f/%.0f", r.peak_bytes / 1048576.0, r.peak_reserved / 1048576.0);
+    }
+    std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %13s %13s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
+                r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, steady, peak);
     for (size_t i = 0; i < r.layers.size(); ++i) {
       char index[24];
       std::snprintf(index, sizeof index, "(%zu)", i + 1);
@@ -494,6 +510,8 @@ int run(const Options& o) {
     if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
     j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
     j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
+    j.set("peak_reserved_bytes", tensor::Json(static_cast<int64_t>(r.peak_reserved)));
+    j.set("steady_reserved_bytes", tensor::Json(static_cast<int64_t>(r.steady_reserved)));
     if (!r.layers.empty()) {
       tensor::Json layers(tensor::Json::Array{});
       for (const auto& l : r.layers) {

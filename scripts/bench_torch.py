@@ -3,9 +3,12 @@
 synchronisation after each iteration; the median), and, given our JSON, prints the ratios.
 The input requires a gradient only where ours computed the first module's gradInput
 (convnet_benchmark --input-grad, recorded in its JSON), so both sides do the same work.
-Device memory per row: torch.cuda.max_memory_allocated against our caching allocator's peak,
-over the timed iterations (after the warm-up: the table's MiB columns, "steady") and over the
-whole row (algorithm searches and CUDA-graph capture included), both in the JSON.
+Device memory per row, from an empty cache: torch.cuda.max_memory_allocated and
+max_memory_reserved against our caching allocator's allocated and reserved peaks, over the timed
+iterations (after the warm-up: "steady", the table's MiB columns) and over the whole row
+(algorithm searches and CUDA-graph capture included: "peak"), all four in the JSON and on the
+row's memory line with the ratios ours / torch (issue 28's goal: steady allocated <= 1.1,
+peak allocated <= 1.5).
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
@@ -40,7 +43,9 @@ captured as one CUDA graph, the faster of the two.
 
 compares the Fashion-MNIST sample's network and batch (128) on the CPU in one run: it runs
 convnet_benchmark --backend nn --nets fashion --step with OMP_NUM_THREADS=threads, then the
-same in PyTorch with torch.set_num_threads(threads), and prints the ratios.
+same in PyTorch with torch.set_num_threads(threads), and prints the ratios. Both sides run on
+the same `threads` cores (one per physical core where the topology says so), as `taskset`
+pins a training script, and the PyTorch side never touches torch.cuda (see cpu_main).
 
 PyTorch is a reference to compare against; cudnn-nn does not depend on it.
 """
@@ -53,9 +58,33 @@ import sys
 import tempfile
 import time
 
+
+
+def pick_cores(n):
+    """n of the CPUs this process may run on, one per physical core while there are enough
+    (hyper-threads of one core would share its units), lowest first."""
+    allowed = sorted(os.sched_getaffinity(0))
+    chosen, cores = [], set()
+    for cpu in allowed:
+        try:
+            with open(f'/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list') as f:
+                core = f.read().strip()
+        except OSError:
+            core = str(cpu)
+        if core not in cores:
+            cores.add(core)
+            chosen.append(cpu)
+    chosen += [c for c in allowed if c not in chosen]
+    return chosen[:n]
+
+
 if '--cpu' in sys.argv:  # OpenMP reads it once, when torch loads
     _threads = sys.argv[sys.argv.index('--threads') + 1] if '--threads' in sys.argv else '2'
     os.environ['OMP_NUM_THREADS'] = _threads
+    # Both sides on the same cores (convnet_benchmark inherits them), as a user's
+    # `taskset -c` run of a training script: unpinned, the threads of either side may share
+    # a core with each other or with other work on a large host.
+    os.sched_setaffinity(0, pick_cores(int(_threads)))
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -155,20 +184,24 @@ NETS = {
 
 
 def sync():
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    # torch.cuda.is_initialized() alone: torch.cuda.is_available() would initialise the CUDA
+    # driver inside the --cpu comparison's timed process, which a CPU training loop never does
+    if torch.cuda.is_initialized():
         torch.cuda.synchronize()
 
 
-MEM = {'row': 0, 'steady': 0}  # peak bytes of the current row: overall, and over timed iterations
+# peak bytes of the current row, allocated and reserved: overall, and over the timed iterations
+MEM = {'row': 0, 'steady': 0, 'row_reserved': 0, 'steady_reserved': 0}
 
 
 def time_ms(step, iterations, warmup):
     for _ in range(warmup):
         step()
     sync()
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    cuda = torch.cuda.is_initialized()
     if cuda:  # as convnet_benchmark: the steady-state peak excludes warm-up and searches
         MEM['row'] = max(MEM['row'], torch.cuda.max_memory_allocated())
+        MEM['row_reserved'] = max(MEM['row_reserved'], torch.cuda.max_memory_reserved())
         torch.cuda.reset_peak_memory_stats()
     out = []
     for _ in range(iterations):
@@ -178,7 +211,9 @@ def time_ms(step, iterations, warmup):
         out.append((time.perf_counter() - t0) * 1000)
     if cuda:
         MEM['steady'] = max(MEM['steady'], torch.cuda.max_memory_allocated())
+        MEM['steady_reserved'] = max(MEM['steady_reserved'], torch.cuda.max_memory_reserved())
         MEM['row'] = max(MEM['row'], MEM['steady'])
+        MEM['row_reserved'] = max(MEM['row_reserved'], MEM['steady_reserved'])
     return statistics.median(out)
 
 
@@ -391,13 +426,37 @@ def run_ours_cpu(args):
             return json.load(f)
 
 
+def loop_ms(make, shape, steps=60, batches=10):
+    """PyTorch's step as a training script runs it (the anchor's torch_fashion.py): distinct
+    shuffled batches, default Adam, one timing over `steps` steps after 5 untimed ones; ms per
+    step. A check on the median step above: the two should agree."""
+    torch.manual_seed(1)
+    data = torch.rand(batches * shape[0], *shape[1:])
+    data = (data - data.mean()) / data.std()
+    labels = torch.randint(0, 10, (len(data),))
+    model = make().train()
+    opt = torch.optim.Adam(model.parameters(), 2e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    perm = torch.randperm(len(data))
+    t0 = 0
+    for i in range(steps + 5):
+        if i == 5:
+            t0 = time.perf_counter()
+        b = perm[(i % batches) * shape[0]:(i % batches + 1) * shape[0]]
+        opt.zero_grad()
+        loss_fn(model(data[b]), labels[b]).backward()
+        opt.step()
+    return (time.perf_counter() - t0) * 1000 / steps
+
+
 def cpu_main(args):
     torch.set_num_threads(args.threads)
     ours = {r['network']: r for r in run_ours_cpu(args)['results']}['fashion']
     make, shape = NETS['fashion']
     dev = torch.device('cpu')
     print(f'torch {torch.__version__}, CPU, {torch.get_num_threads()} threads '
-          f'(OMP_NUM_THREADS={os.environ.get("OMP_NUM_THREADS")}), float32, batch {shape[0]}')
+          f'(OMP_NUM_THREADS={os.environ.get("OMP_NUM_THREADS")}) on cores {sorted(os.sched_getaffinity(0))}, '
+          f'float32, batch {shape[0]}')
     torch.manual_seed(1)
     model = make().train()
     x = torch.rand(shape) * 2 - 1
@@ -410,20 +469,42 @@ def cpu_main(args):
         model(x).backward(g)
     train = time_ms(train_step, args.iterations, args.warmup)
     step, how, _ = train_step_ms(make, shape, torch.float32, dev, 10, True, args)
+    loop = loop_ms(make, shape)
     print(f"{'fashion':9} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}")
     for what, t, o in [('forward', fwd, ours['forward_ms']), ('fwd+bwd', train, ours['forward_backward_ms']),
                        ('step', step, ours['step_ms'])]:
         print(f'{what:9} {t:9.3f} {o:9.3f} {t / o:6.2f}')
     print(f"step = zero_grad + forward + cross-entropy + backward + Adam ({how}); "
-          f"images/s: torch {shape[0] / step * 1000:.0f}, ours {shape[0] / ours['step_ms'] * 1000:.0f}")
+          f"images/s: torch {shape[0] / step * 1000:.0f}, ours {shape[0] / ours['step_ms'] * 1000:.0f}; "
+          f"torch as a training script (shuffled batches, one timing): {loop:.3f} ms, "
+          f"{shape[0] / loop * 1000:.0f} images/s")
     if args.json:
         with open(args.json, 'w') as f:
-            json.dump({'torch': torch.__version__, 'threads': args.threads, 'forward_ms': fwd,
-                       'forward_backward_ms': train, 'step_ms': step, 'ours': ours}, f, indent=2)
+            json.dump({'torch': torch.__version__, 'threads': args.threads, 'cores': sorted(os.sched_getaffinity(0)),
+                       'forward_ms': fwd, 'forward_backward_ms': train, 'step_ms': step, 'loop_step_ms': loop,
+                       'ours': ours}, f, indent=2)
 
 
 def mib(nbytes):
     return f'{nbytes / 2**20:.0f}'
+
+
+MEMORY_KEYS = [('steady', 'steady_device_bytes', 'steady_reserved_bytes'),
+               ('peak', 'peak_device_bytes', 'peak_reserved_bytes')]
+
+
+def memory_line(r, o):
+    """The row's device memory, MiB allocated / reserved, torch's and ours, with ours / torch."""
+    parts = []
+    for what, alloc, reserved in MEMORY_KEYS:
+        part = f'{what} torch {mib(r[alloc])}/{mib(r[reserved])}'
+        if o and alloc in o:
+            part += f", ours {mib(o[alloc])}/{mib(o[reserved]) if reserved in o else '-'}"
+            if r[alloc]:
+                part += f' (x{o[alloc] / r[alloc]:.2f}'
+                part += f' / x{o[reserved] / r[reserved]:.2f})' if reserved in o and r[reserved] else ')'
+        parts.append(part)
+    return '  memory MiB allocated/reserved: ' + '; '.join(parts) + (' (x: ours / torch)' if o else '')
 
 
 def main():
@@ -486,7 +567,7 @@ def main():
             shape = ours[name]['input']
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-        MEM.update(row=0, steady=0)
+        MEM.update(row=0, steady=0, row_reserved=0, steady_reserved=0)
         torch.manual_seed(1)
         fmt = torch.channels_last if args.channels_last and len(shape) == 4 else torch.contiguous_format
         model = make().to(dev, dtype).train().to(memory_format=fmt)
@@ -514,6 +595,8 @@ def main():
                     make, shape, dtype, dev, NETS_CLASSES.get(name, 1000), name == 'fashion', args)
         r['peak_device_bytes'] = max(MEM['row'], torch.cuda.max_memory_allocated())
         r['steady_device_bytes'] = MEM['steady']
+        r['peak_reserved_bytes'] = max(MEM['row_reserved'], torch.cuda.max_memory_reserved())
+        r['steady_reserved_bytes'] = MEM['steady_reserved']
         results.append(r)
         line = f'{name:9} {fwd:10.3f}'
         if name in ours:
@@ -525,6 +608,7 @@ def main():
         else:
             line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['steady_device_bytes']):>9}"
         print(line, flush=True)
+        print(memory_line(r, ours.get(name)), flush=True)
         if want_step:
             line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
                 ', '.join(f'{k} {v:.3f}' for k, v in r['step_variants_ms'].items()) + ')'

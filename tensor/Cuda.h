@@ -24,16 +24,21 @@ void set_device(int index);
 void synchronize(int index = -1);  // -1: the current device
 void* stream(int index = -1);       // the device's cudaStream_t, as void*
 
-// The caching allocator.
+// The caching allocator. Its counters mean what PyTorch's do: allocated is what requests
+// hold (each rounded to the allocator's granularity, as torch.cuda.memory_allocated), reserved
+// what the allocator holds from the driver (torch.cuda.memory_reserved): the allocated bytes,
+// the cached free blocks, and the rest of blocks a smaller request was served from.
 struct MemoryStats {
-  size_t allocated_bytes = 0;       // in tensors now
-  size_t reserved_bytes = 0;        // held from the driver (allocated + cached)
+  size_t allocated_bytes = 0;  // in tensors (and cudnn's workspaces) now
+  size_t reserved_bytes = 0;   // held from the driver
+  size_t cached_bytes = 0;     // of reserved: free blocks the next request may take
   size_t peak_allocated_bytes = 0;
-  uint64_t device_mallocs = 0;      // cudaMalloc calls so far
+  size_t peak_reserved_bytes = 0;
+  uint64_t device_mallocs = 0;  // cudaMalloc calls so far
   uint64_t device_frees = 0;
 };
 MemoryStats memory_stats(int index = -1);
-// Starts peak_allocated_bytes again from the bytes in tensors now (as PyTorch's
+// Starts the peaks again from the bytes allocated and reserved now (as PyTorch's
 // torch.cuda.reset_peak_memory_stats), so a peak can be measured per phase.
 void reset_peak_memory_stats(int index = -1);
 void empty_cache();  // give every cached, unused block back to the driver
@@ -42,6 +47,11 @@ void empty_cache();  // give every cached, unused block back to the driver
 // free and total memory and the allocator's reserved, in-tensor and cached bytes.
 void* allocate(size_t nbytes, int index);
 void deallocate(void* ptr, int index);
+// Frees as deallocate does, but gives the block back to the driver instead of the cache (once
+// the device's stream has drained): for large one-off buffers, such as an algorithm search's
+// trial workspaces, that should not stay reserved. A block of a CUDA graph's pool, or one
+// freed while a graph is captured, stays the graph's as with deallocate. Never throws.
+void release(void* ptr, int index);
 
 // A cap on the bytes the caching allocator may hold from the driver on a device (reserved
 // bytes, cached ones included); 0, the default, is no cap. A request beyond it is treated as

@@ -19,8 +19,6 @@ namespace {
 struct PerDevice {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
   int device = 0;
   uint64_t serial = 0;  // unique per handle ever made: handle_serial()
 };
@@ -56,8 +54,7 @@ void ignore(cudnnStatus_t) {}
 void ignore(cublasStatus_t) {}
 
 // The shutdown hook (tensor::cuda::shutdown and the exit hook): destroys every thread's
-// handles and gives the workspaces back to the caching allocator, which releases them
-// next. Statuses are ignored: at exit the runtime may be going away. Never throws.
+// handles. Statuses are ignored: at exit the runtime may be going away. Never throws.
 void release_handles() {
   Registry& r = Registry::get();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -70,7 +67,6 @@ void release_handles() {
     if (cudaSetDevice(d->device) != cudaSuccess) cudaGetLastError();
     if (d->dnn) ignore(cudnnDestroy(d->dnn));
     if (d->blas) ignore(cublasDestroy(d->blas));
-    tensor::cuda::deallocate(d->workspace, d->device);  // never throws
     delete d;
   }
   r.all.clear();
@@ -128,33 +124,62 @@ uint64_t handle_serial() { return current().serial; }
 cublasHandle_t blas_handle() { return current().blas; }
 cudaStream_t stream() { return static_cast<cudaStream_t>(tensor::cuda::stream(-1)); }
 
-void* workspace(size_t bytes) {
-  PerDevice& d = current();
-  if (bytes <= d.workspace_bytes) return d.workspace;
-  // Blocks are stream-ordered (one stream per device), so the old one may go back now.
-  if (d.workspace) tensor::cuda::deallocate(d.workspace, d.device);
-  d.workspace = nullptr;
-  d.workspace_bytes = 0;
-  d.workspace = tensor::cuda::allocate(bytes, d.device);
-  d.workspace_bytes = bytes;
-  return d.workspace;
+Workspace::Workspace(size_t bytes, Use use) : use_(use) { grow(bytes); }
+
+Workspace::Workspace(Workspace&& other) noexcept
+    : data_(other.data_), bytes_(other.bytes_), device_(other.device_), use_(other.use_) {
+  other.data_ = nullptr;
+  other.bytes_ = 0;
 }
 
-size_t workspace_size() { return current().workspace_bytes; }
+Workspace& Workspace::operator=(Workspace&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    device_ = other.device_;
+    use_ = other.use_;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void* Workspace::grow(size_t bytes) {
+  if (bytes <= bytes_) return data_;  // 0 bytes: none, a null pointer
+  reset();                            // before the larger one: the two are never held at once
+  if (bytes == 0) return nullptr;
+  device_ = tensor::cuda::current_device();
+  data_ = tensor::cuda::allocate(bytes, device_);  // throws tensor::Error when it cannot
+  bytes_ = bytes;
+  return data_;
+}
+
+void Workspace::reset() noexcept {
+  if (data_) {
+    // stream-ordered: the calls enqueued with it run before anything that reuses it
+    if (use_ == Use::Search)
+      tensor::cuda::release(data_, device_);
+    else
+      tensor::cuda::deallocate(data_, device_);
+  }
+  data_ = nullptr;
+  bytes_ = 0;
+}
 
 size_t workspace_available() {
   size_t free_bytes = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
   const auto stats = tensor::cuda::memory_stats();
-  const size_t cached_unused = stats.reserved_bytes - std::min(stats.reserved_bytes, stats.allocated_bytes);
   const size_t margin = std::max<size_t>(total / 20, size_t(256) << 20);
-  const size_t usable = free_bytes + cached_unused;
+  const size_t usable = free_bytes + stats.cached_bytes;
   size_t room = usable > margin ? usable - margin : 0;
   // under tensor::cuda::set_memory_limit: what the limit leaves beside the tensors
   if (const size_t limit = tensor::cuda::memory_limit()) {
-    room = std::min(room, limit > stats.allocated_bytes ? limit - stats.allocated_bytes : 0);
+    const size_t held = stats.reserved_bytes - stats.cached_bytes;  // blocks in use
+    room = std::min(room, limit > held ? limit - held : 0);
   }
-  return room + current().workspace_bytes;
+  return room;
 }
 
 int build_version() { return CUDNN_VERSION; }

@@ -151,11 +151,12 @@ bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>
     why = "its workspace (" + std::to_string(plan.workspace()) + " bytes) exceeds workspace_limit";
     return false;
   }
+  Workspace lease;  // Note [Workspaces]: given back once the plan is enqueued
   void* ws = nullptr;
   try {
     // never a null workspace: the engines refuse one (BAD_PARAM_NULL_POINTER) even when they
     // ask for no bytes (measured, cuDNN 9.14)
-    ws = workspace(std::max<size_t>(plan.workspace(), 16));
+    ws = lease.grow(std::max<size_t>(plan.workspace(), 16));
   } catch (const tensor::Error& e) {
     why = std::string("no workspace: ") + e.what();
     return false;

@@ -495,6 +495,7 @@ void release_algorithm_cache() {
 template <ConvPass P>
 std::vector<Candidate> time_graph(const ConvCall& c, std::vector<Candidate>& cands, size_t cap, void* scratch) {
   std::vector<Candidate> timed;
+  Workspace lease(0, Workspace::Use::Search);  // Note [Workspaces]: the trials' bytes go back after
   for (Candidate& g : cands) {
     std::string why;
     if (!g.engine->build(c.handle, why)) continue;
@@ -506,7 +507,7 @@ std::vector<Candidate> time_graph(const ConvCall& c, std::vector<Candidate>& can
     }
     void* ws = nullptr;
     try {
-      ws = g.memory ? workspace(g.memory) : nullptr;
+      ws = lease.grow(g.memory);
     } catch (const tensor::Error&) {
       continue;
     }
@@ -542,9 +543,10 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvCall& c, bool timed, const
   for (const auto& p : out) {
     if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
   }
+  Workspace lease(0, Workspace::Use::Search);
   void* ws = nullptr;
   try {
-    ws = ws_bytes ? workspace(ws_bytes) : nullptr;
+    ws = lease.grow(ws_bytes);
   } catch (const tensor::Error&) {
     ws_bytes = 0;
     log(std::string("conv ") + pass_name(P) + " " + what + ": timing without workspace (allocation failed)");
@@ -589,10 +591,11 @@ bool ConvPlan::Impl::try_engine(ConvCall& c, const ConvKey& key, cudnnDataType_t
     skipped += "; skipped " + name + ": workspace " + bytes_str(ws_bytes) + " > cap " + bytes_str(cap);
     return false;
   }
+  Workspace lease;
   void* ws = nullptr;
   if (ws_bytes) {
     try {
-      ws = workspace(ws_bytes);
+      ws = lease.grow(ws_bytes);
     } catch (const tensor::Error&) {
       skipped += "; skipped " + name + ": could not allocate " + bytes_str(ws_bytes);
       return false;
@@ -652,10 +655,11 @@ bool ConvPlan::Impl::try_in_order(ConvCall& c, const ConvKey& key, cudnnDataType
       skipped += std::string("; skipped ") + name + ": not supported with this math mode";
       continue;
     }
+    Workspace lease;
     void* ws = nullptr;
     if (ws_bytes) {
       try {
-        ws = workspace(ws_bytes);
+        ws = lease.grow(ws_bytes);
       } catch (const tensor::Error&) {
         skipped += std::string("; skipped ") + name + ": could not allocate " + bytes_str(ws_bytes);
         continue;
@@ -794,7 +798,8 @@ void ConvPlan::Impl::execute(const Tensor& a, const Tensor& b, const Tensor& out
   // Steady state: same key as last time, straight to cuDNN.
   PassState& st = state[static_cast<int>(P)];
   if (st.valid && st.key == key) {
-    void* ws = st.ws ? workspace(st.ws) : nullptr;
+    const Workspace lease(st.ws);
+    void* ws = lease.data();
     ConvCall c = make_call(st.compute, st.math);
     if (st.engine) {
       const cudnnStatus_t status = run_engine<P>(c, *st.engine, ws, st.pack);
@@ -911,7 +916,8 @@ bool ConvPlan::Impl::forward_fused(const Tensor& x, const Tensor& w, const Tenso
              0,
              bias.defined() ? bias.raw_data() : nullptr};
   if (fused.valid && fused.key == key) {
-    void* ws = fused.ws ? workspace(fused.ws) : nullptr;
+    const Workspace lease(fused.ws);
+    void* ws = lease.data();
     const cudnnStatus_t status = run_engine<P>(c, *fused.engine, ws, fused.pack);
     if (status != CUDNN_STATUS_SUCCESS)
       detail::throw_cudnn_error(status, "cudnnBackendExecute (fused)", __FILE__, __LINE__);

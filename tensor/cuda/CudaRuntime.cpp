@@ -3,9 +3,10 @@
 // Note [Caching allocator]: requests are rounded (512 B for small ones, 2 MiB for large
 // ones) and served from a per-device free list (size -> block), taking the smallest cached
 // block that fits and is at most twice the rounded request; cudaMalloc runs only when none
-// does. Blocks are never split. See Note [One stream per device] in Cuda.h for why a freed
-// block can be handed out again at once, and Note [CUDA teardown] there for how all of it is
-// given back at shutdown() and at exit.
+// does. Blocks are never split: a request counts its rounded size as allocated, and the rest
+// of a larger block it was served from counts as reserved only (as PyTorch's split blocks).
+// See Note [One stream per device] in Cuda.h for why a freed block can be handed out again at
+// once, and Note [CUDA teardown] there for how all of it is given back at shutdown() and at exit.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -58,10 +59,15 @@ int query_device_count() {
 
 using FreeBlocks = std::multimap<size_t, void*>;  // cached, unused: size -> pointer
 
+struct UsedBlock {
+  size_t block;      // the block's size
+  size_t requested;  // the request, rounded: what it counts as allocated
+};
+
 struct DeviceState {
   cudaStream_t stream = nullptr;
   FreeBlocks free_blocks;
-  std::unordered_map<void*, size_t> used_blocks;  // in tensors: pointer -> size
+  std::unordered_map<void*, UsedBlock> used_blocks;  // in tensors
   MemoryStats stats;
   size_t limit = 0;  // set_memory_limit; 0: none
   // CUDA graphs' private pools (Note [CUDA graphs] in Cuda.h): each pool's unused blocks, and
@@ -108,6 +114,13 @@ void* take_cached(FreeBlocks& blocks, size_t size, size_t& block_size) {
   void* ptr = cached->second;
   blocks.erase(cached);
   return ptr;
+}
+
+// Counts a new block from the driver.
+void add_reserved(MemoryStats& stats, size_t size) {
+  stats.reserved_bytes += size;
+  stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
+  ++stats.device_mallocs;
 }
 
 size_t round_size(size_t nbytes) {
@@ -198,7 +211,10 @@ void release_all(bool at_exit) noexcept {
       if (state.stream) ignore_status(cudaStreamSynchronize(state.stream));
       // graphs still alive keep nothing: their pools' unused blocks go too, and their blocks
       // in tensors return to the ordinary cache when freed
-      for (auto& [id, blocks] : state.pools) state.free_blocks.merge(blocks);
+      for (auto& [id, blocks] : state.pools) {
+        for (const auto& entry : blocks) state.stats.cached_bytes += entry.first;
+        state.free_blocks.merge(blocks);
+      }
       state.pools.clear();
       state.pool_of.clear();
       state.capturing = 0;
@@ -207,6 +223,7 @@ void release_all(bool at_exit) noexcept {
         state.stats.reserved_bytes -= size;
         ++state.stats.device_frees;
       }
+      state.stats.cached_bytes = 0;
       state.free_blocks.clear();
       if (state.stream) ignore_status(cudaStreamDestroy(state.stream));
       state.stream = nullptr;
@@ -227,6 +244,7 @@ void release_cached_locked(DeviceState& state, int index) {
     const auto it = state.free_blocks.begin();
     CUDA_CHECK(cudaFree(it->second));
     state.stats.reserved_bytes -= it->first;
+    state.stats.cached_bytes -= it->first;
     ++state.stats.device_frees;
     state.free_blocks.erase(it);
   }
@@ -283,6 +301,7 @@ void reset_peak_memory_stats(int index) {
   std::lock_guard<std::mutex> lock(runtime.mutex);
   MemoryStats& stats = runtime.devices[static_cast<size_t>(index)].stats;
   stats.peak_allocated_bytes = stats.allocated_bytes;
+  stats.peak_reserved_bytes = stats.reserved_bytes;
 }
 
 void empty_cache() {
@@ -326,17 +345,16 @@ void* allocate(size_t nbytes, int index) {
                                              " while a CUDA graph is captured: ", cudaGetErrorString(status),
                                              " (cached blocks cannot be released during a capture)"));
       }
-      stats.reserved_bytes += size;
-      ++stats.device_mallocs;
+      add_reserved(stats, size);
     }
     state.pool_of[ptr] = state.capturing;
   } else if ((ptr = take_cached(state.free_blocks, size, block_size)) != nullptr) {
-    // served from the cache
+    stats.cached_bytes -= block_size;  // served from the cache
   } else {
     DeviceGuard guard(index);
     const auto within_limit = [&] { return state.limit == 0 || stats.reserved_bytes + size <= state.limit; };
     cudaError_t status = within_limit() ? cudaMalloc(&ptr, size) : cudaErrorMemoryAllocation;
-    const size_t cached_before = stats.reserved_bytes - stats.allocated_bytes;
+    const size_t cached_before = stats.cached_bytes;
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear it, or the next launch check would report it
       release_cached_locked(state, index);
@@ -358,37 +376,37 @@ void* allocate(size_t nbytes, int index) {
       detail::throw_cuda_error(status, "cudaMalloc", __FILE__, __LINE__);
     }
     ensure_exit_hook();
-    stats.reserved_bytes += size;
-    ++stats.device_mallocs;
+    add_reserved(stats, size);
   }
-  state.used_blocks.emplace(ptr, block_size);
-  stats.allocated_bytes += block_size;
+  state.used_blocks.emplace(ptr, UsedBlock{block_size, size});
+  stats.allocated_bytes += size;
   if (stats.allocated_bytes > stats.peak_allocated_bytes) {
     stats.peak_allocated_bytes = stats.allocated_bytes;
   }
   return ptr;
 }
 
-// Called from Storage's destructor: reports problems on stderr and never throws.
-void deallocate(void* ptr, int index) {
+namespace {
+// deallocate and release: back to the cache, or with `to_driver` to the driver. Reports
+// problems on stderr and never throws (Storage's destructor calls it).
+void free_block(void* ptr, int index, bool to_driver, const char* op) noexcept {
   if (!ptr) return;
   try {
     Runtime& runtime = Runtime::get();
     std::lock_guard<std::mutex> lock(runtime.mutex);
     if (index < 0 || static_cast<size_t>(index) >= runtime.devices.size()) {
-      std::fprintf(stderr, "tensor::cuda::deallocate: invalid device cuda:%d for %p\n", index, ptr);
+      std::fprintf(stderr, "%s: invalid device cuda:%d for %p\n", op, index, ptr);
       return;
     }
     DeviceState& state = runtime.devices[static_cast<size_t>(index)];
     const auto used = state.used_blocks.find(ptr);
     if (used == state.used_blocks.end()) {
-      std::fprintf(stderr, "tensor::cuda::deallocate: %p was not allocated on cuda:%d\n", ptr,
-                   index);
+      std::fprintf(stderr, "%s: %p was not allocated on cuda:%d\n", op, ptr, index);
       return;
     }
-    const size_t size = used->second;
+    const size_t size = used->second.block;
+    state.stats.allocated_bytes -= used->second.requested;
     state.used_blocks.erase(used);
-    state.stats.allocated_bytes -= size;
     // A graph's block goes back to its pool; so does any block freed while a graph is
     // captured, since the graph may write it again on replay (Note [CUDA graphs] in Cuda.h).
     const auto owner = state.pool_of.find(ptr);
@@ -402,10 +420,13 @@ void deallocate(void* ptr, int index) {
       }
       state.pool_of.erase(ptr);
     }
-    if (runtime.exited) {  // after the exit hook: nobody will take it from the cache
+    // after the exit hook nobody will take it from the cache
+    if (runtime.exited || to_driver) {
       int previous = -1;
       ignore_status(cudaGetDevice(&previous));
       ignore_status(cudaSetDevice(index));
+      // queued work may still use the block: cudaFree waits for the device, the stream first
+      if (!runtime.exited && state.stream) ignore_status(cudaStreamSynchronize(state.stream));
       ignore_status(cudaFree(ptr));
       if (previous >= 0) ignore_status(cudaSetDevice(previous));
       state.stats.reserved_bytes -= size;
@@ -413,10 +434,15 @@ void deallocate(void* ptr, int index) {
       return;
     }
     state.free_blocks.emplace(size, ptr);
+    state.stats.cached_bytes += size;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tensor::cuda::deallocate: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", op, e.what());
   }
 }
+}  // namespace
+
+void deallocate(void* ptr, int index) { free_block(ptr, index, false, "tensor::cuda::deallocate"); }
+void release(void* ptr, int index) { free_block(ptr, index, true, "tensor::cuda::release"); }
 
 void set_memory_limit(size_t bytes, int index) {
   index = resolve(index, "tensor::cuda::set_memory_limit");
@@ -473,6 +499,7 @@ void release_pool(int index, uint64_t pool) noexcept {
     if (state.capturing == pool) state.capturing = 0;
     const auto blocks = state.pools.find(pool);
     if (blocks == state.pools.end()) return;  // shutdown() took it already
+    for (const auto& entry : blocks->second) state.stats.cached_bytes += entry.first;
     state.free_blocks.merge(blocks->second);
     state.pools.erase(blocks);
     std::erase_if(state.pool_of, [pool](const auto& entry) { return entry.second == pool; });

@@ -29,6 +29,7 @@ void reset_peak_memory_stats(int) { unavailable("tensor::cuda::reset_peak_memory
 void empty_cache() { unavailable("tensor::cuda::empty_cache"); }
 void* allocate(size_t, int) { unavailable("tensor::cuda::allocate"); }
 void deallocate(void*, int) {}  // nothing can have been allocated; must not throw
+void release(void*, int) {}
 void set_memory_limit(size_t, int) { unavailable("tensor::cuda::set_memory_limit"); }
 size_t memory_limit(int) { return 0; }
 void shutdown() {}  // nothing to release

@@ -3,12 +3,18 @@
 // bytes; a training step that fails in the forward pass or in the optimizer step leaves the
 // parameters and the optimizer state as they were, and after the limit is raised the same
 // network trains to the bit-identical result of a twin that never failed. Teardown:
-// tensor::cuda::shutdown() releases the cuDNN/cuBLAS handles, workspaces and cached blocks,
-// tensors alive across it stay valid, and the library works again after it.
+// tensor::cuda::shutdown() releases the cuDNN/cuBLAS handles and cached blocks, tensors alive
+// across it stay valid, and the library works again after it. Workspaces (Note [Workspaces] in
+// cudnn/core/Handle.h): a convolution's goes back to the caching allocator after the call, a
+// timed search's trial workspaces go back to the driver, and a captured convolution's stays
+// the graph's, so eager work after the capture cannot overwrite what a replay uses.
 #include <doctest/doctest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cudnn/CrossEntropyCriterion.h"
 #include "cudnn/Linear.h"
@@ -16,6 +22,7 @@
 #include "cudnn/SpatialConvolution.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
+#include "cudnn/ops/conv.h"
 #include "nn/Adam.h"
 #include "nn/Sequential.h"
 #include "tensor/Cuda.h"
@@ -165,10 +172,155 @@ TEST_CASE("tensor::cuda::shutdown releases handles, workspaces and cached blocks
 
   cuda::shutdown();
   const auto stats = cuda::memory_stats(0);
-  CHECK(stats.reserved_bytes == stats.allocated_bytes);  // nothing cached: only live tensors hold memory
-  CHECK(cudnn::workspace_size() == 0);                   // a new handle, no workspace yet
-  CHECK(max_abs_diff(conv.forward(x), y0) == 0);         // same weights, same result
+  CHECK(stats.cached_bytes == 0);                 // nothing cached: only live tensors hold memory
+  CHECK(max_abs_diff(conv.forward(x), y0) == 0);  // same weights, same result
   cuda::shutdown();
   cuda::shutdown();  // idempotent
   CHECK(max_abs_diff(conv.forward(x), y0) == 0);
+}
+
+namespace {
+// What the caching allocator takes for a request of `bytes` (Note [Caching allocator]).
+size_t rounded(size_t bytes) {
+  const size_t g = bytes <= (size_t{1} << 20) ? 512 : size_t{2} << 20;
+  return (bytes + g - 1) / g * g;
+}
+
+// x [n, 16, hw, hw] and a 5x5 filter, padded to keep the size, with the forward algorithm
+// pinned (FFT's workspace is large; explicit GEMM's is the im2col buffer); "" follows the flags.
+struct PinnedConv {
+  Tensor x, w, y;
+  cudnn::ConvSpec geo;
+  cudnn::ConvPlan plan;
+  PinnedConv(int64_t n, int64_t hw, Generator& gen, const char* mode) {
+    x = uniform({n, 16, hw, hw}, -1, 1, gen, DType::Float32, gpu);
+    w = uniform({16, 16, 5, 5}, -1, 1, gen, DType::Float32, gpu);
+    y = empty({n, 16, hw, hw}, DType::Float32, gpu);
+    geo.pad = {0, 2, 2};
+    if (*mode) plan.setMode(mode, "", "");
+  }
+  void forward() { plan.forward(x, w, y, geo); }
+  size_t workspace() const { return plan.workspace_bytes(cudnn::ConvPass::Forward); }
+};
+
+// The first of `modes` that cuDNN runs as pinned, with a workspace, for these shapes (which
+// legacy algorithms it offers varies with versions and devices); "" when none does.
+const char* with_workspace(Generator& gen, std::initializer_list<const char*> modes) {
+  for (const char* mode : modes) {
+    PinnedConv probe(8, 32, gen, mode);
+    probe.forward();
+    const int pinned = cudnn::AlgoSetting::parse(cudnn::ConvPass::Forward, mode).algo;
+    if (probe.workspace() > 0 && probe.plan.algorithm(cudnn::ConvPass::Forward) == pinned) return mode;
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("workspaces: a lease gives its bytes back when it ends: to the cache, or a search's to the driver") {
+  const size_t mib = size_t{1} << 20;
+  cuda::synchronize(0);
+  cuda::empty_cache();
+  const cuda::MemoryStats before = cuda::memory_stats(0);
+  {
+    cudnn::Workspace none(0);
+    CHECK(none.data() == nullptr);
+    cudnn::Workspace call(8 * mib);
+    REQUIRE(call.data() != nullptr);
+    CHECK(call.size() == 8 * mib);
+    CHECK(cuda::memory_stats(0).allocated_bytes == before.allocated_bytes + 8 * mib);
+    void* block = call.data();
+    CHECK(call.grow(4 * mib) == block);  // large enough: kept
+    cudnn::Workspace moved = std::move(call);
+    CHECK(moved.data() == block);
+    CHECK(call.data() == nullptr);
+  }
+  const cuda::MemoryStats cached = cuda::memory_stats(0);
+  CHECK(cached.allocated_bytes == before.allocated_bytes);
+  CHECK(cached.cached_bytes == before.cached_bytes + 8 * mib);  // the next request's
+  {
+    cudnn::Workspace search(64 * mib, cudnn::Workspace::Use::Search);
+    search.grow(96 * mib);  // larger: the 64 MiB go back before the 96 are taken
+    CHECK(search.size() == 96 * mib);
+    CHECK(cuda::memory_stats(0).reserved_bytes == cached.reserved_bytes + 96 * mib);
+  }
+  const cuda::MemoryStats after = cuda::memory_stats(0);
+  CHECK(after.reserved_bytes == cached.reserved_bytes);  // the trials' bytes went back to the driver
+  CHECK(after.device_frees == cached.device_frees + 2);
+  CHECK(after.peak_reserved_bytes >= cached.reserved_bytes + 96 * mib);
+}
+
+TEST_CASE("workspaces: a convolution's workspace is back in the caching allocator after the call") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(8103);
+  const char* mode = with_workspace(gen, {"fft", "fft_tiling", "large"});  // large workspaces
+  INFO("forward algorithm ", mode);
+  REQUIRE(*mode);
+  PinnedConv conv(8, 32, gen, mode);
+  cuda::synchronize(0);
+  cuda::empty_cache();
+  cuda::reset_peak_memory_stats(0);
+  const cuda::MemoryStats before = cuda::memory_stats(0);
+  conv.forward();
+  const size_t ws = conv.workspace();
+  REQUIRE(ws > 0);
+  const cuda::MemoryStats after = cuda::memory_stats(0);
+  INFO("workspace ", ws, " bytes");
+  CHECK(after.peak_allocated_bytes >= before.allocated_bytes + ws);  // held during the call
+  CHECK(after.allocated_bytes == before.allocated_bytes);            // not after it
+  CHECK(after.cached_bytes >= ws);  // reserved, not allocated: the next operation's to take
+  conv.forward();                   // which the next call does, with no cudaMalloc
+  CHECK(cuda::memory_stats(0).device_mallocs == after.device_mallocs);
+  CHECK(cuda::memory_stats(0).allocated_bytes == before.allocated_bytes);
+}
+
+TEST_CASE("workspaces: a timed search gives its trial workspaces back; only the chosen one stays cached") {
+  cudnn::ScopedConfig flags("allow_tf32=false,benchmark=true");
+  cudnn::clear_algorithm_cache();
+  Generator gen(8104);
+  PinnedConv conv(16, 64, gen, "");  // every algorithm and engine timed, FFT's large workspace among them
+  cuda::synchronize(0);
+  cuda::empty_cache();
+  cuda::reset_peak_memory_stats(0);
+  const cuda::MemoryStats before = cuda::memory_stats(0);
+  conv.forward();
+  const cuda::MemoryStats after = cuda::memory_stats(0);
+  const size_t ws = conv.workspace();
+  INFO("chosen workspace ", ws, " bytes; reserved ", before.reserved_bytes, " -> peak ", after.peak_reserved_bytes,
+       " -> ", after.reserved_bytes);
+  CHECK(after.allocated_bytes == before.allocated_bytes);
+  // beyond the tensors only the chosen engine's workspace and the search's scratch output stay
+  CHECK(after.reserved_bytes <= before.reserved_bytes + rounded(ws) + rounded(conv.y.nbytes()));
+}
+
+TEST_CASE("workspaces: a captured convolution keeps its workspace while the graph lives; replays stay right") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(8105);
+  // explicit GEMM ("large": its workspace is the im2col buffer, its kernels plain ones a
+  // capture records), or FFT where this cuDNN lacks it
+  const char* mode = with_workspace(gen, {"large", "fft_tiling", "fft"});
+  REQUIRE(*mode);
+  INFO("forward algorithm ", mode);
+  PinnedConv conv(8, 32, gen, mode);
+  conv.forward();  // the choice is made before the capture, as Note [CUDA graphs] asks
+  const size_t ws = conv.workspace();
+  REQUIRE(ws > 0);
+  cuda::Graph graph = cuda::Graph::capture([&] { conv.forward(); });
+  // Eager work after the capture: a convolution with a larger workspace, then tensors of the
+  // captured workspace's size holding a pattern. Were any of them handed the graph's
+  // workspace, a replay would overwrite it.
+  PinnedConv larger(16, 48, gen, mode);
+  larger.forward();
+  REQUIRE(larger.workspace() > ws);
+  std::vector<Tensor> eager;
+  for (int k = 0; k < 4; ++k) eager.push_back(full({static_cast<int64_t>((ws + 3) / 4)}, 7.0, DType::Float32, gpu));
+  PinnedConv reference(8, 32, gen, mode);
+  for (int replay = 0; replay < 2; ++replay) {
+    conv.x.copy_(uniform(conv.x.sizes(), -1, 1, gen));
+    graph.replay();
+    reference.x.copy_(conv.x);
+    reference.w.copy_(conv.w);
+    reference.forward();
+    CHECK(max_abs_diff(conv.y, reference.y) == 0);  // the same algorithm on the same data
+  }
+  for (const Tensor& t : eager) CHECK(max_abs_diff(t.cpu(), full(t.sizes(), 7.0)) == 0);
 }

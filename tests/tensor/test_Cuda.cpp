@@ -598,6 +598,47 @@ TEST_CASE("cuda: the caching allocator reuses blocks and reports its memory") {
   CHECK_NOTHROW(cuda::deallocate(&not_a_device_pointer, 0));
 }
 
+TEST_CASE("cuda: allocated counts what requests hold, reserved the blocks; peaks of both; release gives back") {
+  cuda::empty_cache();
+  const size_t mib = size_t{1} << 20;
+  // A 7 MiB request (8 MiB rounded) served from a cached 10 MiB block: 8 MiB allocated, as
+  // PyTorch's split block would count, and the other 2 MiB reserved only.
+  void* large = cuda::allocate(10 * mib, 0);
+  cuda::deallocate(large, 0);
+  const cuda::MemoryStats cached = cuda::memory_stats(0);
+  CHECK(cached.cached_bytes == 10 * mib);
+  CHECK(cuda::allocate(7 * mib, 0) == large);
+  const cuda::MemoryStats served = cuda::memory_stats(0);
+  CHECK(served.allocated_bytes == cached.allocated_bytes + 8 * mib);
+  CHECK(served.reserved_bytes == cached.reserved_bytes);
+  CHECK(served.cached_bytes == 0);
+  cuda::deallocate(large, 0);
+  CHECK(cuda::memory_stats(0).allocated_bytes == cached.allocated_bytes);
+  CHECK(cuda::memory_stats(0).cached_bytes == 10 * mib);
+
+  // peak_reserved_bytes follows the driver's blocks; reset_peak_memory_stats starts it again
+  cuda::reset_peak_memory_stats(0);
+  const size_t base = cuda::memory_stats(0).reserved_bytes;
+  CHECK(cuda::memory_stats(0).peak_reserved_bytes == base);
+  void* big = cuda::allocate(32 * mib, 0);  // larger than any cached block: a new one
+  CHECK(cuda::memory_stats(0).peak_reserved_bytes == base + 32 * mib);
+
+  // release: the block goes back to the driver, not the cache
+  const cuda::MemoryStats held = cuda::memory_stats(0);
+  cuda::release(big, 0);
+  const cuda::MemoryStats released = cuda::memory_stats(0);
+  CHECK(released.reserved_bytes == held.reserved_bytes - 32 * mib);
+  CHECK(released.cached_bytes == held.cached_bytes);
+  CHECK(released.allocated_bytes == held.allocated_bytes - 32 * mib);
+  CHECK(released.device_frees == held.device_frees + 1);
+  CHECK(released.peak_reserved_bytes == base + 32 * mib);  // the peak remembers it
+  cuda::reset_peak_memory_stats(0);
+  CHECK(cuda::memory_stats(0).peak_reserved_bytes == released.reserved_bytes);
+  CHECK_NOTHROW(cuda::release(nullptr, 0));
+  int not_a_device_pointer = 0;
+  CHECK_NOTHROW(cuda::release(&not_a_device_pointer, 0));  // reported, never thrown
+}
+
 TEST_CASE("cuda: an impossible allocation throws and leaves the device usable") {
   const int64_t one_pib_of_floats = int64_t{1} << 48;  // 2^48 float32 = 1 PiB
   try {
@@ -632,8 +673,8 @@ TEST_CASE("cuda: a memory limit refuses what would exceed it, after releasing th
   CHECK(message.find("tensor::cuda::allocate: out of memory on cuda:0: cannot allocate 4194304 bytes (4.00 MiB)") == 0);
   CHECK(message.find("free of ") != std::string::npos);
   CHECK(message.find("its limit is ") != std::string::npos);
-  CHECK(cuda::memory_stats(0).reserved_bytes == cuda::memory_stats(0).allocated_bytes);  // the cache was released
-  CHECK_NOTHROW(empty({1 << 20}, DType::Float32, kGpu));                                 // no limit: fine again
+  CHECK(cuda::memory_stats(0).cached_bytes == 0);         // the cache was released
+  CHECK_NOTHROW(empty({1 << 20}, DType::Float32, kGpu));  // no limit: fine again
 }
 
 TEST_CASE("cuda: shutdown gives cached blocks and the stream back; live tensors stay; work resumes") {
@@ -641,7 +682,8 @@ TEST_CASE("cuda: shutdown gives cached blocks and the stream back; live tensors 
   { const Tensor cached = empty({1 << 20}, DType::Float32, kGpu); }
   cuda::shutdown();
   const cuda::MemoryStats s = cuda::memory_stats(0);
-  CHECK(s.reserved_bytes == s.allocated_bytes);
+  CHECK(s.cached_bytes == 0);
+  CHECK(s.reserved_bytes >= s.allocated_bytes);
   CHECK(s.allocated_bytes >= live.nbytes());
   CHECK(identical(live.cpu(), arange(0, 1000, 1, DType::Float32)));  // a new stream, the same data
   CHECK(identical(live.mul(2).cpu(), arange(0, 2000, 2, DType::Float32)));
@@ -697,6 +739,21 @@ TEST_CASE("cuda graph: memory allocated or freed inside a capture stays the grap
   g = cuda::Graph();
   const Tensor reused = empty({4096}, DType::Float32, kGpu);
   CHECK(cuda::memory_stats(0).device_mallocs == mallocs);
+}
+
+TEST_CASE("cuda graph: a block released inside a capture stays the graph's, not the driver's") {
+  Tensor y = zeros({1024}, DType::Float32, kGpu);
+  const Tensor x = full({1024}, 2.0, DType::Float32, kGpu);
+  cuda::synchronize(0);
+  const uint64_t frees = cuda::memory_stats(0).device_frees;
+  cuda::Graph g = cuda::Graph::capture([&] {
+    void* scratch = cuda::allocate(4u << 20, 0);  // as a search's trial workspace would be
+    y.copy_(x.mul(3));
+    cuda::release(scratch, 0);  // a cudaFree here would invalidate the capture
+  });
+  CHECK(cuda::memory_stats(0).device_frees == frees);
+  g.replay();
+  CHECK(max_abs_diff(y.cpu(), full({1024}, 6.0)) == 0);
 }
 
 TEST_CASE("cuda graph: a host synchronisation inside the capture is an error naming it; nothing is kept") {
