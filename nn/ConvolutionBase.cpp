@@ -161,7 +161,10 @@ Shape ConvolutionBase::outputSizes(const ConvSpec& s, const Shape& input, const 
                 tensor::shape_str(input));
   }
   Shape out(input);
-  if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
+  if (batched)
+    out[1] = nOutputPlane;
+  else
+    out[0] = nOutputPlane;
   const int64_t first_spatial = batched ? 2 : 1;
   Dims in{}, sizes{}, extent{}, padded{};  // per spatial dim, first nd entries
   bool ok = true, fits = true;
@@ -271,7 +274,7 @@ const Tensor& ConvolutionBase::updateOutput(const Tensor& input) {
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   const kernels::ConvGeometry g = geometry(s, x.sizes(), outShape);
   ensure(output, outShape, x);
-  const auto pass = transposed_ ? kernels::ConvPass::BackwardData : kernels::ConvPass::Forward;
+  const auto pass = transposed_ ? ConvPass::BackwardData : ConvPass::Forward;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, x);
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
@@ -294,15 +297,14 @@ const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor
   const Tensor w = weight.contiguous();
   const kernels::ConvGeometry g = geometry(s, input.sizes(), gy.sizes());
   ensure(gradInput, input.sizes(), input);
-  const auto pass = transposed_ ? kernels::ConvPass::Forward : kernels::ConvPass::BackwardData;
+  const auto pass = transposed_ ? ConvPass::Forward : ConvPass::BackwardData;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, input);
   tensor::dispatch_f32_f64(input.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
     if (transposed_) {
       kernels::conv_forward<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(), columns_.data<T>());
     } else {
-      kernels::conv_backward_data<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(),
-                                     columns_.data<T>());
+      kernels::conv_backward_data<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(), columns_.data<T>());
     }
   });
   return gradInput;
@@ -317,7 +319,7 @@ void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradO
   const Tensor x = input.contiguous();
   const Tensor gy = gradOutput.contiguous();
   const kernels::ConvGeometry g = geometry(s, x.sizes(), gy.sizes());
-  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, kernels::ConvPass::BackwardWeight))}, x);
+  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, ConvPass::BackwardFilter))}, x);
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.defined() ? gradBias.contiguous() : Tensor();
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
@@ -351,8 +353,8 @@ std::string ConvolutionBase::describe(const std::vector<int>& order_in, bool alw
     return false;
   };
   const auto k = pick(s.k), stride = pick(s.stride), pad = pick(s.pad), adj = pick(s.adj), dil = pick(s.dilation);
-  std::string out = type_name() + "(" + std::to_string(nInputPlane) + " -> " + std::to_string(nOutputPlane) + ", " +
-                    join(k, "x");
+  std::string out =
+      type_name() + "(" + std::to_string(nInputPlane) + " -> " + std::to_string(nOutputPlane) + ", " + join(k, "x");
   if (any_not(stride, 1) || any_not(pad, 0)) out += ", " + join(stride, ",");
   if (any_not(pad, 0)) out += ", " + join(pad, ",");
   if (any_not(adj, 0)) out += ", " + join(adj, ",");
