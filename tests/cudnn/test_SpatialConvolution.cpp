@@ -7,6 +7,7 @@
 
 #include "convert/Convert.h"
 #include "cudnn/SpatialConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/SpatialConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/SpatialDilatedConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/SpatialDilatedConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/SpatialFullConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/SpatialFullConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/TemporalConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/TemporalConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/VolumetricConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/VolumetricConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "cudnn/VolumetricFullConvolution.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "nn/VolumetricFullConvolution.h"
 #include "tests/support/ConvTwinChecks.h"
 
