@@ -787,11 +787,13 @@ bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvK
 // Note [Fusion]
 // forward_fused runs y = act(conv(x, w) + bias) as one operation graph (conv -> virtual float
 // -> + bias -> virtual float -> act -> y), so the bias and activation cost no extra pass over
-// y. Only graph engines can: the candidates are the fused graph's engines alone (keyed apart
-// from the plain forward by ConvKey::fusion), under the same filters, cap and policies as
-// Note [Candidates]; when none runs the plan remembers the key and answers false, and the
-// caller (cudnn::ConvolutionBase, set up by cudnn::fuse) runs conv, bias and activation as
-// three steps. The fused and unfused results agree to rounding (the epilogue adds in float).
+// y. It is the forward pass itself with an Epilogue: the same execute<Forward>, key (the
+// epilogue in ConvKey::fusion), cache and try loop, under the same filters, cap and policies
+// as Note [Candidates]; only the candidates differ, the fused graph's engines alone, since only
+// graph engines can. When none runs the plan remembers the key and answers false, and the
+// caller (the convolution twin inside a cudnn::FusedConvolution, which cudnn::fuse made) runs
+// conv, bias and activation as three steps. The fused and unfused results agree to rounding
+// (the epilogue adds in float).
 //
 // Note [Fusing a bias alone]
 // cudnn::fuse also gives conv + bias to one graph operation where no activation follows (the
