@@ -625,6 +625,32 @@ std::vector<Candidate> ConvPlan::Impl::candidates(const ConvProblem& c, const Al
   return ranked;
 }
 
+namespace {
+// A workspace of `bytes` for the candidate `name`, or false (the candidate skipped, said why)
+// when it cannot be allocated.
+bool take_workspace(size_t bytes, const std::string& name, void*& ws, Trace& trace) {
+  ws = nullptr;
+  if (!bytes) return true;
+  try {
+    ws = workspace(bytes);
+    return true;
+  } catch (const tensor::Error&) {
+    trace.skip(name, "could not allocate " + bytes_str(bytes));
+    return false;
+  }
+}
+
+// The candidate that ran, remembered for steady state.
+void remember(PassState& s, const ConvKey& key, const Candidate& cand, cudnnDataType_t compute, size_t ws_bytes) {
+  s.valid = true;
+  s.key = key;
+  s.algo = cand.algo;
+  s.compute = compute;
+  s.ws = ws_bytes;
+  s.engine = cand.engine;
+}
+}  // namespace
+
 template <ConvPass P>
 bool ConvPlan::Impl::try_engine(const ConvProblem& c, const ConvKey& key, cudnnDataType_t compute,
                                 const Candidate& cand, DType dtype, PassState& s, Trace& trace) {
@@ -649,14 +675,7 @@ bool ConvPlan::Impl::try_engine(const ConvProblem& c, const ConvKey& key, cudnnD
     return false;
   }
   void* ws = nullptr;
-  if (ws_bytes) {
-    try {
-      ws = workspace(ws_bytes);
-    } catch (const tensor::Error&) {
-      trace.skip(name, "could not allocate " + bytes_str(ws_bytes));
-      return false;
-    }
-  }
+  if (!take_workspace(ws_bytes, name, ws, trace)) return false;
   const cudnnStatus_t st = run_engine<P>(c, e, ws, s.pack);
   trace.ran(name);
   if (st != CUDNN_STATUS_SUCCESS) {
@@ -664,12 +683,7 @@ bool ConvPlan::Impl::try_engine(const ConvProblem& c, const ConvKey& key, cudnnD
     trace.failed(name, st);
     return false;
   }
-  s.valid = true;
-  s.key = key;
-  s.algo = cand.algo;
-  s.compute = compute;
-  s.ws = ws_bytes;
-  s.engine = cand.engine;
+  remember(s, key, cand, compute, ws_bytes);
   trace.chose(name, ws_bytes);
   return true;
 }
@@ -698,14 +712,7 @@ bool ConvPlan::Impl::try_legacy(const ConvProblem& c, const ConvKey& key, cudnnD
     return false;
   }
   void* ws = nullptr;
-  if (ws_bytes) {
-    try {
-      ws = workspace(ws_bytes);
-    } catch (const tensor::Error&) {
-      trace.skip(name, "could not allocate " + bytes_str(ws_bytes));
-      return false;
-    }
-  }
+  if (!take_workspace(ws_bytes, name, ws, trace)) return false;
   const cudnnStatus_t st = Pass<P>::run(c, cand.algo, ws, ws_bytes);
   trace.ran(name);
   if (st != CUDNN_STATUS_SUCCESS) {
@@ -713,13 +720,8 @@ bool ConvPlan::Impl::try_legacy(const ConvProblem& c, const ConvKey& key, cudnnD
     trace.failed(name, st);
     return false;
   }
-  s.valid = true;
-  s.key = key;
-  s.algo = cand.algo;
+  remember(s, key, cand, compute, ws_bytes);  // a legacy candidate has no engine
   s.math = math;
-  s.compute = compute;
-  s.ws = ws_bytes;
-  s.engine.reset();
   if (s.once_algo < 0) s.once_algo = cand.algo;
   trace.chose(name, ws_bytes, math == CUDNN_FMA_MATH ? ", FMA math" : "");
   return true;
