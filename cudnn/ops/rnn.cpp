@@ -191,6 +191,8 @@ void RNNBlock::setDropout(double p, uint64_t seed) {
 
 void RNNBlock::setPersist(bool on) { impl_->persist = on; }
 const char* RNNBlock::algorithm() const { return impl_->algoName; }
+size_t RNNBlock::plans() const { return impl_->cache.size(); }
+
 bool RNNBlock::backwardDataDone() const { return impl_->last.valid && impl_->last.dataRuns > 0; }
 
 // ------------------------------------------------------------------------------ weights
