@@ -161,10 +161,7 @@ Shape ConvolutionBase::outputSizes(const ConvSpec& s, const Shape& input, const 
                 tensor::shape_str(input));
   }
   Shape out(input);
-  if (batched)
-    out[1] = nOutputPlane;
-  else
-    out[0] = nOutputPlane;
+  if (batched) out[1] = nOutputPlane; else out[0] = nOutputPlane;
   const int64_t first_spatial = batched ? 2 : 1;
   Dims in{}, sizes{}, extent{}, padded{};  // per spatial dim, first nd entries
   bool ok = true, fits = true;
@@ -304,7 +301,8 @@ const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor
     if (transposed_) {
       kernels::conv_forward<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(), columns_.data<T>());
     } else {
-      kernels::conv_backward_data<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(), columns_.data<T>());
+      kernels::conv_backward_data<T>(g, gy.data<T>(), w.data<T>(), nullptr, gradInput.data<T>(),
+                                     columns_.data<T>());
     }
   });
   return gradInput;
@@ -353,8 +351,8 @@ std::string ConvolutionBase::describe(const std::vector<int>& order_in, bool alw
     return false;
   };
   const auto k = pick(s.k), stride = pick(s.stride), pad = pick(s.pad), adj = pick(s.adj), dil = pick(s.dilation);
-  std::string out =
-      type_name() + "(" + std::to_string(nInputPlane) + " -> " + std::to_string(nOutputPlane) + ", " + join(k, "x");
+  std::string out = type_name() + "(" + std::to_string(nInputPlane) + " -> " + std::to_string(nOutputPlane) + ", " +
+                    join(k, "x");
   if (any_not(stride, 1) || any_not(pad, 0)) out += ", " + join(stride, ",");
   if (any_not(pad, 0)) out += ", " + join(pad, ",");
   if (any_not(adj, 0)) out += ", " + join(adj, ",");
