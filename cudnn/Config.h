@@ -14,7 +14,7 @@
 //                      guess_on_shape_change (default), time_once, time_on_shape_change
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
 //   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
-//                      (Note [Candidates] in cudnn/ops/conv.cpp); false: legacy algorithms only
+//                      (Note [Candidates] in cudnn/ops/conv_search.cpp); false: legacy algorithms only
 //   conv.cache_limit   the most entries (pass, shape, layout, dtype, flags) the process-wide
 //                      cache of algorithm choices and graph plans keeps, dropping the least
 //                      recently used first (default 10000, as PyTorch's plan cache; 0: no limit)
@@ -31,11 +31,13 @@
 #include <string>
 #include <string_view>
 
+#include "nn/ConvSpec.h"
+
 namespace cudnn {
 
 enum class Enabled { Auto, True, False, NoCheck };
 enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
-enum class ConvPass { Forward, BackwardData, BackwardFilter };
+using nn::ConvPass;  // one enum for the CPU kernels and cuDNN (nn/ConvSpec.h)
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=

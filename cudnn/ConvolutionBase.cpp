@@ -26,9 +26,18 @@
 #include "cudnn/ConvolutionBase.h"
 
 #include "cudnn/core/Layout.h"
+#include "cudnn/ops/activation.h"
+#include "cudnn/ops/conv.h"
 #include "nn/Buffers.h"
 
 namespace cudnn::detail {
+
+struct ConvolutionCompute::State {
+  ModulePlan plan;
+  ActivationPlan activation;  // a fused forward's activation when no fused engine runs
+  Tensor weightInFormat;      // channels-last copy of the weight (channels-last activations)
+  Tensor gradWeightInFormat;  // the filter gradient in that layout, before it is added to gradWeight
+};
 
 namespace {
 
@@ -39,6 +48,30 @@ bool cudnn_float(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
 
+// The epilogue of a fusable activation (fusable_activation): the one place the fused
+// convolution maps nn's activations to the cuDNN ops' enum.
+std::optional<Activation> epilogue_of(const nn::PointwiseBase& act) {
+  switch (act.activation()) {
+    case nn::PointwiseBase::Activation::ReLU:
+      return Activation::Relu;
+    case nn::PointwiseBase::Activation::Tanh:
+      return Activation::Tanh;
+    case nn::PointwiseBase::Activation::Sigmoid:
+      return Activation::Sigmoid;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The weight in the activations' layout: m.weight itself when row-major, else a copy in
+// `copy` (Note [Channels-last filters] in cudnn/ops/conv_search.cpp).
+Tensor weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format, Tensor& copy) {
+  if (format == tensor::MemoryFormat::Contiguous || m.weight.dim() < 4) return m.weight.contiguous();
+  if (m.weight.is_contiguous(format)) return m.weight;
+  nn::ensure(copy, m.weight.sizes(), m.weight, format).copy_(m.weight);
+  return copy;
+}
+
 // What check_conv_input and check_conv_grad accept, tested without building a message.
 bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
   return t.defined() && t.is_cuda() && cudnn_float(t.dtype()) && weight.defined() && t.dtype() == weight.dtype() &&
@@ -46,6 +79,22 @@ bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
 }
 
 }  // namespace
+
+ModulePlan::ModulePlan() : plan_(std::make_unique<ConvPlan>()) {}
+ModulePlan::~ModulePlan() = default;
+ModulePlan::ModulePlan(ModulePlan&&) noexcept = default;
+ModulePlan& ModulePlan::operator=(ModulePlan&&) noexcept = default;
+
+bool fusable_activation(const nn::Module& act) {
+  const auto* p = dynamic_cast<const nn::PointwiseBase*>(&act);
+  return p && act.backendKind() == nn::Backend::cudnn && epilogue_of(*p).has_value();
+}
+
+ConvolutionCompute::ConvolutionCompute() : state_(std::make_unique<State>()) {}
+ConvolutionCompute::~ConvolutionCompute() = default;
+ConvolutionCompute::ConvolutionCompute(ConvolutionCompute&&) noexcept = default;
+ConvolutionCompute& ConvolutionCompute::operator=(ConvolutionCompute&&) noexcept = default;
+const ConvPlan& ConvolutionCompute::plan() const { return state_->plan.get(); }
 
 void ModulePlan::sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method) {
   if (algo == applied_) return;
@@ -55,7 +104,7 @@ void ModulePlan::sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const
   } catch (const tensor::Error& e) {
     throw tensor::Error(m.where(method) + "algo (setMode): " + e.what());
   }
-  plan_.setChoices(choices);
+  plan_->setChoices(choices);
   applied_ = algo;
 }
 
@@ -74,37 +123,32 @@ void check_conv_grad(const nn::Module& m, const char* method, const Tensor& grad
   nn::check_matches(where, gradOutput, weight, "gradOutput");
 }
 
-Tensor ConvolutionCompute::weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format) {
-  if (format == tensor::MemoryFormat::Contiguous || m.weight.dim() < 4) return m.weight.contiguous();
-  if (m.weight.is_contiguous(format)) return m.weight;
-  nn::ensure(weightInFormat_, m.weight.sizes(), m.weight, format).copy_(m.weight);
-  return weightInFormat_;
-}
-
-void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input) {
+void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input, const nn::PointwiseBase* activation,
+                                 Tensor& out) {
+  const std::optional<Activation> act = activation ? epilogue_of(*activation) : std::nullopt;
   const char* method = "updateOutput";
   check_conv_input(m, method, input, m.weight);
   const ConvSpec s = m.spec();
   const Shape outShape = m.outputSizes(s, input.sizes(), method);
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_batch(as_format(input, format), s.nd);
-  nn::ensure(m.output, outShape, x, format);
-  const Tensor y = as_batch(m.output, s.nd);
+  nn::ensure(out, outShape, x, format);
+  const Tensor y = as_batch(out, s.nd);
   if (y.numel() == 0) return;  // an empty batch
-  const Tensor w = weight_in(m, format);
-  plan_.sync(m, m.algo, method);
+  const Tensor w = weight_in(m, format, state_->weightInFormat);
+  ModulePlan& plan = state_->plan;
+  plan.sync(m, m.algo, method);
   with_where(m, method, [&] {
-    if ((fused || (fused_bias && m.bias.defined())) && !m.transposed() &&
-        plan_->forward_fused(x, w, m.bias, y, s, fused)) {
+    if ((act || (fused_bias && m.bias.defined())) && !m.transposed() && plan->forward_fused(x, w, m.bias, y, s, act)) {
       return;
     }
     if (m.transposed()) {
-      plan_->backward_data(w, x, y, s);
+      plan->backward_data(w, x, y, s);
     } else {
-      plan_->forward(x, w, y, s);
+      plan->forward(x, w, y, s);
     }
-    if (m.bias.defined()) plan_->add_bias(y, m.bias);
-    if (fused) activation_.forward(*fused, 0, y, y);
+    if (m.bias.defined()) plan->add_bias(y, m.bias);
+    if (act) state_->activation.forward(*act, 0, y, y);
   });
 }
 
@@ -119,13 +163,14 @@ void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& inpu
   nn::ensure(m.gradInput, input.sizes(), dy, format);
   const Tensor dx = as_batch(m.gradInput, s.nd);
   if (dx.numel() == 0) return;
-  const Tensor w = weight_in(m, format);
-  plan_.sync(m, m.algo, method);
+  const Tensor w = weight_in(m, format, state_->weightInFormat);
+  ModulePlan& plan = state_->plan;
+  plan.sync(m, m.algo, method);
   with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_->forward(dy, w, dx, s);
+      plan->forward(dy, w, dx, s);
     } else {
-      plan_->backward_data(w, dy, dx, s);
+      plan->backward_data(w, dy, dx, s);
     }
   });
 }
@@ -145,18 +190,19 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   // channels-last activations: the filter gradient is taken channels-last, then added
   const bool filterInFormat =
       format != tensor::MemoryFormat::Contiguous && m.gradWeight.dim() >= 4 && !m.gradWeight.is_contiguous(format);
-  Tensor gw = filterInFormat ? nn::ensure(gradWeightInFormat_, m.gradWeight.sizes(), m.gradWeight, format)
+  Tensor gw = filterInFormat ? nn::ensure(state_->gradWeightInFormat, m.gradWeight.sizes(), m.gradWeight, format)
                              : m.gradWeight.contiguous();
   const double gwAlpha = filterInFormat ? 1 : scale, gwBeta = filterInFormat ? 0 : 1;
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();
-  plan_.sync(m, m.algo, method);
+  ModulePlan& plan = state_->plan;
+  plan.sync(m, m.algo, method);
   with_where(m, method, [&] {
     if (m.transposed()) {
-      plan_->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
+      plan->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
     } else {
-      plan_->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);
+      plan->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);
     }
-    if (gb.defined()) plan_->backward_bias(dy, gb, scale, 1);
+    if (gb.defined()) plan->backward_bias(dy, gb, scale, 1);
   });
   if (filterInFormat) {
     m.gradWeight.add_(gw, scale);

@@ -6,17 +6,21 @@
 // strides (packed first; a 4-d / 5-d channels-last input stays channels-last, as do output
 // and gradInput: Note [Channels-last twins] in cudnn/core/Layout.h). The module's algo
 // (setMode / fastest, nn::ConvAlgorithms) reaches the plan parsed, once per change
-// (ModulePlan). See Note [Convolution twins] in ConvolutionBase.cpp.
+// (ModulePlan). See Note [Convolution twins] in ConvolutionBase.cpp. Sealed: the plan and the
+// buffers live behind pointers, so this header names no cuDNN type (cudnn/ops/conv.h has
+// ConvPlan's interface, for plan()'s callers).
 #pragma once
 
-#include <optional>
+#include <memory>
 #include <type_traits>
 
 #include "cudnn/core/Twin.h"
-#include "cudnn/ops/conv.h"
 #include "nn/ConvolutionBase.h"
+#include "nn/PointwiseBase.h"
 
 namespace cudnn {
+
+class ConvPlan;  // cudnn/ops/conv.h
 
 namespace detail {
 
@@ -37,50 +41,61 @@ void with_where(const nn::Module& m, const char* method, F&& f) {
 // compares three short strings and parses nothing.
 class ModulePlan {
  public:
+  ModulePlan();
+  ~ModulePlan();
+  ModulePlan(ModulePlan&&) noexcept;
+  ModulePlan& operator=(ModulePlan&&) noexcept;
+
   // Throws "<where>algo (setMode): <the flag error>" for a name the pass lacks.
   void sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method);
-  ConvPlan* operator->() { return &plan_; }
-  const ConvPlan& get() const { return plan_; }
+  ConvPlan* operator->() { return plan_.get(); }
+  const ConvPlan& get() const { return *plan_; }
 
  private:
-  ConvPlan plan_;
+  std::unique_ptr<ConvPlan> plan_;
   nn::ConvAlgorithms applied_;  // the defaults are what a fresh plan has
 };
+
+// Whether a convolution twin's forward can apply `act` as a fused epilogue: a cudnn ReLU, Tanh
+// or Sigmoid (Note [Fusion] in cudnn/ops/conv_search.cpp).
+bool fusable_activation(const nn::Module& act);
 
 // The three passes of every nn::ConvolutionBase twin; each checks device and dtype first.
 class ConvolutionCompute {
  public:
-  // With a fused activation (cudnn::fuse) forward computes act(conv + bias): as one graph
-  // operation where an engine runs it, else as three steps.
-  std::optional<Activation> fused;
+  ConvolutionCompute();
+  ~ConvolutionCompute();
+  ConvolutionCompute(ConvolutionCompute&&) noexcept;
+  ConvolutionCompute& operator=(ConvolutionCompute&&) noexcept;
+
   // With fused_bias (cudnn::fuse: a convolution with a bias and no fusable activation after
   // it) forward computes conv + bias as one graph operation where that is faster (Note
-  // [Fusing a bias alone] in cudnn/ops/conv.cpp).
+  // [Fusing a bias alone] in cudnn/ops/conv_search.cpp). Not observable: the output is the same.
   bool fused_bias = false;
 
-  void forward(nn::ConvolutionBase& m, const Tensor& input);
-  void backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput);
-  void backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput, double scale);
-  const ConvPlan& plan() const { return plan_.get(); }
+  // out = act(conv(input) + bias): act null for the plain forward (out is m.output), or a
+  // fusable activation (cudnn::FusedConvolution's output): as one graph operation where an
+  // engine runs it, else as three steps.
+  void forward(nn::ConvolutionBase& m, const tensor::Tensor& input, const nn::PointwiseBase* act, tensor::Tensor& out);
+  void backwardData(nn::ConvolutionBase& m, const tensor::Tensor& input, const tensor::Tensor& gradOutput);
+  void backwardParameters(nn::ConvolutionBase& m, const tensor::Tensor& input, const tensor::Tensor& gradOutput,
+                          double scale);
+  const ConvPlan& plan() const;
 
  private:
-  // The weight in the activations' layout: m.weight itself when row-major, else a copy in
-  // weightInFormat_ (Note [Channels-last filters] in cudnn/ops/conv.cpp).
-  Tensor weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format);
-
-  ModulePlan plan_;
-  ActivationPlan activation_;  // the unfused fallback's activation
-  Tensor weightInFormat_;      // channels-last copy of the weight (channels-last activations)
-  Tensor gradWeightInFormat_;  // the filter gradient in that layout, before it is added to gradWeight
+  struct State;  // the plan, the activation's, the channels-last weight copies (ConvolutionBase.cpp)
+  std::unique_ptr<State> state_;
 };
 
-// What cudnn::fuse sees of a convolution twin (the template's instances share no other base).
+// What cudnn::fuse and cudnn::FusedConvolution see of a convolution twin (the template's
+// instances share no other base).
 class FusableConvolution {
  public:
   virtual ~FusableConvolution() = default;
   virtual bool fusable() const = 0;  // a plain (not transposed) convolution
-  virtual void setFusedActivation(std::optional<Activation> act) = 0;
-  virtual std::optional<Activation> fusedActivation() const = 0;
+  // out = act(conv(input) + bias), act fusable_activation; the convolution's own output is
+  // left untouched.
+  virtual void forwardActivated(const tensor::Tensor& input, const nn::PointwiseBase& act, tensor::Tensor& out) = 0;
   virtual void setFusedBias(bool on) = 0;
   virtual bool fusedBias() const = 0;
 };
@@ -88,8 +103,10 @@ class FusableConvolution {
 // The checks each pass makes first: input (and gradOutput) on the parameters' CUDA device,
 // of a dtype cuDNN takes, of the weight's dtype. The message names m.where(method), built
 // only when a check fails.
-void check_conv_input(const nn::Module& m, const char* method, const Tensor& input, const Tensor& weight);
-void check_conv_grad(const nn::Module& m, const char* method, const Tensor& gradOutput, const Tensor& weight);
+void check_conv_input(const nn::Module& m, const char* method, const tensor::Tensor& input,
+                      const tensor::Tensor& weight);
+void check_conv_grad(const nn::Module& m, const char* method, const tensor::Tensor& gradOutput,
+                     const tensor::Tensor& weight);
 
 }  // namespace detail
 
@@ -99,9 +116,10 @@ class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
 
  public:
   using Twin<Base>::Twin;
+  using Tensor = tensor::Tensor;
 
   const Tensor& updateOutput(const Tensor& input) override {
-    compute_.forward(*this, input);
+    compute_.forward(*this, input, nullptr, this->output);
     return this->output;
   }
 
@@ -118,8 +136,9 @@ class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
   const ConvPlan& plan() const { return compute_.plan(); }
 
   bool fusable() const override { return !this->transposed(); }
-  void setFusedActivation(std::optional<Activation> act) override { compute_.fused = act; }
-  std::optional<Activation> fusedActivation() const override { return compute_.fused; }
+  void forwardActivated(const Tensor& input, const nn::PointwiseBase& act, Tensor& out) override {
+    compute_.forward(*this, input, &act, out);
+  }
   void setFusedBias(bool on) override { compute_.fused_bias = on; }
   bool fusedBias() const override { return compute_.fused_bias; }
 

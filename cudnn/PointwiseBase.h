@@ -42,19 +42,8 @@ class PointwiseCompute {
 };
 }  // namespace detail
 
-// What cudnn::fuse sees of an activation twin: an activation the convolution before it now
-// applies passes its input through (Note [Fusion] in cudnn/ops/conv.cpp). Its backward is
-// unchanged: it reads the output, which the input then is.
-class FusableActivation {
- public:
-  virtual ~FusableActivation() = default;
-  virtual std::optional<nn::Activation> fusableMode() const = 0;  // nullopt: ClippedReLU, ELU
-  virtual void setFusedIntoInput(bool on) = 0;
-  virtual bool fusedIntoInput() const = 0;
-};
-
 template <class Base>
-class PointwiseBase : public Twin<Base>, public FusableActivation {
+class PointwiseBase : public Twin<Base> {
   static_assert(std::is_base_of_v<nn::PointwiseBase, Base>, "cudnn::PointwiseBase twins an nn::PointwiseBase");
 
  public:
@@ -65,26 +54,9 @@ class PointwiseBase : public Twin<Base>, public FusableActivation {
     check_on_device(where, input, Tensor());
     check_cuda(where, input, "input");
     this->checkInplace("updateOutput");
-    if (fused_) {
-      this->output = input;  // the convolution before applied the activation
-      return this->output;
-    }
     compute_.forward(*this, input);
     return this->output;
   }
-
-  std::optional<nn::Activation> fusableMode() const override {
-    switch (const nn::Activation a = this->activation()) {
-      case nn::Activation::ReLU:
-      case nn::Activation::Tanh:
-      case nn::Activation::Sigmoid:
-        return a;
-      default:
-        return std::nullopt;
-    }
-  }
-  void setFusedIntoInput(bool on) override { fused_ = on; }
-  bool fusedIntoInput() const override { return fused_; }
 
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
     const std::string where = this->where("updateGradInput");
@@ -101,7 +73,6 @@ class PointwiseBase : public Twin<Base>, public FusableActivation {
 
  private:
   detail::PointwiseCompute compute_;
-  bool fused_ = false;
 };
 
 }  // namespace cudnn

@@ -15,6 +15,7 @@
 // ([batch x inputFrameSize x nInputFrame x 1]) would need the input and the weight transposed.
 #include "cudnn/TemporalConvolution.h"
 
+#include "cudnn/ops/conv.h"
 #include "nn/Buffers.h"
 
 namespace cudnn {

@@ -15,6 +15,8 @@ class TemporalConvolution : public Twin<nn::TemporalConvolution> {
  public:
   using Twin::Twin;
 
+  using Tensor = tensor::Tensor;
+
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;

@@ -271,7 +271,7 @@ const Tensor& ConvolutionBase::updateOutput(const Tensor& input) {
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   const kernels::ConvGeometry g = geometry(s, x.sizes(), outShape);
   ensure(output, outShape, x);
-  const auto pass = transposed_ ? kernels::ConvPass::BackwardData : kernels::ConvPass::Forward;
+  const auto pass = transposed_ ? ConvPass::BackwardData : ConvPass::Forward;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, x);
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
@@ -294,7 +294,7 @@ const Tensor& ConvolutionBase::updateGradInput(const Tensor& input, const Tensor
   const Tensor w = weight.contiguous();
   const kernels::ConvGeometry g = geometry(s, input.sizes(), gy.sizes());
   ensure(gradInput, input.sizes(), input);
-  const auto pass = transposed_ ? kernels::ConvPass::Forward : kernels::ConvPass::BackwardData;
+  const auto pass = transposed_ ? ConvPass::Forward : ConvPass::BackwardData;
   ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, pass))}, input);
   tensor::dispatch_f32_f64(input.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
@@ -317,7 +317,7 @@ void ConvolutionBase::accGradParameters(const Tensor& input, const Tensor& gradO
   const Tensor x = input.contiguous();
   const Tensor gy = gradOutput.contiguous();
   const kernels::ConvGeometry g = geometry(s, x.sizes(), gy.sizes());
-  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, kernels::ConvPass::BackwardWeight))}, x);
+  ensure(columns_, {std::max<int64_t>(1, kernels::conv_workspace_size(g, ConvPass::BackwardFilter))}, x);
   Tensor gw = gradWeight.contiguous();
   Tensor gb = gradBias.defined() ? gradBias.contiguous() : Tensor();
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {

@@ -29,6 +29,9 @@ class Sequential : public Container {
   bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
   void releaseGradInput() override;
+  // What updateOutput records, for a subclass that computes its children's outputs itself
+  // (cudnn::FusedConvolution): the input child i saw, which backward hands it.
+  std::vector<Tensor>& childInputs() { return inputs_; }
 
  private:
   // The input each child saw in the last forward (a child's result may be a bridged copy,

@@ -48,6 +48,14 @@ class LruCache {
     trim();
   }
 
+  // Forgets `key`'s entry, if any.
+  void erase(const Key& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    entries_.erase(it->second);
+    index_.erase(it);
+  }
+
   size_t capacity() const { return capacity_; }
   size_t size() const { return index_.size(); }
   size_t evictions() const { return evictions_; }  // entries forgotten for capacity, ever

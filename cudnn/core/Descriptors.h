@@ -12,12 +12,15 @@
 
 #include "cudnn/TensorChecks.h"
 #include "cudnn/core/Check.h"
-#include "nn/kernels/Convolution.h"
+#include "nn/ConvSpec.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
 
-using nn::ConvSpec;  // a convolution's settings (nn/kernels/Convolution.h)
+using tensor::DType;
+using tensor::Shape;
+using tensor::Tensor;
+using nn::ConvSpec;  // a convolution's settings (nn/ConvSpec.h)
 
 cudnnDataType_t data_type(DType dtype);  // throws for dtypes cuDNN has no use for
 
@@ -75,7 +78,7 @@ class FilterDescriptor
     : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor> {
  public:
   // channels_last: the filter's memory is [K x kH x kW x C] (NHWC), as a channels-last
-  // activation's convolution wants it (Note [Channels-last filters] in cudnn/ops/conv.cpp).
+  // activation's convolution wants it (Note [Channels-last filters] in cudnn/ops/conv_search.cpp).
   cudnnFilterDescriptor_t set(DType dtype, const Shape& sizes, bool channels_last = false);
 
  private:

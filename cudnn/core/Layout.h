@@ -19,7 +19,7 @@ namespace cudnn {
 //   - config().channels_last (flag channels_last=true): the first twin that meets a 4-d or
 //     5-d row-major input converts it (one copy) and every later layer sees channels-last.
 // Convolution weights stay row-major [K x C x kH x kW] parameters; the passes use a
-// channels-last copy (Note [Channels-last filters] in cudnn/ops/conv.cpp). Batch norm trains
+// channels-last copy (Note [Channels-last filters] in cudnn/ops/conv_search.cpp). Batch norm trains
 // channels-last data with CUDNN_BATCHNORM_SPATIAL_PERSISTENT through the Ex calls (PyTorch's
 // choice; Note [Channels-last batch norm through the Ex calls]), never NCHW data, where that
 // mode can overflow. Tensors of other ranks, and float64 tensors, are always computed row-major.

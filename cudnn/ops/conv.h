@@ -10,7 +10,7 @@
 //
 // ConvPlan is the reusable state behind them: descriptors set only when shapes change, and
 // per pass the algorithm chosen under the flags. See Note [Choosing a convolution algorithm]
-// in conv.cpp. The twins (cudnn::SpatialConvolution, ...) each own one, through
+// in conv_search.cpp. The twins (cudnn::SpatialConvolution, ...) each own one, through
 // detail::ModulePlan (cudnn/ConvolutionBase.h).
 #pragma once
 
@@ -94,7 +94,7 @@ class ConvPlan {
   void backward_filter(const Tensor& x, const Tensor& dy, const Tensor& dw, const ConvSpec& g, double alpha = 1,
                        double beta = 0);
 
-  // y = act(conv(x, w) + bias) as one graph-API operation (Note [Fusion] in conv.cpp); bias
+  // y = act(conv(x, w) + bias) as one graph-API operation (Note [Fusion] in conv_search.cpp); bias
   // may be undefined and act nullopt (Relu, Tanh and Sigmoid fuse). Returns false, leaving y
   // to the caller, when no fused engine runs for these shapes (remembered: no new search).
   bool forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvSpec& g,
@@ -124,7 +124,7 @@ class ConvPlan {
 // y += bias broadcast over every dim but 1 (the channels); y is 4-d or 5-d, bias [C].
 void add_bias(const Tensor& y, const Tensor& bias);
 // db = alpha * sum of dy over every dim but 1, + beta * db.
-// See Note [Bias without cuDNN] in conv.cpp for dtypes cuDNN has no bias kernels for.
+// See Note [Bias without cuDNN] in conv_bias.cpp for dtypes cuDNN has no bias kernels for.
 void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
 
 Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p = {});

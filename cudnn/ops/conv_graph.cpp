@@ -205,6 +205,43 @@ cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* 
   return cudnnBackendExecute(h, plan_->get(), cache.pack->get());
 }
 
+namespace {
+// A forward with an epilogue (Note [Fusion] in conv_search.cpp): the convolution into a
+// virtual float tensor, then + bias and the activation, the last writing y (keep[2]); keep
+// holds x, w, y and the convolution descriptor first.
+void add_fused_operations(const ConvGraphSpec& s, std::deque<BackendDescriptor>& keep,
+                          std::vector<cudnnBackendDescriptor_t>& ops) {
+  // conv -> (virtual, float) [+ bias -> (virtual, float)] [act ->] y
+  int64_t next_uid = kVirtual;
+  BackendDescriptor conv_out = tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true);
+  BackendDescriptor conv_op = operation(s, keep[0], keep[1], conv_out, keep[3]);
+  ops.push_back(conv_op.get());
+  keep.push_back(std::move(conv_op));
+  keep.push_back(std::move(conv_out));
+  const BackendDescriptor* last = &keep.back();
+  if (s.bias) {
+    Shape b_sizes(s.y_sizes.size(), 1), b_strides(s.y_sizes.size(), 1);
+    b_sizes[1] = s.y_sizes[1];
+    keep.push_back(tensor_desc(kB, s.data, b_sizes, b_strides));
+    const BackendDescriptor& b = keep.back();
+    const BackendDescriptor* sum = &keep[2];
+    if (s.activation) {
+      keep.push_back(tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true));
+      sum = &keep.back();
+    }
+    BackendDescriptor add = pointwise(CUDNN_POINTWISE_ADD, *last, &b, *sum, keep);
+    ops.push_back(add.get());
+    keep.push_back(std::move(add));
+    last = sum;
+  }
+  if (s.activation) {
+    BackendDescriptor act = pointwise(*s.activation, *last, nullptr, keep[2], keep);
+    ops.push_back(act.get());
+    keep.push_back(std::move(act));
+  }
+}
+}  // namespace
+
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cudnnHandle_t h, size_t max,
                                                       int per_engine, std::string& why) {
   std::vector<std::shared_ptr<ConvEngine>> out;
@@ -221,34 +258,7 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
       keep.push_back(operation(s, keep[0], keep[1], keep[2], keep[3]));
       ops.push_back(keep.back().get());
     } else {
-      // conv -> (virtual, float) [+ bias -> (virtual, float)] [act ->] y
-      int64_t next_uid = kVirtual;
-      BackendDescriptor conv_out = tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true);
-      BackendDescriptor conv_op = operation(s, keep[0], keep[1], conv_out, keep[3]);
-      ops.push_back(conv_op.get());
-      keep.push_back(std::move(conv_op));
-      keep.push_back(std::move(conv_out));
-      const BackendDescriptor* last = &keep.back();
-      if (s.bias) {
-        Shape b_sizes(s.y_sizes.size(), 1), b_strides(s.y_sizes.size(), 1);
-        b_sizes[1] = s.y_sizes[1];
-        keep.push_back(tensor_desc(kB, s.data, b_sizes, b_strides));
-        const BackendDescriptor& b = keep.back();
-        const BackendDescriptor* sum = &keep[2];
-        if (s.activation) {
-          keep.push_back(tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true));
-          sum = &keep.back();
-        }
-        BackendDescriptor add = pointwise(CUDNN_POINTWISE_ADD, *last, &b, *sum, keep);
-        ops.push_back(add.get());
-        keep.push_back(std::move(add));
-        last = sum;
-      }
-      if (s.activation) {
-        BackendDescriptor act = pointwise(*s.activation, *last, nullptr, keep[2], keep);
-        ops.push_back(act.get());
-        keep.push_back(std::move(act));
-      }
+      add_fused_operations(s, keep, ops);
     }
     BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, ops);

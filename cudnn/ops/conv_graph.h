@@ -6,7 +6,7 @@
 //   ConvEngine::build    finalizes its execution plan (once; cuDNN may refuse);
 //   ConvEngine::run      executes it on three device pointers (four with a bias) and a workspace.
 // A forward graph may carry a fused epilogue: + bias (broadcast over all but the channels),
-// then an activation, through virtual intermediates (cudnn::fuse, Note [Fusion] in conv.cpp).
+// then an activation, through virtual intermediates (cudnn::fuse, Note [Fusion] in conv_search.cpp).
 // Tensors are described by their real strides, so a plan is only reused for the same shapes,
 // strides, dtypes, geometry and handle (ConvPlan's key holds all of them). The operation
 // computes out = op(...) (alpha 1, beta 0: engines refuse other factors at execution with
@@ -88,7 +88,7 @@ class ConvEngine {
 // The engine configurations cuDNN's heuristics rank for the pass (mode A, then the fallback
 // list), at most `max` of them and the best-ranked `per_engine` of each engine (an engine's
 // configurations differ in knobs such as tile sizes: Note [Engine configurations] in
-// conv.cpp). Engines that convert inputs to a lower precision are left out. Empty, with
+// conv_search.cpp). Engines that convert inputs to a lower precision are left out. Empty, with
 // `why`, when cuDNN builds no graph.
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& spec, cudnnHandle_t h, size_t max,
                                                       int per_engine, std::string& why);

@@ -9,6 +9,7 @@
 #include "cudnn/core/RNNDescriptors.h"
 #include "nn/Buffers.h"
 #include "tensor/Cuda.h"
+#include "tensor/LruCache.h"
 
 namespace cudnn {
 
@@ -19,8 +20,9 @@ namespace cudnn {
 // sizes. Entries are cached per Key (input size, T, B, layout, variable lengths or not, mode,
 // math, algorithm asked for); a Key whose lengths change only re-sets its data descriptors
 // and lengths (host calls and a 4*B byte copy), so steady state creates nothing. The cache is
-// bounded (kMaxEntries; cleared when full). Workspace comes from the caching allocator per
-// call; the reserve space is kept from a training forward to its backward.
+// bounded as the convolutions' plan cache is, by the flag conv.cache_limit, least recently used
+// entries first (Note [One plan cache] in conv_search.cpp). Workspace comes from the caching
+// allocator per call; the reserve space is kept from a training forward to its backward.
 // Layouts: sequence-major batches of full length use the packed layout with padded I/O off
 // (the one the persistent kernels take); batch-first or variable lengths use the unpacked
 // layouts with CUDNN_RNN_PADDED_IO_ENABLED, y padded with zeros past each sequence's end.
@@ -37,8 +39,6 @@ namespace cudnn {
 // per block in verbose mode.
 
 namespace {
-
-constexpr size_t kMaxEntries = 16;
 
 cudnnRNNMode_t cell_mode(nn::RNNMode m) {
   switch (m) {
@@ -77,8 +77,7 @@ cudnnMathType_t math_type(DType d) {
 }
 
 bool refusal(cudnnStatus_t st) {
-  return CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
-         CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
+  return CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
 }
 
 void check(cudnnStatus_t st, const char* call, int line) {
@@ -96,9 +95,19 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = std::hash<int64_t>()(k.inputDim);
+    for (int64_t v : {k.seq, k.batch, static_cast<int64_t>(k.math),
+                      static_cast<int64_t>(k.batchFirst | k.varlen << 1 | k.training << 2 | k.persist << 3)}) {
+      h = h * 1099511628211ull ^ std::hash<int64_t>()(v);
+    }
+    return h;
+  }
+};
+
 std::string key_str(const Key& k) {
-  return "input " + std::to_string(k.inputDim) + ", T " + std::to_string(k.seq) + ", batch " +
-         std::to_string(k.batch);
+  return "input " + std::to_string(k.inputDim) + ", T " + std::to_string(k.seq) + ", batch " + std::to_string(k.batch);
 }
 
 Tensor empty_bytes(size_t n, const Tensor& like) {
@@ -123,7 +132,7 @@ struct RNNBlock::Impl {
     size_t work = 0, reserve = 0;
     bool ran = false;  // a refusal of the persistent algorithm shows at the first run at the latest
   };
-  std::vector<std::unique_ptr<Entry>> cache;
+  tensor::LruCache<Key, std::unique_ptr<Entry>, KeyHash> cache;  // bounded by conv.cache_limit
   std::vector<Key> refusedPersist;  // keys (persist = true) cuDNN did not take persistently
   bool saidPersist = false;
 
@@ -161,8 +170,8 @@ RNNBlock::RNNBlock(DType dtype, int64_t hidden, int64_t depth, nn::RNNMode mode,
       impl_(std::make_unique<Impl>()) {
   data_type(dtype);  // throws for dtypes cuDNN has no use for
   if (hidden <= 0 || depth <= 0) {
-    throw tensor::Error("cudnn::RNNBlock: expected hidden > 0 and depth > 0, got hidden " +
-                        std::to_string(hidden) + ", depth " + std::to_string(depth));
+    throw tensor::Error("cudnn::RNNBlock: expected hidden > 0 and depth > 0, got hidden " + std::to_string(hidden) +
+                        ", depth " + std::to_string(depth));
   }
 }
 
@@ -182,6 +191,8 @@ void RNNBlock::set_dropout(double p, uint64_t seed) {
 
 void RNNBlock::set_persist(bool on) { impl_->persist = on; }
 const char* RNNBlock::algorithm() const { return impl_->algoName; }
+size_t RNNBlock::plans() const { return impl_->cache.size(); }
+
 bool RNNBlock::backward_data_done() const { return impl_->last.valid && impl_->last.dataRuns > 0; }
 
 // ------------------------------------------------------------------------------ weights
@@ -239,8 +250,8 @@ std::vector<RNNGate> RNNBlock::split_params(const Tensor& params, int64_t layer,
     if (count == 0) return Tensor();
     if (bytes < 0 || bytes % static_cast<std::ptrdiff_t>(item) != 0 || count % hidden_ != 0 ||
         bytes / static_cast<std::ptrdiff_t>(item) + count > n) {
-      throw tensor::Error(where + "cuDNN placed a matrix outside the weight buffer (offset " +
-                          std::to_string(bytes) + " bytes, " + std::to_string(count) + " elements)");
+      throw tensor::Error(where + "cuDNN placed a matrix outside the weight buffer (offset " + std::to_string(bytes) +
+                          " bytes, " + std::to_string(count) + " elements)");
     }
     const int64_t offset = params.storage_offset() + bytes / static_cast<std::ptrdiff_t>(item);
     if (!matrix) return Tensor(params.storage(), offset, {count}, {1}, dtype_);
@@ -252,9 +263,8 @@ std::vector<RNNGate> RNNBlock::split_params(const Tensor& params, int64_t layer,
     PlainTensorDescriptor md, bd;
     void* mp = nullptr;
     void* bp = nullptr;
-    CUDNN_CHECK(cudnnGetRNNWeightParams(handle(), impl_->layout.get(), static_cast<int32_t>(layer),
-                                        impl_->layoutBytes, params.raw_data(), static_cast<int32_t>(id),
-                                        md.get(), &mp, bd.get(), &bp));
+    CUDNN_CHECK(cudnnGetRNNWeightParams(handle(), impl_->layout.get(), static_cast<int32_t>(layer), impl_->layoutBytes,
+                                        params.raw_data(), static_cast<int32_t>(id), md.get(), &mp, bd.get(), &bp));
     gates[static_cast<size_t>(id)] = {view(mp, md.get(), true), view(bp, bd.get(), false)};
   }
   return gates;
@@ -268,15 +278,12 @@ namespace {
 // cuDNN refuses the persistent algorithm for it (the caller retries with the standard one).
 RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& k, const RNNSequence& s) {
   using Entry = RNNBlock::Impl::Entry;
-  Entry* e = nullptr;
-  for (auto& c : m.cache) {
-    if (c->key == k) e = c.get();
-  }
+  std::unique_ptr<Entry>* found = m.cache.find(k);
+  Entry* e = found ? found->get() : nullptr;
   if (!e) {
-    if (m.cache.size() >= kMaxEntries) {
-      m.cache.clear();
-      m.last = {};
-    }
+    const size_t limit = config().conv_cache_limit;
+    m.cache.set_capacity(limit);
+    if (limit != 0 && m.cache.size() >= limit) m.last = {};  // the entry it names may go
     auto fresh = std::make_unique<Entry>();
     fresh->key = k;
     fresh->algo = k.persist ? CUDNN_RNN_ALGO_PERSIST_STATIC : CUDNN_RNN_ALGO_STANDARD;
@@ -296,18 +303,15 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
     size_t bytes = 0;
     CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle(), fresh->rnn.get(), &bytes));
     if (bytes != m.layoutBytes) {
-      throw tensor::Error("cudnn::RNNBlock: cuDNN's weight space is " + std::to_string(bytes) +
-                          " bytes for " + key_str(k) + " but " + std::to_string(m.layoutBytes) +
-                          " for the weight layout");
+      throw tensor::Error("cudnn::RNNBlock: cuDNN's weight space is " + std::to_string(bytes) + " bytes for " +
+                          key_str(k) + " but " + std::to_string(m.layoutBytes) + " for the weight layout");
     }
-    fresh->hd.set(b.dtype(), {b.depth() * b.directions(), k.batch, b.hidden()},
-                  {k.batch * b.hidden(), b.hidden(), 1}, 3);
-    m.cache.push_back(std::move(fresh));
-    e = m.cache.back().get();
+    fresh->hd.set(b.dtype(), {b.depth() * b.directions(), k.batch, b.hidden()}, {k.batch * b.hidden(), b.hidden(), 1},
+                  3);
+    e = m.cache.put(k, std::move(fresh)).get();
   }
   std::vector<int32_t> lengths(static_cast<size_t>(k.batch), static_cast<int32_t>(k.seq));
-  for (size_t i = 0; i < s.lengths.size() && i < lengths.size(); ++i)
-    lengths[i] = static_cast<int32_t>(s.lengths[i]);
+  for (size_t i = 0; i < s.lengths.size() && i < lengths.size(); ++i) lengths[i] = static_cast<int32_t>(s.lengths[i]);
   if (!e->lengthsSet || lengths != e->lengths) {
     e->lengths = std::move(lengths);
     e->lengthsSet = false;
@@ -316,18 +320,17 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
                                                      : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED;
     double zero = 0;  // paddingFill, read as the data's type: all-zero bits are 0 in each
     CUDNN_CHECK(cudnnSetRNNDataDescriptor(e->xd.get(), data_type(b.dtype()), layout, static_cast<int>(k.seq),
-                                          static_cast<int>(k.batch), static_cast<int>(k.inputDim),
+                                          static_cast<int>(k.batch), static_cast<int>(k.inputDim), e->lengths.data(),
+                                          &zero));
+    CUDNN_CHECK(cudnnSetRNNDataDescriptor(e->yd.get(), data_type(b.dtype()), layout, static_cast<int>(k.seq),
+                                          static_cast<int>(k.batch), static_cast<int>(b.hidden() * b.directions()),
                                           e->lengths.data(), &zero));
-    CUDNN_CHECK(cudnnSetRNNDataDescriptor(
-        e->yd.get(), data_type(b.dtype()), layout, static_cast<int>(k.seq), static_cast<int>(k.batch),
-        static_cast<int>(b.hidden() * b.directions()), e->lengths.data(), &zero));
     const size_t nbytes = e->lengths.size() * sizeof(int32_t);
     if (!e->devLengths.defined() || e->devLengths.nbytes() < nbytes) e->devLengths = empty_bytes(nbytes, s.x);
-    tensor::cuda::copy_bytes(e->devLengths.raw_data(), true, e->lengths.data(), false, nbytes,
-                             s.x.device().index);
-    const cudnnStatus_t st = cudnnGetRNNTempSpaceSizes(
-        handle(), e->rnn.get(), k.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE, e->xd.get(),
-        &e->work, &e->reserve);
+    tensor::cuda::copy_bytes(e->devLengths.raw_data(), true, e->lengths.data(), false, nbytes, s.x.device().index);
+    const cudnnStatus_t st = cudnnGetRNNTempSpaceSizes(handle(), e->rnn.get(),
+                                                       k.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                                       e->xd.get(), &e->work, &e->reserve);
     if (st != CUDNN_STATUS_SUCCESS) {
       if (k.persist && refusal(st)) return nullptr;
       check(st, "cudnnGetRNNTempSpaceSizes", __LINE__);
@@ -338,13 +341,11 @@ RNNBlock::Impl::Entry* prepare(RNNBlock::Impl& m, const RNNBlock& b, const Key& 
 }
 
 void drop_entry(RNNBlock::Impl& m, const Key& k) {
-  for (auto it = m.cache.begin(); it != m.cache.end(); ++it) {
-    if ((*it)->key == k) {
-      if (m.last.entry == it->get()) m.last = {};
-      m.cache.erase(it);
-      return;
-    }
-  }
+  using Entry = RNNBlock::Impl::Entry;
+  std::unique_ptr<Entry>* found = m.cache.find(k);
+  if (!found) return;
+  if (m.last.entry == found->get()) m.last = {};
+  m.cache.erase(k);
 }
 
 }  // namespace
@@ -427,15 +428,13 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
       Tensor work = empty_bytes(e->work, x);
       if (s.training && (!m.reserve.defined() || m.reserve.nbytes() < e->reserve))
         m.reserve = empty_bytes(e->reserve, x);
-      st = cudnnRNNForward(
-          handle(), e->rnn.get(), s.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-          static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(), x.raw_data(), e->yd.get(),
-          y.raw_data(), e->hd.get(), ptr_or_null(s.h0), hy.raw_data(), e->hd.get(), ptr_or_null(s.c0),
-          lstm ? cy.raw_data() : nullptr, m.layoutBytes, params.raw_data(), e->work, work.raw_data(),
-          s.training ? e->reserve : 0, s.training ? m.reserve.raw_data() : nullptr);
+      st = cudnnRNNForward(handle(), e->rnn.get(), s.training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                           static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(), x.raw_data(),
+                           e->yd.get(), y.raw_data(), e->hd.get(), ptr_or_null(s.h0), hy.raw_data(), e->hd.get(),
+                           ptr_or_null(s.c0), lstm ? cy.raw_data() : nullptr, m.layoutBytes, params.raw_data(), e->work,
+                           work.raw_data(), s.training ? e->reserve : 0, s.training ? m.reserve.raw_data() : nullptr);
       if (st == CUDNN_STATUS_SUCCESS) {
-        if (k.persist && !e->ran)
-          say("RNN " + key_str(k) + ": persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC)");
+        if (k.persist && !e->ran) say("RNN " + key_str(k) + ": persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC)");
         e->ran = true;
         m.algoName = k.persist ? "persist_static" : "standard";
         m.last.valid = true;
@@ -505,19 +504,17 @@ void RNNBlock::backward_data(const Tensor& params, const Tensor& dy, const Tenso
                           "one would draw a new dropout mask): forward again first");
     }
     CUDNN_CHECK(cudnnRNNForward(handle(), e->rnn.get(), CUDNN_FWD_MODE_TRAINING,
-                                static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(),
-                                x.raw_data(), e->yd.get(), m.last.y.raw_data(), e->hd.get(),
-                                ptr_or_null(m.last.h0), nullptr, e->hd.get(), ptr_or_null(m.last.c0), nullptr,
-                                m.layoutBytes, params.raw_data(), e->work, work.raw_data(), e->reserve,
-                                m.reserve.raw_data()));
+                                static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(), x.raw_data(),
+                                e->yd.get(), m.last.y.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), nullptr,
+                                e->hd.get(), ptr_or_null(m.last.c0), nullptr, m.layoutBytes, params.raw_data(), e->work,
+                                work.raw_data(), e->reserve, m.reserve.raw_data()));
   }
   if (e->key.varlen) dx.zero_();  // positions past a sequence's end get no gradient
   CUDNN_CHECK(cudnnRNNBackwardData_v8(
-      handle(), e->rnn.get(), static_cast<const int32_t*>(e->devLengths.raw_data()), e->yd.get(),
-      m.last.y.raw_data(), dy.raw_data(), e->xd.get(), dx.raw_data(), e->hd.get(), ptr_or_null(m.last.h0),
-      ptr_or_null(dhy), dhx.raw_data(), e->hd.get(), ptr_or_null(m.last.c0), ptr_or_null(dcy),
-      lstm ? dcx.raw_data() : nullptr, m.layoutBytes, params.raw_data(), e->work, work.raw_data(), e->reserve,
-      m.reserve.raw_data()));
+      handle(), e->rnn.get(), static_cast<const int32_t*>(e->devLengths.raw_data()), e->yd.get(), m.last.y.raw_data(),
+      dy.raw_data(), e->xd.get(), dx.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), ptr_or_null(dhy), dhx.raw_data(),
+      e->hd.get(), ptr_or_null(m.last.c0), ptr_or_null(dcy), lstm ? dcx.raw_data() : nullptr, m.layoutBytes,
+      params.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
   ++m.last.dataRuns;
 }
 
@@ -530,12 +527,10 @@ void RNNBlock::backward_weights(const Tensor& dparams) {
   if (m.last.empty) return;
   if (m.last.dataRuns == 0) throw tensor::Error(where + "expected backwardData for the last forward first");
   check_cuda(where, dparams, "dparams");
-  if (dparams.dtype() != dtype_ ||
-      dparams.numel() != static_cast<int64_t>(m.layoutBytes / tensor::itemsize(dtype_)) ||
+  if (dparams.dtype() != dtype_ || dparams.numel() != static_cast<int64_t>(m.layoutBytes / tensor::itemsize(dtype_)) ||
       !dparams.is_contiguous()) {
-    throw tensor::Error(where + "expected a contiguous gradient buffer like the weights (" +
-                        tensor::name(dtype_) + ", " +
-                        std::to_string(m.layoutBytes / tensor::itemsize(dtype_)) + " elements), got " +
+    throw tensor::Error(where + "expected a contiguous gradient buffer like the weights (" + tensor::name(dtype_) +
+                        ", " + std::to_string(m.layoutBytes / tensor::itemsize(dtype_)) + " elements), got " +
                         dparams.description());
   }
   const Tensor& x = m.last.x;
@@ -543,15 +538,14 @@ void RNNBlock::backward_weights(const Tensor& dparams) {
   Impl::Entry* e = m.last.entry;
   Tensor work = empty_bytes(e->work, x);
   CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
-      handle(), e->rnn.get(), CUDNN_WGRAD_MODE_ADD, static_cast<const int32_t*>(e->devLengths.raw_data()),
-      e->xd.get(), x.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), e->yd.get(), m.last.y.raw_data(),
-      m.layoutBytes, dparams.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
+      handle(), e->rnn.get(), CUDNN_WGRAD_MODE_ADD, static_cast<const int32_t*>(e->devLengths.raw_data()), e->xd.get(),
+      x.raw_data(), e->hd.get(), ptr_or_null(m.last.h0), e->yd.get(), m.last.y.raw_data(), m.layoutBytes,
+      dparams.raw_data(), e->work, work.raw_data(), e->reserve, m.reserve.raw_data()));
 }
 
 // ------------------------------------------------------------------------------ Theano's form
 
-std::vector<Tensor> RNNBlock::apply(const Tensor& params, const Tensor& x, const Tensor& h0,
-                                    const Tensor& c0) {
+std::vector<Tensor> RNNBlock::apply(const Tensor& params, const Tensor& x, const Tensor& h0, const Tensor& c0) {
   const std::string where = "cudnn::RNNBlock::apply: ";
   check_cuda(where, x, "x");
   if (x.dim() != 3)
@@ -574,8 +568,7 @@ std::vector<Tensor> RNNBlock::apply(const Tensor& params, const Tensor& x, const
   return {y, hy, cy};
 }
 
-std::vector<Tensor> RNNBlock::grad(const Tensor& params, const Tensor& dy, const Tensor& dhy,
-                                   const Tensor& dcy) {
+std::vector<Tensor> RNNBlock::grad(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy) {
   const std::string where = "cudnn::RNNBlock::grad: ";
   if (!impl_->last.valid) throw tensor::Error(where + "expected apply() first");
   if (dy.sizes() != impl_->last.y.sizes() && !impl_->last.empty) {

@@ -71,6 +71,9 @@ class RNNBlock {
   void set_persist(bool on);
   // "standard" or "persist_static": the algorithm the last forward ran.
   const char* algorithm() const;
+  // How many shapes' descriptors the block keeps: at most conv.cache_limit, least recently used
+  // out first (Note [RNN plans] in rnn.cpp).
+  size_t plans() const;
 
   // Outputs are (re)made contiguous with nn::ensure (their storage reused).
   void forward(const Tensor& params, const RNNSequence& s, Tensor& y, Tensor& hy, Tensor& cy);

@@ -30,7 +30,7 @@ int weight_threads(const ConvGeometry& g) { return g.outC <= g.outSpatial() ? co
 }  // namespace
 
 int64_t conv_workspace_size(const ConvGeometry& g, ConvPass pass) {
-  const bool weight = pass == ConvPass::BackwardWeight;
+  const bool weight = pass == ConvPass::BackwardFilter;
   const int64_t threads = weight ? weight_threads(g) : conv_threads(g);
   const int64_t cols = g.pointwise() ? 0 : g.colRows() * g.outSpatial();
   int64_t size = threads * cols;

@@ -22,6 +22,7 @@
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/FusedConvolution.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
@@ -283,6 +284,8 @@ std::vector<Case> all_cases() {
                    make<nn::Linear>(4, 4, false)),
                {3, 4}});
   c.push_back({make<nn::Residual>(make<nn::Linear>(4, 4)), {3, 4}});
+  c.push_back({make<nn::FusedConvolution>(make<nn::SpatialConvolution>(2, 3, 3, 3, 1, 1, 1, 1), make<nn::Tanh>()),
+               {2, 2, 4, 4}});
   auto stn_view = make<nn::View>(-1);
   stn_view->setNumInputDims(3);
   c.push_back({make<nn::SpatialTransformer>(

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "convert/Convert.h"
+#include "cudnn/ops/conv.h"  // plan()'s interface
 #include "cudnn/SpatialConvolution.h"
 #include "cudnn/SpatialDilatedConvolution.h"
 #include "cudnn/SpatialFullConvolution.h"

@@ -160,3 +160,22 @@ TEST_CASE("cudnn::RNNBlock errors: grad without apply, backward after an inferen
       doctest::Contains("expected h0 of [1 x 1 x 4]"), Error);
   CHECK_THROWS_AS(cudnn::RNNBlock(DType::Int64, H, 1, nn::RNNMode::GRU), Error);
 }
+
+TEST_CASE("cudnn::RNNBlock keeps at most conv.cache_limit shapes' plans, the least recently used going first") {
+  cudnn::ScopedConfig flags("conv.cache_limit=2");
+  const int64_t I = 3, H = 4;
+  cudnn::RNNBlock block(DType::Float32, H, 1, nn::RNNMode::GRU);
+  const Tensor params = zeros({block.paramSize(I)}, DType::Float32, gpu);
+  Tensor y, hy, cy;
+  auto run = [&](int64_t T) {
+    cudnn::RNNSequence s;
+    s.x = zeros({T, 1, I}, DType::Float32, gpu);
+    s.training = false;
+    block.forward(params, s, y, hy, cy);
+    return y.size(0);
+  };
+  for (const int64_t T : {2, 3, 4}) CHECK(run(T) == T);
+  CHECK(block.plans() == 2);  // T = 2 went
+  CHECK(run(2) == 2);         // made again
+  CHECK(block.plans() == 2);
+}

@@ -12,6 +12,7 @@
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/FusedConvolution.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
@@ -96,6 +97,12 @@ const std::vector<ModuleSpec>& module_table() {
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
       {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
+      {"FusedConvolution",
+       [] {
+         return ModulePtr(std::make_shared<nn::FusedConvolution>(std::make_shared<nn::SpatialConvolution>(3, 4, 3, 3),
+                                                                 std::make_shared<nn::ReLU>()));
+       },
+       {2, 3, 5, 5}, 0, 1, {2, 3}},
       {"GELU", make<nn::GELU>("tanh"), {2, 3, 4}},
       {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},

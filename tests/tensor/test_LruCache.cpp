@@ -65,3 +65,18 @@ TEST_CASE("LruCache: an evicted value is destroyed, a value still shared elsewhe
   CHECK(held.use_count() == 1);
   CHECK(*held == 7);
 }
+
+TEST_CASE("LruCache: erase forgets one key (an RNN plan cuDNN refused) and keeps the rest in order") {
+  LruCache<int, std::unique_ptr<int>> c(3);
+  for (int i = 0; i < 3; ++i) c.put(i, std::make_unique<int>(i));
+  c.erase(1);
+  c.erase(7);  // absent: nothing happens
+  CHECK(c.size() == 2);
+  CHECK(c.find(1) == nullptr);
+  c.put(3, std::make_unique<int>(3));  // room for it: nothing evicted
+  CHECK(c.evictions() == 0);
+  c.put(4, std::make_unique<int>(4));  // full: 0, the least recently used, goes
+  CHECK(c.find(0) == nullptr);
+  REQUIRE(c.find(2) != nullptr);
+  CHECK(**c.find(2) == 2);
+}
