@@ -53,7 +53,7 @@ bool cudnn_float(DType d) {
 std::optional<Activation> epilogue_of(const nn::PointwiseBase& act) {
   switch (act.activation()) {
     case nn::PointwiseBase::Activation::ReLU:
-      return Activation::Relu;
+      return Activation::ReLU;
     case nn::PointwiseBase::Activation::Tanh:
       return Activation::Tanh;
     case nn::PointwiseBase::Activation::Sigmoid:

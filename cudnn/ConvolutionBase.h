@@ -14,7 +14,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/ConvolutionBase.h"
 #include "nn/PointwiseBase.h"
 

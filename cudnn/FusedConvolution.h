@@ -6,7 +6,7 @@
 // transposed convolution, an ELU) compute in turn, as nn does. Note [Fused convolution].
 #pragma once
 
-#include "cudnn/core/Twin.h"
+#include "cudnn/Twin.h"
 #include "nn/FusedConvolution.h"
 
 namespace cudnn {

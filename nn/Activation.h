@@ -20,9 +20,6 @@ enum class Activation : uint8_t {
   GELUTanh,
   SiLU,
   LeakyReLU,
-  // Deprecated: the old cudnn::Activation spelling, kept only until the convolution family
-  // (cudnn/ops/conv.cpp) says ReLU; then removed. Not a separate mode: equal to ReLU.
-  Relu = ReLU,
 };
 
 }  // namespace nn

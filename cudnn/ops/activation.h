@@ -12,7 +12,7 @@
 
 namespace cudnn {
 
-// Deprecated: the convolution family's name for nn::Activation, until it says nn::Activation.
+// The one activation enumeration (nn/Activation.h), named here as the ops use it.
 using Activation = nn::Activation;
 
 class ActivationPlan {

@@ -430,7 +430,7 @@ void by_time(std::vector<Candidate>& cands) {
 
 std::optional<cudnnPointwiseMode_t> pointwise_mode(Activation act) {
   switch (act) {
-    case Activation::Relu:
+    case Activation::ReLU:
       return CUDNN_POINTWISE_RELU_FWD;
     case Activation::Tanh:
       return CUDNN_POINTWISE_TANH_FWD;

@@ -150,9 +150,11 @@ bool run(bool backward, const Tensor& x, int64_t rows, int64_t cols, std::vector
     why = "its workspace (" + std::to_string(c.plan->info.workspace) + " bytes) exceeds workspace_limit";
     return false;
   }
+  Workspace lease;  // Note [Workspaces]: given back once the plan is enqueued
   void* ws = nullptr;
   try {
-    ws = workspace(std::max<size_t>(c.plan->info.workspace, 16));  // never null (attention.cpp)
+    lease = Workspace(std::max<size_t>(c.plan->info.workspace, 16));  // never null (attention.cpp)
+    ws = lease.data();
   } catch (const tensor::Error& e) {
     why = std::string("no workspace: ") + e.what();
     return false;
