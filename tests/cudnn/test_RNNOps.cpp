@@ -165,7 +165,7 @@ TEST_CASE("cudnn::RNNBlock keeps at most conv.cache_limit shapes' plans, the lea
   cudnn::ScopedConfig flags("conv.cache_limit=2");
   const int64_t I = 3, H = 4;
   cudnn::RNNBlock block(DType::Float32, H, 1, nn::RNNMode::GRU);
-  const Tensor params = zeros({block.paramSize(I)}, DType::Float32, gpu);
+  const Tensor params = zeros({block.param_size(I)}, DType::Float32, gpu);
   Tensor y, hy, cy;
   auto run = [&](int64_t T) {
     cudnn::RNNSequence s;
