@@ -232,6 +232,27 @@ def make_optimizer(model, adam, dev, capturable=False):
     return cls(params, **kw), 'default'
 
 
+def time_step_variant(opt, body, graphed, args):
+    """One training step, zero_grad then body(): timed eagerly, or captured once as a CUDA graph
+    (after three steps on a side stream, PyTorch's recipe) and its replays timed."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        body()
+    if not graphed:
+        return time_ms(step, args.iterations, args.warmup)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        body()
+    return time_ms(graph.replay, args.iterations, args.warmup)
+
+
 def train_step_ms(make, shape, dtype, dev, classes, adam, args):
     """The whole step: zero_grad, forward, cross-entropy, backward, optimizer step. On the GPU
     channels-last (4-D inputs), eager and as one captured CUDA graph; returns the faster,
@@ -247,26 +268,11 @@ def train_step_ms(make, shape, dtype, dev, classes, adam, args):
         x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).contiguous(memory_format=fmt)
         opt, kind = make_optimizer(model, adam, dev, capturable=graphed)
 
-        def step():
-            opt.zero_grad(set_to_none=True)
+        def body():
             loss_fn(model(x), target).backward()
             opt.step()
         try:
-            if graphed:
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        step()
-                torch.cuda.current_stream().wait_stream(s)
-                graph = torch.cuda.CUDAGraph()
-                opt.zero_grad(set_to_none=True)
-                with torch.cuda.graph(graph):
-                    loss_fn(model(x), target).backward()
-                    opt.step()
-                results['graph'] = (time_ms(graph.replay, args.iterations, args.warmup), kind)
-            else:
-                results['eager'] = (time_ms(step, args.iterations, args.warmup), kind)
+            results['graph' if graphed else 'eager'] = (time_step_variant(opt, body, graphed, args), kind)
         except RuntimeError as e:  # a capture this PyTorch cannot do: eager only
             print(f'  ({"graph" if graphed else "eager"} step failed: {str(e).splitlines()[0][:100]})', flush=True)
         del model, opt, x
@@ -297,24 +303,8 @@ def amp_train_step_ms(make, shape, amp, dev, classes, args):
             scaler.step(opt)
             scaler.update()
 
-        def step():
-            opt.zero_grad(set_to_none=True)
-            body()
         try:
-            if graphed:
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        step()
-                torch.cuda.current_stream().wait_stream(s)
-                graph = torch.cuda.CUDAGraph()
-                opt.zero_grad(set_to_none=True)
-                with torch.cuda.graph(graph):
-                    body()
-                results['graph'] = (time_ms(graph.replay, args.iterations, args.warmup), kind)
-            else:
-                results['eager'] = (time_ms(step, args.iterations, args.warmup), kind)
+            results['graph' if graphed else 'eager'] = (time_step_variant(opt, body, graphed, args), kind)
         except RuntimeError as e:  # a capture this PyTorch cannot do: eager only
             print(f'  ({"graph" if graphed else "eager"} amp step failed: {str(e).splitlines()[0][:100]})',
                   flush=True)

@@ -54,8 +54,8 @@ bool is_twin_of(const nn::Module& twin, nn::Module& reference) {
 
 // The reference in float64; the twin on the device in the dtype, then with the reference's
 // state (converted first, then loaded: a float64 twin then holds the reference's exact
-// values), in the reference's mode, gradients cleared.
-void prepare(nn::Module& reference, nn::Module& twin, const TwinOptions& o) {
+// values), in the reference's mode.
+void load_reference(nn::Module& reference, nn::Module& twin, const TwinOptions& o) {
   reference.to(DType::Float64);
   twin.to(o.device);
   twin.to(o.dtype);
@@ -64,6 +64,11 @@ void prepare(nn::Module& reference, nn::Module& twin, const TwinOptions& o) {
     twin.train();
   else
     twin.evaluate();
+}
+
+// load_reference, gradients cleared.
+void prepare(nn::Module& reference, nn::Module& twin, const TwinOptions& o) {
+  load_reference(reference, twin, o);
   reference.zeroGradParameters();
   twin.zeroGradParameters();
 }
@@ -220,14 +225,7 @@ Report check_twin_empty_batch(nn::Module& reference, nn::Module& twin, const Ten
   if (emptyInput.numel() != 0)
     throw tensor::Error("testkit::check_twin_empty_batch: expected an input with no elements, got " +
                         emptyInput.description());
-  reference.to(DType::Float64);
-  twin.to(o.device);
-  twin.to(o.dtype);
-  twin.loadStateDict(reference.stateDict());
-  if (reference.isTraining())
-    twin.train();
-  else
-    twin.evaluate();
+  load_reference(reference, twin, o);
   // parameter gradients that are not zero, so "left unchanged" is seen
   tensor::Generator gen(9);
   const auto rg = reference.gradParameters(), tg = twin.gradParameters();
