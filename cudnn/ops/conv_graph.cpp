@@ -189,8 +189,18 @@ bool ConvEngine::build(cudnnHandle_t h, std::string& why) {
 cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache,
                               void* bias) const {
   void* const ptrs[5] = {x, w, y, bias, ws};
-  if (!cache.pack || !std::equal(ptrs, ptrs + 5, cache.ptrs)) {
-    cache.pack.reset();
+  VariantPackCache::Entry* entry = &cache.entries[0];
+  bool hit = false;
+  for (VariantPackCache::Entry& e : cache.entries) {
+    if (e.pack && std::equal(ptrs, ptrs + 5, e.ptrs)) {
+      entry = &e;
+      hit = true;
+      break;
+    }
+    if (e.used < entry->used) entry = &e;  // the least recently used, or an empty one
+  }
+  if (!hit) {
+    entry->pack.reset();
     BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     const int64_t uids[4] = {kX, kW, kY, kB};
     const int64_t n = bias ? 4 : 3;
@@ -199,10 +209,11 @@ cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* 
     pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[4]);
     const cudnnStatus_t st = pack.try_finalize();
     if (st != CUDNN_STATUS_SUCCESS) return st;
-    cache.pack.emplace(std::move(pack));
-    std::copy(ptrs, ptrs + 5, cache.ptrs);
+    entry->pack.emplace(std::move(pack));
+    std::copy(ptrs, ptrs + 5, entry->ptrs);
   }
-  return cudnnBackendExecute(h, plan_->get(), cache.pack->get());
+  entry->used = ++cache.clock;
+  return cudnnBackendExecute(h, plan_->get(), entry->pack->get());
 }
 
 namespace {
