@@ -301,6 +301,28 @@ double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, b
   return ms;
 }
 
+// Each top-level module on the input it sees inside the network, timed alone the same way
+// (a synchronisation per iteration, so the parts add up to more than the whole).
+template <class TimeMs>
+std::vector<Result::Layer> time_layers(nn::Module& net, const Tensor& x, tensor::Generator& gen, DType dtype,
+                                       Device device, TimeMs&& time_ms) {
+  std::vector<Result::Layer> layers;
+  Tensor in = x;
+  for (const nn::ModulePtr& m : *net.children()) {
+    const Tensor out = m->forward(in);
+    const Tensor gm = grad_like(out, gen, dtype, device);
+    const double f = time_ms([&] { m->forward(in); });
+    const double t = time_ms([&] {
+      m->zeroGradParameters();
+      m->forward(in);
+      m->backward(in, gm);
+    });
+    layers.push_back({m->str().substr(0, m->str().find('\n')), f, t});
+    in = m->forward(in);
+  }
+  return layers;
+}
+
 Result run_one(const std::string& name, const Options& o, Device device, DType dtype) {
   if (device.is_cuda()) {  // each row from an empty cache, as bench_torch.py's torch.cuda.empty_cache()
     tensor::cuda::empty_cache();
@@ -364,23 +386,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   r.peak_reserved = mem.peak_reserved;
   r.steady_bytes = mem.steady_bytes;
   r.steady_reserved = mem.steady_reserved;
-  // Each top-level module on the input it sees inside the network, timed alone the same way
-  // (a synchronisation per iteration, so the parts add up to more than the whole).
-  if (o.per_layer && net->children()) {
-    Tensor in = x;
-    for (const nn::ModulePtr& m : *net->children()) {
-      const Tensor out = m->forward(in);
-      const Tensor gm = grad_like(out, gen, dtype, device);
-      const double f = time_ms([&] { m->forward(in); });
-      const double t = time_ms([&] {
-        m->zeroGradParameters();
-        m->forward(in);
-        m->backward(in, gm);
-      });
-      r.layers.push_back({m->str().substr(0, m->str().find('\n')), f, t});
-      in = m->forward(in);
-    }
-  }
+  if (o.per_layer && net->children()) r.layers = time_layers(*net, x, gen, dtype, device, time_ms);
   return r;
 }
 
@@ -456,6 +462,53 @@ int run_data_parallel(const Options& o, const std::string& name) {
 }
 #endif
 
+// A row of the table (the memory columns on a GPU only), and its modules' rows with --per-layer.
+void print_row(const Result& r, Device device) {
+  char step[16] = "-", steady[32] = "-", peak[32] = "-";
+  if (r.step_ms > 0) std::snprintf(step, sizeof step, "%.3f", r.step_ms);
+  if (device.is_cuda()) {
+    std::snprintf(steady, sizeof steady, "%.0f/%.0f", r.steady_bytes / 1048576.0, r.steady_reserved / 1048576.0);
+    std::snprintf(peak, sizeof peak, "%.0f/%.0f", r.peak_bytes / 1048576.0, r.peak_reserved / 1048576.0);
+  }
+  std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %13s %13s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
+              r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, steady, peak);
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    char index[24];
+    std::snprintf(index, sizeof index, "(%zu)", i + 1);
+    std::printf("  %-5s %-44s %10.3f %14.3f\n", index, r.layers[i].module.substr(0, 44).c_str(), r.layers[i].forward_ms,
+                r.layers[i].train_ms);
+  }
+  std::fflush(stdout);
+}
+
+// A row of the --json results.
+tensor::Json row_json(const Result& r) {
+  tensor::Json j(tensor::Json::Object{});
+  j.set("network", tensor::Json(r.name));
+  tensor::Json shape(tensor::Json::Array{});
+  for (int64_t s : r.input) shape.push(tensor::Json(s));
+  j.set("input", shape);
+  j.set("forward_ms", tensor::Json(r.forward_ms));
+  j.set("forward_backward_ms", tensor::Json(r.train_ms));
+  if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
+  j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
+  j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
+  j.set("peak_reserved_bytes", tensor::Json(static_cast<int64_t>(r.peak_reserved)));
+  j.set("steady_reserved_bytes", tensor::Json(static_cast<int64_t>(r.steady_reserved)));
+  if (!r.layers.empty()) {
+    tensor::Json layers(tensor::Json::Array{});
+    for (const auto& l : r.layers) {
+      tensor::Json lj(tensor::Json::Object{});
+      lj.set("module", tensor::Json(l.module));
+      lj.set("forward_ms", tensor::Json(l.forward_ms));
+      lj.set("forward_backward_ms", tensor::Json(l.train_ms));
+      layers.push(lj);
+    }
+    j.set("layers", layers);
+  }
+  return j;
+}
+
 int run(const Options& o) {
   if (o.data_parallel) {
 #ifdef CUDNN_NN_HAVE_NCCL
@@ -485,45 +538,8 @@ int run(const Options& o) {
   tensor::Json results(tensor::Json::Array{});
   for (const auto& name : o.nets) {
     const Result r = run_one(name, o, device, dtype);
-    char step[16] = "-", steady[32] = "-", peak[32] = "-";
-    if (r.step_ms > 0) std::snprintf(step, sizeof step, "%.3f", r.step_ms);
-    if (device.is_cuda()) {
-      std::snprintf(steady, sizeof steady, "%.0f/%.0f", r.steady_bytes / 1048576.0, r.steady_reserved / 1048576.0);
-      std::snprintf(peak, sizeof peak, "%.0f/%.0f", r.peak_bytes / 1048576.0, r.peak_reserved / 1048576.0);
-    }
-    std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %13s %13s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
-                r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, steady, peak);
-    for (size_t i = 0; i < r.layers.size(); ++i) {
-      char index[24];
-      std::snprintf(index, sizeof index, "(%zu)", i + 1);
-      std::printf("  %-5s %-44s %10.3f %14.3f\n", index, r.layers[i].module.substr(0, 44).c_str(),
-                  r.layers[i].forward_ms, r.layers[i].train_ms);
-    }
-    std::fflush(stdout);
-    tensor::Json j(tensor::Json::Object{});
-    j.set("network", tensor::Json(r.name));
-    tensor::Json shape(tensor::Json::Array{});
-    for (int64_t s : r.input) shape.push(tensor::Json(s));
-    j.set("input", shape);
-    j.set("forward_ms", tensor::Json(r.forward_ms));
-    j.set("forward_backward_ms", tensor::Json(r.train_ms));
-    if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
-    j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
-    j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
-    j.set("peak_reserved_bytes", tensor::Json(static_cast<int64_t>(r.peak_reserved)));
-    j.set("steady_reserved_bytes", tensor::Json(static_cast<int64_t>(r.steady_reserved)));
-    if (!r.layers.empty()) {
-      tensor::Json layers(tensor::Json::Array{});
-      for (const auto& l : r.layers) {
-        tensor::Json lj(tensor::Json::Object{});
-        lj.set("module", tensor::Json(l.module));
-        lj.set("forward_ms", tensor::Json(l.forward_ms));
-        lj.set("forward_backward_ms", tensor::Json(l.train_ms));
-        layers.push(lj);
-      }
-      j.set("layers", layers);
-    }
-    results.push(j);
+    print_row(r, device);
+    results.push(row_json(r));
   }
   if (!o.json.empty()) {
     tensor::Json doc(tensor::Json::Object{});

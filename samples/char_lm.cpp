@@ -138,33 +138,114 @@ double bits_per_char(nn::Module& net, nn::Criterion& criterion, const std::vecto
   return nats / std::max<int64_t>(count, 1) / std::log(2.0);
 }
 
+// The text as ids into its vocabulary (the bytes it uses, in byte order), and its split.
+struct Corpus {
+  std::vector<int64_t> ids;
+  std::vector<char> chars;  // id -> byte
+  int64_t n = 0, split = 0, vocab = 0;
+};
+
+Corpus encode(const std::string& text) {
+  Corpus c;
+  // the vocabulary: the bytes the text uses
+  std::vector<int64_t> index(256, -1);
+  for (unsigned char ch : text) {
+    if (index[ch] < 0) {
+      index[ch] = 0;
+      c.chars.push_back(static_cast<char>(ch));
+    }
+  }
+  std::sort(c.chars.begin(), c.chars.end(), [](char a, char b) { return (unsigned char)a < (unsigned char)b; });
+  for (size_t i = 0; i < c.chars.size(); ++i) index[(unsigned char)c.chars[i]] = static_cast<int64_t>(i);
+  c.ids.reserve(text.size());
+  for (unsigned char ch : text) c.ids.push_back(index[ch]);
+  c.n = static_cast<int64_t>(c.ids.size());
+  c.split = c.n - c.n / 10;
+  c.vocab = static_cast<int64_t>(c.chars.size());
+  return c;
+}
+
+// Adam steps on random windows of the training text, the held-out loss every tenth of them.
+void train(nn::Module& net, nn::Criterion& criterion, const Corpus& c, const Options& o, Device device,
+           tensor::Generator& gen) {
+  nn::Adam optimizer(net, o.lr);
+  const auto start = std::chrono::steady_clock::now();
+  double running = 0;
+  const int64_t T = o.context, every = std::max<int64_t>(1, o.steps / 10);
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    std::vector<int64_t> x, y;
+    for (int64_t b = 0; b < o.batch; ++b) {
+      const int64_t at = gen.randint(c.split - T - 1);
+      x.insert(x.end(), c.ids.begin() + at, c.ids.begin() + at + T);
+      y.insert(y.end(), c.ids.begin() + at + 1, c.ids.begin() + at + T + 1);
+    }
+    const Tensor xs = tensor::from_vector(x, {o.batch, T}).to(device);
+    const Tensor ys = tensor::from_vector(y, {o.batch * T}).to(device);
+    optimizer.zeroGrad();
+    const Tensor& scores = net.forward(xs);
+    running += criterion.forward(scores, ys);
+    net.backward(xs, criterion.backward(scores, ys));
+    optimizer.step();
+    if (step % every == 0 || step == o.steps) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double heldOut = bits_per_char(net, criterion, c.ids, c.split, c.n, T, device, 64);
+      std::printf("step %lld/%lld  train %.3f bits/char  held-out %.3f bits/char  (%.0fs)\n",
+                  static_cast<long long>(step), static_cast<long long>(o.steps), running / every / std::log(2.0),
+                  heldOut, secs);
+      std::fflush(stdout);
+      running = 0;
+    }
+  }
+}
+
+// One id drawn from the scores' softmax at `temperature`.
+int64_t sample(const Tensor& last, double temperature, int64_t vocab, tensor::Generator& gen) {
+  std::vector<double> p = last.mul(1 / temperature).to_vector<double>();
+  const double m = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& v : p) sum += (v = std::exp(v - m));
+  double u = tensor::uniform({1}, 0, sum, gen, DType::Float64).item();
+  int64_t next = vocab - 1;
+  for (int64_t c = 0; c < vocab; ++c) {
+    if ((u -= p[c]) <= 0) {
+      next = c;
+      break;
+    }
+  }
+  return next;
+}
+
+// generation: the held-out text's first characters as the prompt, then sampling
+void generate(nn::Module& net, const Corpus& c, const Options& o, Device device, tensor::Generator& gen) {
+  const int64_t T = o.context;
+  net.evaluate();
+  std::vector<int64_t> seq(c.ids.begin() + c.split, c.ids.begin() + c.split + std::min<int64_t>(T / 2, 16));
+  std::string out;
+  for (int64_t id : seq) out += c.chars[id];
+  const std::string prompt = out;
+  for (int64_t i = 0; i < o.generate; ++i) {
+    const int64_t len = std::min<int64_t>(static_cast<int64_t>(seq.size()), T);
+    std::vector<int64_t> window(seq.end() - len, seq.end());
+    const Tensor scores = net.forward(tensor::from_vector(window, {1, len}).to(device)).cpu().to(DType::Float64);
+    const int64_t next = sample(scores.select(0, len - 1), o.temperature, c.vocab, gen);
+    seq.push_back(next);
+    out += c.chars[next];
+  }
+  std::printf("sample (prompt \"%s\", temperature %.2f):\n%s\n", prompt.c_str(), o.temperature, out.c_str());
+}
+
 int run(const Options& o) {
   tensor::manual_seed(o.seed);
   const std::string text = read_text(o.data);
   if (static_cast<int64_t>(text.size()) < 4 * (o.context + 1)) {
     throw std::runtime_error(o.data + " is too short for --context " + std::to_string(o.context));
   }
-  // the vocabulary: the bytes the text uses
-  std::vector<int64_t> index(256, -1);
-  std::vector<char> chars;
-  for (unsigned char c : text) {
-    if (index[c] < 0) {
-      index[c] = 0;
-      chars.push_back(static_cast<char>(c));
-    }
-  }
-  std::sort(chars.begin(), chars.end(), [](char a, char b) { return (unsigned char)a < (unsigned char)b; });
-  for (size_t i = 0; i < chars.size(); ++i) index[(unsigned char)chars[i]] = static_cast<int64_t>(i);
-  std::vector<int64_t> ids;
-  ids.reserve(text.size());
-  for (unsigned char c : text) ids.push_back(index[c]);
-  const int64_t n = static_cast<int64_t>(ids.size()), split = n - n / 10;
-  const int64_t vocab = static_cast<int64_t>(chars.size());
+  const Corpus c = encode(text);
   std::printf("%s: %lld characters, %lld distinct; training on the first %lld, holding out %lld\n", o.data.c_str(),
-              static_cast<long long>(n), static_cast<long long>(vocab), static_cast<long long>(split),
-              static_cast<long long>(n - split));
+              static_cast<long long>(c.n), static_cast<long long>(c.vocab), static_cast<long long>(c.split),
+              static_cast<long long>(c.n - c.split));
 
-  std::shared_ptr<nn::Module> net = language_model(vocab, o);
+  std::shared_ptr<nn::Module> net = language_model(c.vocab, o);
   nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
   Device device = Device::cpu();
   if (o.backend == "cudnn") {
@@ -177,66 +258,12 @@ int run(const Options& o) {
   }
   net->to(device);
   std::printf("%s\n", net->str().c_str());
-  nn::Adam optimizer(*net, o.lr);
 
   tensor::Generator gen(o.seed + 1);
-  const auto start = std::chrono::steady_clock::now();
-  double running = 0;
-  const int64_t T = o.context, every = std::max<int64_t>(1, o.steps / 10);
-  for (int64_t step = 1; step <= o.steps; ++step) {
-    std::vector<int64_t> x, y;
-    for (int64_t b = 0; b < o.batch; ++b) {
-      const int64_t at = gen.randint(split - T - 1);
-      x.insert(x.end(), ids.begin() + at, ids.begin() + at + T);
-      y.insert(y.end(), ids.begin() + at + 1, ids.begin() + at + T + 1);
-    }
-    const Tensor xs = tensor::from_vector(x, {o.batch, T}).to(device);
-    const Tensor ys = tensor::from_vector(y, {o.batch * T}).to(device);
-    optimizer.zeroGrad();
-    const Tensor& scores = net->forward(xs);
-    running += criterion->forward(scores, ys);
-    net->backward(xs, criterion->backward(scores, ys));
-    optimizer.step();
-    if (step % every == 0 || step == o.steps) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double heldOut = bits_per_char(*net, *criterion, ids, split, n, T, device, 64);
-      std::printf("step %lld/%lld  train %.3f bits/char  held-out %.3f bits/char  (%.0fs)\n",
-                  static_cast<long long>(step), static_cast<long long>(o.steps), running / every / std::log(2.0),
-                  heldOut, secs);
-      std::fflush(stdout);
-      running = 0;
-    }
-  }
-  const double bpc = bits_per_char(*net, *criterion, ids, split, n, T, device, INT64_MAX);
+  train(*net, *criterion, c, o, device, gen);
+  const double bpc = bits_per_char(*net, *criterion, c.ids, c.split, c.n, o.context, device, INT64_MAX);
   std::printf("held-out text: %.3f bits per character\n", bpc);
-
-  // generation: the held-out text's first characters as the prompt, then sampling
-  net->evaluate();
-  std::vector<int64_t> seq(ids.begin() + split, ids.begin() + split + std::min<int64_t>(T / 2, 16));
-  std::string out;
-  for (int64_t c : seq) out += chars[c];
-  const std::string prompt = out;
-  for (int64_t i = 0; i < o.generate; ++i) {
-    const int64_t len = std::min<int64_t>(static_cast<int64_t>(seq.size()), T);
-    std::vector<int64_t> window(seq.end() - len, seq.end());
-    const Tensor scores = net->forward(tensor::from_vector(window, {1, len}).to(device)).cpu().to(DType::Float64);
-    const Tensor last = scores.select(0, len - 1);
-    std::vector<double> p = last.mul(1 / o.temperature).to_vector<double>();
-    const double m = *std::max_element(p.begin(), p.end());
-    double sum = 0;
-    for (double& v : p) sum += (v = std::exp(v - m));
-    double u = tensor::uniform({1}, 0, sum, gen, DType::Float64).item();
-    int64_t next = vocab - 1;
-    for (int64_t c = 0; c < vocab; ++c) {
-      if ((u -= p[c]) <= 0) {
-        next = c;
-        break;
-      }
-    }
-    seq.push_back(next);
-    out += chars[next];
-  }
-  std::printf("sample (prompt \"%s\", temperature %.2f):\n%s\n", prompt.c_str(), o.temperature, out.c_str());
+  generate(*net, c, o, device, gen);
   return 0;
 }
 

@@ -283,14 +283,22 @@ double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Devic
   return double(std::accumulate(correct.begin(), correct.end(), int64_t(0))) / double(n);
 }
 
-int run(const Options& o) {
-  tensor::manual_seed(o.seed);
+using Clock = std::chrono::steady_clock;
+
+// This process's place among the data-parallel processes: the only one, or its rank under a
+// launcher (NCCL builds). Only the lead (rank 0) prints, evaluates and saves.
+struct Place {
   int rank = 0, world = 1;
+  bool lead() const { return rank == 0; }
+};
+
+Place join(const Options& o) {
+  Place p;
 #ifdef CUDNN_NN_HAVE_NCCL
   if (launched()) {
     auto group = cudnn::dist::init();
-    rank = group->rank();
-    world = group->worldSize();
+    p.rank = group->rank();
+    p.world = group->worldSize();
     if (o.gpus > 0) throw std::runtime_error("--gpus is for one process; under a launcher each process has one GPU");
   }
 #else
@@ -298,174 +306,247 @@ int run(const Options& o) {
     throw std::runtime_error("data parallel training (--gpus, scripts/launch) needs a build with NCCL");
   }
 #endif
-  const bool lead = rank == 0;  // prints, evaluates and saves
-  if (!lead && !std::freopen("/dev/null", "w", stdout)) {
-    throw std::runtime_error(std::string("cannot send rank ") + std::to_string(rank) + "'s output to /dev/null");
+  if (!p.lead() && !std::freopen("/dev/null", "w", stdout)) {
+    throw std::runtime_error(std::string("cannot send rank ") + std::to_string(p.rank) + "'s output to /dev/null");
   }
-  std::printf("Fashion-MNIST from %s\n", o.data.c_str());
-  samples::Dataset train = samples::load_fashion_mnist(o.data, "train");
-  samples::Dataset test = samples::load_fashion_mnist(o.data, "t10k");
-  if (o.limit > 0 && o.limit < train.images.size(0)) {
-    train.images = train.images.narrow(0, 0, o.limit).clone();
-    train.labels = train.labels.narrow(0, 0, o.limit).clone();
-  }
-  const double mean = train.images.mean().item();
-  const double std = std::sqrt(train.images.sub(mean).square().mean().item());
-  standardise(train.images, mean, std);
-  standardise(test.images, mean, std);
+  return p;
+}
 
-  samples::register_vit_types();  // its class-token embedding: a model-file type and a twin pair
-  std::shared_ptr<nn::Module> net = o.model == "lstm"  ? build_lstm_network(o.hidden)
-                                    : o.model == "vit" ? samples::vision_transformer(o.hidden)
-                                                       : samples::fashion_mnist_network(o.hidden);
-  nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
+// The training set (its first --limit images) and the test set, both normalised with the
+// training set's statistics.
+struct Data {
+  samples::Dataset train, test;
+};
+
+Data load_data(const Options& o) {
+  std::printf("Fashion-MNIST from %s\n", o.data.c_str());
+  Data d{samples::load_fashion_mnist(o.data, "train"), samples::load_fashion_mnist(o.data, "t10k")};
+  if (o.limit > 0 && o.limit < d.train.images.size(0)) {
+    d.train.images = d.train.images.narrow(0, 0, o.limit).clone();
+    d.train.labels = d.train.labels.narrow(0, 0, o.limit).clone();
+  }
+  const double mean = d.train.images.mean().item();
+  const double std = std::sqrt(d.train.images.sub(mean).square().mean().item());
+  standardise(d.train.images, mean, std);
+  standardise(d.test.images, mean, std);
+  return d;
+}
+
+struct Network {
+  std::shared_ptr<nn::Module> net;    // evaluated and saved
+  std::shared_ptr<nn::Module> model;  // what trains: the network, or a data-parallel wrapper of it
+  nn::CriterionPtr criterion;
   Device device = Device::cpu();
+  int64_t batch = 0;  // per step of this process
+};
+
+// The --model network and its loss, converted to cuDNN for --backend cudnn, on their device.
+Network build_network(const Options& o, int world) {
+  samples::register_vit_types();  // its class-token embedding: a model-file type and a twin pair
+  Network w;
+  w.net = o.model == "lstm"  ? build_lstm_network(o.hidden)
+          : o.model == "vit" ? samples::vision_transformer(o.hidden)
+                             : samples::fashion_mnist_network(o.hidden);
+  w.criterion = std::make_shared<nn::CrossEntropyCriterion>();
   if (o.backend == "cudnn") {
     if (!tensor::cuda::is_available()) {
       throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
     }
-    device = Device::cuda(world > 1 ? tensor::cuda::current_device() : 0);
+    w.device = Device::cuda(world > 1 ? tensor::cuda::current_device() : 0);
     nn::ConvertReport report;
-    net = nn::convert(net, cudnn::backend, {}, &report);
-    criterion = nn::convert(criterion, cudnn::backend);
+    w.net = nn::convert(w.net, cudnn::backend, {}, &report);
+    w.criterion = nn::convert(w.criterion, cudnn::backend);
     std::printf("converted to cudnn: %s\n", report.str().c_str());
   }
-  net->to(device);
+  w.net->to(w.device);
   // the images need no gradient: no backward-data pass for the first layer
-  net->setGradInputNeeded(false);
-  // What trains: the network, or a data-parallel wrapper of it (the network stays what is
-  // evaluated and saved).
-  std::shared_ptr<nn::Module> model = net;
-  int64_t batch = o.batch;  // per step of this process
+  w.net->setGradInputNeeded(false);
+  w.model = w.net;
+  w.batch = o.batch;
 #ifdef CUDNN_NN_HAVE_NCCL
   if (o.gpus > 0) {
     std::vector<int> gpus;
     for (int g = 0; g < o.gpus; ++g) gpus.push_back(g);
-    model = std::make_shared<cudnn::DataParallelTable>(net, gpus);
+    w.model = std::make_shared<cudnn::DataParallelTable>(w.net, gpus);
   } else if (launched()) {
-    model = std::make_shared<cudnn::dist::DistributedDataParallel>(net);
-    batch = (o.batch + world - 1) / world;  // the global batch stays --batch-size
+    w.model = std::make_shared<cudnn::dist::DistributedDataParallel>(w.net);
+    w.batch = (o.batch + world - 1) / world;  // the global batch stays --batch-size
   }
 #endif
-  if (world > 1) std::printf("data parallel: %d processes, %lld images per process and step\n", world, static_cast<long long>(batch));
-  std::printf("%s\n", model->str().c_str());
-  // 16-bit compute (--amp): the network in float16/bfloat16 (batch norm keeps float32), the
-  // optimizer over float32 master weights (nn/MixedPrecision.h), float16 with loss scaling
-  const DType compute = o.amp == "float16" ? DType::Float16 : o.amp == "bfloat16" ? DType::BFloat16 : DType::Float32;
-  if (compute != DType::Float32) net->to(compute);
-  nn::MasterWeights master(*model);
-  const double wd = o.weight_decay >= 0 ? o.weight_decay : o.optimizer == "adamw" ? 1e-2 : 0.0;
-  std::unique_ptr<nn::Optimizer> optimizer;
-  if (o.optimizer == "adamw") {
-    optimizer = std::make_unique<nn::AdamW>(master.groups(), nn::AdamW::Options{.lr = o.lr, .weightDecay = wd});
-  } else if (o.optimizer == "sgd") {
-    optimizer = std::make_unique<nn::SGD>(master.params(), master.grads(),
-                                          nn::SGD::Options{.lr = o.lr, .momentum = 0.9, .weightDecay = wd, .nesterov = true});
-  } else {
-    optimizer = std::make_unique<nn::Adam>(master.params(), master.grads(), nn::Adam::Options{.lr = o.lr, .weightDecay = wd});
-  }
-  nn::GradScaler scaler({.enabled = compute == DType::Float16});
+  if (world > 1)
+    std::printf("data parallel: %d processes, %lld images per process and step\n", world,
+                static_cast<long long>(w.batch));
+  std::printf("%s\n", w.model->str().c_str());
+  return w;
+}
 
-  // the data: this process's share of the training set, reshuffled every epoch
+std::unique_ptr<nn::Optimizer> make_optimizer(const Options& o, const nn::MasterWeights& master) {
+  const double wd = o.weight_decay >= 0 ? o.weight_decay : o.optimizer == "adamw" ? 1e-2 : 0.0;
+  if (o.optimizer == "adamw") {
+    return std::make_unique<nn::AdamW>(master.groups(), nn::AdamW::Options{.lr = o.lr, .weightDecay = wd});
+  } else if (o.optimizer == "sgd") {
+    return std::make_unique<nn::SGD>(
+        master.params(), master.grads(),
+        nn::SGD::Options{.lr = o.lr, .momentum = 0.9, .weightDecay = wd, .nesterov = true});
+  }
+  return std::make_unique<nn::Adam>(master.params(), master.grads(), nn::Adam::Options{.lr = o.lr, .weightDecay = wd});
+}
+
+// the data: this process's share of the training set, reshuffled every epoch
+std::unique_ptr<nn::DataLoader> make_loader(const Options& o, const samples::Dataset& train, Device device,
+                                            int64_t batch, Place p) {
   std::shared_ptr<nn::Sampler> shard;
 #ifdef CUDNN_NN_HAVE_NCCL
-  if (launched() && o.gpus == 0) shard = std::make_shared<ShardSampler>(train.images.size(0), world, rank, o.seed + 1);
+  if (launched() && o.gpus == 0)
+    shard = std::make_shared<ShardSampler>(train.images.size(0), p.world, p.rank, o.seed + 1);
+#else
+  (void)p;
 #endif
   // the same order of batches either way; on the GPU they come by pinned, asynchronous copies
   // (Note [Asynchronous batches] in train/Data.h) unless --data-on-gpu gathers them there
   std::shared_ptr<nn::Dataset> dataset;
   if (o.data_on_gpu) dataset = std::make_shared<GpuResidentDataset>(train, device);
   else dataset = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels});
-  nn::DataLoader loader(dataset, {.batchSize = batch, .shuffle = true, .seed = o.seed + 1,
-                                  .prefetch = o.data_on_gpu ? 0 : 2, .device = device}, shard);
-  const int64_t steps = loader.batchesPerEpoch();
+  return std::make_unique<nn::DataLoader>(
+      dataset,
+      nn::DataLoader::Options{
+          .batchSize = batch, .shuffle = true, .seed = o.seed + 1, .prefetch = o.data_on_gpu ? 0 : 2, .device = device},
+      shard);
+}
 
+struct Schedules {
   std::unique_ptr<nn::LRScheduler> schedule;  // per epoch, or per step for cosine and onecycle
   std::unique_ptr<nn::ReduceLROnPlateau> plateau;
-  const bool per_step = o.schedule == "cosine" || o.schedule == "onecycle";
-  if (o.schedule == "exp") schedule = std::make_unique<nn::StepLR>(*optimizer, 1, o.lr_decay);
-  if (o.schedule == "step") schedule = std::make_unique<nn::StepLR>(*optimizer, 2, o.lr_decay);
-  if (o.schedule == "cosine") {
-    schedule = std::make_unique<nn::WarmupCosineLR>(*optimizer, std::min(o.warmup, steps * o.epochs - 1), steps * o.epochs);
-  }
-  if (o.schedule == "onecycle") schedule = std::make_unique<nn::OneCycleLR>(*optimizer, o.lr, steps * o.epochs);
-  if (o.schedule == "plateau") {
-    plateau = std::make_unique<nn::ReduceLROnPlateau>(*optimizer, nn::ReduceLROnPlateau::Options{.maximize = true, .factor = 0.5, .patience = 0});
-  }
-  nn::TrainingState state{model.get(), optimizer.get(), schedule.get(), plateau.get(), &scaler, &loader, 0, 0, world};
-  if (!o.resume.empty()) {
-    nn::load_checkpoint(o.resume, state);
-    std::printf("resumed from %s: epoch %lld, step %lld\n", nn::checkpoint_file(o.resume).c_str(),
-                static_cast<long long>(state.epoch), static_cast<long long>(state.step));
-  }
-  std::unique_ptr<nn::TrainingLog> log;
-  if (!o.log.empty() && lead) log = std::make_unique<nn::TrainingLog>(o.log, !o.resume.empty());
+  bool per_step = false;
+};
 
-  const int64_t n = loader.batchesPerEpoch() > 0 ? static_cast<int64_t>(loader.sampler().indices(0).size()) : 0;
-  const bool tty = isatty(fileno(stdout));
-  using clock = std::chrono::steady_clock;
-  const auto start_all = clock::now();
-  for (int64_t epoch = state.epoch + 1; epoch <= o.epochs; ++epoch) {
-    model->train();
+Schedules make_schedules(const Options& o, nn::Optimizer& optimizer, int64_t steps) {
+  Schedules s;
+  s.per_step = o.schedule == "cosine" || o.schedule == "onecycle";
+  if (o.schedule == "exp") s.schedule = std::make_unique<nn::StepLR>(optimizer, 1, o.lr_decay);
+  if (o.schedule == "step") s.schedule = std::make_unique<nn::StepLR>(optimizer, 2, o.lr_decay);
+  if (o.schedule == "cosine") {
+    s.schedule =
+        std::make_unique<nn::WarmupCosineLR>(optimizer, std::min(o.warmup, steps * o.epochs - 1), steps * o.epochs);
+  }
+  if (o.schedule == "onecycle") s.schedule = std::make_unique<nn::OneCycleLR>(optimizer, o.lr, steps * o.epochs);
+  if (o.schedule == "plateau") {
+    s.plateau = std::make_unique<nn::ReduceLROnPlateau>(
+        optimizer, nn::ReduceLROnPlateau::Options{.maximize = true, .factor = 0.5, .patience = 0});
+  }
+  return s;
+}
+
+struct EpochStats {
+  double running_loss = 0;  // the sum of the batches' mean losses times their sizes
+  int64_t seen = 0;         // images
+  double seconds = 0;
+};
+
+// The epoch loop's state, borrowed from run().
+struct Trainer {
+  const Options& o;
+  const Network& w;
+  const samples::Dataset& test;
+  nn::MasterWeights& master;
+  nn::Optimizer& optimizer;
+  nn::GradScaler& scaler;
+  nn::DataLoader& loader;
+  const Schedules& s;
+  nn::TrainingState& state;
+  nn::TrainingLog* log;
+  DType compute;
+  bool lead;
+  int64_t steps;  // batches per epoch
+  int64_t n;      // this process's images per epoch
+  bool tty;
+
+  // One training step on batch b; returns its loss.
+  double step(const std::vector<Tensor>& b) {
+    const Tensor x = compute == DType::Float32 ? b[0] : b[0].to(compute);
+    const Tensor& y = b[1];
+    w.model->zeroGradParameters();
+    // the loss in float32 (as autocast computes losses); its gradient back in the network's dtype
+    const Tensor scores = w.model->forward(x).to(DType::Float32);
+    const double loss = w.criterion->forward(scores, y);
+    const Tensor& gy = w.criterion->backward(scores, y);
+    w.model->backward(x, compute == DType::Float32 ? gy : scaler.scaleGrad(gy).to(compute));
+    master.gradsToMaster();
+    scaler.unscale(master.grads());
+    if (o.clip_grad > 0) nn::clipGradNorm(master.grads(), o.clip_grad);
+    if (scaler.step(optimizer)) master.paramsToModel();
+    scaler.update();
+    if (s.schedule && s.per_step) s.schedule->step();
+    ++state.step;
+    return loss;
+  }
+
+  void progress(int64_t epoch, int64_t step, const EpochStats& e, double elapsed) const {
+    const bool report = !o.quiet && (tty || step + 1 == steps || (step + 1) % std::max<int64_t>(1, steps / 10) == 0);
+    if (!report) return;
+    const double rate = e.seen / std::max(elapsed, 1e-9);
+    std::printf("%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f img/s  ETA %s%s", tty ? "\r" : "",
+                static_cast<long long>(epoch), static_cast<long long>(o.epochs), static_cast<long long>(step + 1),
+                static_cast<long long>(steps), e.running_loss / e.seen, rate,
+                duration((n - e.seen) / rate + (o.epochs - epoch) * n / rate).c_str(), tty ? "   " : "\n");
+    std::fflush(stdout);
+  }
+
+  EpochStats train_epoch(int64_t epoch) {
+    w.model->train();
     if (loader.epoch() != epoch - 1 || loader.position() >= steps) loader.setEpoch(epoch - 1);
-    double running_loss = 0;
-    int64_t seen = 0;
-    const auto start = clock::now();
+    EpochStats e;
+    const auto start = Clock::now();
     std::vector<Tensor> b;
-    for (int64_t step = loader.position(); loader.next(b); ++step) {
-      const Tensor x = compute == DType::Float32 ? b[0] : b[0].to(compute);
-      const Tensor& y = b[1];
-      const int64_t len = y.size(0);
-      model->zeroGradParameters();
-      // the loss in float32 (as autocast computes losses); its gradient back in the network's dtype
-      const Tensor scores = model->forward(x).to(DType::Float32);
-      const double loss = criterion->forward(scores, y);
-      const Tensor& gy = criterion->backward(scores, y);
-      model->backward(x, compute == DType::Float32 ? gy : scaler.scaleGrad(gy).to(compute));
-      master.gradsToMaster();
-      scaler.unscale(master.grads());
-      if (o.clip_grad > 0) nn::clipGradNorm(master.grads(), o.clip_grad);
-      if (scaler.step(*optimizer)) master.paramsToModel();
-      scaler.update();
-      if (schedule && per_step) schedule->step();
-      ++state.step;
-      running_loss += loss * len;
-      seen += len;
-      const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    for (int64_t i = loader.position(); loader.next(b); ++i) {
+      const int64_t len = b[1].size(0);
+      const double loss = step(b);
+      e.running_loss += loss * len;
+      e.seen += len;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (log) {
-        log->maybeWriteStep({.kind = "step", .epoch = epoch, .step = state.step, .loss = loss,
-                             .lr = optimizer->groupLr(0), .lossScale = scaler.scale(),
-                             .imagesPerSecond = seen / std::max(elapsed, 1e-9)}, o.log_every);
+        log->maybeWriteStep({.kind = "step",
+                             .epoch = epoch,
+                             .step = state.step,
+                             .loss = loss,
+                             .lr = optimizer.groupLr(0),
+                             .lossScale = scaler.scale(),
+                             .imagesPerSecond = e.seen / std::max(elapsed, 1e-9)},
+                            o.log_every);
       }
-      const bool report = !o.quiet && (tty || step + 1 == steps || (step + 1) % std::max<int64_t>(1, steps / 10) == 0);
-      if (report) {
-        const double rate = seen / std::max(elapsed, 1e-9);
-        std::printf("%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f img/s  ETA %s%s", tty ? "\r" : "",
-                    static_cast<long long>(epoch), static_cast<long long>(o.epochs), static_cast<long long>(step + 1),
-                    static_cast<long long>(steps), running_loss / seen, rate,
-                    duration((n - seen) / rate + (o.epochs - epoch) * n / rate).c_str(), tty ? "   " : "\n");
-        std::fflush(stdout);
-      }
+      progress(epoch, i, e, elapsed);
     }
     if (tty && !o.quiet) std::printf("\n");
-    const double epoch_seconds = std::chrono::duration<double>(clock::now() - start).count();
+    e.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return e;
+  }
+
+  // The test accuracy, the log line, the schedules' epoch step and the checkpoint; after the
+  // last epoch the accuracy per class.
+  void end_epoch(int64_t epoch, const EpochStats& e, Clock::time_point start_all) {
     std::vector<double> per_class;
-    const double acc = lead ? evaluate(*net, test, 1000, device, per_class, compute) : 0;  // the replicas are identical
-    std::printf("epoch %lld: train loss %.4f, test accuracy %.4f, lr %.3g%s (%s)\n", static_cast<long long>(epoch),
-                running_loss / std::max<int64_t>(seen, 1), acc, optimizer->groupLr(0),
-                scaler.enabled() ? (", loss scale " + std::to_string(static_cast<int64_t>(scaler.scale()))).c_str() : "",
-                duration(epoch_seconds).c_str());
-    if (device.is_cuda()) {
-      std::printf("epoch %lld time %.3f s (%s)\n", static_cast<long long>(epoch), epoch_seconds,
+    const double acc =
+        lead ? evaluate(*w.net, test, 1000, w.device, per_class, compute) : 0;  // the replicas are identical
+    std::printf(
+        "epoch %lld: train loss %.4f, test accuracy %.4f, lr %.3g%s (%s)\n", static_cast<long long>(epoch),
+        e.running_loss / std::max<int64_t>(e.seen, 1), acc, optimizer.groupLr(0),
+        scaler.enabled() ? (", loss scale " + std::to_string(static_cast<int64_t>(scaler.scale()))).c_str() : "",
+        duration(e.seconds).c_str());
+    if (w.device.is_cuda()) {
+      std::printf("epoch %lld time %.3f s (%s)\n", static_cast<long long>(epoch), e.seconds,
                   o.data_on_gpu ? "data on the GPU" : "DataLoader, pinned asynchronous copies");
     }
     if (log) {
-      log->write({.epoch = epoch, .step = state.step, .loss = running_loss / std::max<int64_t>(seen, 1), .accuracy = acc,
-                  .lr = optimizer->groupLr(0), .lossScale = scaler.scale(),
-                  .imagesPerSecond = seen / std::max(epoch_seconds, 1e-9)});
+      log->write({.epoch = epoch,
+                  .step = state.step,
+                  .loss = e.running_loss / std::max<int64_t>(e.seen, 1),
+                  .accuracy = acc,
+                  .lr = optimizer.groupLr(0),
+                  .lossScale = scaler.scale(),
+                  .imagesPerSecond = e.seen / std::max(e.seconds, 1e-9)});
     }
-    if (schedule && !per_step) schedule->step();
-    if (plateau) plateau->step(acc);
+    if (s.schedule && !s.per_step) s.schedule->step();
+    if (s.plateau) s.plateau->step(acc);
     state.epoch = epoch;
     if (!o.checkpoint.empty() && lead) {
       nn::save_checkpoint(o.checkpoint, state);
@@ -474,12 +555,46 @@ int run(const Options& o) {
     if (epoch == o.epochs) {
       for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", samples::kFashionMnistClasses[c], per_class[c]);
       std::printf("test accuracy %.4f after %lld epoch%s in %s on %s\n", acc, static_cast<long long>(o.epochs),
-                  o.epochs == 1 ? "" : "s", duration(std::chrono::duration<double>(clock::now() - start_all).count()).c_str(),
-                  device.str().c_str());
+                  o.epochs == 1 ? "" : "s",
+                  duration(std::chrono::duration<double>(Clock::now() - start_all).count()).c_str(),
+                  w.device.str().c_str());
     }
   }
-  if (!o.save.empty() && lead) {
-    nn::save_model(*net, o.save);  // the network itself: one replica
+};
+
+int run(const Options& o) {
+  tensor::manual_seed(o.seed);
+  const Place p = join(o);
+  Data data = load_data(o);
+  const Network w = build_network(o, p.world);
+  // 16-bit compute (--amp): the network in float16/bfloat16 (batch norm keeps float32), the
+  // optimizer over float32 master weights (nn/MixedPrecision.h), float16 with loss scaling
+  const DType compute = o.amp == "float16" ? DType::Float16 : o.amp == "bfloat16" ? DType::BFloat16 : DType::Float32;
+  if (compute != DType::Float32) w.net->to(compute);
+  nn::MasterWeights master(*w.model);
+  const std::unique_ptr<nn::Optimizer> optimizer = make_optimizer(o, master);
+  nn::GradScaler scaler({.enabled = compute == DType::Float16});
+  const std::unique_ptr<nn::DataLoader> loader = make_loader(o, data.train, w.device, w.batch, p);
+  const int64_t steps = loader->batchesPerEpoch();
+  const Schedules s = make_schedules(o, *optimizer, steps);
+  nn::TrainingState state{
+      w.model.get(), optimizer.get(), s.schedule.get(), s.plateau.get(), &scaler, loader.get(), 0, 0, p.world};
+  if (!o.resume.empty()) {
+    nn::load_checkpoint(o.resume, state);
+    std::printf("resumed from %s: epoch %lld, step %lld\n", nn::checkpoint_file(o.resume).c_str(),
+                static_cast<long long>(state.epoch), static_cast<long long>(state.step));
+  }
+  std::unique_ptr<nn::TrainingLog> log;
+  if (!o.log.empty() && p.lead()) log = std::make_unique<nn::TrainingLog>(o.log, !o.resume.empty());
+
+  const int64_t n = loader->batchesPerEpoch() > 0 ? static_cast<int64_t>(loader->sampler().indices(0).size()) : 0;
+  Trainer t{o,       w,        data.test, master, *optimizer,
+            scaler,  *loader,  s,         state,  log.get(),
+            compute, p.lead(), steps,     n,      static_cast<bool>(isatty(fileno(stdout)))};
+  const auto start_all = Clock::now();
+  for (int64_t epoch = state.epoch + 1; epoch <= o.epochs; ++epoch) t.end_epoch(epoch, t.train_epoch(epoch), start_all);
+  if (!o.save.empty() && p.lead()) {
+    nn::save_model(*w.net, o.save);  // the network itself: one replica
     std::printf("saved %s.json and %s.safetensors\n", o.save.c_str(), o.save.c_str());
   }
   return 0;

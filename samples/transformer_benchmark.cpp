@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,45 +78,52 @@ double timed(const std::function<void()>& fn, int iterations, int warmup, double
   return ms;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  samples::Args args(argc, argv, kUsage);
+// The command line's choices.
+struct Options {
   std::string dtype_name = "float16", json_path, flags;
   int iterations = 20, warmup = 5;
+};
+
+// The options, or none for --help (the usage printed).
+std::optional<Options> parse(samples::Args& args) {
+  Options o;
   while (args.more()) {
     const std::string flag = args.flag();
     if (flag == "--help" || flag == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      return std::nullopt;
     } else if (flag == "--dtype") {
-      dtype_name = args.choice(flag, {"float16", "bfloat16", "float32"});
+      o.dtype_name = args.choice(flag, {"float16", "bfloat16", "float32"});
     } else if (flag == "--iterations") {
-      iterations = static_cast<int>(args.integer(flag, 1, 100000));
+      o.iterations = static_cast<int>(args.integer(flag, 1, 100000));
     } else if (flag == "--warmup") {
-      warmup = static_cast<int>(args.integer(flag, 0, 100000));
+      o.warmup = static_cast<int>(args.integer(flag, 0, 100000));
     } else if (flag == "--json") {
-      json_path = args.value(flag);
+      o.json_path = args.value(flag);
     } else if (flag == "--flags") {
-      flags = args.value(flag);
+      o.flags = args.value(flag);
     } else {
       args.fail("unknown option " + flag);
     }
   }
-  if (!tensor::cuda::is_available()) {
-    std::fprintf(stderr, "transformer_benchmark: no CUDA device is visible (it times the cudnn backend only)\n");
-    return 1;
-  }
-  if (!flags.empty()) cudnn::set_flags(flags);
-  const DType dt = dtype_name == "float16"    ? DType::Float16
-                   : dtype_name == "bfloat16" ? DType::BFloat16
-                                              : DType::Float32;
-  const tensor::Device gpu = tensor::Device::cuda(0);
-  tensor::Json results = tensor::Json::Object{};
-  results.set("dtype", tensor::Json(dtype_name));
+  return o;
+}
 
-  // ---- attention ----
+// What every benchmark below runs with.
+struct Bench {
+  const Options& o;
+  DType dt;
+  tensor::Device gpu;
+  double measure(const std::function<void()>& fn, double& peak_mib) const {
+    return timed(fn, o.iterations, o.warmup, peak_mib);
+  }
+};
+
+// cudnn::sdpa forward and forward+backward at GPT-2-small shapes, causal and not.
+tensor::Json bench_attention(const Bench& b) {
   const int64_t B = 8, H = 12, S = 1024, D = 64;
+  const DType dt = b.dt;
+  const tensor::Device gpu = b.gpu;
   tensor::Json attention = tensor::Json::Array{};
   for (bool causal : {false, true}) {
     const Tensor q = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
@@ -127,25 +135,25 @@ int main(int argc, char** argv) {
     nn::SdpaSaved saved;
     Tensor out;
     double fwd_peak = 0, train_peak = 0;
-    const double fwd = timed(
+    const double fwd = b.measure(
         [&] {
           out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
           out = cudnn::sdpa(q, k, v, o, &saved);
         },
-        iterations, warmup, fwd_peak);
+        fwd_peak);
     const std::string fwd_path = cudnn::sdpa_last_path();
-    const double fwd_bwd = timed(
+    const double fwd_bwd = b.measure(
         [&] {
           out = Tensor();
           out = cudnn::sdpa(q, k, v, o, &saved);
           cudnn::sdpa_backward(q, k, v, out, g, o, saved);
         },
-        iterations, warmup, train_peak);
+        train_peak);
     const std::string bwd_path = cudnn::sdpa_last_path(true);
     std::printf(
         "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
         "(peak %.0f MiB) (%s; %s)\n",
-        dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
+        b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
         static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_peak, fwd_bwd, train_peak, fwd_path.c_str(),
         bwd_path.c_str());
     tensor::Json row = tensor::Json::Object{};
@@ -158,118 +166,142 @@ int main(int argc, char** argv) {
     row.set("backward_path", tensor::Json(bwd_path));
     attention.push(row);
   }
-  results.set("sdpa", attention);
+  return attention;
+}
 
-  // ---- encoder layer step ----
-  {
-    const int64_t E = 768, heads = 12, F = 3072, seq = 512, batch = 16;
-    auto layer = std::make_shared<nn::TransformerEncoderLayer>(E, heads, F, 0.0, "gelu", /*batchFirst=*/true);
-    nn::ModulePtr net = nn::convert(layer, cudnn::backend);
-    net->to(gpu);
-    net->to(dt);
-    net->setGradInputNeeded(false);
-    net->setFreeIntermediateGradients(true);  // as convnet_benchmark and PyTorch's autograd do
-    nn::Adam adam(*net, 1e-4);
-    const Tensor x = tensor::normal({batch, seq, E}, 0, 1, tensor::default_generator(), dt, gpu);
-    auto step = [&] {
-      adam.zeroGrad();
-      const Tensor& y = net->forward(x);
-      const Tensor gy = y.mul(2.0 / static_cast<double>(y.numel()));  // d mean(y^2) / dy
-      net->backward(x, gy);
-      adam.step();
-    };
-    double peak = 0;
-    const double ms = timed(step, iterations, warmup, peak);
-    // what stays allocated between steps: parameters, gradients, Adam's state, the modules'
-    // forward buffers, x (docs/performance.md accounts for it buffer by buffer)
-    const double held = static_cast<double>(tensor::cuda::memory_stats().allocated_bytes) / 1048576.0;
-    std::printf(
-        "encoder layer d%lld h%lld ff%lld s%lld b%lld %s Adam step: %.3f ms, peak %.0f MiB (%.0f MiB between "
-        "steps)\n",
-        static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F),
-        static_cast<long long>(seq), static_cast<long long>(batch), dtype_name.c_str(), ms, peak, held);
+// A TransformerEncoderLayer training step: forward, d mean(y^2), backward, Adam.
+tensor::Json bench_encoder_step(const Bench& b) {
+  const int64_t E = 768, heads = 12, F = 3072, seq = 512, batch = 16;
+  auto layer = std::make_shared<nn::TransformerEncoderLayer>(E, heads, F, 0.0, "gelu", /*batchFirst=*/true);
+  nn::ModulePtr net = nn::convert(layer, cudnn::backend);
+  net->to(b.gpu);
+  net->to(b.dt);
+  net->setGradInputNeeded(false);
+  net->setFreeIntermediateGradients(true);  // as convnet_benchmark and PyTorch's autograd do
+  nn::Adam adam(*net, 1e-4);
+  const Tensor x = tensor::normal({batch, seq, E}, 0, 1, tensor::default_generator(), b.dt, b.gpu);
+  auto step = [&] {
+    adam.zeroGrad();
+    const Tensor& y = net->forward(x);
+    const Tensor gy = y.mul(2.0 / static_cast<double>(y.numel()));  // d mean(y^2) / dy
+    net->backward(x, gy);
+    adam.step();
+  };
+  double peak = 0;
+  const double ms = b.measure(step, peak);
+  // what stays allocated between steps: parameters, gradients, Adam's state, the modules'
+  // forward buffers, x (docs/performance.md accounts for it buffer by buffer)
+  const double held = static_cast<double>(tensor::cuda::memory_stats().allocated_bytes) / 1048576.0;
+  std::printf(
+      "encoder layer d%lld h%lld ff%lld s%lld b%lld %s Adam step: %.3f ms, peak %.0f MiB (%.0f MiB between "
+      "steps)\n",
+      static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F), static_cast<long long>(seq),
+      static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak, held);
+  tensor::Json row = tensor::Json::Object{};
+  row.set("step_ms", tensor::Json(ms));
+  row.set("peak_mib", tensor::Json(peak));
+  row.set("held_mib", tensor::Json(held));
+  row.set("optimizer", tensor::Json(std::string("adam")));
+  return row;
+}
+
+// LayerNorm: our kernels against cuDNN's graph-API layer norm (layernorm.engine).
+tensor::Json bench_layernorm(const Bench& b) {
+  const int64_t rows = 16 * 512, E = 768;
+  tensor::Json norms = tensor::Json::Array{};
+  const Tensor x = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), b.dt, b.gpu);
+  const Tensor gy = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), b.dt, b.gpu);
+  for (cudnn::LayerNormEngine engine : {cudnn::LayerNormEngine::Ours, cudnn::LayerNormEngine::Cudnn}) {
+    cudnn::ScopedLayerNormEngine use(engine);
+    auto norm = nn::convert(std::make_shared<nn::LayerNorm>(tensor::Shape{E}), cudnn::backend);
+    norm->to(b.gpu);
+    norm->to(b.dt);
+    double fwd_peak = 0, train_peak = 0;
+    const double fwd = b.measure([&] { norm->forward(x); }, fwd_peak);
+    const std::string fwd_path = cudnn::layer_norm_last_path();
+    const double train = b.measure(
+        [&] {
+          norm->forward(x);
+          norm->backward(x, gy);
+        },
+        train_peak);
+    const std::string bwd_path = cudnn::layer_norm_last_path(true);
+    const char* name = cudnn::layer_norm_engine_name(engine);
+    std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
+                static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, fwd, train,
+                fwd_path.c_str(), bwd_path.c_str());
     tensor::Json row = tensor::Json::Object{};
-    row.set("step_ms", tensor::Json(ms));
-    row.set("peak_mib", tensor::Json(peak));
-    row.set("held_mib", tensor::Json(held));
-    row.set("optimizer", tensor::Json(std::string("adam")));
-    results.set("encoder_step", row);
+    row.set("engine", tensor::Json(std::string(name)));
+    row.set("forward_ms", tensor::Json(fwd));
+    row.set("train_ms", tensor::Json(train));
+    row.set("forward_path", tensor::Json(fwd_path));
+    row.set("backward_path", tensor::Json(bwd_path));
+    row.set("train_peak_mib", tensor::Json(train_peak));
+    norms.push(row);
   }
+  return norms;
+}
 
-  // ---- LayerNorm: our kernels against cuDNN's graph-API layer norm (layernorm.engine) ----
-  {
-    const int64_t rows = 16 * 512, E = 768;
-    tensor::Json norms = tensor::Json::Array{};
-    const Tensor x = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), dt, gpu);
-    const Tensor gy = tensor::normal({rows, E}, 0, 1, tensor::default_generator(), dt, gpu);
-    for (cudnn::LayerNormEngine engine : {cudnn::LayerNormEngine::Ours, cudnn::LayerNormEngine::Cudnn}) {
-      cudnn::ScopedLayerNormEngine use(engine);
-      auto norm = nn::convert(std::make_shared<nn::LayerNorm>(tensor::Shape{E}), cudnn::backend);
-      norm->to(gpu);
-      norm->to(dt);
-      double fwd_peak = 0, train_peak = 0;
-      const double fwd = timed([&] { norm->forward(x); }, iterations, warmup, fwd_peak);
-      const std::string fwd_path = cudnn::layer_norm_last_path();
-      const double train = timed(
-          [&] {
-            norm->forward(x);
-            norm->backward(x, gy);
-          },
-          iterations, warmup, train_peak);
-      const std::string bwd_path = cudnn::layer_norm_last_path(true);
-      const char* name = cudnn::layer_norm_engine_name(engine);
-      std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
-                  static_cast<long long>(rows), static_cast<long long>(E), dtype_name.c_str(), name, fwd, train,
-                  fwd_path.c_str(), bwd_path.c_str());
-      tensor::Json row = tensor::Json::Object{};
-      row.set("engine", tensor::Json(std::string(name)));
-      row.set("forward_ms", tensor::Json(fwd));
-      row.set("train_ms", tensor::Json(train));
-      row.set("forward_path", tensor::Json(fwd_path));
-      row.set("backward_path", tensor::Json(bwd_path));
-      row.set("train_peak_mib", tensor::Json(train_peak));
-      norms.push(row);
-    }
-    results.set("layernorm", norms);
-  }
+// The Fashion-MNIST ViT sample's step: forward, cross-entropy, backward, Adam.
+tensor::Json bench_vit_step(const Bench& b) {
+  const int64_t batch = 128;
+  samples::register_vit_types();
+  nn::ModulePtr net = nn::convert(samples::vision_transformer(), cudnn::backend);
+  net->to(b.gpu);
+  net->to(b.dt);
+  net->setGradInputNeeded(false);  // the images need no gradient, as in the sample
+  net->setFreeIntermediateGradients(true);
+  nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+  nn::Adam adam(*net, 1e-3);
+  const Tensor x = tensor::normal({batch, 1, 28, 28}, 0, 1, tensor::default_generator(), b.dt, b.gpu);
+  const Tensor labels =
+      tensor::uniform({batch}, 0, 10, tensor::default_generator(), DType::Float64).floor().to(b.gpu, DType::Int64);
+  auto step = [&] {
+    adam.zeroGrad();
+    const Tensor& scores = net->forward(x);
+    criterion->forward(scores, labels);
+    net->backward(x, criterion->backward(scores, labels));
+    adam.step();
+  };
+  double peak = 0;
+  const double ms = b.measure(step, peak);
+  std::printf(
+      "vit (fashion_mnist --model vit: dim 64, 3 layers, 17 tokens) b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
+      static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak);
+  tensor::Json row = tensor::Json::Object{};
+  row.set("step_ms", tensor::Json(ms));
+  row.set("peak_mib", tensor::Json(peak));
+  row.set("batch", tensor::Json(batch));
+  return row;
+}
 
-  // ---- the Fashion-MNIST ViT sample's step ----
-  {
-    const int64_t batch = 128;
-    samples::register_vit_types();
-    nn::ModulePtr net = nn::convert(samples::vision_transformer(), cudnn::backend);
-    net->to(gpu);
-    net->to(dt);
-    net->setGradInputNeeded(false);  // the images need no gradient, as in the sample
-    net->setFreeIntermediateGradients(true);
-    nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
-    nn::Adam adam(*net, 1e-3);
-    const Tensor x = tensor::normal({batch, 1, 28, 28}, 0, 1, tensor::default_generator(), dt, gpu);
-    const Tensor labels =
-        tensor::uniform({batch}, 0, 10, tensor::default_generator(), DType::Float64).floor().to(gpu, DType::Int64);
-    auto step = [&] {
-      adam.zeroGrad();
-      const Tensor& scores = net->forward(x);
-      criterion->forward(scores, labels);
-      net->backward(x, criterion->backward(scores, labels));
-      adam.step();
-    };
-    double peak = 0;
-    const double ms = timed(step, iterations, warmup, peak);
-    std::printf(
-        "vit (fashion_mnist --model vit: dim 64, 3 layers, 17 tokens) b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
-        static_cast<long long>(batch), dtype_name.c_str(), ms, peak);
-    tensor::Json row = tensor::Json::Object{};
-    row.set("step_ms", tensor::Json(ms));
-    row.set("peak_mib", tensor::Json(peak));
-    row.set("batch", tensor::Json(batch));
-    results.set("vit_step", row);
+}  // namespace
+
+int main(int argc, char** argv) {
+  samples::Args args(argc, argv, kUsage);
+  const std::optional<Options> parsed = parse(args);
+  if (!parsed) return 0;
+  const Options& o = *parsed;
+  if (!tensor::cuda::is_available()) {
+    std::fprintf(stderr, "transformer_benchmark: no CUDA device is visible (it times the cudnn backend only)\n");
+    return 1;
   }
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
+  if (!o.flags.empty()) cudnn::set_flags(o.flags);
+  const DType dt = o.dtype_name == "float16"    ? DType::Float16
+                   : o.dtype_name == "bfloat16" ? DType::BFloat16
+                                                : DType::Float32;
+  const Bench bench{o, dt, tensor::Device::cuda(0)};
+  tensor::Json results = tensor::Json::Object{};
+  results.set("dtype", tensor::Json(o.dtype_name));
+  results.set("sdpa", bench_attention(bench));
+  results.set("encoder_step", bench_encoder_step(bench));
+  results.set("layernorm", bench_layernorm(bench));
+  results.set("vit_step", bench_vit_step(bench));
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
     f << results.dump() << "\n";
     if (!f) {
-      std::fprintf(stderr, "transformer_benchmark: cannot write %s\n", json_path.c_str());
+      std::fprintf(stderr, "transformer_benchmark: cannot write %s\n", o.json_path.c_str());
       return 2;
     }
   }
