@@ -71,6 +71,31 @@ void check_cpu(const std::string& where, const Tensor& q) {
     throw Error(where + "expected CPU tensors (cudnn::sdpa computes on CUDA devices), got " + q.description());
 }
 
+// sdpa_backward's out, gradOut and what sdpa's forward saved, against the sizes of q, k, v
+void check_backward_inputs(const std::string& where, const Dims& d, const Tensor& q, const Tensor& out,
+                           const Tensor& gradOut, const SdpaOptions& options, const SdpaSaved& saved) {
+  const tensor::Shape outShape{d.B, d.H, d.Sq, d.Dv};
+  for (const auto* t : {&out, &gradOut}) {
+    if (!t->defined() || t->sizes() != outShape || t->dtype() != q.dtype() || t->device() != q.device()) {
+      throw Error(where + "expected out and gradOut of " + tensor::shape_str(outShape) + " and q's dtype (" +
+                  q.description() + "), got " + (t->defined() ? t->description() : std::string("an undefined tensor")));
+    }
+  }
+  const tensor::Shape lseShape{d.B, d.H, d.Sq};
+  if (!saved.logsumexp.defined() || saved.logsumexp.sizes() != lseShape) {
+    throw Error(where + "expected saved.logsumexp " + tensor::shape_str(lseShape) + " from sdpa's forward, got " +
+                (saved.logsumexp.defined() ? saved.logsumexp.description() : std::string("an undefined tensor")));
+  }
+  const tensor::Shape maskShape{d.B, d.H, d.Sq, d.Sk};
+  if ((options.dropout > 0) != saved.dropoutMask.defined() ||
+      (saved.dropoutMask.defined() && saved.dropoutMask.sizes() != maskShape)) {
+    throw Error(where + "expected saved.dropoutMask " +
+                (options.dropout > 0 ? tensor::shape_str(maskShape) : "undefined") + " (dropout " +
+                std::to_string(options.dropout) + "), got " +
+                (saved.dropoutMask.defined() ? saved.dropoutMask.description() : std::string("an undefined tensor")));
+  }
+}
+
 }  // namespace
 
 double sdpa_scale(const SdpaOptions& options, int64_t headDim) {
@@ -175,26 +200,7 @@ SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_sdpa_arguments(where, q, k, v, options);
   check_cpu(where, q);
   const Dims d = dims_of(q, k, v);
-  const tensor::Shape outShape{d.B, d.H, d.Sq, d.Dv};
-  for (const auto* t : {&out, &gradOut}) {
-    if (!t->defined() || t->sizes() != outShape || t->dtype() != q.dtype() || t->device() != q.device()) {
-      throw Error(where + "expected out and gradOut of " + tensor::shape_str(outShape) + " and q's dtype (" +
-                  q.description() + "), got " + (t->defined() ? t->description() : std::string("an undefined tensor")));
-    }
-  }
-  const tensor::Shape lseShape{d.B, d.H, d.Sq};
-  if (!saved.logsumexp.defined() || saved.logsumexp.sizes() != lseShape) {
-    throw Error(where + "expected saved.logsumexp " + tensor::shape_str(lseShape) + " from sdpa's forward, got " +
-                (saved.logsumexp.defined() ? saved.logsumexp.description() : std::string("an undefined tensor")));
-  }
-  const tensor::Shape maskShape{d.B, d.H, d.Sq, d.Sk};
-  if ((options.dropout > 0) != saved.dropoutMask.defined() ||
-      (saved.dropoutMask.defined() && saved.dropoutMask.sizes() != maskShape)) {
-    throw Error(where + "expected saved.dropoutMask " +
-                (options.dropout > 0 ? tensor::shape_str(maskShape) : "undefined") + " (dropout " +
-                std::to_string(options.dropout) + "), got " +
-                (saved.dropoutMask.defined() ? saved.dropoutMask.description() : std::string("an undefined tensor")));
-  }
+  check_backward_inputs(where, d, q, out, gradOut, options, saved);
   const double scale = sdpa_scale(options, d.D);
   const auto lengths = lengths_of(options, d.B, d.Sk);
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous(), go = gradOut.contiguous();

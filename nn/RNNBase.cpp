@@ -71,6 +71,52 @@ struct Slots {
   size_t count() const { return work(4); }
 };
 
+// Parameters replaced by hand (m.params[i].value = ...)? the kernels read raw rows.
+void check_raw_params(const RNNBase& m, const Tensor& input) {
+  for (const auto& p : m.params) {
+    if (p.value.dtype() != input.dtype() || !p.value.is_cpu()) {
+      throw Error(m.where("updateOutput") + "expected " + tensor::name(input.dtype()) + " parameters on cpu, got " +
+                  p.name + " " + p.value.description());
+    }
+  }
+}
+
+// Layer 0's time-major input [S x B x inputDim]: the input itself when possible, else a copy in
+// `buffer` with padding zeroed (the weight gradient multiplies it by zero gate gradients, which
+// must not make NaN of it).
+Tensor time_major_input(const Tensor& input, Tensor& buffer, bool batchFirst, const int64_t* lengths, int64_t S,
+                        int64_t B, int64_t inputDim) {
+  if (!batchFirst && !lengths && input.is_contiguous()) return input;
+  Tensor& x0 = ensure(buffer, {S, B, inputDim}, input);
+  x0.copy_(batchFirst ? input.transpose(0, 1) : input);
+  if (lengths) {
+    for (int64_t b = 0; b < B; ++b) {
+      if (lengths[b] < S) x0.narrow(0, lengths[b], S - lengths[b]).select(1, b).zero_();
+    }
+  }
+  return x0;
+}
+
+// An initial state as the kernels read it: a state set to the last final state without a copy
+// (m.hiddenInput = m.hiddenOutput) is copied before the final states are rewritten in place.
+Tensor initial_state(const Tensor& s, const Tensor& out) {
+  const Tensor t = cpu_state(s);
+  return t.defined() && out.defined() && t.shares_storage(out) ? t.clone() : t;
+}
+
+kernels::RNNLayerGeometry layer_geometry(RNNMode mode, int64_t S, int64_t B, int64_t inputSize, int64_t H, bool reverse,
+                                         const int64_t* lengths) {
+  kernels::RNNLayerGeometry g;
+  g.cell = cell_of(mode);
+  g.seqLength = S;
+  g.batch = B;
+  g.inputSize = inputSize;
+  g.hidden = H;
+  g.reverse = reverse;
+  g.lengths = lengths;
+  return g;
+}
+
 }  // namespace
 
 const char* rnn_mode_name(RNNMode mode) {
@@ -323,12 +369,7 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   check_float(where("updateOutput"), input);
   checkParameters("updateOutput", false);
   check_matches(where("updateOutput"), input, params[0].value, "input", "weight_ih_l0");
-  for (const auto& p : params) {  // replaced by hand (m.params[i].value = ...)? the kernels read raw rows
-    if (p.value.dtype() != input.dtype() || !p.value.is_cpu()) {
-      throw Error(where("updateOutput") + "expected " + tensor::name(input.dtype()) + " parameters on cpu, got " +
-                  p.name + " " + p.value.description());
-    }
-  }
+  check_raw_params(*this, input);
   const int64_t L = numLayers_, D = numDirections(), H = outputDim_, C = H * D, G = gateCount() * H;
   const bool lstm = mode_ == RNNMode::LSTM;
   const bool drop = training_ && dropout_ > 0;
@@ -338,28 +379,9 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
   gradGatesValid_ = false;
   saved_.resize(slot.count());
   const int64_t* lengths = sequenceLengths.empty() ? nullptr : sequenceLengths.data();
-
-  // layer 0's time-major input: the input itself when possible, else a copy with padding zeroed
-  // (the weight gradient multiplies it by zero gate gradients, which must not make NaN of it)
-  if (!batchFirst_ && !lengths && input.is_contiguous()) {
-    layer0Input_ = input;
-  } else {
-    Tensor& x0 = ensure(saved_[slot.input(0)], {S, B, inputDim_}, input);
-    x0.copy_(batchFirst_ ? input.transpose(0, 1) : input);
-    if (lengths) {
-      for (int64_t b = 0; b < B; ++b) {
-        if (lengths[b] < S) x0.narrow(0, lengths[b], S - lengths[b]).select(1, b).zero_();
-      }
-    }
-    layer0Input_ = x0;
-  }
-  // a state set to the last final state without a copy (m.hiddenInput = m.hiddenOutput) is
-  // copied before the final states are rewritten in place
-  auto initial = [&](const Tensor& s, const Tensor& out) {
-    const Tensor t = cpu_state(s);
-    return t.defined() && out.defined() && t.shares_storage(out) ? t.clone() : t;
-  };
-  const Tensor h0 = initial(hiddenInput, hiddenOutput), c0 = lstm ? initial(cellInput, cellOutput) : Tensor();
+  layer0Input_ = time_major_input(input, saved_[slot.input(0)], batchFirst_, lengths, S, B, inputDim_);
+  const Tensor h0 = initial_state(hiddenInput, hiddenOutput);
+  const Tensor c0 = lstm ? initial_state(cellInput, cellOutput) : Tensor();
   ensure(hiddenOutput, stateShape(B), input);
   if (lstm) {
     ensure(cellOutput, stateShape(B), input);
@@ -381,14 +403,7 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
       if (lstm || mode_ == RNNMode::GRU) ensure(saved_[slot.dir(l, d, 2)], {S * B, H}, input);
       if (lstm) ensure(saved_[slot.dir(l, d, 3)], {S * B, H}, input);
       const int64_t s = l * D + d;
-      kernels::RNNLayerGeometry g;
-      g.cell = cell_of(mode_);
-      g.seqLength = S;
-      g.batch = B;
-      g.inputSize = l == 0 ? inputDim_ : C;
-      g.hidden = H;
-      g.reverse = d == 1;
-      g.lengths = lengths;
+      const kernels::RNNLayerGeometry g = layer_geometry(mode_, S, B, l == 0 ? inputDim_ : C, H, d == 1, lengths);
       tensor::dispatch_f32_f64(input.dtype(), "nn.RNNBase", [&](auto tag) {
         using T = decltype(tag);
         kernels::RNNLayerSaved<T> sv;

@@ -25,6 +25,19 @@ M& slot_as(const TransformerEncoderLayer& layer, const std::vector<ModulePtr>& k
   }
   return *m;
 }
+
+// backward's gradOutput, and the forward() of this input it follows (sum2: forward's last sum)
+void check_backward(const TransformerEncoderLayer& layer, const Tensor& input, const Tensor& gradOutput,
+                    const Tensor& sum2) {
+  if (!gradOutput.defined() || gradOutput.sizes() != input.sizes()) {
+    throw Error(layer.where("backward") + "expected gradOutput of the input's shape " +
+                tensor::shape_str(input.sizes()) + ", got " +
+                (gradOutput.defined() ? gradOutput.description() : std::string("an undefined tensor")));
+  }
+  if (!sum2.defined() || sum2.size(0) != input.size(0) * input.size(1)) {
+    throw Error(layer.where("backward") + "expected a forward() of input " + input.description() + " first");
+  }
+}
 }  // namespace
 
 TransformerEncoderLayer::TransformerEncoderLayer(int64_t dModel_, int64_t nhead_, int64_t dimFeedforward_,
@@ -152,13 +165,7 @@ void TransformerEncoderLayer::backwardPass(const Tensor& input, const Tensor& gr
                                            Tensor& gradIn) {
   checkModules("backward");
   checkInput(input, "backward");
-  if (!gradOutput.defined() || gradOutput.sizes() != input.sizes()) {
-    throw Error(where("backward") + "expected gradOutput of the input's shape " + tensor::shape_str(input.sizes()) +
-                ", got " + (gradOutput.defined() ? gradOutput.description() : std::string("an undefined tensor")));
-  }
-  if (!sum2_.defined() || sum2_.size(0) != input.size(0) * input.size(1)) {
-    throw Error(where("backward") + "expected a forward() of input " + input.description() + " first");
-  }
+  check_backward(*this, input, gradOutput, sum2_);
   const int64_t N = input.size(0) * input.size(1), E = dModel;
   const Shape shape3 = input.sizes();
   const Tensor x = input.contiguous().view({N, E});

@@ -59,6 +59,147 @@ std::map<std::string, double> optimizer_lrs(const Optimizer& o) {
   return m;
 }
 
+// A checkpoint file's tensors and metadata, and the prefix load_checkpoint's errors start with.
+struct Reader {
+  std::string who;
+  tensor::SafetensorsFile f;
+
+  const std::string* meta(const std::string& key) const {
+    const auto it = f.metadata.find(key);
+    return it == f.metadata.end() ? nullptr : &it->second;
+  }
+  const std::string& require(const std::string& key) const {
+    const std::string* v = meta(key);
+    if (!v) throw Error(who + ": expected '" + key + "' in the checkpoint, got none (a truncated or foreign file)");
+    return *v;
+  }
+};
+
+// What load_checkpoint restores, read and checked before anything changes.
+struct Loaded {
+  std::map<std::string, Tensor> model, optim;
+  std::map<std::string, double> groups, sched, plateau, scaler, loader;
+  uint64_t seed = 0, offset = 0;
+  int64_t epoch = 0, step = 0;
+};
+
+Reader open_checkpoint(const std::string& dir, const TrainingState& s) {
+  Reader r;
+  const std::string file = checkpoint_file(dir);
+  r.who = "nn::load_checkpoint: " + file;
+  if (!s.model) throw Error(r.who + ": expected a model in the training state, got none");
+  try {
+    r.f = tensor::load_safetensors(file);
+  } catch (const Error& e) {
+    throw Error(std::string("nn::load_checkpoint: ") + e.what());
+  }
+  const std::string* format = r.meta("format");
+  if (!format || *format != kFormat) {
+    throw Error(r.who + ": expected a cudnn-nn checkpoint (metadata format '" + kFormat + "'), got " +
+                (format ? "'" + *format + "'" : std::string("none")));
+  }
+  return r;
+}
+
+void split_tensors(const Reader& r, Loaded& l) {
+  for (const auto& [k, t] : r.f.tensors) {
+    if (k.starts_with("model.")) {
+      l.model[k.substr(6)] = t;
+    } else if (k.starts_with("optimizer.")) {
+      l.optim[k.substr(10)] = t;
+    } else {
+      throw Error(r.who + ": unexpected tensor '" + k + "' (expected 'model.*' and 'optimizer.*')");
+    }
+  }
+}
+
+// each component's state is in the checkpoint exactly when the training state has the component
+void check_components(const Reader& r, const TrainingState& s) {
+  auto component = [&](bool have, const std::string& key, const char* what) {
+    if (have && !r.meta(key)) throw Error(r.who + ": expected " + what + " state in the checkpoint, got none");
+    if (!have && r.meta(key)) {
+      throw Error(r.who + ": the checkpoint holds " + what + " state, but the training state has no " + what +
+                  " to restore it into");
+    }
+  };
+  component(s.optimizer != nullptr, "optimizer", "optimizer");
+  component(s.scheduler != nullptr, "scheduler.state", "learning-rate schedule");
+  component(s.plateau != nullptr, "plateau.state", "ReduceLROnPlateau");
+  component(s.scaler != nullptr, "scaler.state", "gradient scaler");
+  component(s.loader != nullptr, "loader.state", "data loader");
+}
+
+// the optimizer's type, parameter count, groups and state shapes; throws without the prefix
+void check_optimizer(const Reader& r, const Optimizer& o, Loaded& l) {
+  if (r.require("optimizer") != o.type_name() || r.require("optimizer.params") != std::to_string(o.params().size())) {
+    throw Error("expected the state of an " + o.type_name() + " over " + std::to_string(o.params().size()) +
+                " parameters, got an " + r.require("optimizer") + " over " + r.require("optimizer.params"));
+  }
+  l.groups = decode(r.require("optimizer.groups"), "optimizer.groups");
+  if (l.groups["groups"] != static_cast<double>(o.numGroups())) {
+    throw Error("expected " + std::to_string(o.numGroups()) + " parameter groups, got " +
+                std::to_string(static_cast<int64_t>(l.groups["groups"])));
+  }
+  for (const auto& [k, t] : l.optim) {  // shapes, as Optimizer::loadStateDict checks them
+    const size_t dot = k.find('.');
+    const size_t i = dot == std::string::npos ? o.params().size() : std::stoul(k.substr(0, dot));
+    if (i >= o.params().size() || (!k.ends_with(".step") && t.sizes() != o.params()[i].sizes())) {
+      throw Error("optimizer state '" + k + "' " + tensor::shape_str(t.sizes()) + " does not fit the parameters");
+    }
+  }
+}
+
+// the components' states, decoded and checked so that their loads cannot fail half-way
+void decode_states(const Reader& r, const TrainingState& s, Loaded& l) {
+  try {
+    if (s.optimizer) check_optimizer(r, *s.optimizer, l);
+    if (s.scheduler) {
+      if (r.require("scheduler") != s.scheduler->type_name()) {
+        throw Error("expected the state of an " + s.scheduler->type_name() + ", got an " + r.require("scheduler"));
+      }
+      l.sched = decode(r.require("scheduler.state"), "scheduler.state");
+    }
+    if (s.plateau) l.plateau = decode(r.require("plateau.state"), "plateau.state");
+    if (s.scaler) l.scaler = decode(r.require("scaler.state"), "scaler.state");
+    if (s.loader) l.loader = decode(r.require("loader.state"), "loader.state");
+    // the components' loads must not fail half-way: their key sets, and the loader's identity
+    if (s.scheduler) same_keys(s.scheduler->stateDict(), l.sched, "the schedule");
+    if (s.plateau) same_keys(s.plateau->stateDict(), l.plateau, "ReduceLROnPlateau");
+    if (s.scaler) same_keys(s.scaler->stateDict(), l.scaler, "the gradient scaler");
+    if (s.loader) {
+      const auto now = s.loader->stateDict();
+      same_keys(now, l.loader, "the data loader");
+      for (const char* key : {"seed", "world_size"}) {
+        if (now.at(key) != l.loader.at(key)) {
+          throw Error(std::string("expected the data loader's ") + key + " " +
+                      std::to_string(static_cast<int64_t>(now.at(key))) + ", got " +
+                      std::to_string(static_cast<int64_t>(l.loader.at(key))));
+        }
+      }
+    }
+  } catch (const Error& e) {
+    throw Error(r.who + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw Error(r.who + ": malformed checkpoint (" + e.what() + ")");
+  }
+}
+
+// the generator's seed and offset, the epoch and the step
+void read_counters(const Reader& r, Loaded& l) {
+  {
+    std::istringstream in(r.require("generator"));
+    if (!(in >> l.seed >> l.offset))
+      throw Error(r.who + ": expected the generator's seed and offset, got '" + r.require("generator") + "'");
+  }
+  try {
+    l.epoch = std::stoll(r.require("epoch"));
+    l.step = std::stoll(r.require("step"));
+  } catch (const std::logic_error&) {
+    throw Error(r.who + ": expected integer epoch and step, got '" + r.require("epoch") + "' and '" +
+                r.require("step") + "'");
+  }
+}
+
 }  // namespace
 
 std::string checkpoint_file(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
@@ -95,148 +236,43 @@ void save_checkpoint(const std::string& dir, const TrainingState& s) {
 }
 
 void load_checkpoint(const std::string& dir, TrainingState& s) {
-  const std::string file = checkpoint_file(dir);
-  const std::string who = "nn::load_checkpoint: " + file;
-  if (!s.model) throw Error(who + ": expected a model in the training state, got none");
-  tensor::SafetensorsFile f;
-  try {
-    f = tensor::load_safetensors(file);
-  } catch (const Error& e) {
-    throw Error(std::string("nn::load_checkpoint: ") + e.what());
-  }
-  auto meta = [&](const std::string& key) -> const std::string* {
-    const auto it = f.metadata.find(key);
-    return it == f.metadata.end() ? nullptr : &it->second;
-  };
-  const std::string* format = meta("format");
-  if (!format || *format != kFormat) {
-    throw Error(who + ": expected a cudnn-nn checkpoint (metadata format '" + kFormat + "'), got " +
-                (format ? "'" + *format + "'" : std::string("none")));
-  }
+  const Reader r = open_checkpoint(dir, s);
   // ---- every check first (Note [Checkpoint files]) ----
-  auto require = [&](const std::string& key) -> const std::string& {
-    const std::string* v = meta(key);
-    if (!v) throw Error(who + ": expected '" + key + "' in the checkpoint, got none (a truncated or foreign file)");
-    return *v;
-  };
-  const std::string& world = require("world_size");
+  const std::string& world = r.require("world_size");
   if (world != std::to_string(s.worldSize)) {
-    throw Error(who + ": expected a checkpoint of world size " + std::to_string(s.worldSize) +
+    throw Error(r.who + ": expected a checkpoint of world size " + std::to_string(s.worldSize) +
                 ", got one of world size " + world);
   }
-  std::map<std::string, Tensor> model, optim;
-  for (const auto& [k, t] : f.tensors) {
-    if (k.starts_with("model.")) {
-      model[k.substr(6)] = t;
-    } else if (k.starts_with("optimizer.")) {
-      optim[k.substr(10)] = t;
-    } else {
-      throw Error(who + ": unexpected tensor '" + k + "' (expected 'model.*' and 'optimizer.*')");
-    }
-  }
+  Loaded l;
+  split_tensors(r, l);
   try {
-    s.model->checkStateDict(model, true);
+    s.model->checkStateDict(l.model, true);
   } catch (const Error& e) {
-    throw Error(who + ": a checkpoint of another network (saved from " + require("model") + "): " + e.what());
+    throw Error(r.who + ": a checkpoint of another network (saved from " + r.require("model") + "): " + e.what());
   }
-  auto component = [&](bool have, const std::string& key, const char* what) {
-    if (have && !meta(key)) throw Error(who + ": expected " + what + " state in the checkpoint, got none");
-    if (!have && meta(key)) {
-      throw Error(who + ": the checkpoint holds " + what + " state, but the training state has no " + what +
-                  " to restore it into");
-    }
-  };
-  component(s.optimizer != nullptr, "optimizer", "optimizer");
-  component(s.scheduler != nullptr, "scheduler.state", "learning-rate schedule");
-  component(s.plateau != nullptr, "plateau.state", "ReduceLROnPlateau");
-  component(s.scaler != nullptr, "scaler.state", "gradient scaler");
-  component(s.loader != nullptr, "loader.state", "data loader");
-  std::map<std::string, double> groups, sched, plateau, scaler, loader;
-  try {
-    if (s.optimizer) {
-      if (require("optimizer") != s.optimizer->type_name() ||
-          require("optimizer.params") != std::to_string(s.optimizer->params().size())) {
-        throw Error("expected the state of an " + s.optimizer->type_name() + " over " +
-                    std::to_string(s.optimizer->params().size()) + " parameters, got an " + require("optimizer") +
-                    " over " + require("optimizer.params"));
-      }
-      groups = decode(require("optimizer.groups"), "optimizer.groups");
-      if (groups["groups"] != static_cast<double>(s.optimizer->numGroups())) {
-        throw Error("expected " + std::to_string(s.optimizer->numGroups()) + " parameter groups, got " +
-                    std::to_string(static_cast<int64_t>(groups["groups"])));
-      }
-      for (const auto& [k, t] : optim) {  // shapes, as Optimizer::loadStateDict checks them
-        const size_t dot = k.find('.');
-        const size_t i = dot == std::string::npos ? s.optimizer->params().size() : std::stoul(k.substr(0, dot));
-        if (i >= s.optimizer->params().size() ||
-            (!k.ends_with(".step") && t.sizes() != s.optimizer->params()[i].sizes())) {
-          throw Error("optimizer state '" + k + "' " + tensor::shape_str(t.sizes()) + " does not fit the parameters");
-        }
-      }
-    }
-    if (s.scheduler) {
-      if (require("scheduler") != s.scheduler->type_name()) {
-        throw Error("expected the state of an " + s.scheduler->type_name() + ", got an " + require("scheduler"));
-      }
-      sched = decode(require("scheduler.state"), "scheduler.state");
-    }
-    if (s.plateau) plateau = decode(require("plateau.state"), "plateau.state");
-    if (s.scaler) scaler = decode(require("scaler.state"), "scaler.state");
-    if (s.loader) loader = decode(require("loader.state"), "loader.state");
-    // the components' loads must not fail half-way: their key sets, and the loader's identity
-    if (s.scheduler) same_keys(s.scheduler->stateDict(), sched, "the schedule");
-    if (s.plateau) same_keys(s.plateau->stateDict(), plateau, "ReduceLROnPlateau");
-    if (s.scaler) same_keys(s.scaler->stateDict(), scaler, "the gradient scaler");
-    if (s.loader) {
-      const auto now = s.loader->stateDict();
-      same_keys(now, loader, "the data loader");
-      for (const char* key : {"seed", "world_size"}) {
-        if (now.at(key) != loader.at(key)) {
-          throw Error(std::string("expected the data loader's ") + key + " " +
-                      std::to_string(static_cast<int64_t>(now.at(key))) + ", got " +
-                      std::to_string(static_cast<int64_t>(loader.at(key))));
-        }
-      }
-    }
-  } catch (const Error& e) {
-    throw Error(who + ": " + e.what());
-  } catch (const std::exception& e) {
-    throw Error(who + ": malformed checkpoint (" + e.what() + ")");
-  }
-  uint64_t seed = 0, offset = 0;
-  {
-    std::istringstream in(require("generator"));
-    if (!(in >> seed >> offset))
-      throw Error(who + ": expected the generator's seed and offset, got '" + require("generator") + "'");
-  }
-  int64_t epoch = 0, step = 0;
-  try {
-    epoch = std::stoll(require("epoch"));
-    step = std::stoll(require("step"));
-  } catch (const std::logic_error&) {
-    throw Error(who + ": expected integer epoch and step, got '" + require("epoch") + "' and '" + require("step") +
-                "'");
-  }
+  check_components(r, s);
+  decode_states(r, s, l);
+  read_counters(r, l);
   // ---- then the changes (the components' own loads check their values once more) ----
   try {
-    s.model->loadStateDict(model, true);
+    s.model->loadStateDict(l.model, true);
     if (s.optimizer) {
-      s.optimizer->loadStateDict(optim);
+      s.optimizer->loadStateDict(l.optim);
       for (size_t k = 0; k < s.optimizer->numGroups(); ++k)
-        s.optimizer->setGroupLr(k, groups.at("lr." + std::to_string(k)));
+        s.optimizer->setGroupLr(k, l.groups.at("lr." + std::to_string(k)));
     }
-    if (s.scheduler) s.scheduler->loadStateDict(sched);
-    if (s.plateau) s.plateau->loadStateDict(plateau);
-    if (s.scaler) s.scaler->loadStateDict(scaler);
-    if (s.loader) s.loader->loadStateDict(loader);
+    if (s.scheduler) s.scheduler->loadStateDict(l.sched);
+    if (s.plateau) s.plateau->loadStateDict(l.plateau);
+    if (s.scaler) s.scaler->loadStateDict(l.scaler);
+    if (s.loader) s.loader->loadStateDict(l.loader);
   } catch (const std::exception& e) {
-    throw Error(who + ": " + e.what());
+    throw Error(r.who + ": " + e.what());
   }
   tensor::Generator& gen = tensor::default_generator();
-  gen.manual_seed(seed);
-  gen.reserve(offset);
-  s.epoch = epoch;
-  s.step = step;
+  gen.manual_seed(l.seed);
+  gen.reserve(l.offset);
+  s.epoch = l.epoch;
+  s.step = l.step;
 }
 
 }  // namespace nn

@@ -348,6 +348,66 @@ void drop_entry(RNNBlock::Impl& m, const Key& k) {
   m.cache.erase(k);
 }
 
+// Note [Empty RNN batches]
+// cuDNN takes no empty batch or sequence (its RNN data descriptors want sizes >= 1), so an
+// empty x never reaches it: y is empty, the final states are the initial ones (zeros when
+// undefined), and backward passes the states' gradients through, adds nothing to the weights'
+// gradient and gives an empty dx -- what nn::RNNBase computes for B == 0. The check in forward
+// lets an empty x of any strides through: tensor::contiguous_strides counts a size-0 dimension
+// as 1, so [T x 0 x I] made by empty()/contiguous() has strides [I, I, 1], which
+// is_contiguous() refuses, though nothing is read.
+void forward_empty(RNNBlock::Impl& m, const RNNSequence& s, bool lstm, int64_t B, Tensor& y, Tensor& hy, Tensor& cy) {
+  y.zero_();
+  if (s.h0.defined())
+    hy.copy_(s.h0);
+  else
+    hy.zero_();
+  if (lstm) {
+    if (s.c0.defined())
+      cy.copy_(s.c0);
+    else
+      cy.zero_();
+  }
+  m.last.valid = true;
+  m.last.training = s.training;
+  m.last.empty = true;
+  m.last.batch = B;
+  m.last.x = s.x;
+}
+
+// k.persist where persistent kernels may serve k; else why not, said once per block
+// (Note [Persistent RNN kernels]).
+void choose_persist(RNNBlock::Impl& m, Key& k, DType dtype, bool varlen) {
+  std::string why;
+  if (dtype == DType::Float64)
+    why = "float64 data";
+  else if (varlen)
+    why = "variable sequence lengths";
+  Key pk = k;
+  pk.persist = true;
+  for (const Key& r : m.refusedPersist) {
+    if (r == pk) why = "cuDNN refused it for these sizes";
+  }
+  if (why.empty())
+    k.persist = true;
+  else if (!m.saidPersist) {
+    m.saidPersist = true;
+    say("RNN " + key_str(k) + ": persistent kernels not used (" + why + "): standard algorithm");
+  }
+}
+
+// what backward needs from a forward that ran on entry e
+void record_forward(RNNBlock::Impl& m, RNNBlock::Impl::Entry* e, const RNNSequence& s, int64_t B, const Tensor& y) {
+  m.last.valid = true;
+  m.last.training = s.training;
+  m.last.entry = e;
+  m.last.batch = B;
+  m.last.x = s.x;
+  m.last.y = y;
+  m.last.h0 = s.h0;
+  m.last.c0 = s.c0;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------ passes
@@ -373,54 +433,14 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   const bool lstm = mode_ == nn::RNNMode::LSTM;
   if (lstm) nn::ensure(cy, {LD, B, H}, x);
   m.last = {};
-  // Note [Empty RNN batches]
-  // cuDNN takes no empty batch or sequence (its RNN data descriptors want sizes >= 1), so an
-  // empty x never reaches it: y is empty, the final states are the initial ones (zeros when
-  // undefined), and backward passes the states' gradients through, adds nothing to the weights'
-  // gradient and gives an empty dx -- what nn::RNNBase computes for B == 0. The check above lets
-  // an empty x of any strides through: tensor::contiguous_strides counts a size-0 dimension as
-  // 1, so [T x 0 x I] made by empty()/contiguous() has strides [I, I, 1], which is_contiguous()
-  // refuses, though nothing is read.
-  if (B == 0 || T == 0) {
-    y.zero_();
-    if (s.h0.defined())
-      hy.copy_(s.h0);
-    else
-      hy.zero_();
-    if (lstm) {
-      if (s.c0.defined())
-        cy.copy_(s.c0);
-      else
-        cy.zero_();
-    }
-    m.last.valid = true;
-    m.last.training = s.training;
-    m.last.empty = true;
-    m.last.batch = B;
-    m.last.x = x;
+  if (B == 0 || T == 0) {  // Note [Empty RNN batches]
+    forward_empty(m, s, lstm, B, y, hy, cy);
     return;
   }
   bool varlen = false;
   for (int64_t l : s.lengths) varlen = varlen || l != T;
   Key k{I, T, B, s.batchFirst, varlen, s.training, false, math_type(dtype_)};
-  if (m.persist) {
-    std::string why;
-    if (dtype_ == DType::Float64)
-      why = "float64 data";
-    else if (varlen)
-      why = "variable sequence lengths";
-    Key pk = k;
-    pk.persist = true;
-    for (const Key& r : m.refusedPersist) {
-      if (r == pk) why = "cuDNN refused it for these sizes";
-    }
-    if (why.empty())
-      k.persist = true;
-    else if (!m.saidPersist) {
-      m.saidPersist = true;
-      say("RNN " + key_str(k) + ": persistent kernels not used (" + why + "): standard algorithm");
-    }
-  }
+  if (m.persist) choose_persist(m, k, dtype_, varlen);
   for (;;) {
     Impl::Entry* e = prepare(m, *this, k, s);
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
@@ -437,14 +457,7 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
         if (k.persist && !e->ran) say("RNN " + key_str(k) + ": persistent kernels (CUDNN_RNN_ALGO_PERSIST_STATIC)");
         e->ran = true;
         m.algoName = k.persist ? "persist_static" : "standard";
-        m.last.valid = true;
-        m.last.training = s.training;
-        m.last.entry = e;
-        m.last.batch = B;
-        m.last.x = x;
-        m.last.y = y;
-        m.last.h0 = s.h0;
-        m.last.c0 = s.c0;
+        record_forward(m, e, s, B, y);
         return;
       }
       if (!(k.persist && !e->ran && refusal(st))) check(st, "cudnnRNNForward", __LINE__);
