@@ -79,9 +79,18 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
                         " (NCCL for CUDA, MPI for the CPU), got the group's " + group_->backends());
   }
   device_ = dev;
-  // Every module once, and each parameter with the module that produces its gradient.
+  const Owners owners = collectParameters();
+  checkBuffers();
+  makeBuckets();
+  broadcastState(true);
+  hookOwners(owners);  // last: nothing after it throws (see hookOwners)
+}
+
+// Every module once, and each parameter with the module that produces its gradient.
+DistributedDataParallel::Owners DistributedDataParallel::collectParameters() {
+  const tensor::Device& dev = device_;
   std::set<nn::Module*> seen;
-  std::vector<std::pair<nn::Module*, std::vector<size_t>>> owners;
+  Owners owners;
   std::function<void(nn::Module&, const std::string&)> walk = [&](nn::Module& m, const std::string& prefix) {
     if (!seen.insert(&m).second) {
       throw tensor::Error(where("DistributedDataParallel") + "expected every module once in the network, got '" +
@@ -112,14 +121,21 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
     }
   };
   walk(module(), "");
+  return owners;
+}
+
+void DistributedDataParallel::checkBuffers() {
   for (auto& [name, b] : module().namedBuffers()) {
-    if (b.device() != dev || !b.is_contiguous()) {
+    if (b.device() != device_ || !b.is_contiguous()) {
       throw tensor::Error(where("DistributedDataParallel") + "expected buffer '" + name + "' contiguous on " +
-                          dev.str() + ", got " + b.description());
+                          device_.str() + ", got " + b.description());
     }
   }
+}
 
-  // Buckets over the parameters in reverse order: the gradients backward produces first.
+// Buckets over the parameters in reverse order: the gradients backward produces first.
+void DistributedDataParallel::makeBuckets() {
+  const tensor::Device& dev = device_;
   std::vector<size_t> bytes, order;
   std::vector<tensor::DType> dtypes;
   for (size_t i = params_.size(); i-- > 0;) {
@@ -149,8 +165,11 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
 #endif
     buckets_.push_back(std::move(b));
   }
-  broadcastState(true);
-  // Last: nothing below throws, so no hook outlives a wrapper that failed to construct.
+}
+
+// Called last in the constructor: nothing here throws, so no hook outlives a wrapper that
+// failed to construct.
+void DistributedDataParallel::hookOwners(const Owners& owners) {
   for (auto& [m, own] : owners) {
     std::vector<size_t> per_bucket;
     for (size_t p : own) per_bucket.push_back(params_[p].bucket);

@@ -83,6 +83,13 @@ class DistributedDataParallel : public nn::Container {
     bool launched = false;
     void* ready = nullptr;  // cudaEvent_t on the compute stream
   };
+  // Modules that own parameters, each with its own parameters' indices into params_.
+  using Owners = std::vector<std::pair<nn::Module*, std::vector<size_t>>>;
+  // The constructor's steps, in order.
+  Owners collectParameters();
+  void checkBuffers();
+  void makeBuckets();
+  void hookOwners(const Owners& owners);
   void beginBackward();
   void onModuleDone(nn::Module& m);
   void launchReady();

@@ -285,6 +285,323 @@ std::string where_of(const WorldInfo& world) {
                                 " of ", world.worldSize, "): ");
 }
 
+// Listens on MASTER_ADDR itself (all interfaces only when it says 0.0.0.0).
+int listen_on(const WorldInfo& world, uint32_t address, const std::string& where) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listener < 0) throw tensor::Error(where + "socket() failed: " + std::strerror(errno));
+  const int one = 1;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = address;
+  addr.sin_port = htons(static_cast<uint16_t>(world.masterPort));
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener, 1024) != 0) {
+    const int err = errno;
+    close_fd(listener);
+    char text[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text);
+    throw tensor::Error(where + "cannot listen on " + text + " port " + std::to_string(world.masterPort) + ": " +
+                        std::strerror(err) +
+                        (err == EADDRNOTAVAIL ? " (MASTER_ADDR must name rank 0's own host)"
+                                              : " (another job on this port? choose another MASTER_PORT)"));
+  }
+  return listener;
+}
+
+// Dials rank 0 once on each address, each attempt bounded by a second; returns the connected
+// socket or -1 (with `last_error`).
+int dial_once(const std::vector<uint32_t>& addresses, int port, Clock::time_point deadline, std::string& last_error) {
+  int fd = -1;
+  for (size_t i = 0; i < addresses.size() && fd < 0; ++i) {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0) continue;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = addresses[i];
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{s, POLLOUT, 0};
+      rc = ::poll(&p, 1, std::min(ms_left(deadline), 1000)) == 1 ? 0 : -1;
+      int err = rc == 0 ? 0 : ETIMEDOUT;
+      socklen_t len = sizeof err;
+      if (rc == 0) ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+      errno = err;
+      rc = err == 0 ? 0 : -1;
+    }
+    if (rc == 0) {
+      const int one = 1;
+      ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      fd = s;
+    } else {
+      last_error = std::strerror(errno);
+      close_fd(s);
+    }
+  }
+  return fd;
+}
+
+// Retries until rank 0 listens; throws at the deadline.
+int dial(const WorldInfo& world, const std::vector<uint32_t>& addresses, Clock::time_point deadline,
+         double timeoutSeconds, const std::string& where) {
+  std::string last_error = "none";
+  int fd = -1;
+  while (fd < 0) {
+    fd = dial_once(addresses, world.masterPort, deadline, last_error);
+    if (fd >= 0 || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, ms_left(deadline))));
+  }
+  if (fd < 0) {
+    throw tensor::Error(where + "could not reach rank 0 within " + seconds_str(timeoutSeconds) + " (last error: " +
+                        last_error + "): is rank 0 running, with the same MASTER_ADDR and MASTER_PORT?");
+  }
+  return fd;
+}
+
+// "host/GPU uuid": one GPU, whichever number a rank's CUDA_VISIBLE_DEVICES gives it.
+std::string gpu_key(const std::string& host, const DeviceIdentity& device) { return host + "/" + device.uuid; }
+
+// Rank 0's side of the meeting (Note [Serving concurrently]): the connections in their
+// handshake, the ranks that arrived, and the error that stops the meeting, if any.
+class Meeting {
+ public:
+  // `fds`: the rendezvous' connections by rank, filled in as ranks arrive.
+  Meeting(const WorldInfo& world, const DeviceIdentity& device, const std::string& host, std::vector<int>& fds,
+          Clock::time_point deadline)
+      : world_(world), host_(host), fds_(fds), deadline_(deadline), nonces_(static_cast<size_t>(world.worldSize)) {
+    if (!device.uuid.empty()) gpu_owner_[gpu_key(host_, device)] = {0, device.description};
+    rank_host_[0] = host_;
+  }
+
+  // Serves `listener` until every rank arrived, a set-up error, or the deadline; then closes
+  // it and the connections still in their handshake.
+  void run(int listener);
+  // Settles the outcome (ranks that never arrived are an error) and tells it to every rank
+  // that arrived and every claimant.
+  void answer(const std::string& payload, double timeoutSeconds);
+  // The error that stops the meeting; "" when it succeeded.
+  const std::string& fatal() const { return fatal_; }
+
+ private:
+  struct Pending {
+    int fd = -1;
+    Clock::time_point deadline;
+    std::string nonce, in;
+  };
+
+  void note(const std::string& why) {
+    if (turned_away_.size() < 8) turned_away_.push_back(why);
+  }
+  void drop(Pending& p, const std::string& reply) {
+    if (!reply.empty()) send_frame(p.fd, "error\n" + reply, after(0.2));  // best effort, briefly
+    close_fd(p.fd);
+  }
+  std::string problem_with(const Hello& h);
+  void on_hello(Pending& p, const std::string& frame);
+  void read_pending(const std::vector<pollfd>& polls);
+  void accept_new(int listener);
+  void expire_pending();
+  std::string missing_ranks(double timeoutSeconds) const;
+
+  const WorldInfo& world_;
+  const std::string host_;
+  std::vector<int>& fds_;
+  const Clock::time_point deadline_;
+  std::vector<Pending> pending_;
+  // "host/GPU uuid" -> rank, its description.
+  std::map<std::string, std::pair<int, std::string>> gpu_owner_;
+  std::map<int, std::string> rank_host_;
+  std::vector<std::string> turned_away_;  // why connections were dropped, for the timeout's error
+  // Each accepted rank's nonces (rank 0's, its own), for rank 0's proof in the answer.
+  std::vector<std::pair<std::string, std::string>> nonces_;
+  std::vector<int> claimants_;  // a proven peer whose set-up error stops the meeting: answered, closed
+  std::string fatal_;
+  int arrived_ = 1;
+};
+
+// What makes a hello's claim impossible here ("" if nothing): a set-up error.
+std::string Meeting::problem_with(const Hello& h) {
+  std::string problem;
+  if (h.worldSize != world_.worldSize) {
+    problem = tensor::detail::concat("world size mismatch: rank 0 (host ", host_, ") has WORLD_SIZE=", world_.worldSize,
+                                     ", rank ", h.rank, " (host ", h.host, ") has WORLD_SIZE=", h.worldSize);
+  } else if (h.rank <= 0 || h.rank >= world_.worldSize) {
+    problem = tensor::detail::concat("rank ", h.rank, " (host ", h.host, ") is not a valid rank of ", world_.worldSize,
+                                     (h.rank == 0 ? " (rank 0 is here already: RANK must be distinct)" : ""));
+  } else if (fds_[h.rank] >= 0) {
+    problem = tensor::detail::concat("rank ", h.rank, " arrived twice (hosts ", rank_host_[h.rank], " and ", h.host,
+                                     "): RANK must be distinct");
+  } else if (!h.device.uuid.empty()) {
+    const auto it = gpu_owner_.find(gpu_key(h.host, h.device));
+    if (it != gpu_owner_.end()) {
+      problem = tensor::detail::concat("one GPU on host ", h.host, " is used by rank ", it->second.first, " (",
+                                       it->second.second, ") and rank ", h.rank, " (", h.device.description,
+                                       "): give each rank its own GPU (LOCAL_RANK, CUDA_VISIBLE_DEVICES)");
+    }
+  }
+  return problem;
+}
+
+// One complete hello from `p`: accept it as its rank, turn it away, or (from a peer that proved
+// the token) stop the meeting.
+void Meeting::on_hello(Pending& p, const std::string& frame) {
+  Hello h;
+  if (!parse_hello(frame, h)) {
+    note("a connection that did not speak the cudnn-nn rendezvous protocol 2");
+    return drop(p, "expected a cudnn-nn rendezvous 2 hello");
+  }
+  const bool proven = !world_.token.empty();
+  if (proven && !detail::constant_time_equal(
+                    h.proof, client_proof(world_.token, p.nonce, h.nonce, h.rank, h.worldSize, h.host, h.device))) {
+    note(tensor::detail::concat("a connection claiming rank ", h.rank, " (host ", h.host,
+                                ") without CUDNN_NN_DIST_TOKEN's proof"));
+    return drop(p, h.proof.empty() ? "this rendezvous needs CUDNN_NN_DIST_TOKEN (set the same on every rank)"
+                                   : "the proof of CUDNN_NN_DIST_TOKEN does not match (set the same on every rank)");
+  }
+  if (const std::string problem = problem_with(h); !problem.empty()) {
+    if (proven) {
+      fatal_ = problem;  // one of ours, misconfigured: every rank hears it now
+      claimants_.push_back(p.fd);
+      p.fd = -1;
+      return;
+    }
+    note(problem + " (turned away)");
+    return drop(p, problem);
+  }
+  fds_[h.rank] = p.fd;
+  nonces_[h.rank] = {p.nonce, h.nonce};
+  p.fd = -1;
+  rank_host_[h.rank] = h.host;
+  if (!h.device.uuid.empty()) {
+    gpu_owner_.emplace(gpu_key(h.host, h.device), std::make_pair(h.rank, h.device.description));
+  }
+  ++arrived_;
+}
+
+// Reads what the connections in their handshake sent (polls[i + 1] is pending_[i]'s); a
+// complete hello is handled at once, and its connection leaves the handshake either way.
+void Meeting::read_pending(const std::vector<pollfd>& polls) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    if (!(polls[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(p.fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) {
+      close_fd(p.fd);  // a rank that died on the way, or a port scan
+      continue;
+    }
+    p.in.append(buf, static_cast<size_t>(n));
+    if (p.in.size() < 4) continue;
+    uint32_t len = 0;
+    std::memcpy(&len, p.in.data(), 4);
+    len = ntohl(len);
+    if (len > kMaxHello) {
+      note("a connection that sent an oversized frame");
+      close_fd(p.fd);
+      continue;
+    }
+    if (p.in.size() < 4 + static_cast<size_t>(len)) continue;
+    on_hello(p, p.in.substr(4, len));
+    if (p.fd >= 0) close_fd(p.fd);  // bytes past the hello, or turned away
+    if (!fatal_.empty()) break;
+  }
+}
+
+// Accepts every waiting connection and sends it rank 0's challenge.
+void Meeting::accept_new(int listener) {
+  const int one = 1;
+  for (;;) {
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) break;
+    if (pending_.size() >= kMaxPending) {
+      note("connections beyond " + std::to_string(kMaxPending) + " in their handshake at once");
+      close_fd(fd);
+      continue;
+    }
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    Pending p;
+    p.fd = fd;
+    p.nonce = nonce();
+    p.deadline = std::min(deadline_, after(kHandshakeSeconds));
+    // A fresh socket's buffer takes this small frame at once; a peer that cannot is dropped.
+    if (send_frame(fd, std::string(kMagic) + "\n" + p.nonce + "\n" + (world_.token.empty() ? "none" : "token"),
+                   after(0.2)) != Io::Ok) {
+      close_fd(fd);
+      continue;
+    }
+    pending_.push_back(std::move(p));
+  }
+}
+
+// Drops the connections past their handshake's deadline, and those closed already.
+void Meeting::expire_pending() {
+  const auto now = Clock::now();
+  for (Pending& p : pending_) {
+    if (p.fd >= 0 && now >= p.deadline) {
+      note("a connection that sent no hello within " + seconds_str(kHandshakeSeconds));
+      close_fd(p.fd);
+    }
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Pending& p) { return p.fd < 0; }),
+                 pending_.end());
+}
+
+void Meeting::run(int listener) {
+  while (arrived_ < world_.worldSize && fatal_.empty() && Clock::now() < deadline_) {
+    // Note [Serving concurrently]
+    std::vector<pollfd> polls{{listener, POLLIN, 0}};
+    auto wake = deadline_;
+    for (const Pending& p : pending_) {
+      polls.push_back({p.fd, POLLIN, 0});
+      wake = std::min(wake, p.deadline);
+    }
+    const int r = ::poll(polls.data(), polls.size(), ms_left(wake));
+    if (r < 0 && errno != EINTR) break;
+    if (r > 0) read_pending(polls);
+    if (r > 0 && (polls[0].revents & POLLIN)) accept_new(listener);
+    expire_pending();
+  }
+  close_fd(listener);
+  for (Pending& p : pending_) close_fd(p.fd);
+}
+
+// The timeout's error: which ranks are missing, and what was turned away meanwhile.
+std::string Meeting::missing_ranks(double timeoutSeconds) const {
+  std::vector<int> missing;
+  for (int k = 1; k < world_.worldSize; ++k) {
+    if (fds_[k] < 0) missing.push_back(k);
+  }
+  std::string error = tensor::detail::concat(
+      missing.size() == 1 ? "rank " : "ranks ", rank_list(missing), " of ", world_.worldSize, " did not arrive within ",
+      seconds_str(timeoutSeconds), " (is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
+  if (!turned_away_.empty()) {
+    error += "; turned away meanwhile: ";
+    for (size_t i = 0; i < turned_away_.size(); ++i) error += (i ? "; " : "") + turned_away_[i];
+  }
+  return error;
+}
+
+void Meeting::answer(const std::string& payload, double timeoutSeconds) {
+  if (fatal_.empty() && arrived_ < world_.worldSize) fatal_ = missing_ranks(timeoutSeconds);
+  const auto send_deadline = after(std::min(timeoutSeconds, 10.0));
+  for (size_t k = 0; k < fds_.size(); ++k) {
+    int& fd = fds_[k];
+    if (fd < 0) continue;
+    const std::string reply =
+        fatal_.empty()
+            ? "ok\n" + server_proof(world_.token, nonces_[k].first, nonces_[k].second, payload) + "\n" + payload
+            : "error\n" + fatal_;
+    if (send_frame(fd, reply, send_deadline) != Io::Ok && fatal_.empty()) {
+      fatal_ = "a rank's connection failed while rank 0 answered it";
+    }
+  }
+  for (int& fd : claimants_) {
+    send_frame(fd, "error\n" + fatal_, send_deadline);
+    close_fd(fd);
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -328,208 +645,13 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const Devi
   const std::string& where = rv->where_;
   const auto deadline = after(timeoutSeconds);
   const std::string host = host_name();
-
-  // Listen on MASTER_ADDR itself (all interfaces only when it says 0.0.0.0).
   const std::vector<uint32_t> addresses = resolve(world.masterAddr, deadline, timeoutSeconds, where);
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listener < 0) throw tensor::Error(where + "socket() failed: " + std::strerror(errno));
-  const int one = 1;
-  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = addresses.front();
-  addr.sin_port = htons(static_cast<uint16_t>(world.masterPort));
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener, 1024) != 0) {
-    const int err = errno;
-    close_fd(listener);
-    char text[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text);
-    throw tensor::Error(where + "cannot listen on " + text + " port " + std::to_string(world.masterPort) + ": " +
-                        std::strerror(err) +
-                        (err == EADDRNOTAVAIL ? " (MASTER_ADDR must name rank 0's own host)"
-                                              : " (another job on this port? choose another MASTER_PORT)"));
-  }
+  const int listener = listen_on(world, addresses.front(), where);
 
-  struct Pending {
-    int fd = -1;
-    Clock::time_point deadline;
-    std::string nonce, in;
-  };
-  std::vector<Pending> pending;
-  // "host/GPU uuid" -> rank, its description.
-  auto gpu_key = [](const std::string& h, const DeviceIdentity& d) { return h + "/" + d.uuid; };
-  std::map<std::string, std::pair<int, std::string>> gpu_owner;
-  if (!device.uuid.empty()) gpu_owner[gpu_key(host, device)] = {0, device.description};
-  std::map<int, std::string> rank_host;
-  rank_host[0] = host;
-  std::vector<std::string> turned_away;  // why connections were dropped, for the timeout's error
-  auto note = [&](const std::string& why) {
-    if (turned_away.size() < 8) turned_away.push_back(why);
-  };
-  auto drop = [&](Pending& p, const std::string& reply) {
-    if (!reply.empty()) send_frame(p.fd, "error\n" + reply, after(0.2));  // best effort, briefly
-    close_fd(p.fd);
-  };
-  // Each accepted rank's nonces (rank 0's, its own), for rank 0's proof in the answer.
-  std::vector<std::pair<std::string, std::string>> nonces(static_cast<size_t>(world.worldSize));
-  std::vector<int> claimants;  // a proven peer whose set-up error stops the meeting: answered, closed
-  std::string fatal;
-  int arrived = 1;
-
-  // One complete hello from `p`: accept it as its rank, turn it away, or (from a peer that proved
-  // the token) stop the meeting.
-  auto on_hello = [&](Pending& p, const std::string& frame) {
-    Hello h;
-    if (!parse_hello(frame, h)) {
-      note("a connection that did not speak the cudnn-nn rendezvous protocol 2");
-      return drop(p, "expected a cudnn-nn rendezvous 2 hello");
-    }
-    const bool proven = !world.token.empty();
-    if (proven && !detail::constant_time_equal(
-                      h.proof, client_proof(world.token, p.nonce, h.nonce, h.rank, h.worldSize, h.host, h.device))) {
-      note(tensor::detail::concat("a connection claiming rank ", h.rank, " (host ", h.host,
-                                  ") without CUDNN_NN_DIST_TOKEN's proof"));
-      return drop(p, h.proof.empty() ? "this rendezvous needs CUDNN_NN_DIST_TOKEN (set the same on every rank)"
-                                     : "the proof of CUDNN_NN_DIST_TOKEN does not match (set the same on every rank)");
-    }
-    std::string problem;
-    if (h.worldSize != world.worldSize) {
-      problem = tensor::detail::concat("world size mismatch: rank 0 (host ", host, ") has WORLD_SIZE=", world.worldSize,
-                                       ", rank ", h.rank, " (host ", h.host, ") has WORLD_SIZE=", h.worldSize);
-    } else if (h.rank <= 0 || h.rank >= world.worldSize) {
-      problem = tensor::detail::concat("rank ", h.rank, " (host ", h.host, ") is not a valid rank of ", world.worldSize,
-                                       (h.rank == 0 ? " (rank 0 is here already: RANK must be distinct)" : ""));
-    } else if (rv->fds_[h.rank] >= 0) {
-      problem = tensor::detail::concat("rank ", h.rank, " arrived twice (hosts ", rank_host[h.rank], " and ", h.host,
-                                       "): RANK must be distinct");
-    } else if (!h.device.uuid.empty()) {
-      const auto it = gpu_owner.find(gpu_key(h.host, h.device));
-      if (it != gpu_owner.end()) {
-        problem = tensor::detail::concat("one GPU on host ", h.host, " is used by rank ", it->second.first, " (",
-                                         it->second.second, ") and rank ", h.rank, " (", h.device.description,
-                                         "): give each rank its own GPU (LOCAL_RANK, CUDA_VISIBLE_DEVICES)");
-      }
-    }
-    if (!problem.empty()) {
-      if (proven) {
-        fatal = problem;  // one of ours, misconfigured: every rank hears it now
-        claimants.push_back(p.fd);
-        p.fd = -1;
-        return;
-      }
-      note(problem + " (turned away)");
-      return drop(p, problem);
-    }
-    rv->fds_[h.rank] = p.fd;
-    nonces[h.rank] = {p.nonce, h.nonce};
-    p.fd = -1;
-    rank_host[h.rank] = h.host;
-    if (!h.device.uuid.empty()) {
-      gpu_owner.emplace(gpu_key(h.host, h.device), std::make_pair(h.rank, h.device.description));
-    }
-    ++arrived;
-  };
-
-  while (arrived < world.worldSize && fatal.empty() && Clock::now() < deadline) {
-    // Note [Serving concurrently]
-    std::vector<pollfd> polls{{listener, POLLIN, 0}};
-    auto wake = deadline;
-    for (const Pending& p : pending) {
-      polls.push_back({p.fd, POLLIN, 0});
-      wake = std::min(wake, p.deadline);
-    }
-    const int r = ::poll(polls.data(), polls.size(), ms_left(wake));
-    if (r < 0 && errno != EINTR) break;
-    for (size_t i = 0; i < pending.size() && r > 0; ++i) {
-      Pending& p = pending[i];
-      if (!(polls[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(p.fd, buf, sizeof buf, 0);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n <= 0) {
-        close_fd(p.fd);  // a rank that died on the way, or a port scan
-        continue;
-      }
-      p.in.append(buf, static_cast<size_t>(n));
-      if (p.in.size() < 4) continue;
-      uint32_t len = 0;
-      std::memcpy(&len, p.in.data(), 4);
-      len = ntohl(len);
-      if (len > kMaxHello) {
-        note("a connection that sent an oversized frame");
-        close_fd(p.fd);
-        continue;
-      }
-      if (p.in.size() < 4 + static_cast<size_t>(len)) continue;
-      on_hello(p, p.in.substr(4, len));
-      if (p.fd >= 0) close_fd(p.fd);  // bytes past the hello, or turned away
-      if (!fatal.empty()) break;
-    }
-    if (r > 0 && (polls[0].revents & POLLIN)) {
-      for (;;) {
-        int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) break;
-        if (pending.size() >= kMaxPending) {
-          note("connections beyond " + std::to_string(kMaxPending) + " in their handshake at once");
-          close_fd(fd);
-          continue;
-        }
-        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        Pending p;
-        p.fd = fd;
-        p.nonce = nonce();
-        p.deadline = std::min(deadline, after(kHandshakeSeconds));
-        // A fresh socket's buffer takes this small frame at once; a peer that cannot is dropped.
-        if (send_frame(fd, std::string(kMagic) + "\n" + p.nonce + "\n" + (world.token.empty() ? "none" : "token"),
-                       after(0.2)) != Io::Ok) {
-          close_fd(fd);
-          continue;
-        }
-        pending.push_back(std::move(p));
-      }
-    }
-    const auto now = Clock::now();
-    for (Pending& p : pending) {
-      if (p.fd >= 0 && now >= p.deadline) {
-        note("a connection that sent no hello within " + seconds_str(kHandshakeSeconds));
-        close_fd(p.fd);
-      }
-    }
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& p) { return p.fd < 0; }),
-                  pending.end());
-  }
-  close_fd(listener);
-  for (Pending& p : pending) close_fd(p.fd);
-  if (fatal.empty() && arrived < world.worldSize) {
-    std::vector<int> missing;
-    for (int k = 1; k < world.worldSize; ++k) {
-      if (rv->fds_[k] < 0) missing.push_back(k);
-    }
-    fatal = tensor::detail::concat(missing.size() == 1 ? "rank " : "ranks ", rank_list(missing), " of ",
-                                   world.worldSize, " did not arrive within ", seconds_str(timeoutSeconds),
-                                   " (is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
-    if (!turned_away.empty()) {
-      fatal += "; turned away meanwhile: ";
-      for (size_t i = 0; i < turned_away.size(); ++i) fatal += (i ? "; " : "") + turned_away[i];
-    }
-  }
-  const auto send_deadline = after(std::min(timeoutSeconds, 10.0));
-  for (size_t k = 0; k < rv->fds_.size(); ++k) {
-    int& fd = rv->fds_[k];
-    if (fd < 0) continue;
-    const std::string reply =
-        fatal.empty()
-            ? "ok\n" + server_proof(world.token, nonces[k].first, nonces[k].second, rv->payload_) + "\n" + rv->payload_
-            : "error\n" + fatal;
-    if (send_frame(fd, reply, send_deadline) != Io::Ok && fatal.empty()) {
-      fatal = "a rank's connection failed while rank 0 answered it";
-    }
-  }
-  for (int& fd : claimants) {
-    send_frame(fd, "error\n" + fatal, send_deadline);
-    close_fd(fd);
-  }
-  if (!fatal.empty()) {
+  Meeting meeting(world, device, host, rv->fds_, deadline);
+  meeting.run(listener);
+  meeting.answer(rv->payload_, timeoutSeconds);
+  if (const std::string fatal = meeting.fatal(); !fatal.empty()) {
     rv->abort(fatal);
     throw tensor::Error(where + fatal);
   }
@@ -548,43 +670,7 @@ std::unique_ptr<Rendezvous> Rendezvous::connect(const WorldInfo& world, const De
   const std::string host = host_name();
   const std::vector<uint32_t> addresses = resolve(world.masterAddr, deadline, timeoutSeconds, where);
 
-  // Retry until rank 0 listens.
-  std::string last_error = "none";
-  int fd = -1;
-  while (fd < 0) {
-    for (size_t i = 0; i < addresses.size() && fd < 0; ++i) {
-      int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-      if (s < 0) continue;
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = addresses[i];
-      addr.sin_port = htons(static_cast<uint16_t>(world.masterPort));
-      int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-      if (rc != 0 && errno == EINPROGRESS) {
-        pollfd p{s, POLLOUT, 0};
-        rc = ::poll(&p, 1, std::min(ms_left(deadline), 1000)) == 1 ? 0 : -1;
-        int err = rc == 0 ? 0 : ETIMEDOUT;
-        socklen_t len = sizeof err;
-        if (rc == 0) ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-        errno = err;
-        rc = err == 0 ? 0 : -1;
-      }
-      if (rc == 0) {
-        const int one = 1;
-        ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        fd = s;
-      } else {
-        last_error = std::strerror(errno);
-        close_fd(s);
-      }
-    }
-    if (fd >= 0 || Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, ms_left(deadline))));
-  }
-  if (fd < 0) {
-    throw tensor::Error(where + "could not reach rank 0 within " + seconds_str(timeoutSeconds) + " (last error: " +
-                        last_error + "): is rank 0 running, with the same MASTER_ADDR and MASTER_PORT?");
-  }
+  const int fd = dial(world, addresses, deadline, timeoutSeconds, where);
   rv->fds_ = {fd};
   auto fail = [&](const std::string& why) {
     rv->abort("");
