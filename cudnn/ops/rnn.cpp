@@ -535,10 +535,10 @@ void RNNBlock::backward_weights(const Tensor& dparams) {
   Impl& m = *impl_;
   const std::string where = "cudnn::RNNBlock::backward_weights: ";
   if (!m.last.valid || !m.last.training) {
-    throw tensor::Error(where + "expected a training-mode forward and backwardData before it");
+    throw tensor::Error(where + "expected a training-mode forward and backward_data before it");
   }
   if (m.last.empty) return;
-  if (m.last.dataRuns == 0) throw tensor::Error(where + "expected backwardData for the last forward first");
+  if (m.last.dataRuns == 0) throw tensor::Error(where + "expected backward_data for the last forward first");
   check_cuda(where, dparams, "dparams");
   if (dparams.dtype() != dtype_ || dparams.numel() != static_cast<int64_t>(m.layoutBytes / tensor::itemsize(dtype_)) ||
       !dparams.is_contiguous()) {

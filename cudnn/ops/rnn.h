@@ -82,7 +82,7 @@ class RNNBlock {
   // (cuDNN's backward consumes the reserve space).
   void backward_data(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy, Tensor& dx,
                     Tensor& dhx, Tensor& dcx);
-  // dparams += the weights' gradient of the last forward; backwardData must have run for it.
+  // dparams += the weights' gradient of the last forward; backward_data must have run for it.
   void backward_weights(const Tensor& dparams);
   bool backward_data_done() const;
 
