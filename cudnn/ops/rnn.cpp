@@ -475,8 +475,8 @@ void RNNBlock::forward(const Tensor& params, const RNNSequence& s, Tensor& y, Te
   }
 }
 
-void RNNBlock::backward_data(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy,
-                            Tensor& dx, Tensor& dhx, Tensor& dcx) {
+void RNNBlock::backward_data(const Tensor& params, const Tensor& dy, const Tensor& dhy, const Tensor& dcy, Tensor& dx,
+                             Tensor& dhx, Tensor& dcx) {
   Impl& m = *impl_;
   const std::string where = "cudnn::RNNBlock::backward_data: ";
   if (!m.last.valid) throw tensor::Error(where + "expected a forward before backward, got none");
@@ -590,7 +590,7 @@ std::vector<Tensor> RNNBlock::grad(const Tensor& params, const Tensor& dy, const
   }
   Tensor dx, dhx, dcx;
   backward_data(params, dy.contiguous(), dhy.defined() ? dhy.contiguous() : Tensor(),
-               dcy.defined() ? dcy.contiguous() : Tensor(), dx, dhx, dcx);
+                dcy.defined() ? dcy.contiguous() : Tensor(), dx, dhx, dcx);
   Tensor dparams = tensor::zeros({params.numel()}, dtype_, params.device());
   backward_weights(dparams);
   return {dx, dhx, dcx, dparams};
