@@ -279,6 +279,36 @@ TEST_CASE("conv.cache_limit bounds the algorithm cache; a forgotten shape is sea
   cudnn::clear_algorithm_cache();
 }
 
+// graph::VariantPackCache keeps the packs of four pointer sets: inputs that cycle through
+// more buffers than that (the DataLoader's slots, and then some) must each be read, never a
+// stale pack's buffer, whether their pack is remembered or rebuilt over the least recent one.
+TEST_CASE("a graph engine fed from rotating input buffers reads each one (remembered and evicted packs)") {
+  cudnn::ScopedConfig flags("allow_tf32=false,benchmark=false");
+  Generator gen(53);
+  const Geometry geo;
+  const Tensor w = uniform({8, 4, 3, 3}, -1, 1, gen, DType::Float64);
+  const Tensor wg = w.to(gpu, DType::Float32);
+  std::vector<Tensor> xs, refs;
+  for (int i = 0; i < 6; ++i) {
+    xs.push_back(uniform({2, 4, 9, 9}, -1, 1, gen, DType::Float64));
+    refs.push_back(reference::conv(xs.back(), w, geo.ref()));
+  }
+  std::vector<Tensor> slots;
+  for (const Tensor& x : xs) slots.push_back(x.to(gpu, DType::Float32));
+  cudnn::ConvPlan plan;
+  Tensor y = empty(refs[0].sizes(), DType::Float32, gpu);
+  // 3 slots in turn (all remembered), then all 6 (every pack rebuilt over an older one), twice
+  for (int n : {3, 3, 6, 6}) {
+    for (int i = 0; i < n; ++i) {
+      INFO("buffer ", i, " of ", n);
+      plan.forward(slots[i], wg, y, geo.plan());
+      REQUIRE(is_graph(plan.algorithm(cudnn::ConvPass::Forward)));
+      CHECK(rel_norm_error(y, refs[i]) < 1e-5);
+    }
+  }
+  CHECK(plan.searches() == 1);
+}
+
 // Note [Engine configurations]: a guess takes each engine once, a timed search up to four of
 // its configurations, in the heuristics' order either way.
 TEST_CASE("conv_engines: one configuration per engine, or up to per_engine, in the heuristics' order") {
