@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/ops/conv_plan.h"
@@ -107,78 +108,75 @@ std::array<void*, 3> graph_pointers(const ConvProblem& c, void* out) {
     return {a, out, b};
 }
 
+// The legacy cuDNN calls of a pass. Every pass's four functions take their descriptors in one
+// order, (input, input, convolution, output) with the pointers beside them, so a pass names
+// only its functions and which descriptors are its two inputs and its output: forward (x, w)
+// -> y, backward data (w, dy) -> dx, backward filter (x, dy) -> dw.
 template <ConvPass P>
-struct Pass;
+struct Api;
 
 template <>
-struct Pass<ConvPass::Forward> {
+struct Api<ConvPass::Forward> {
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
   using Algo = cudnnConvolutionFwdAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x_desc, c.w_desc, c.conv_desc, c.y_desc, n, got, out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x_desc, c.a, c.w_desc, c.b, c.conv_desc, c.y_desc,
-                                                  scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x_desc, c.w_desc, c.conv_desc, c.y_desc,
-                                                   static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionForward(c.handle, c.alpha_scalar.ptr(), c.x_desc, c.a, c.w_desc, c.b, c.conv_desc,
-                                   static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.y_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionForwardAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionForwardAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionForwardWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionForward;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.x_desc, c.w_desc, c.y_desc); }
 };
 
 template <>
-struct Pass<ConvPass::BackwardData> {
+struct Api<ConvPass::BackwardData> {
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   using Algo = cudnnConvolutionBwdDataAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w_desc, c.y_desc, c.conv_desc, c.x_desc, n, got,
-                                                       out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w_desc, c.a, c.y_desc, c.b, c.conv_desc, c.x_desc,
-                                                       scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w_desc, c.y_desc, c.conv_desc, c.x_desc,
-                                                        static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionBackwardData(c.handle, c.alpha_scalar.ptr(), c.w_desc, c.a, c.y_desc, c.b, c.conv_desc,
-                                        static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.x_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionBackwardDataAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionBackwardDataAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionBackwardDataWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionBackwardData;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.w_desc, c.y_desc, c.x_desc); }
 };
 
 template <>
-struct Pass<ConvPass::BackwardFilter> {
+struct Api<ConvPass::BackwardFilter> {
   using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
   using Algo = cudnnConvolutionBwdFilterAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x_desc, c.y_desc, c.conv_desc, c.w_desc, n, got,
-                                                         out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionBackwardFilterAlgorithmEx(c.handle, c.x_desc, c.a, c.y_desc, c.b, c.conv_desc, c.w_desc,
-                                                         scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardFilterWorkspaceSize(c.handle, c.x_desc, c.y_desc, c.conv_desc, c.w_desc,
-                                                          static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionBackwardFilter(c.handle, c.alpha_scalar.ptr(), c.x_desc, c.a, c.y_desc, c.b, c.conv_desc,
-                                          static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.w_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionBackwardFilterAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionBackwardFilterAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionBackwardFilterWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionBackwardFilter;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.x_desc, c.y_desc, c.w_desc); }
 };
 
-// Runs a graph engine for the call: straight into the output when alpha is 1 and beta 0,
+// A pass's legacy calls on a ConvProblem: heuristics, Find (timing into `out`), the workspace
+// size of an algorithm, and a run (out = alpha * op(a, b) + beta * out).
+template <ConvPass P>
+struct Pass {
+  using A = Api<P>;
+  using Perf = typename A::Perf;
+  using Algo = typename A::Algo;
+  static constexpr int kCount = A::kCount;
+  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* perf) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::heuristics(c.handle, da, db, c.conv_desc, dout, n, got, perf);
+  }
+  static cudnnStatus_t find(const ConvProblem& c, void* out, int n, int* got, Perf* perf, void* ws, size_t bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::find(c.handle, da, c.a, db, c.b, c.conv_desc, dout, out, n, got, perf, ws, bytes);
+  }
+  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::workspace(c.handle, da, db, c.conv_desc, dout, static_cast<Algo>(algo), bytes);
+  }
+  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::run(c.handle, c.alpha_scalar.ptr(), da, c.a, db, c.b, c.conv_desc, static_cast<Algo>(algo), ws, bytes,
+                  c.beta_scalar.ptr(), dout, c.out);
+  }
+};
 
 // Runs a graph engine for the call: straight into the output when alpha is 1 and beta 0,
 // else into a scratch buffer (contiguous, as the output then is) blended in with tensor ops.
