@@ -4,7 +4,10 @@
 #include <cudnn.h>
 
 #include <cstdlib>
+#include <iomanip>
 #include <iterator>
+#include <limits>
+#include <sstream>
 
 #include "cudnn/ops/layer_norm.h"
 #include "tensor/DType.h"
@@ -98,6 +101,21 @@ size_t parse_count(const std::string& key, const std::string& v) {
   return static_cast<size_t>(n);
 }
 
+// A non-negative number, all of `v` (a ratio or a fraction).
+double parse_ratio(const std::string& key, const std::string& v, const char* example) {
+  size_t used = 0;
+  double n = -1;
+  try {
+    n = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !(n >= 0) || n == std::numeric_limits<double>::infinity()) {
+    throw tensor::Error("cudnn flags: " + key + " expects a non-negative number like " + example + ", got '" + v + "'");
+  }
+  return n;
+}
+
 }  // namespace
 
 std::span<const ConvAlgorithm> conv_algorithms(ConvPass pass) {
@@ -175,13 +193,20 @@ std::string Config::str() const {
   const char* enabled_names[] = {"auto", "true", "false", "no_check"};
   const char* precision_names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
   auto b = [](bool v) { return v ? "true" : "false"; };
+  auto number = [](double v) {  // as many digits as parse back to v
+    std::ostringstream os;
+    os << std::setprecision(17) << v;
+    return os.str();
+  };
   return std::string("enabled=") + enabled_names[static_cast<int>(enabled)] + ",benchmark=" + b(benchmark) +
          ",fastest=" + b(fastest) + ",verbose=" + b(verbose) + ",deterministic=" + b(deterministic) +
          ",allow_tf32=" + b(allow_tf32) + ",workspace_limit=" + std::to_string(workspace_limit) +
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
          ",conv.algo_bwd_data=" + algo_bwd_data.name +
          ",conv.precision=" + precision_names[static_cast<int>(precision)] + ",conv.graph=" + b(conv_graph) +
-         ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",channels_last=" + b(channels_last) +
+         ",conv.cache_limit=" + std::to_string(conv_cache_limit) +
+         ",conv.search_workspace=" + number(conv_search_workspace) +
+         ",conv.search_tolerance=" + number(conv_search_tolerance) + ",channels_last=" + b(channels_last) +
          ",attention.fused=" + b(attention_fused);
 }
 
@@ -226,6 +251,10 @@ void apply_flags(Config& next, const std::string& flags) {
       next.conv_graph = parse_bool(key, value);
     } else if (key == "conv.cache_limit") {
       next.conv_cache_limit = parse_count(key, value);
+    } else if (key == "conv.search_workspace") {
+      next.conv_search_workspace = parse_ratio(key, value, "1 or 0.5 (0: no cap but workspace_limit)");
+    } else if (key == "conv.search_tolerance") {
+      next.conv_search_tolerance = parse_ratio(key, value, "0.02 (0: the fastest)");
     } else if (key == "channels_last") {
       next.channels_last = parse_bool(key, value);
     } else if (key == "attention.fused") {
@@ -250,7 +279,8 @@ void apply_flags(Config& next, const std::string& flags) {
       throw tensor::Error("cudnn flags: unknown key '" + key +
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph, conv.cache_limit, channels_last, attention.fused, layernorm.engine)");
+                          "conv.graph, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
+                          "attention.fused, layernorm.engine)");
     }
   }
 }

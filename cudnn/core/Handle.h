@@ -34,9 +34,9 @@ uint64_t handle_serial();
 // the lease comes from the graph's private pool and goes back to it (Note [CUDA graphs]): the
 // captured call's workspace stays the graph's for as long as the graph lives, and no eager
 // tensor is ever handed its address.
-// Algorithm searches lease with Use::Search: their trial workspaces (timing candidates that may
-// want up to workspace_limit) go back to the driver, not the cache, when the lease ends, so a
-// search's peak does not stay reserved.
+// Algorithm searches lease with Use::Search: their trial workspaces (within the trial cap, Note
+// [Trial workspaces] in cudnn/ops/conv_search.cpp) go back to the driver, not the cache, when
+// the lease ends, so a search's peak does not stay reserved.
 class Workspace {
  public:
   enum class Use { Call, Search };

@@ -61,6 +61,9 @@ std::string_view ConvPlan::mode(ConvPass pass) const {
 }
 int ConvPlan::algorithm(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].algo; }
 size_t ConvPlan::workspace_bytes(ConvPass pass) const { return impl_->state[static_cast<int>(pass)].ws; }
+std::vector<ConvPlan::Timing> ConvPlan::timings(ConvPass pass) const {
+  return impl_->state[static_cast<int>(pass)].timings;
+}
 int ConvPlan::searches() const { return impl_->searches; }
 int ConvPlan::fused_algorithm() const { return impl_->fused.valid ? impl_->fused.algo : -1; }
 

@@ -111,6 +111,15 @@ class ConvPlan {
   // cudnnConvolution*Algo_t value, or kGraphEngine + the global index of a graph-API engine.
   int algorithm(ConvPass pass) const;
   size_t workspace_bytes(ConvPass pass) const;
+  // What the timed search behind a pass's last choice measured (Note [Trial workspaces] in
+  // conv_search.cpp): one row per candidate it timed within the trial cap, fastest first; empty
+  // when the choice was not timed.
+  struct Timing {
+    int algorithm;  // as algorithm()
+    float ms;
+    size_t workspace;
+  };
+  std::vector<Timing> timings(ConvPass pass) const;
   // How many algorithm searches (heuristic or timed) this plan has triggered: tests use it
   // to see that steady state and *_once policies do not search again.
   int searches() const;

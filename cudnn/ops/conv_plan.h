@@ -32,6 +32,7 @@ struct Candidate {
   bool deterministic = true;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::shared_ptr<graph::ConvEngine> engine;  // set for a graph engine
+  bool timed = false;                         // time is a measurement (a timed search's), not a heuristic's
 };
 
 // What a forward computes after the convolution, in the same graph operation (Note [Fusion]):
@@ -73,6 +74,7 @@ struct ConvProblem {
   void* out = nullptr;
   const Tensor* out_tensor = nullptr;  // out again, for a graph engine's blend (Note [Candidates])
   size_t out_bytes = 0;
+  size_t tensor_bytes = 0;  // a, b and out: what a timed search's trial cap is relative to
   int device = 0;
   double alpha = 1, beta = 0;
   Scalar alpha_scalar{1, DType::Float32}, beta_scalar{0, DType::Float32};  // the factors for cuDNN's legacy calls
@@ -162,6 +164,7 @@ struct PassState {
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // float32 after a float16-math fallback
   size_t ws = 0;
   int once_algo = -1;                         // legacy only: see Note [Candidates]
+  std::vector<ConvPlan::Timing> timings;      // what the search behind the choice measured
   std::shared_ptr<graph::ConvEngine> engine;  // set when a graph engine ran
   graph::VariantPackCache pack;
 };
@@ -207,6 +210,8 @@ struct ConvPlan::Impl {
   // The most workspace a candidate may take: workspace_limit unless fastest, never more than
   // can be had.
   size_t workspace_cap() const;
+  // The most workspace a timed search's trial may take (Note [Trial workspaces]).
+  size_t search_cap(const ConvProblem& c) const;
   const AlgoSetting& setting_of(ConvPass pass) const;
   template <ConvPass P>
   ConvKey make_key(const PassTensors& t, const ConvSpec& g, cudnnDataType_t compute, bool timed, bool graph) const;

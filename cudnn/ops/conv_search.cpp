@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/ops/conv_plan.h"
@@ -24,7 +25,9 @@ namespace cudnn {
 //                search twice;
 //   try_in_order each candidate in turn, skipping those that are unsupported, not
 //                deterministic (deterministic=true), or whose workspace exceeds the cap
-//                (workspace_limit unless fastest, never more than the memory obtainable); one
+//                (workspace_limit unless fastest, never more than the memory obtainable; a
+//                timed search's list holds only those within its trial cap, the ones within a
+//                tolerance of the fastest smallest workspace first: Note [Trial workspaces]); one
 //                whose workspace cannot be allocated, or that reports NOT_SUPPORTED or an
 //                allocation failure when run, is passed over for the next.
 // Then the pass's last resort (an algorithm needing no workspace), and float16 math with
@@ -107,78 +110,75 @@ std::array<void*, 3> graph_pointers(const ConvProblem& c, void* out) {
     return {a, out, b};
 }
 
+// The legacy cuDNN calls of a pass. Every pass's four functions take their descriptors in one
+// order, (input, input, convolution, output) with the pointers beside them, so a pass names
+// only its functions and which descriptors are its two inputs and its output: forward (x, w)
+// -> y, backward data (w, dy) -> dx, backward filter (x, dy) -> dw.
 template <ConvPass P>
-struct Pass;
+struct Api;
 
 template <>
-struct Pass<ConvPass::Forward> {
+struct Api<ConvPass::Forward> {
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
   using Algo = cudnnConvolutionFwdAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x_desc, c.w_desc, c.conv_desc, c.y_desc, n, got, out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x_desc, c.a, c.w_desc, c.b, c.conv_desc, c.y_desc,
-                                                  scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x_desc, c.w_desc, c.conv_desc, c.y_desc,
-                                                   static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionForward(c.handle, c.alpha_scalar.ptr(), c.x_desc, c.a, c.w_desc, c.b, c.conv_desc,
-                                   static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.y_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionForwardAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionForwardAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionForwardWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionForward;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.x_desc, c.w_desc, c.y_desc); }
 };
 
 template <>
-struct Pass<ConvPass::BackwardData> {
+struct Api<ConvPass::BackwardData> {
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   using Algo = cudnnConvolutionBwdDataAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w_desc, c.y_desc, c.conv_desc, c.x_desc, n, got,
-                                                       out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w_desc, c.a, c.y_desc, c.b, c.conv_desc, c.x_desc,
-                                                       scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w_desc, c.y_desc, c.conv_desc, c.x_desc,
-                                                        static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionBackwardData(c.handle, c.alpha_scalar.ptr(), c.w_desc, c.a, c.y_desc, c.b, c.conv_desc,
-                                        static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.x_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionBackwardDataAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionBackwardDataAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionBackwardDataWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionBackwardData;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.w_desc, c.y_desc, c.x_desc); }
 };
 
 template <>
-struct Pass<ConvPass::BackwardFilter> {
+struct Api<ConvPass::BackwardFilter> {
   using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
   using Algo = cudnnConvolutionBwdFilterAlgo_t;
   static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
-  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* out) {
-    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x_desc, c.y_desc, c.conv_desc, c.w_desc, n, got,
-                                                         out);
-  }
-  static cudnnStatus_t find(const ConvProblem& c, void* scratch, int n, int* got, Perf* out, void* ws, size_t bytes) {
-    return cudnnFindConvolutionBackwardFilterAlgorithmEx(c.handle, c.x_desc, c.a, c.y_desc, c.b, c.conv_desc, c.w_desc,
-                                                         scratch, n, got, out, ws, bytes);
-  }
-  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardFilterWorkspaceSize(c.handle, c.x_desc, c.y_desc, c.conv_desc, c.w_desc,
-                                                          static_cast<Algo>(algo), bytes);
-  }
-  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
-    return cudnnConvolutionBackwardFilter(c.handle, c.alpha_scalar.ptr(), c.x_desc, c.a, c.y_desc, c.b, c.conv_desc,
-                                          static_cast<Algo>(algo), ws, bytes, c.beta_scalar.ptr(), c.w_desc, c.out);
-  }
+  static constexpr auto heuristics = cudnnGetConvolutionBackwardFilterAlgorithm_v7;
+  static constexpr auto find = cudnnFindConvolutionBackwardFilterAlgorithmEx;
+  static constexpr auto workspace = cudnnGetConvolutionBackwardFilterWorkspaceSize;
+  static constexpr auto run = cudnnConvolutionBackwardFilter;
+  static auto descriptors(const ConvProblem& c) { return std::tuple(c.x_desc, c.y_desc, c.w_desc); }
 };
 
-// Runs a graph engine for the call: straight into the output when alpha is 1 and beta 0,
+// A pass's legacy calls on a ConvProblem: heuristics, Find (timing into `out`), the workspace
+// size of an algorithm, and a run (out = alpha * op(a, b) + beta * out).
+template <ConvPass P>
+struct Pass {
+  using A = Api<P>;
+  using Perf = typename A::Perf;
+  using Algo = typename A::Algo;
+  static constexpr int kCount = A::kCount;
+  static cudnnStatus_t heuristics(const ConvProblem& c, int n, int* got, Perf* perf) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::heuristics(c.handle, da, db, c.conv_desc, dout, n, got, perf);
+  }
+  static cudnnStatus_t find(const ConvProblem& c, void* out, int n, int* got, Perf* perf, void* ws, size_t bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::find(c.handle, da, c.a, db, c.b, c.conv_desc, dout, out, n, got, perf, ws, bytes);
+  }
+  static cudnnStatus_t workspace(const ConvProblem& c, int algo, size_t* bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::workspace(c.handle, da, db, c.conv_desc, dout, static_cast<Algo>(algo), bytes);
+  }
+  static cudnnStatus_t run(const ConvProblem& c, int algo, void* ws, size_t bytes) {
+    const auto [da, db, dout] = A::descriptors(c);
+    return A::run(c.handle, c.alpha_scalar.ptr(), da, c.a, db, c.b, c.conv_desc, static_cast<Algo>(algo), ws, bytes,
+                  c.beta_scalar.ptr(), dout, c.out);
+  }
+};
 
 // Runs a graph engine for the call: straight into the output when alpha is 1 and beta 0,
 // else into a scratch buffer (contiguous, as the output then is) blended in with tensor ops.
@@ -297,6 +297,31 @@ constexpr size_t kMaxGraphEngines = 10;
 constexpr size_t kMaxTimedConfigs = 24;
 constexpr int kTimedConfigsPerEngine = 4;
 
+// Note [Trial workspaces]
+// A timed search runs every candidate, and a candidate's workspace counts in the process's
+// peak (max_memory_allocated) the moment it is leased. Capped only by workspace_limit (4 GiB)
+// the trials made the peak of a 3x3 convolution on 13x13 images (L5) 10.8x PyTorch's, and the
+// fastest engine, leased on every call, kept L1's and L3's steady memory 1.6-1.8x PyTorch's
+// (docs/performance.md, "Leased workspaces"). So a timed search
+//   - tries only candidates whose workspace is at most conv.search_workspace (default 1) times
+//     the bytes of the pass's tensors (x, w and y), and at least kTrialWorkspaceFloor (16 MiB,
+//     what small problems' good engines ask), within workspace_limit and the memory to be had:
+//     the pool then grows by at most about the working set of the call, as PyTorch's timed
+//     top-10 heuristic plans do in practice; over-cap candidates are left out of the list, so
+//     not even a fallback leases more (the last resort needs no workspace);
+//   - among the candidates within conv.search_tolerance (default 2 %) of the fastest time,
+//     runs the one with the smallest workspace: two timed runs differ by about that much anyway,
+//     and a workspace leased on every call is steady memory;
+//   - times into the output itself when the call overwrites it (beta 0), not a scratch copy;
+//   - gives every trial's workspace back to the driver as soon as its trials end (Note
+//     [Workspaces] in cudnn/core/Handle.h).
+// The trade-off: an engine faster only thanks to a workspace larger than the problem's
+// tensors, or faster by less than the tolerance, is not chosen; a row may run up to the
+// tolerance slower than its fastest engine. fastest=true (or conv.search_workspace=0 with a
+// large workspace_limit) restores the old search. The flags apply to searches made after they
+// are set: a cached choice stays until clear_algorithm_cache().
+constexpr size_t kTrialWorkspaceFloor = size_t(16) << 20;
+
 // The graph engines cuDNN offers for the call, as candidates (none without a graph spec).
 std::vector<Candidate> graph_candidates(const ConvProblem& c, bool timed, Trace& trace) {
   std::vector<Candidate> out;
@@ -395,10 +420,11 @@ const Tensor& filter_of(const PassTensors& t) {
     return t.out;
 }
 
-// The graph candidates that build, each timed on `scratch` as output (in no order yet); those
-// over the cap are kept with an infinite time, so the try loop can say why it skipped them.
+// The graph candidates that build within the trial cap, each timed on `out` as output (in no
+// order yet); those over the cap are left out (Note [Trial workspaces]), counted in `over`.
 template <ConvPass P>
-std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& cands, size_t cap, void* scratch) {
+std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& cands, size_t cap, void* out,
+                                  int& over) {
   std::vector<Candidate> timed;
   Workspace lease(0, Workspace::Use::Search);  // Note [Workspaces]: the trials' bytes go back after
   for (Candidate& g : cands) {
@@ -406,8 +432,7 @@ std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& 
     if (!g.engine->build(c.handle, why)) continue;
     g.memory = g.engine->workspace();
     if (g.memory > cap) {
-      g.time = std::numeric_limits<float>::max();
-      timed.push_back(g);
+      ++over;
       continue;
     }
     void* ws = nullptr;
@@ -416,9 +441,10 @@ std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& 
     } catch (const tensor::Error&) {
       continue;
     }
-    const std::array<void*, 3> p = graph_pointers<P>(c, scratch);
+    const std::array<void*, 3> p = graph_pointers<P>(c, out);
     graph::VariantPackCache pack;
     g.time = time_on_stream([&] { return g.engine->run(c.handle, p[0], p[1], p[2], ws, pack, c.bias); });
+    g.timed = true;
     if (g.time >= 0) timed.push_back(g);
   }
   return timed;
@@ -427,6 +453,32 @@ std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& 
 void by_time(std::vector<Candidate>& cands) {
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.time < b.time; });
 }
+
+// Reorders the timed candidates at the front of a list by_time put in order: those within
+// `tolerance` of the fastest by workspace, smallest first (Note [Trial workspaces]).
+void prefer_small_workspaces(std::vector<Candidate>& ranked, double tolerance) {
+  if (ranked.empty() || !ranked.front().timed) return;
+  const double limit = static_cast<double>(ranked.front().time) * (1 + tolerance);
+  auto end = ranked.begin();
+  while (end != ranked.end() && end->timed && end->time <= limit) ++end;
+  std::stable_sort(ranked.begin(), end, [](const Candidate& a, const Candidate& b) { return a.memory < b.memory; });
+}
+
+// Where a timed search's trials write: the output itself when the call overwrites it (beta 0:
+// the chosen candidate runs again into it), else a scratch buffer, so the output's data to
+// accumulate into survives. Timing into the output spares the search's peak its size.
+struct TrialOutput {
+  Tensor scratch;
+  void* ptr = nullptr;
+  explicit TrialOutput(const ConvProblem& c) {
+    if (c.beta == 0) {
+      ptr = c.out;
+      return;
+    }
+    scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
+    ptr = scratch.raw_data();
+  }
+};
 
 std::optional<cudnnPointwiseMode_t> pointwise_mode(Activation act) {
   switch (act) {
@@ -445,6 +497,15 @@ std::optional<cudnnPointwiseMode_t> pointwise_mode(Activation act) {
 
 size_t ConvPlan::Impl::workspace_cap() const {
   return use_fastest() ? workspace_available() : std::min(config().workspace_limit, workspace_available());
+}
+
+size_t ConvPlan::Impl::search_cap(const ConvProblem& c) const {
+  const size_t cap = workspace_cap();
+  const double ratio = config().conv_search_workspace;
+  if (use_fastest() || ratio <= 0) return cap;
+  const double relative =
+      std::max(static_cast<double>(kTrialWorkspaceFloor), ratio * static_cast<double>(c.tensor_bytes));
+  return relative >= static_cast<double>(cap) ? cap : static_cast<size_t>(relative);
 }
 
 const AlgoSetting& ConvPlan::Impl::setting_of(ConvPass pass) const {
@@ -495,6 +556,7 @@ ConvProblem ConvPlan::Impl::problem(const PassTensors& t, const ConvSpec& g, cud
                 .out = t.out.raw_data(),
                 .out_tensor = &t.out,
                 .out_bytes = t.out.nbytes(),
+                .tensor_bytes = t.a.nbytes() + t.b.nbytes() + t.out.nbytes(),
                 .device = t.a.device().index,
                 .alpha = alpha,
                 .beta = beta,
@@ -538,11 +600,12 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvProblem& c, bool timed, Tr
     graph_cands.insert(graph_cands.end(), out.begin(), out.end());
     return graph_cands;
   }
-  // Timing runs the candidates: give it a scratch output (the real one may hold data to
-  // accumulate into) and a workspace as large as the largest candidate that fits the cap.
-  const size_t cap = workspace_cap();
-  Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
-  std::vector<Candidate> ranked = time_graph<P>(c, graph_cands, cap, scratch.raw_data());
+  // Timing runs the candidates within the trial cap (Note [Trial workspaces]) into TrialOutput,
+  // the legacy ones with one workspace as large as the largest of them that fits.
+  const size_t cap = search_cap(c);
+  const TrialOutput trial(c);
+  int over = 0;
+  std::vector<Candidate> ranked = time_graph<P>(c, graph_cands, cap, trial.ptr, over);
   size_t ws_bytes = 0;
   for (const auto& p : out) {
     if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= cap) ws_bytes = std::max(ws_bytes, p.memory);
@@ -555,17 +618,27 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvProblem& c, bool timed, Tr
     ws_bytes = 0;
     trace.say("timing without workspace (allocation failed)");
   }
-  CUDNN_CHECK(T::find(c, scratch.raw_data(), T::kCount, &got, perf, ws, ws_bytes));
+  CUDNN_CHECK(T::find(c, trial.ptr, T::kCount, &got, perf, ws, ws_bytes));
+  lease.reset();  // the trials' bytes go back before the choice runs
   for (int i = 0; i < got; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) ranked.push_back(to_candidate(perf[i]));
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    ranked.push_back(to_candidate(perf[i]));
+    ranked.back().timed = true;
   }
   by_time(ranked);  // one list by time, graph engines and legacy algorithms alike
-  // Algorithms Find could not time inside the workspace keep their heuristic rank after it.
+  prefer_small_workspaces(ranked, config().conv_search_tolerance);
+  // Algorithms Find could not time inside the workspace keep their heuristic rank after it,
+  // those within the cap only.
   for (const auto& p : out) {
     bool present = false;
     for (const auto& q : ranked) present = present || (!q.engine && q.algo == p.algo);
-    if (!present && p.status == CUDNN_STATUS_SUCCESS) ranked.push_back(p);
+    if (present || p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (p.memory <= cap)
+      ranked.push_back(p);
+    else
+      ++over;
   }
+  if (over) trace.say(std::to_string(over) + " candidates left out: workspace over the trial cap " + bytes_str(cap));
   return ranked;
 }
 
@@ -579,10 +652,17 @@ std::vector<Candidate> ConvPlan::Impl::rank_fused(const ConvProblem& c, const Pa
   tensor::cuda::register_shutdown_hook(&release_algorithm_cache);
   std::vector<Candidate> cands = graph_candidates(c, timed, trace);
   if (!timed || cands.empty()) return cands;
-  Tensor scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, t.out.device());
-  cands = time_graph<P>(c, cands, workspace_cap(), scratch.raw_data());
+  int over = 0;
+  {
+    const TrialOutput trial(c);  // y itself: a fused forward overwrites it
+    cands = time_graph<P>(c, cands, search_cap(c), trial.ptr, over);
+  }
   by_time(cands);
-  if (epi.activation || !epi.bias || cands.empty()) return cands;
+  if (over) trace.say(std::to_string(over) + " fused engines left out: workspace over the trial cap");
+  if (epi.activation || !epi.bias || cands.empty()) {
+    prefer_small_workspaces(cands, config().conv_search_tolerance);
+    return cands;
+  }
   // into y, which the caller computes again either way; the warm-up run does the search
   const float apart = time_on_stream([&] {
     execute<P>(t, g, 1, 0);
@@ -594,6 +674,7 @@ std::vector<Candidate> ConvPlan::Impl::rank_fused(const ConvProblem& c, const Pa
               std::to_string(cands.front().time) + " ms)");
     cands.clear();
   }
+  prefer_small_workspaces(cands, config().conv_search_tolerance);
   return cands;
 }
 
@@ -641,6 +722,16 @@ bool take_workspace(size_t bytes, const std::string& name, Workspace& lease, voi
     trace.skip(name, "could not allocate " + bytes_str(bytes));
     return false;
   }
+}
+
+// What a timed search measured, fastest first (ConvPlan::timings).
+std::vector<ConvPlan::Timing> timings_of(const std::vector<Candidate>& cands) {
+  std::vector<ConvPlan::Timing> out;
+  for (const Candidate& c : cands) {
+    if (c.timed) out.push_back({c.algo, c.time, c.memory});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms < b.ms; });
+  return out;
 }
 
 // The candidate that ran, remembered for steady state.
@@ -775,6 +866,7 @@ bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvK
     cache_key.compute = compute;
     Trace trace{.pass = P, .what = what_of(dtype, compute, t, g)};
     const std::vector<Candidate> cands = candidates<P>(c, setting, cache_key, timed, g, dtype, trace);
+    s.timings = timings_of(cands);
     if (try_in_order<P>(c, key, compute, cands, dtype, s, trace)) return true;
     if (auto last = candidate_of<P>(c, last_resort(P, config().deterministic).algo, dtype)) {
       trace.policy = "last resort";  // the algorithm that needs no workspace
@@ -833,6 +925,7 @@ bool ConvPlan::Impl::search_fused(const PassTensors& t, const ConvSpec& g, const
     cands = rank_fused<P>(c, t, g, epi, timed, trace);
     cache().put(key, cands);
   }
+  fused.timings = timings_of(cands);
   if (try_in_order<P>(c, key, compute, cands, dtype, fused, trace)) return true;
   trace.say("no fused engine ran (" + (trace.tried.empty() ? std::string("none tried") : trace.tried) +
             "); computing conv, bias and activation apart");

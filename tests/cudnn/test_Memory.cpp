@@ -7,9 +7,14 @@
 // across it stay valid, and the library works again after it. Workspaces (Note [Workspaces] in
 // cudnn/core/Handle.h): a convolution's goes back to the caching allocator after the call, a
 // timed search's trial workspaces go back to the driver, and a captured convolution's stays
-// the graph's, so eager work after the capture cannot overwrite what a replay uses.
+// the graph's, so eager work after the capture cannot overwrite what a replay uses. A timed
+// search's trials stay within conv.search_workspace, its choice is the smallest workspace
+// within conv.search_tolerance of the fastest, and its results are nn's (Note [Trial
+// workspaces] in cudnn/ops/conv_search.cpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -25,7 +30,9 @@
 #include "cudnn/ops/conv.h"
 #include "nn/Adam.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialConvolution.h"
 #include "tensor/Cuda.h"
+#include "tests/support/TwinCheck.h"
 
 using namespace tensor;
 
@@ -323,4 +330,128 @@ TEST_CASE("workspaces: a captured convolution keeps its workspace while the grap
     CHECK(max_abs_diff(conv.y, reference.y) == 0);  // the same algorithm on the same data
   }
   for (const Tensor& t : eager) CHECK(max_abs_diff(t.cpu(), full(t.sizes(), 7.0)) == 0);
+}
+
+// Note [Trial workspaces] in cudnn/ops/conv_search.cpp: a timed search's trials and its choice.
+namespace {
+const size_t kTrialFloor = size_t{16} << 20;  // kTrialWorkspaceFloor
+
+// A float32 9x9 convolution (x [16, 32, 48, 48], w [64, 32, 9, 9], y [16, 64, 40, 40], about
+// 12 MB of tensors): FFT and several engines want far more workspace than the trial cap.
+struct SearchedConv {
+  Tensor x, w, y;
+  cudnn::ConvSpec geo;
+  cudnn::ConvPlan plan;
+  explicit SearchedConv(Generator& gen) {
+    x = uniform({16, 32, 48, 48}, -1, 1, gen, DType::Float32, gpu);
+    w = uniform({64, 32, 9, 9}, -1, 1, gen, DType::Float32, gpu);
+    y = empty({16, 64, 40, 40}, DType::Float32, gpu);
+  }
+  void forward() { plan.forward(x, w, y, geo); }
+  size_t tensor_bytes() const { return x.nbytes() + w.nbytes() + y.nbytes(); }
+  // The search's peak allocation above what was allocated before it.
+  size_t search_peak() {
+    cuda::synchronize(0);
+    cuda::reset_peak_memory_stats(0);
+    const size_t before = cuda::memory_stats(0).allocated_bytes;
+    forward();
+    cuda::synchronize(0);
+    return cuda::memory_stats(0).peak_allocated_bytes - before;
+  }
+};
+}  // namespace
+
+TEST_CASE("trial workspaces: a timed search never leases more than conv.search_workspace allows") {
+  cudnn::ScopedConfig flags("allow_tf32=false,benchmark=true,conv.search_workspace=1");
+  cudnn::clear_algorithm_cache();
+  Generator gen(8106);
+  SearchedConv conv(gen);
+  const size_t cap = std::max(kTrialFloor, conv.tensor_bytes());  // 16 MiB here
+  const size_t peak = conv.search_peak();
+  INFO("cap ", cap, " bytes; the search's peak ", peak, " bytes, chosen workspace ",
+       conv.plan.workspace_bytes(cudnn::ConvPass::Forward));
+  CHECK(peak <= rounded(cap));  // the trials' leases, the chosen one's, and no scratch output (beta 0)
+  CHECK(conv.plan.workspace_bytes(cudnn::ConvPass::Forward) <= cap);
+  const std::vector<cudnn::ConvPlan::Timing> timed = conv.plan.timings(cudnn::ConvPass::Forward);
+  REQUIRE(!timed.empty());
+  for (const auto& t : timed) CHECK(t.workspace <= cap);
+
+  // The same search with the trial cap off (workspace_limit alone) leases more: the check above can fail.
+  cudnn::ScopedConfig off("conv.search_workspace=0");
+  cudnn::clear_algorithm_cache();
+  SearchedConv wide(gen);
+  const size_t wide_peak = wide.search_peak();
+  INFO("uncapped peak ", wide_peak, " bytes");
+  CHECK(wide_peak > rounded(cap));
+  size_t largest = 0;
+  for (const auto& t : wide.plan.timings(cudnn::ConvPass::Forward)) largest = std::max(largest, t.workspace);
+  CHECK(largest > cap);
+  cudnn::clear_algorithm_cache();
+}
+
+TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the fastest, the smallest workspace") {
+  Generator gen(8107);
+  for (const char* tolerance : {"0", "0.02", "1000000"}) {
+    cudnn::ScopedConfig flags(std::string("allow_tf32=false,benchmark=true,conv.search_tolerance=") + tolerance);
+    cudnn::clear_algorithm_cache();
+    SearchedConv conv(gen);
+    conv.forward();
+    const double tol = cudnn::config().conv_search_tolerance;
+    const std::vector<cudnn::ConvPlan::Timing> timed = conv.plan.timings(cudnn::ConvPass::Forward);
+    REQUIRE(!timed.empty());
+    const double fastest = timed.front().ms;
+    const int algo = conv.plan.algorithm(cudnn::ConvPass::Forward);
+    const size_t ws = conv.plan.workspace_bytes(cudnn::ConvPass::Forward);
+    size_t smallest = SIZE_MAX;  // the smallest workspace within the tolerance
+    for (const auto& t : timed) {
+      if (t.ms <= fastest * (1 + tol)) smallest = std::min(smallest, t.workspace);
+    }
+    bool within = false;  // the chosen candidate is one of those within the tolerance
+    for (const auto& t : timed) within = within || (t.algorithm == algo && t.ms <= fastest * (1 + tol));
+    INFO("conv.search_tolerance=", tolerance, ": chose ", algo, " with workspace ", ws, "; fastest ", fastest,
+         " ms; smallest workspace within the tolerance ", smallest);
+    CHECK(within);
+    CHECK(ws == smallest);
+    if (tol > 1) {
+      // every candidate is within: the smallest workspace of all, not the fastest's (unless it is that)
+      size_t least = SIZE_MAX;
+      for (const auto& t : timed) least = std::min(least, t.workspace);
+      CHECK(ws == least);
+      if (timed.front().workspace == least) MESSAGE("the fastest candidate also has the smallest workspace here");
+    }
+  }
+  cudnn::clear_algorithm_cache();
+}
+
+TEST_CASE(
+    "trial workspaces: results under a tight cap and a wide tolerance equal nn's; accumulation survives the trials") {
+  Generator gen(8108);
+  const Tensor x = uniform({8, 16, 32, 32}, -1, 1, gen);
+  {
+    cudnn::ScopedConfig flags("benchmark=true,conv.search_workspace=0.25,conv.search_tolerance=0.5");
+    cudnn::clear_algorithm_cache();
+    nn::SpatialConvolution reference(16, 24, 9, 9, 1, 1, 4, 4);
+    cudnn::SpatialConvolution twin(16, 24, 9, 9, 1, 1, 4, 4);
+    testing::expect_twin_matches(reference, twin, x, DType::Float32);
+    cudnn::clear_algorithm_cache();
+    testing::expect_twin_matches(reference, twin, x, DType::Float16, testing::TwinTolerance::for_dtype(DType::Float16));
+  }
+  // dw = 2 * grad + dw0 (beta 1): a timed search must time into a scratch output, not dw
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  const Tensor xg = x.to(gpu);
+  const Tensor dy = uniform({8, 24, 32, 32}, -1, 1, gen, DType::Float32, gpu);
+  const Tensor dw0 = uniform({24, 16, 9, 9}, -1, 1, gen, DType::Float32, gpu);
+  cudnn::ConvSpec geo;
+  geo.pad = {0, 4, 4};
+  cudnn::ConvPlan plain;
+  Tensor want = dw0.clone();
+  plain.backward_filter(xg, dy, want, geo, 2, 1);
+  cudnn::ScopedConfig timed("benchmark=true");
+  cudnn::clear_algorithm_cache();
+  cudnn::ConvPlan searched;
+  Tensor got = dw0.clone();
+  searched.backward_filter(xg, dy, got, geo, 2, 1);
+  REQUIRE(!searched.timings(cudnn::ConvPass::BackwardFilter).empty());
+  CHECK(rel_norm_error(got.cpu(), want.cpu()) < 1e-4);
+  cudnn::clear_algorithm_cache();
 }
