@@ -6,7 +6,9 @@
 // (the divisor counts padding); average_exc_pad (it does not); sum (Theano's: average_inc_pad
 // times the window size). ceil_mode sizes the output as Torch's :ceil() does. cuDNN sizes
 // pooling outputs by floor, so a configuration where ceil mode adds windows runs on our own
-// kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows.
+// kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows. The max
+// gradient of channels-last data runs on our own kernel (cudnn/kernels/PoolMaxBackward.cu), which
+// finds each window's maximum again from img by nn's rule and so reads no `out`.
 #pragma once
 
 #include <vector>
@@ -32,7 +34,11 @@ Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string
 class PoolPlan {
  public:
   void forward(const Tensor& x, const Tensor& y, const PoolParams& p);
+  // y may be undefined where backward_reads_output says it is not read.
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+  // Whether backward reads y for this x, dx and dy (in x's layout): cuDNN's call does, the
+  // channels-last max kernel does not.
+  static bool backward_reads_output(const Tensor& x, const PoolParams& p);
 
  private:
   PoolingDescriptor pool_desc_;
@@ -46,6 +52,11 @@ namespace kernels {
 // Torch-semantics pooling for ceil-mode shapes cuDNN cannot size (contiguous NC(D)HW).
 void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p);
 void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+// Max pooling's gradient of dense channels-last [N x C x (D) x H x W] x, dy and dx, any window,
+// stride, padding, floor or ceil sizes: nn's gradient exactly (Note [Channels-last max-pooling
+// backward] in PoolMaxBackward.cu). applies: a max mode and all three channels-last.
+bool channels_last_max_backward_applies(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
 }  // namespace kernels
 
 }  // namespace cudnn
