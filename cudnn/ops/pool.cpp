@@ -1,6 +1,8 @@
 // pool.cpp
 #include "cudnn/ops/pool.h"
 
+#include <atomic>
+
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
@@ -8,6 +10,8 @@
 namespace cudnn {
 
 namespace {
+
+std::atomic<PoolBackward> g_pool_backward{PoolBackward::Auto};
 
 struct Resolved {
   int nd;
@@ -75,7 +79,41 @@ double sum_scale(const PoolParams& p, const Resolved& r) {
   return s;
 }
 
+bool is_max(const PoolParams& p) { return p.mode == PoolMode::Max || p.mode == PoolMode::MaxDeterministic; }
+
+// Whether the max gradient runs on our kernel (flag pool.backward), channels-last or row-major.
+bool own_max_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
+  switch (pool_backward()) {
+    case PoolBackward::Cudnn:
+      return false;
+    case PoolBackward::Auto:
+      return kernels::channels_last_max_backward_applies(x, dy, dx, p);
+    case PoolBackward::Ours:
+      return kernels::channels_last_max_backward_applies(x, dy, dx, p) ||
+             (is_max(p) && x.is_contiguous() && dy.is_contiguous() && dx.is_contiguous());
+  }
+  return false;
+}
+
+// A row-major [N x C x spatial] tensor as [N*C x 1 x spatial], which is channels-last too.
+Tensor as_planes(const Tensor& t) {
+  Shape s = t.sizes();
+  s[0] *= s[1];
+  s[1] = 1;
+  return t.view(s);
+}
+
 }  // namespace
+
+PoolBackward pool_backward() { return g_pool_backward.load(); }
+void set_pool_backward(PoolBackward choice) { g_pool_backward.store(choice); }
+
+PoolBackward parse_pool_backward(const std::string& value) {
+  if (value == "auto") return PoolBackward::Auto;
+  if (value == "ours") return PoolBackward::Ours;
+  if (value == "cudnn") return PoolBackward::Cudnn;
+  throw tensor::Error("cudnn flags: pool.backward expects auto, ours or cudnn, got '" + value + "'");
+}
 
 Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string& where) {
   const Resolved r = resolve(p, where);
@@ -116,8 +154,12 @@ void PoolPlan::forward(const Tensor& x, const Tensor& y, const PoolParams& p) {
 void PoolPlan::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
   const Resolved r = resolve(p, "cudnn::pool_grad: ");
   tensor::cuda::DeviceGuard guard(x.device().index);
-  if (kernels::channels_last_max_backward_applies(x, dy, dx, p)) {  // faster than cuDNN's on NHWC
-    kernels::max_pool_backward_channels_last(x, dy, dx, p);
+  if (own_max_backward(x, dy, dx, p)) {  // faster than cuDNN's on NHWC
+    if (kernels::channels_last_max_backward_applies(x, dy, dx, p)) {
+      kernels::max_pool_backward_channels_last(x, dy, dx, p);
+    } else {
+      kernels::max_pool_backward_channels_last(as_planes(x), as_planes(dy), as_planes(dx), p);
+    }
     return;
   }
   if (needs_own_kernel(x, dy, r)) {
@@ -137,7 +179,7 @@ void PoolPlan::backward(const Tensor& x, const Tensor& y, const Tensor& dy, cons
 }
 
 bool PoolPlan::backward_reads_output(const Tensor& x, const PoolParams& p) {
-  return !kernels::channels_last_max_backward_applies(x, x, x, p);  // dy and dx take x's layout
+  return !own_max_backward(x, x, x, p);  // dy and dx take x's layout
 }
 
 Tensor pool(const Tensor& img, const PoolParams& p) {

@@ -8,9 +8,17 @@
 // pooling outputs by floor, so a configuration where ceil mode adds windows runs on our own
 // kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows. The max
 // gradient of channels-last data runs on our own kernel (cudnn/kernels/PoolMaxBackward.cu), which
-// finds each window's maximum again from img by nn's rule and so reads no `out`.
+// finds each window's maximum again from img by nn's rule and so reads no `out`; the flag
+// pool.backward chooses where:
+//   auto  (default) ours for channels-last data, cuDNN's call for row-major data;
+//   ours  ours for both layouts (row-major data as [N*C x 1 x spatial] channels-last);
+//   cudnn cuDNN's call for both (ceil-mode shapes that add windows: PoolCeil.cu), as before.
+// Set it with set_flags("pool.backward=ours") or CUDNN_NN_FLAGS; ScopedConfig does not restore
+// it (ScopedPoolBackward does). The choice changes no result (both are nn's gradient), only
+// speed: it is there to measure the layouts against each other.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cudnn/core/Descriptors.h"
@@ -18,6 +26,23 @@
 namespace cudnn {
 
 enum class PoolMode { Max, MaxDeterministic, AverageIncPad, AverageExcPad, Sum };
+
+enum class PoolBackward { Auto, Ours, Cudnn };
+PoolBackward pool_backward();
+void set_pool_backward(PoolBackward choice);
+// "auto", "ours" or "cudnn"; throws naming the flag and the accepted values.
+PoolBackward parse_pool_backward(const std::string& value);
+
+class ScopedPoolBackward {
+ public:
+  explicit ScopedPoolBackward(PoolBackward c) : saved_(pool_backward()) { set_pool_backward(c); }
+  ~ScopedPoolBackward() { set_pool_backward(saved_); }
+  ScopedPoolBackward(const ScopedPoolBackward&) = delete;
+  ScopedPoolBackward& operator=(const ScopedPoolBackward&) = delete;
+
+ private:
+  PoolBackward saved_;
+};
 
 struct PoolParams {
   std::vector<int> ws;      // window, one per spatial dim
@@ -36,8 +61,8 @@ class PoolPlan {
   void forward(const Tensor& x, const Tensor& y, const PoolParams& p);
   // y may be undefined where backward_reads_output says it is not read.
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p);
-  // Whether backward reads y for this x, dx and dy (in x's layout): cuDNN's call does, the
-  // channels-last max kernel does not.
+  // Whether backward reads y for this x, dx and dy (in x's layout), under the flag pool.backward:
+  // cuDNN's call does, our max kernel does not.
   static bool backward_reads_output(const Tensor& x, const PoolParams& p);
 
  private:

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "cudnn/Config.h"
 #include "cudnn/kernels/PoolMaxBackward.h"
+#include "cudnn/ops/pool.h"
 #include "nn/kernels/Pooling.h"
 
 namespace {
@@ -150,4 +152,17 @@ TEST_CASE("channels-last max-pooling gradient rule at the networks' windows") {
     CHECK(
         matches_nn<float, 4>({2, 16, {1, 28, 28}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, false}, rng, nonfinite));  // ResNet
   }
+}
+
+TEST_CASE("the flag pool.backward: auto, ours, cudnn; anything else is an error") {
+  const cudnn::ScopedPoolBackward saved(cudnn::pool_backward());
+  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Auto);
+  cudnn::set_flags("pool.backward=ours");
+  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Ours);
+  cudnn::set_flags("pool.backward=cudnn");
+  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Cudnn);
+  cudnn::set_flags("pool.backward=auto");
+  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Auto);
+  CHECK_THROWS_WITH_AS(cudnn::set_flags("pool.backward=fast"),
+                       "cudnn flags: pool.backward expects auto, ours or cudnn, got 'fast'", tensor::Error);
 }

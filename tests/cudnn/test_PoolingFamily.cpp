@@ -262,24 +262,26 @@ Tensor tied_input(const Shape& shape, Generator& gen, bool nonfinite) {
   return from_vector<float>(v, shape);
 }
 
-// The twin's gradient of a channels-last copy of x in dt equals nn's bit for bit: a tie or a
-// NaN window gives the gradient to nn's element. gradOutput on a grid of 1/8 keeps every sum
-// exact in every dtype.
+// The twin's gradient of a copy of x in dt and `format` (channels-last unless said) equals nn's
+// bit for bit: a tie or a NaN window gives the gradient to nn's element. gradOutput on a grid of
+// 1/8 keeps every sum exact in every dtype.
 void expect_nn_gradient(const PoolCfg& c, const pooltwin::PoolFactory& makeNn, const pooltwin::PoolFactory& makeCu,
-                        int64_t channels, DType dt, bool nonfinite, Generator& gen) {
+                        int64_t channels, DType dt, bool nonfinite, Generator& gen,
+                        MemoryFormat format = MemoryFormat::ChannelsLast) {
   Shape shape{2, channels};
   shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
-  INFO(c.what, " on ", shape_str(shape), " in ", std::string(name(dt)), nonfinite ? " with NaN and +-Inf" : "");
+  INFO(c.what, " on ", shape_str(shape), " in ", std::string(name(dt)), nonfinite ? " with NaN and +-Inf" : "",
+       format == MemoryFormat::ChannelsLast ? ", channels-last" : ", row-major");
   const Tensor x = tied_input(shape, gen, nonfinite);
   nn::ModulePtr ref = makeNn(c), twin = makeCu(c);
   twin->to(gpu);
   const Tensor y = ref->forward(x);
   const Tensor g = uniform(y.sizes(), -4, 4, gen).mul(8.0).round().mul(0.125);
   const Tensor want = ref->backward(x, g).clone();
-  const Tensor xg = x.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor xg = x.to(gpu, dt).contiguous(format);
   twin->forward(xg);
-  const Tensor got = twin->backward(xg, g.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast));
-  CHECK(got.is_contiguous(MemoryFormat::ChannelsLast));
+  const Tensor got = twin->backward(xg, g.to(gpu, dt).contiguous(format));
+  CHECK(got.is_contiguous(format));
   CHECK(max_abs_diff(got.to(Device::cpu(), DType::Float32), want) == 0);
 }
 
@@ -294,6 +296,44 @@ TEST_CASE("channels-last max pooling gradient: nn's exactly with ties, NaN and +
           expect_nn_gradient(c, volumetric_max::make_nn, volumetric_max::make_cu, channels, dt, nonfinite, gen);
       }
     }
+  }
+}
+
+TEST_CASE("pool.backward=ours: row-major max pooling gradients on our kernel too, nn's exactly, float64 included") {
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
+  CHECK_FALSE(cudnn::PoolPlan::backward_reads_output(zeros({2, 3, 6, 6}, DType::Float32, gpu),
+                                                     {{2, 2}, {2, 2}, {0, 0}, cudnn::PoolMode::Max, false}));
+  Generator gen(31);
+  for (DType dt : {DType::Float64, DType::Float32, DType::Float16}) {
+    for (bool nonfinite : {false, true}) {
+      for (const PoolCfg& c : spatial_max::cfgs) {
+        expect_nn_gradient(c, spatial_max::make_nn, spatial_max::make_cu, 3, dt, nonfinite, gen,
+                           MemoryFormat::Contiguous);
+      }
+      for (const PoolCfg& c : volumetric_max::cfgs) {
+        expect_nn_gradient(c, volumetric_max::make_nn, volumetric_max::make_cu, 2, dt, nonfinite, gen,
+                           MemoryFormat::Contiguous);
+      }
+    }
+  }
+}
+
+TEST_CASE("pool.backward=cudnn: channels-last max pooling through cuDNN's call again, nn's gradient without ties") {
+  cudnn::ScopedPoolBackward theirs(cudnn::PoolBackward::Cudnn);
+  const Tensor cl = zeros({2, 8, 6, 6}, DType::Float32, gpu).contiguous(MemoryFormat::ChannelsLast);
+  CHECK(cudnn::PoolPlan::backward_reads_output(cl, {{2, 2}, {2, 2}, {0, 0}, cudnn::PoolMode::Max, false}));
+  Generator gen(32);
+  for (const PoolCfg& c : {spatial_max::cfgs[0], spatial_max::cfgs[2]}) {
+    Shape shape{2, 8};
+    shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
+    const Tensor x = pooltwin::distinct_input(shape, 2, gen).to(DType::Float32);
+    nn::ModulePtr ref = spatial_max::make_nn(c), twin = spatial_max::make_cu(c);
+    twin->to(gpu);
+    const Tensor g = uniform(ref->forward(x).sizes(), -1, 1, gen);
+    const Tensor want = ref->backward(x, g).clone();
+    const Tensor xg = x.to(gpu).contiguous(MemoryFormat::ChannelsLast);
+    twin->forward(xg);
+    CHECK(max_abs_diff(twin->backward(xg, g.to(gpu)), want) < 1e-6);
   }
 }
 
