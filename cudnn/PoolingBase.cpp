@@ -44,7 +44,13 @@ void PoolingCompute::forward(nn::Module& m, const Tensor& input, const Shape& ou
   const Tensor x = as_format(input, format);
   nn::ensure(m.output, outShape, x, format);
   if (x.numel() > 0) plan_->plan.forward(batched(x, p.ws.size()), batched(m.output, p.ws.size()), p);
-  if (!average_) nn::ensure(y_, outShape, x, format).copy_(m.output);
+  // See Note [Pooling backward state]; the channels-last max kernel finds the maxima again from x
+  // (an undefined y_ says no copy was kept)
+  if (!average_ && PoolPlan::backward_reads_output(batched(x, p.ws.size()), p)) {
+    nn::ensure(y_, outShape, x, format).copy_(m.output);
+  } else {
+    y_ = Tensor();
+  }
   ran_ = true;
   if (shape_ != input.sizes() || dtype_ != input.dtype() || device_ != input.device()) {
     shape_ = input.sizes();
@@ -63,14 +69,24 @@ void PoolingCompute::backward(nn::Module& m, const Tensor& input, const Tensor& 
   if (x.numel() == 0) return;
   const size_t nd = p.ws.size();
   // See Note [Pooling backward state]; y and dy share a descriptor, so one layout
-  const Tensor y = as_format(average_ ? m.output : y_, format);
-  plan_->plan.backward(batched(x, nd), batched(y, nd), batched(dy, nd), batched(m.gradInput, nd), p);
+  Tensor y;
+  if (PoolPlan::backward_reads_output(batched(x, nd), p)) {
+    if (average_ || y_.defined()) {
+      y = as_format(average_ ? m.output : y_, format);
+    } else {  // the forward kept no copy (its layout took our kernel; config().channels_last changed since)
+      y = tensor::empty(dy.sizes(), x.dtype(), x.device(), format);
+      plan_->plan.forward(batched(x, nd), batched(y, nd), p);
+    }
+  }
+  plan_->plan.backward(batched(x, nd), y.defined() ? batched(y, nd) : y, batched(dy, nd), batched(m.gradInput, nd), p);
 }
 
 bool PoolingCompute::ranOn(const nn::Module& m, const Tensor& input, const Shape& outShape) const {
+  const bool same_input = ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device();
+  if (!average_ && !y_.defined()) return same_input;  // no copy kept: backward reads x alone
   const Tensor& y = average_ ? m.output : y_;
-  return ran_ && shape_ == input.sizes() && dtype_ == input.dtype() && device_ == input.device() && y.defined() &&
-         y.sizes() == outShape && y.dtype() == input.dtype() && y.device() == input.device();
+  return same_input && y.defined() && y.sizes() == outShape && y.dtype() == input.dtype() &&
+         y.device() == input.device();
 }
 
 }  // namespace cudnn::detail

@@ -35,12 +35,14 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/Convert.h"
 #include "nn/Adam.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/GradScaler.h"
+#include "nn/MSECriterion.h"
 #include "nn/MixedPrecision.h"
 #include "nn/SGD.h"
 #include "samples/Args.h"
@@ -97,7 +99,8 @@ const char* kOptions =
     "                    per GPU (run under scripts/launch -n N; default network resnet50)\n"
     "  --step            also time a whole training step: forward, cross-entropy loss, backward and\n"
     "                    the optimizer update (SGD with momentum 0.9; Adam for fashion), for networks\n"
-    "                    that end in [batch x classes] scores\n"
+    "                    that end in [batch x classes] scores; lstm: MSE of its sequence output\n"
+    "                    against zeros\n"
     "  --graph           (cudnn, with --step) capture the step once as a CUDA graph and time its replays\n"
     "                    (tensor::cuda::Graph); the captured step computes the criterion's gradient but\n"
     "                    reads no loss, which a capture cannot do\n"
@@ -208,7 +211,7 @@ struct Result {
   tensor::Shape input;
   int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
-  double step_ms = 0;     // with --step, for networks with [batch x classes] output; else 0
+  double step_ms = 0;     // with --step, for networks with [batch x classes] output and lstm; else 0
   // the caching allocator's peaks, allocated and reserved: over the row (algorithm searches
   // included), and over the timed iterations alone (after the warm-up)
   size_t peak_bytes = 0, peak_reserved = 0;
@@ -253,14 +256,32 @@ double time_amp_step(nn::Module& net, const Tensor& x, const Tensor& target, con
   return ms;
 }
 
+// The step's loss, the same in scripts/bench_torch.py: [batch x classes] scores y against fixed
+// labels by cross-entropy; a sequence output (the lstm row's [T x batch x hidden]) against zeros by
+// MSE, the target in float32 for the amp step (its loss is computed in float32).
+std::pair<nn::CriterionPtr, Tensor> step_loss(const Tensor& y, bool amp) {
+  nn::CriterionPtr criterion;
+  Tensor target;
+  if (y.dim() == 2) {
+    std::vector<int64_t> labels(static_cast<size_t>(y.size(0)));
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7) % y.size(1));
+    criterion = std::make_shared<nn::CrossEntropyCriterion>();
+    target = tensor::from_vector(labels).to(y.device());
+  } else {
+    criterion = std::make_shared<nn::MSECriterion>();
+    target = tensor::zeros(y.sizes(), amp ? DType::Float32 : y.dtype(), y.device());
+  }
+  if (y.is_cuda()) criterion = nn::convert(criterion, cudnn::backend);
+  return {criterion, target};
+}
+
+// y: the network's output, which picks the loss (step_loss).
 template <class TimeMs>
-double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, bool graph, bool amp, int64_t warmup,
+double time_step(nn::Module& net, const Tensor& x, const Tensor& y, bool adam, bool graph, bool amp, int64_t warmup,
                  TimeMs&& time_ms) {
-  std::vector<int64_t> labels(static_cast<size_t>(x.size(0)));
-  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7) % classes);
-  const Tensor target = tensor::from_vector(labels).to(x.device());
-  nn::CriterionPtr criterion = std::make_shared<nn::CrossEntropyCriterion>();
-  if (x.is_cuda()) criterion = nn::convert(criterion, cudnn::backend);
+  const std::pair<nn::CriterionPtr, Tensor> loss_of = step_loss(y, amp);
+  const nn::CriterionPtr& criterion = loss_of.first;
+  const Tensor& target = loss_of.second;
   if (amp) {
     if (graph) {
       std::fprintf(stderr, "convnet_benchmark: --graph: the amp step cannot be captured (GradScaler::step reads "
@@ -284,11 +305,18 @@ double time_step(nn::Module& net, const Tensor& x, int64_t classes, bool adam, b
       optimizer->step();
     };
     for (int64_t i = 0; i < std::max<int64_t>(warmup, 1); ++i) step();  // searches, buffers, optimizer state
-    const tensor::cuda::Graph captured = tensor::cuda::Graph::capture(step, x.device().index);
-    const double ms = time_ms([&] { captured.replay(); });
-    loss = criterion->forward(net.forward(x), target);
-    if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the step's loss is %g\n", loss);
-    return ms;
+    tensor::cuda::Graph captured;
+    try {
+      captured = tensor::cuda::Graph::capture(step, x.device().index);
+    } catch (const tensor::Error& e) {  // a network whose step cannot be captured: its eager step
+      std::fprintf(stderr, "convnet_benchmark: --graph: the step was not captured (%s); eager step\n", e.what());
+    }
+    if (captured.defined()) {
+      const double ms = time_ms([&] { captured.replay(); });
+      loss = criterion->forward(net.forward(x), target);
+      if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the step's loss is %g\n", loss);
+      return ms;
+    }
   }
   const double ms = time_ms([&] {
     optimizer->zeroGrad();
@@ -378,8 +406,8 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->forward(x);
     net->backward(x, g);
   });
-  if (o.step && y.dim() == 2) {
-    r.step_ms = time_step(*net, x, y.size(1), name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(),
+  if (o.step && (y.dim() == 2 || name == "lstm")) {
+    r.step_ms = time_step(*net, x, y, name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(),
                           o.warmup, time_ms);
   }
   r.peak_bytes = mem.peak_bytes;

@@ -28,7 +28,8 @@ backward, SGD step) per GPU alone, then under DistributedDataParallel (NCCL, 25 
 images/s over all GPUs, scaling efficiency, and with --ours the ratio to ours.
 
 Rows where ours has a step time (convnet_benchmark --step) also get PyTorch's whole training
-step (forward, cross-entropy, backward, optimizer) in its best configuration: channels-last,
+step (forward, cross-entropy, backward, optimizer; the lstm row: MSE of its sequence output
+against zeros, as ours) in its best configuration: channels-last,
 the same dtype, the fused optimizer where it exists, eager and captured as one CUDA graph,
 the faster of the two.
 
@@ -253,18 +254,26 @@ def time_step_variant(opt, body, graphed, args):
     return time_ms(graph.replay, args.iterations, args.warmup)
 
 
+def step_loss(model, shape, dtype, dev, classes):
+    """The step's loss, as convnet_benchmark's step_loss: cross-entropy against fixed labels for
+    [batch x classes] scores; the lstm row's sequence output [T x batch x hidden] against zeros
+    by MSE (float32 in the amp step, whose loss autocast computes in float32)."""
+    if isinstance(model, LSTMNet):
+        return nn.MSELoss(), torch.zeros(shape[0], shape[1], model.lstm.hidden_size, device=dev, dtype=dtype)
+    return nn.CrossEntropyLoss(), (torch.arange(shape[0], device=dev) * 7) % classes
+
+
 def train_step_ms(make, shape, dtype, dev, classes, adam, args):
     """The whole step: zero_grad, forward, cross-entropy, backward, optimizer step. On the GPU
     channels-last (4-D inputs), eager and as one captured CUDA graph; returns the faster,
     with what was used."""
     channels_last = dev.type == 'cuda' and len(shape) == 4
     fmt = torch.channels_last if channels_last else torch.contiguous_format
-    target = (torch.arange(shape[0], device=dev) * 7) % classes
-    loss_fn = nn.CrossEntropyLoss()
     results = {}
     for graphed in ([False, True] if dev.type == 'cuda' else [False]):
         torch.manual_seed(1)
         model = make().to(dev, dtype).train().to(memory_format=fmt)
+        loss_fn, target = step_loss(model, shape, dtype, dev, classes)
         x = (torch.rand(shape, device=dev, dtype=dtype) * 2 - 1).contiguous(memory_format=fmt)
         opt, kind = make_optimizer(model, adam, dev, capturable=graphed)
 
@@ -286,12 +295,11 @@ def amp_train_step_ms(make, shape, amp, dev, classes, args):
     float32 model, channels-last, SGD lr 1e-3 momentum 0.9 as ours; eager and as one captured
     CUDA graph; returns the faster, with what was used."""
     fmt = torch.channels_last if len(shape) == 4 else torch.contiguous_format
-    target = (torch.arange(shape[0], device=dev) * 7) % classes
-    loss_fn = nn.CrossEntropyLoss()
     results = {}
     for graphed in (False, True):
         torch.manual_seed(1)
         model = make().to(dev).train().to(memory_format=fmt)
+        loss_fn, target = step_loss(model, shape, torch.float32, dev, classes)
         x = (torch.rand(shape, device=dev, dtype=amp) * 2 - 1).contiguous(memory_format=fmt)
         opt, kind = make_optimizer(model, False, dev)
         scaler = torch.amp.GradScaler('cuda', enabled=amp == torch.float16)
@@ -311,7 +319,8 @@ def amp_train_step_ms(make, shape, amp, dev, classes, args):
         del model, opt, x
     best = min(results, key=lambda k: results[k][0])
     how = f"{best}, autocast {str(amp).replace('torch.', '')}" + \
-        (', GradScaler' if amp == torch.float16 else '') + f", {results[best][1]} SGD, channels-last"
+        (', GradScaler' if amp == torch.float16 else '') + f", {results[best][1]} SGD" + \
+        (', channels-last' if len(shape) == 4 else '')
     return results[best][0], how, {k: v[0] for k, v in results.items()}
 
 
@@ -574,7 +583,7 @@ def main():
             model(x).backward(g)
         train = time_ms(train_step, args.iterations, args.warmup)
         r = {'network': name, 'input': shape, 'forward_ms': fwd, 'forward_backward_ms': train}
-        want_step = y.dim() == 2 and (args.step or 'step_ms' in ours.get(name, {}))
+        want_step = (y.dim() == 2 or name == 'lstm') and (args.step or 'step_ms' in ours.get(name, {}))
         del y, model, g  # the step builds its own model (channels-last), and the peak is per row
         if want_step:
             if args.amp:

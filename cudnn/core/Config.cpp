@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cudnn/ops/layer_norm.h"
+#include "cudnn/ops/pool.h"
 #include "tensor/DType.h"
 
 namespace cudnn {
@@ -262,6 +263,9 @@ void apply_flags(Config& next, const std::string& flags) {
     } else if (key == "layernorm.engine") {
       // kept by ops/layer_norm.cpp, not in Config: set at once (ScopedConfig leaves it alone)
       set_layer_norm_engine(parse_layer_norm_engine(value));
+    } else if (key == "pool.backward") {
+      // kept by ops/pool.cpp, not in Config: set at once (ScopedConfig leaves it alone)
+      set_pool_backward(parse_pool_backward(value));
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -280,7 +284,7 @@ void apply_flags(Config& next, const std::string& flags) {
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
                           "conv.graph, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
-                          "attention.fused, layernorm.engine)");
+                          "attention.fused, layernorm.engine, pool.backward)");
     }
   }
 }

@@ -1,6 +1,8 @@
 // pool.cpp
 #include "cudnn/ops/pool.h"
 
+#include <atomic>
+
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
@@ -8,6 +10,8 @@
 namespace cudnn {
 
 namespace {
+
+std::atomic<PoolBackward> g_pool_backward{PoolBackward::Auto};
 
 struct Resolved {
   int nd;
@@ -17,17 +21,21 @@ struct Resolved {
 Resolved resolve(const PoolParams& p, const std::string& where) {
   Resolved r{};
   r.nd = static_cast<int>(p.ws.size());
-  if (r.nd != 2 && r.nd != 3) throw tensor::Error(where + "expected a 2-d or 3-d window, got " + std::to_string(r.nd) + " sizes");
-  if ((!p.stride.empty() && static_cast<int>(p.stride.size()) != r.nd) || (!p.pad.empty() && static_cast<int>(p.pad.size()) != r.nd)) {
+  if (r.nd != 2 && r.nd != 3)
+    throw tensor::Error(where + "expected a 2-d or 3-d window, got " + std::to_string(r.nd) + " sizes");
+  if ((!p.stride.empty() && static_cast<int>(p.stride.size()) != r.nd) ||
+      (!p.pad.empty() && static_cast<int>(p.pad.size()) != r.nd)) {
     throw tensor::Error(where + "stride and pad need one value per window dimension");
   }
   for (int i = 0; i < r.nd; ++i) {
     r.ws[i] = p.ws[i];
     r.stride[i] = p.stride.empty() ? p.ws[i] : p.stride[i];
     r.pad[i] = p.pad.empty() ? 0 : p.pad[i];
-    if (r.ws[i] < 1 || r.stride[i] < 1 || r.pad[i] < 0) throw tensor::Error(where + "window and stride must be >= 1, pad >= 0");
+    if (r.ws[i] < 1 || r.stride[i] < 1 || r.pad[i] < 0)
+      throw tensor::Error(where + "window and stride must be >= 1, pad >= 0");
     if (r.pad[i] * 2 > r.ws[i]) {
-      throw tensor::Error(where + "pad " + std::to_string(r.pad[i]) + " must be at most half the window " + std::to_string(r.ws[i]));
+      throw tensor::Error(where + "pad " + std::to_string(r.pad[i]) + " must be at most half the window " +
+                          std::to_string(r.ws[i]));
     }
   }
   return r;
@@ -43,11 +51,15 @@ int64_t pooled_size(int64_t in, int k, int s, int pad, bool ceil_mode) {
 
 cudnnPoolingMode_t cudnn_mode(PoolMode m) {
   switch (m) {
-    case PoolMode::Max: return config().deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
-    case PoolMode::MaxDeterministic: return CUDNN_POOLING_MAX_DETERMINISTIC;
+    case PoolMode::Max:
+      return config().deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX;
+    case PoolMode::MaxDeterministic:
+      return CUDNN_POOLING_MAX_DETERMINISTIC;
     case PoolMode::AverageIncPad:
-    case PoolMode::Sum: return CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    case PoolMode::AverageExcPad: return CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    case PoolMode::Sum:
+      return CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    case PoolMode::AverageExcPad:
+      return CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   }
   return CUDNN_POOLING_MAX;
 }
@@ -67,7 +79,41 @@ double sum_scale(const PoolParams& p, const Resolved& r) {
   return s;
 }
 
+bool is_max(const PoolParams& p) { return p.mode == PoolMode::Max || p.mode == PoolMode::MaxDeterministic; }
+
+// Whether the max gradient runs on our kernel (flag pool.backward), channels-last or row-major.
+bool own_max_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
+  switch (pool_backward()) {
+    case PoolBackward::Cudnn:
+      return false;
+    case PoolBackward::Auto:
+      return kernels::channels_last_max_backward_applies(x, dy, dx, p);
+    case PoolBackward::Ours:
+      return kernels::channels_last_max_backward_applies(x, dy, dx, p) ||
+             (is_max(p) && x.is_contiguous() && dy.is_contiguous() && dx.is_contiguous());
+  }
+  return false;
+}
+
+// A row-major [N x C x spatial] tensor as [N*C x 1 x spatial], which is channels-last too.
+Tensor as_planes(const Tensor& t) {
+  Shape s = t.sizes();
+  s[0] *= s[1];
+  s[1] = 1;
+  return t.view(s);
+}
+
 }  // namespace
+
+PoolBackward pool_backward() { return g_pool_backward.load(); }
+void set_pool_backward(PoolBackward choice) { g_pool_backward.store(choice); }
+
+PoolBackward parse_pool_backward(const std::string& value) {
+  if (value == "auto") return PoolBackward::Auto;
+  if (value == "ours") return PoolBackward::Ours;
+  if (value == "cudnn") return PoolBackward::Cudnn;
+  throw tensor::Error("cudnn flags: pool.backward expects auto, ours or cudnn, got '" + value + "'");
+}
 
 Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string& where) {
   const Resolved r = resolve(p, where);
@@ -101,15 +147,22 @@ void PoolPlan::forward(const Tensor& x, const Tensor& y, const PoolParams& p) {
     return;
   }
   pool_desc_.set(cudnn_mode(p.mode), r.nd, r.ws, r.pad, r.stride);
-  CUDNN_CHECK(cudnnPoolingForward(handle(), pool_desc_.get(), Scalar(sum_scale(p, r), x.dtype()).ptr(),
-                                  x_desc_.set(x), x.raw_data(), Scalar(0, x.dtype()).ptr(), y_desc_.set(y),
-                                  y.raw_data()));
+  CUDNN_CHECK(cudnnPoolingForward(handle(), pool_desc_.get(), Scalar(sum_scale(p, r), x.dtype()).ptr(), x_desc_.set(x),
+                                  x.raw_data(), Scalar(0, x.dtype()).ptr(), y_desc_.set(y), y.raw_data()));
 }
 
 void PoolPlan::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
   const Resolved r = resolve(p, "cudnn::pool_grad: ");
   tensor::cuda::DeviceGuard guard(x.device().index);
-  if (needs_own_kernel(x, y, r)) {
+  if (own_max_backward(x, dy, dx, p)) {  // faster than cuDNN's on NHWC
+    if (kernels::channels_last_max_backward_applies(x, dy, dx, p)) {
+      kernels::max_pool_backward_channels_last(x, dy, dx, p);
+    } else {
+      kernels::max_pool_backward_channels_last(as_planes(x), as_planes(dy), as_planes(dx), p);
+    }
+    return;
+  }
+  if (needs_own_kernel(x, dy, r)) {
     if (x.is_contiguous() && dy.is_contiguous() && dx.is_contiguous()) {
       kernels::pool_ceil_backward(x, dy, dx, p);
     } else {
@@ -120,9 +173,13 @@ void PoolPlan::backward(const Tensor& x, const Tensor& y, const Tensor& dy, cons
     return;
   }
   pool_desc_.set(cudnn_mode(p.mode), r.nd, r.ws, r.pad, r.stride);
-  CUDNN_CHECK(cudnnPoolingBackward(handle(), pool_desc_.get(), Scalar(sum_scale(p, r), x.dtype()).ptr(),
-                                   y_desc_.set(y), y.raw_data(), y_desc_.get(), dy.raw_data(), x_desc_.set(x),
-                                   x.raw_data(), Scalar(0, x.dtype()).ptr(), x_desc_.get(), dx.raw_data()));
+  CUDNN_CHECK(cudnnPoolingBackward(handle(), pool_desc_.get(), Scalar(sum_scale(p, r), x.dtype()).ptr(), y_desc_.set(y),
+                                   y.raw_data(), y_desc_.get(), dy.raw_data(), x_desc_.set(x), x.raw_data(),
+                                   Scalar(0, x.dtype()).ptr(), x_desc_.get(), dx.raw_data()));
+}
+
+bool PoolPlan::backward_reads_output(const Tensor& x, const PoolParams& p) {
+  return !own_max_backward(x, x, x, p);  // dy and dx take x's layout
 }
 
 Tensor pool(const Tensor& img, const PoolParams& p) {

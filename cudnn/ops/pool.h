@@ -6,9 +6,19 @@
 // (the divisor counts padding); average_exc_pad (it does not); sum (Theano's: average_inc_pad
 // times the window size). ceil_mode sizes the output as Torch's :ceil() does. cuDNN sizes
 // pooling outputs by floor, so a configuration where ceil mode adds windows runs on our own
-// kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows.
+// kernel (cudnn/kernels/PoolCeil.cu) with Torch's semantics for those edge windows. The max
+// gradient of channels-last data runs on our own kernel (cudnn/kernels/PoolMaxBackward.cu), which
+// finds each window's maximum again from img by nn's rule and so reads no `out`; the flag
+// pool.backward chooses where:
+//   auto  (default) ours for channels-last data, cuDNN's call for row-major data;
+//   ours  ours for both layouts (row-major data as [N*C x 1 x spatial] channels-last);
+//   cudnn cuDNN's call for both (ceil-mode shapes that add windows: PoolCeil.cu), as before.
+// Set it with set_flags("pool.backward=ours") or CUDNN_NN_FLAGS; ScopedConfig does not restore
+// it (ScopedPoolBackward does). The choice changes no result (both are nn's gradient), only
+// speed: it is there to measure the layouts against each other.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cudnn/core/Descriptors.h"
@@ -16,6 +26,23 @@
 namespace cudnn {
 
 enum class PoolMode { Max, MaxDeterministic, AverageIncPad, AverageExcPad, Sum };
+
+enum class PoolBackward { Auto, Ours, Cudnn };
+PoolBackward pool_backward();
+void set_pool_backward(PoolBackward choice);
+// "auto", "ours" or "cudnn"; throws naming the flag and the accepted values.
+PoolBackward parse_pool_backward(const std::string& value);
+
+class ScopedPoolBackward {
+ public:
+  explicit ScopedPoolBackward(PoolBackward c) : saved_(pool_backward()) { set_pool_backward(c); }
+  ~ScopedPoolBackward() { set_pool_backward(saved_); }
+  ScopedPoolBackward(const ScopedPoolBackward&) = delete;
+  ScopedPoolBackward& operator=(const ScopedPoolBackward&) = delete;
+
+ private:
+  PoolBackward saved_;
+};
 
 struct PoolParams {
   std::vector<int> ws;      // window, one per spatial dim
@@ -32,7 +59,11 @@ Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string
 class PoolPlan {
  public:
   void forward(const Tensor& x, const Tensor& y, const PoolParams& p);
+  // y may be undefined where backward_reads_output says it is not read.
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+  // Whether backward reads y for this x, dx and dy (in x's layout), under the flag pool.backward:
+  // cuDNN's call does, our max kernel does not.
+  static bool backward_reads_output(const Tensor& x, const PoolParams& p);
 
  private:
   PoolingDescriptor pool_desc_;
@@ -46,6 +77,11 @@ namespace kernels {
 // Torch-semantics pooling for ceil-mode shapes cuDNN cannot size (contiguous NC(D)HW).
 void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p);
 void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+// Max pooling's gradient of dense channels-last [N x C x (D) x H x W] x, dy and dx, any window,
+// stride, padding, floor or ceil sizes: nn's gradient exactly (Note [Channels-last max-pooling
+// backward] in PoolMaxBackward.cu). applies: a max mode and all three channels-last.
+bool channels_last_max_backward_applies(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
+void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
 }  // namespace kernels
 
 }  // namespace cudnn

@@ -1,7 +1,7 @@
 // test_ChannelsLast.cpp: the cudnn twins on channels-last (NHWC / NDHWC) tensors (Note
 // [Channels-last twins] in cudnn/core/Layout.h): convolutions (strided, padded, grouped, 3-d),
-// batch norm (training, with the persistent NHWC kernels, and evaluation), pooling (cuDNN's
-// and the ceil-mode kernels), activations (in place too), the spatial softmax, Residual and a
+// batch norm (training, with the persistent NHWC kernels, and evaluation), pooling (cuDNN's,
+// the ceil-mode kernels and our max-pooling gradient), activations (in place too), the spatial softmax, Residual and a
 // small ResNet-like network, in float32 (TF32 off) and float16, against nn in float64 on the
 // row-major input. Every 4-d / 5-d output and gradInput must BE channels-last, so a layer that
 // silently goes back to NCHW fails. Then the switch (flag channels_last=true) on a row-major

@@ -19,10 +19,14 @@ struct Case {
 
 cudnn::PoolMode mode_of(reference::PoolSpec::Mode m) {
   switch (m) {
-    case reference::PoolSpec::Max: return cudnn::PoolMode::Max;
-    case reference::PoolSpec::AvgInc: return cudnn::PoolMode::AverageIncPad;
-    case reference::PoolSpec::AvgExc: return cudnn::PoolMode::AverageExcPad;
-    case reference::PoolSpec::Sum: return cudnn::PoolMode::Sum;
+    case reference::PoolSpec::Max:
+      return cudnn::PoolMode::Max;
+    case reference::PoolSpec::AvgInc:
+      return cudnn::PoolMode::AverageIncPad;
+    case reference::PoolSpec::AvgExc:
+      return cudnn::PoolMode::AverageExcPad;
+    case reference::PoolSpec::Sum:
+      return cudnn::PoolMode::Sum;
   }
   return cudnn::PoolMode::Max;
 }
@@ -33,9 +37,9 @@ TEST_CASE("pooling forward and backward match Torch's definition") {
   const std::vector<Case> cases = {
       {{2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false},
       {{1, 2, 7, 9}, {3, 3}, {2, 2}, {1, 1}, false},
-      {{1, 2, 7, 9}, {3, 3}, {2, 2}, {1, 1}, true},   // ceil adds a column
-      {{2, 2, 6, 6}, {3, 2}, {2, 2}, {0, 0}, true},   // ceil adds windows without padding
-      {{1, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, true},   // the last ceil window would start in the right padding
+      {{1, 2, 7, 9}, {3, 3}, {2, 2}, {1, 1}, true},  // ceil adds a column
+      {{2, 2, 6, 6}, {3, 2}, {2, 2}, {0, 0}, true},  // ceil adds windows without padding
+      {{1, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, true},  // the last ceil window would start in the right padding
       {{1, 2, 5, 6, 7}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, false},
       {{1, 2, 5, 6, 7}, {3, 2, 3}, {2, 2, 2}, {1, 0, 1}, true},
   };
@@ -99,4 +103,52 @@ TEST_CASE("pool argument errors and deterministic max pooling") {
   const Tensor y = cudnn::pool(big, p);
   const Tensor dy = uniform(y.sizes(), -1, 1, gen, DType::Float32, gpu);
   CHECK(max_abs_diff(cudnn::pool_grad(big, y, dy, p), cudnn::pool_grad(big, y, dy, p)) == 0);
+}
+
+TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, ties, no output read") {
+  // Torch's first maximum takes a tie's gradient (Note [Channels-last max-pooling backward]);
+  // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it.
+  Generator gen(32);
+  const std::vector<Case> cases = {
+      {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false},
+      {{2, 6, 7, 9}, {2, 2}, {2, 2}, {0, 0}, false},  // odd sizes: the last row and column take no gradient
+      {{1, 8, 7, 9}, {3, 3}, {2, 2}, {1, 1}, false},
+      {{1, 8, 7, 9}, {3, 3}, {2, 2}, {1, 1}, true},
+      {{2, 4, 13, 13}, {3, 3}, {2, 2}, {0, 0}, false},
+      {{1, 5, 5, 5}, {2, 2}, {2, 2}, {1, 1}, true},
+      {{1, 8, 9, 9}, {1, 1}, {3, 2}, {0, 0}, false},  // windows smaller than the stride leave gaps
+      {{1, 4, 5, 6, 7}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, false},
+      {{1, 4, 5, 6, 7}, {3, 2, 3}, {2, 2, 2}, {1, 0, 1}, true},
+  };
+  for (const Case& c : cases) {
+    for (DType dt : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+      INFO("x ", shape_str(c.x), " k ", c.k[0], " s ", c.s[0], " p ", c.p[0], c.ceil ? " ceil " : " floor ", name(dt));
+      reference::PoolSpec rs;
+      rs.nd = static_cast<int>(c.k.size());
+      rs.k = c.k;
+      rs.s = c.s;
+      rs.p = c.p;
+      rs.ceil = c.ceil;
+      const Tensor x = uniform(c.x, -2, 2, gen, DType::Float64).round();
+      std::vector<int64_t> argmax;
+      const Tensor ref = reference::pool(x, rs, &argmax);
+      const Tensor dy = uniform(ref.sizes(), -4, 4, gen, DType::Float64).mul(8.0).round().mul(0.125);
+      Tensor want = zeros(c.x, DType::Float64);
+      const int64_t planes = c.x[0] * c.x[1], osz = ref.numel() / planes, isz = x.numel() / planes;
+      Tensor flat = want.view({planes, isz});
+      const auto g = dy.to_vector<double>();
+      for (int64_t pl = 0; pl < planes; ++pl)
+        for (int64_t o = 0; o < osz; ++o) {
+          const int64_t a = argmax[static_cast<size_t>(pl * osz + o)];
+          flat.set({pl, a}, flat.get({pl, a}) + g[static_cast<size_t>(pl * osz + o)]);
+        }
+      const auto cl = MemoryFormat::ChannelsLast;
+      const Tensor xg = x.to(gpu, dt).contiguous(cl), dyg = dy.to(gpu, dt).contiguous(cl);
+      const Tensor dx = empty(c.x, dt, gpu, cl);
+      cudnn::PoolParams p{c.k, c.s, c.p, cudnn::PoolMode::Max, c.ceil};
+      REQUIRE_FALSE(cudnn::PoolPlan::backward_reads_output(xg, p));
+      cudnn::PoolPlan().backward(xg, Tensor(), dyg, dx, p);
+      CHECK(max_abs_diff(dx.to(Device::cpu(), DType::Float64), want) == 0);
+    }
+  }
 }

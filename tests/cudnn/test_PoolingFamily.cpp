@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "convert/Convert.h"
-#include "cudnn/core/Config.h"
 #include "cudnn/SpatialAveragePooling.h"
 #include "cudnn/SpatialCrossMapLRN.h"
 #include "cudnn/SpatialMaxPooling.h"
 #include "cudnn/VolumetricAveragePooling.h"
 #include "cudnn/VolumetricMaxPooling.h"
+#include "cudnn/core/Config.h"
+#include "cudnn/ops/pool.h"
 #include "nn/Sequential.h"
 #include "nn/SpatialAveragePooling.h"
 #include "nn/SpatialCrossMapLRN.h"
@@ -96,7 +97,13 @@ const std::vector<PoolCfg> cfgs = {
     {{3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {5, 6, 7}, Ceil::Off, true, "3x3x3, 2,2,2, 1,1,1 (floor, overlap, padding)"},
     {{3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {6, 6, 8}, Ceil::Adds, true, "3x3x3, 2,2,2, 1,1,1 ceil (adds in every dim)"},
     {{2, 3, 3}, {2, 2, 2}, {1, 1, 1}, {5, 6, 7}, Ceil::Adds, true, "2x3x3, 2,2,2, 1,1,1 ceil (adds in H, drops in T)"},
-    {{2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {5, 5, 9}, Ceil::Drops, true, "2x2x2, 2,2,2, 1,1,1 ceil (right-padding windows dropped)"},
+    {{2, 2, 2},
+     {2, 2, 2},
+     {1, 1, 1},
+     {5, 5, 9},
+     Ceil::Drops,
+     true,
+     "2x2x2, 2,2,2, 1,1,1 ceil (right-padding windows dropped)"},
     {{2, 3, 2}, {2, 2, 2}, {0, 0, 0}, {5, 6, 7}, Ceil::Adds, true, "2x2x3, 2,2,2 ceil without padding"},
     {{3, 2, 2}, {1, 1, 1}, {1, 1, 1}, {4, 5, 5}, Ceil::Off, true, "3x2x2, 1,1,1, 1,1,1 (stride 1 < kernel)"},
     {{1, 3, 2}, {1, 2, 2}, {0, 1, 1}, {3, 7, 8}, Ceil::Off, true, "1x2x3, 1,2,2, 0,1,1 (depth-1 kernel)"},
@@ -133,7 +140,6 @@ nn::ModulePtr make_cu(const PoolCfg& c) { return pooltwin::make_pool<cudnn::Volu
 
 }  // namespace volumetric_avg
 
-
 namespace {
 
 struct PoolingTwin {
@@ -141,7 +147,7 @@ struct PoolingTwin {
   const std::vector<PoolCfg>& cfgs;
   pooltwin::PoolFactory makeNn, makeCu;
   bool max;
-  int64_t channels;                // planes of the inputs
+  int64_t channels;                 // planes of the inputs
   std::vector<size_t> inPlaceCfgs;  // the configurations an in-place layer writes behind
   std::vector<size_t> steadyCfgs;   // the configurations of the steady-state check
 };
@@ -149,12 +155,30 @@ struct PoolingTwin {
 const std::vector<PoolingTwin>& poolings() {
   static const std::vector<PoolingTwin> rows = {
       {"SpatialMaxPooling", spatial_max::cfgs, spatial_max::make_nn, spatial_max::make_cu, true, 3, {2, 3, 8}, {2, 3}},
-      {"SpatialAveragePooling", spatial_avg::cfgs, spatial_avg::make_nn, spatial_avg::make_cu, false, 3, {2, 4, 11},
+      {"SpatialAveragePooling",
+       spatial_avg::cfgs,
+       spatial_avg::make_nn,
+       spatial_avg::make_cu,
+       false,
+       3,
+       {2, 4, 11},
        {2, 4}},
-      {"VolumetricMaxPooling", volumetric_max::cfgs, volumetric_max::make_nn, volumetric_max::make_cu, true, 2, {1, 2},
+      {"VolumetricMaxPooling",
+       volumetric_max::cfgs,
+       volumetric_max::make_nn,
+       volumetric_max::make_cu,
+       true,
+       2,
+       {1, 2},
        {1, 2}},
-      {"VolumetricAveragePooling", volumetric_avg::cfgs, volumetric_avg::make_nn, volumetric_avg::make_cu, false, 2,
-       {2, 4}, {2, 4}},
+      {"VolumetricAveragePooling",
+       volumetric_avg::cfgs,
+       volumetric_avg::make_nn,
+       volumetric_avg::make_cu,
+       false,
+       2,
+       {2, 4},
+       {2, 4}},
   };
   return rows;
 }
@@ -218,6 +242,142 @@ TEST_CASE("pooling twins: NaN and +-Inf inputs give nn's values, floor and ceil 
     pooltwin::expect_pool_twins_nonfinite(t.cfgs, t.makeNn, t.makeCu, t.max);  // 3 planes, every type
   }
 }
+
+// ---- Max pooling's channels-last gradient: our kernel (Note [Channels-last max-pooling backward]
+// in cudnn/kernels/PoolMaxBackward.cu), for every configuration of both max-pooling rows
+namespace channels_last_max {
+
+// Values on a coarse grid (ties in most windows); with `nonfinite`, NaN, +Inf and -Inf in about
+// a quarter of the places (windows with two NaNs too). Exact in every dtype; float32 on the CPU.
+Tensor tied_input(const Shape& shape, Generator& gen, bool nonfinite) {
+  std::vector<float> v = uniform(shape, -2, 2, gen).round().to_vector<float>();
+  if (nonfinite) {
+    for (float& e : v) {
+      const int64_t r = gen.randint(12);
+      if (r == 0) e = NAN;
+      if (r == 1) e = INFINITY;
+      if (r == 2) e = -INFINITY;
+    }
+  }
+  return from_vector<float>(v, shape);
+}
+
+// The twin's gradient of a copy of x in dt and `format` (channels-last unless said) equals nn's
+// bit for bit: a tie or a NaN window gives the gradient to nn's element. gradOutput on a grid of
+// 1/8 keeps every sum exact in every dtype.
+void expect_nn_gradient(const PoolCfg& c, const pooltwin::PoolFactory& makeNn, const pooltwin::PoolFactory& makeCu,
+                        int64_t channels, DType dt, bool nonfinite, Generator& gen,
+                        MemoryFormat format = MemoryFormat::ChannelsLast) {
+  Shape shape{2, channels};
+  shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
+  INFO(c.what, " on ", shape_str(shape), " in ", std::string(name(dt)), nonfinite ? " with NaN and +-Inf" : "",
+       format == MemoryFormat::ChannelsLast ? ", channels-last" : ", row-major");
+  const Tensor x = tied_input(shape, gen, nonfinite);
+  nn::ModulePtr ref = makeNn(c), twin = makeCu(c);
+  twin->to(gpu);
+  const Tensor y = ref->forward(x);
+  const Tensor g = uniform(y.sizes(), -4, 4, gen).mul(8.0).round().mul(0.125);
+  const Tensor want = ref->backward(x, g).clone();
+  const Tensor xg = x.to(gpu, dt).contiguous(format);
+  twin->forward(xg);
+  const Tensor got = twin->backward(xg, g.to(gpu, dt).contiguous(format));
+  CHECK(got.is_contiguous(format));
+  CHECK(max_abs_diff(got.to(Device::cpu(), DType::Float32), want) == 0);
+}
+
+TEST_CASE("channels-last max pooling gradient: nn's exactly with ties, NaN and +-Inf, every configuration") {
+  Generator gen(28);
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    for (int64_t channels : {3, 8}) {  // one channel per access, and 8 (16 bytes of float16) per access
+      for (bool nonfinite : {false, true}) {
+        for (const PoolCfg& c : spatial_max::cfgs)
+          expect_nn_gradient(c, spatial_max::make_nn, spatial_max::make_cu, channels, dt, nonfinite, gen);
+        for (const PoolCfg& c : volumetric_max::cfgs)
+          expect_nn_gradient(c, volumetric_max::make_nn, volumetric_max::make_cu, channels, dt, nonfinite, gen);
+      }
+    }
+  }
+}
+
+TEST_CASE("pool.backward=ours: row-major max pooling gradients on our kernel too, nn's exactly, float64 included") {
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
+  CHECK_FALSE(cudnn::PoolPlan::backward_reads_output(zeros({2, 3, 6, 6}, DType::Float32, gpu),
+                                                     {{2, 2}, {2, 2}, {0, 0}, cudnn::PoolMode::Max, false}));
+  Generator gen(31);
+  for (DType dt : {DType::Float64, DType::Float32, DType::Float16}) {
+    for (bool nonfinite : {false, true}) {
+      for (const PoolCfg& c : spatial_max::cfgs) {
+        expect_nn_gradient(c, spatial_max::make_nn, spatial_max::make_cu, 3, dt, nonfinite, gen,
+                           MemoryFormat::Contiguous);
+      }
+      for (const PoolCfg& c : volumetric_max::cfgs) {
+        expect_nn_gradient(c, volumetric_max::make_nn, volumetric_max::make_cu, 2, dt, nonfinite, gen,
+                           MemoryFormat::Contiguous);
+      }
+    }
+  }
+}
+
+TEST_CASE("pool.backward=cudnn: channels-last max pooling through cuDNN's call again, nn's gradient without ties") {
+  cudnn::ScopedPoolBackward theirs(cudnn::PoolBackward::Cudnn);
+  const Tensor cl = zeros({2, 8, 6, 6}, DType::Float32, gpu).contiguous(MemoryFormat::ChannelsLast);
+  CHECK(cudnn::PoolPlan::backward_reads_output(cl, {{2, 2}, {2, 2}, {0, 0}, cudnn::PoolMode::Max, false}));
+  Generator gen(32);
+  for (const PoolCfg& c : {spatial_max::cfgs[0], spatial_max::cfgs[2]}) {
+    Shape shape{2, 8};
+    shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
+    const Tensor x = pooltwin::distinct_input(shape, 2, gen).to(DType::Float32);
+    nn::ModulePtr ref = spatial_max::make_nn(c), twin = spatial_max::make_cu(c);
+    twin->to(gpu);
+    const Tensor g = uniform(ref->forward(x).sizes(), -1, 1, gen);
+    const Tensor want = ref->backward(x, g).clone();
+    const Tensor xg = x.to(gpu).contiguous(MemoryFormat::ChannelsLast);
+    twin->forward(xg);
+    CHECK(max_abs_diff(twin->backward(xg, g.to(gpu)), want) < 1e-6);
+  }
+}
+
+TEST_CASE("channels-last max pooling gradient at the networks' windows: VGG 2x2/2, AlexNet 3x3/2, ResNet 3x3/2 pad 1") {
+  Generator gen(29);
+  const std::vector<PoolCfg> nets = {
+      {{2, 2}, {2, 2}, {0, 0}, {28, 28}, Ceil::Off, true, "VGG's 2x2, 2,2"},
+      {{3, 3}, {2, 2}, {0, 0}, {27, 27}, Ceil::Off, true, "AlexNet's 3x3, 2,2"},
+      {{3, 3}, {2, 2}, {1, 1}, {28, 28}, Ceil::Off, true, "ResNet's 3x3, 2,2, 1,1"},
+  };
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    for (const PoolCfg& c : nets) {
+      for (bool nonfinite : {false, true})
+        expect_nn_gradient(c, spatial_max::make_nn, spatial_max::make_cu, 64, dt, nonfinite, gen);
+    }
+  }
+}
+
+TEST_CASE("channels-last max pooling: no copy of the output kept, in-place writes into it ignored, no allocations") {
+  cudnn::PoolParams p{{2, 2}, {2, 2}, {0, 0}, cudnn::PoolMode::Max, false};
+  const Tensor cl = zeros({2, 8, 6, 6}, DType::Float16, gpu).contiguous(MemoryFormat::ChannelsLast);
+  CHECK_FALSE(cudnn::PoolPlan::backward_reads_output(cl, p));
+  CHECK(cudnn::PoolPlan::backward_reads_output(zeros({2, 8, 6, 6}, DType::Float16, gpu), p));  // cuDNN's call
+  p.mode = cudnn::PoolMode::AverageIncPad;
+  CHECK(cudnn::PoolPlan::backward_reads_output(cl, p));
+
+  Generator gen(30);
+  const PoolCfg& c = spatial_max::cfgs[2];  // 3x3, 2,2, 1,1
+  const Tensor x = tied_input({2, 8, 7, 9}, gen, false);
+  nn::ModulePtr ref = spatial_max::make_nn(c), twin = spatial_max::make_cu(c);
+  twin->to(gpu);
+  const Tensor g = uniform(ref->forward(x).sizes(), -1, 1, gen);
+  const Tensor want = ref->backward(x, g).clone();
+  const Tensor xg = x.to(gpu).contiguous(MemoryFormat::ChannelsLast);
+  twin->forward(xg);
+  twin->output.fill_(0.0);  // as a later in-place layer would
+  CHECK(max_abs_diff(twin->backward(xg, g.to(gpu)), want) == 0);
+  twin->forward(xg);
+  twin->to(DType::Float32);  // drops the output, which backward does not read
+  CHECK(max_abs_diff(twin->backward(xg, g.to(gpu)), want) == 0);
+  expect_no_steady_state_allocations(*twin, xg);
+}
+
+}  // namespace channels_last_max
 
 // ---- SpatialMaxPooling: its own cases
 namespace spatial_max {
@@ -330,7 +490,7 @@ TEST_CASE("cudnn.SpatialAveragePooling backward on another input than the last f
     const Tensor g = uniform(ref.outputShape(x), -1, 1, gen);
     CHECK(max_abs_diff(twin.backward(x.to(gpu), g.to(gpu)), ref.backward(x, g)) < 1e-6);
     CHECK(max_abs_diff(twin.output, ref.forward(x)) < 1e-6);  // the forward ran again
-    twin.to(DType::Float32);  // drops the output: the forward runs again
+    twin.to(DType::Float32);                                  // drops the output: the forward runs again
     CHECK(max_abs_diff(twin.backward(x.to(gpu), g.to(gpu)), ref.backward(x, g)) < 1e-6);
   }
 }

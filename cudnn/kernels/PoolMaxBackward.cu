@@ -1,0 +1,133 @@
+// PoolMaxBackward.cu: the max-pooling gradient of channels-last (N(D)HWC) data, in place of
+// cudnnPoolingBackward, which is 2-3.6x slower than PyTorch's kernel on NHWC data
+// (docs/performance.md, "Where VGG-11's channels-last step loses").
+//
+// Note [Channels-last max-pooling backward]
+// Each window's maximum is found again from x, by nn's rule (nn/kernels/Pooling.h: the first
+// maximum in row-major order wins a tie, the first NaN wins over numbers), so the gradient is
+// nn::SpatialMaxPooling's exactly, and needs neither the forward's output (which a later
+// in-place layer may have changed) nor indices. Threads run over channels fastest, V adjacent
+// channels per thread in one 4- to 16-byte load, so every access is coalesced. Two schemes, both
+// deterministic and free of atomics:
+//   - windows that do not overlap (kernel <= stride in every dim; VGG's 2x2/2): the input is cut
+//     into cells of stride size, cell o holding window o and the gap after it; one thread per
+//     cell finds the maximum of its window and writes every element of the cell (the gradient
+//     at the maximum, zero elsewhere), so x and dy are read once and dx written once;
+//   - overlapping windows (AlexNet's 3x3/2, ResNet's 3x3/2 pad 1): one thread per input
+//     element gathers over the windows that contain it, in increasing output order (nn's
+//     order of accumulation), finding each window's maximum again; the neighbours' reads hit
+//     in cache.
+// One thread's work is in PoolMaxBackward.h, for host and device: tests/cudnn/
+// test_PoolMaxBackward.cpp checks it against nn's kernels on the CPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/PoolMaxBackward.h"
+#include "cudnn/ops/pool.h"
+#include "tensor/Cuda.h"
+#include "tensor/cuda/CudaCheck.h"
+
+namespace cudnn::kernels {
+
+namespace {
+
+using max_pool_cl::Geometry;
+
+template <class T, int V>
+__global__ void cell_kernel(Geometry g, int64_t total, const T* x, const T* dy, T* dx) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    max_pool_cl::cell_thread<T, V>(g, i, x, dy, dx);
+}
+
+template <class T, int V>
+__global__ void gather_kernel(Geometry g, int64_t total, const T* x, const T* dy, T* dx) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    max_pool_cl::gather_thread<T, V>(g, i, x, dy, dx);
+}
+
+Geometry make_geometry(const Tensor& x, const Tensor& dy, const PoolParams& p) {
+  Geometry g{};
+  const int nd = static_cast<int>(p.ws.size());
+  g.batch = x.size(0);
+  g.channels = x.size(1);
+  for (int d = 0; d < 3; ++d) {
+    const int src = d - (3 - nd);  // 2-d pooling: depth 1 with a window of 1
+    g.in[d] = src < 0 ? 1 : static_cast<int>(x.size(2 + src));
+    g.out[d] = src < 0 ? 1 : static_cast<int>(dy.size(2 + src));
+    g.k[d] = src < 0 ? 1 : p.ws[src];
+    g.s[d] = src < 0 ? 1 : (p.stride.empty() ? p.ws[src] : p.stride[src]);
+    g.p[d] = src < 0 ? 0 : (p.pad.empty() ? 0 : p.pad[src]);
+  }
+  return g;
+}
+
+int blocks_for(int64_t threads) { return static_cast<int>(std::min<int64_t>((threads + 255) / 256, 1 << 20)); }
+
+// The widest V (channels per access, at most 16 bytes) that divides C and keeps every access aligned.
+template <class T>
+int vector_width(const Geometry& g, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  for (int v = static_cast<int>(16 / sizeof(T)); v > 1; v /= 2) {
+    const auto bytes = static_cast<uintptr_t>(v * sizeof(T));
+    const bool aligned = reinterpret_cast<uintptr_t>(x.raw_data()) % bytes == 0 &&
+                         reinterpret_cast<uintptr_t>(dy.raw_data()) % bytes == 0 &&
+                         reinterpret_cast<uintptr_t>(dx.raw_data()) % bytes == 0;
+    if (g.channels % v == 0 && aligned) return v;
+  }
+  return 1;
+}
+
+template <class T, int V>
+void launch(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
+  const int64_t n = max_pool_cl::threads(g, V);
+  if (!max_pool_cl::overlapping(g)) {
+    cell_kernel<T, V><<<blocks_for(n), 256, 0, stream>>>(g, n, x, dy, dx);
+    CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (cells)");
+  } else {
+    gather_kernel<T, V><<<blocks_for(n), 256, 0, stream>>>(g, n, x, dy, dx);
+    CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (gather)");
+  }
+}
+
+}  // namespace
+
+bool channels_last_max_backward_applies(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
+  const bool max = p.mode == PoolMode::Max || p.mode == PoolMode::MaxDeterministic;
+  const auto cl = tensor::MemoryFormat::ChannelsLast;
+  return max && (x.dim() == 4 || x.dim() == 5) && x.dim() == static_cast<int64_t>(p.ws.size()) + 2 &&
+         x.is_contiguous(cl) && dy.is_contiguous(cl) && dx.is_contiguous(cl);
+}
+
+void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
+  const Geometry g = make_geometry(x, dy, p);
+  if (x.numel() == 0) return;
+  // in-plane offsets are int: a plane of 2^31 elements would need 64-bit positions
+  if (int64_t(g.in[0]) * g.in[1] * g.in[2] >= (int64_t(1) << 31)) {
+    throw tensor::Error("cudnn::pool_grad: expected fewer than 2^31 spatial positions per image, got " +
+                        x.description());
+  }
+  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
+  dispatch_floating("cudnn::pool_grad", x, [&](auto tag) {
+    using T = decltype(tag);
+    const auto* xp = static_cast<const T*>(x.raw_data());
+    const auto* dyp = static_cast<const T*>(dy.raw_data());
+    auto* dxp = static_cast<T*>(dx.raw_data());
+    switch (vector_width<T>(g, x, dy, dx)) {
+      case 8:
+        if constexpr (sizeof(T) <= 2) launch<T, 8>(g, xp, dyp, dxp, stream);
+        break;
+      case 4:
+        if constexpr (sizeof(T) <= 4) launch<T, 4>(g, xp, dyp, dxp, stream);
+        break;
+      case 2:
+        launch<T, 2>(g, xp, dyp, dxp, stream);
+        break;
+      default:
+        launch<T, 1>(g, xp, dyp, dxp, stream);
+        break;
+    }
+  });
+}
+
+}  // namespace cudnn::kernels

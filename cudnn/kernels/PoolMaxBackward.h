@@ -1,0 +1,188 @@
+// PoolMaxBackward.h: one thread's work in the channels-last max-pooling gradient (Note
+// [Channels-last max-pooling backward] in PoolMaxBackward.cu), written for host and device alike:
+// the .cu's kernels run it once per thread, and tests/cudnn/test_PoolMaxBackward.cpp runs it on
+// the CPU against nn's pooling kernels, so the rule is checked on machines without a GPU too.
+// Data are dense [N x (D x) H x W x C] (channels-last); 2-d pooling is 3-d with depth 1.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/DType.h"
+
+namespace cudnn::kernels::max_pool_cl {
+
+struct Geometry {
+  int64_t batch, channels;
+  int in[3], out[3];  // D, H, W (D = 1 for 2-d pooling)
+  int k[3], s[3], p[3];
+};
+
+template <class T>
+using acc_of = tensor::acc_t<T>;
+
+template <class T>
+TENSOR_HD acc_of<T> widen(T v) {
+  if constexpr (sizeof(T) == 8)
+    return v;
+  else
+    return static_cast<float>(v);
+}
+template <class T>
+TENSOR_HD T narrow(acc_of<T> v) {
+  if constexpr (sizeof(T) == 8)
+    return v;
+  else
+    return T(static_cast<float>(v));
+}
+
+// V adjacent channels, loaded and stored as one access.
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+TENSOR_HD int64_t in_plane(const Geometry& g) { return int64_t(g.in[0]) * g.in[1] * g.in[2]; }
+TENSOR_HD int64_t out_plane(const Geometry& g) { return int64_t(g.out[0]) * g.out[1] * g.out[2]; }
+
+// Whether some input lies in two windows (kernel > stride in a dim): the gather scheme.
+TENSOR_HD bool overlapping(const Geometry& g) { return g.k[0] > g.s[0] || g.k[1] > g.s[1] || g.k[2] > g.s[2]; }
+
+// Cells of stride size along dim d, enough to cover [-p, in): cell o is [o s - p, o s - p + s).
+TENSOR_HD int cells(const Geometry& g, int d) { return (g.in[d] + g.p[d] + g.s[d] - 1) / g.s[d]; }
+
+// How many threads a launch needs: one per cell (or input element) and V channels.
+TENSOR_HD int64_t threads(const Geometry& g, int V) {
+  const int64_t per_image = overlapping(g) ? in_plane(g) : int64_t(cells(g, 0)) * cells(g, 1) * cells(g, 2);
+  return g.batch * per_image * (g.channels / V);
+}
+
+// Window o along dim d, clipped to the input: [begin, end). Torch's sizing keeps it non-empty.
+TENSOR_HD void clipped(const Geometry& g, int d, int o, int& begin, int& end) {
+  const int start = o * g.s[d] - g.p[d];
+  begin = start > 0 ? start : 0;
+  end = start + g.k[d] < g.in[d] ? start + g.k[d] : g.in[d];
+}
+
+// The position (z H + y) W + x of each channel's maximum over the window [b, e), by nn's rule
+// (nn/kernels/Pooling.h): the first maximum in row-major order wins a tie, the first NaN wins
+// over numbers and stays (Note [NaN and Inf] in nn/kernels/Activation.h).
+template <class T, int V>
+TENSOR_HD void window_argmax(const Geometry& g, const T* x, const int b[3], const int e[3], int arg[V]) {
+  using A = acc_of<T>;
+  const int64_t C = g.channels;
+  A best[V];
+  const int first = (b[0] * g.in[1] + b[1]) * g.in[2] + b[2];
+  const Pack<T, V> f = *reinterpret_cast<const Pack<T, V>*>(x + first * C);
+  for (int j = 0; j < V; ++j) {
+    best[j] = widen(f.v[j]);
+    arg[j] = first;
+  }
+  for (int z = b[0]; z < e[0]; ++z)
+    for (int y = b[1]; y < e[1]; ++y)
+      for (int w = b[2]; w < e[2]; ++w) {
+        const int idx = (z * g.in[1] + y) * g.in[2] + w;
+        const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(x + idx * C);
+        for (int j = 0; j < V; ++j) {
+          const A a = widen(v.v[j]);
+          if (a > best[j] || (a != a && best[j] == best[j])) {
+            best[j] = a;
+            arg[j] = idx;
+          }
+        }
+      }
+}
+
+// Thread i of the cell scheme (windows that do not overlap, kernel <= stride): cell o holds
+// window o and the gap after it; the thread writes every element of its cell, the gradient at
+// the window's maximum and zero elsewhere (also in cells past the last window).
+template <class T, int V>
+TENSOR_HD void cell_thread(const Geometry& g, int64_t i, const T* x, const T* dy, T* dx) {
+  using A = acc_of<T>;
+  const int64_t C = g.channels, groups = C / V;
+  const int64_t c = (i % groups) * V;
+  int64_t rest = i / groups;
+  int o[3];
+  for (int d = 2; d >= 0; --d) {
+    o[d] = static_cast<int>(rest % cells(g, d));
+    rest /= cells(g, d);
+  }
+  const int64_t n = rest;
+  const T* xn = x + n * in_plane(g) * C + c;
+  T* dxn = dx + n * in_plane(g) * C + c;
+  int cb[3], ce[3], wb[3], we[3];
+  bool has_window = true;
+  for (int d = 0; d < 3; ++d) {
+    const int start = o[d] * g.s[d] - g.p[d];
+    cb[d] = start > 0 ? start : 0;
+    ce[d] = start + g.s[d] < g.in[d] ? start + g.s[d] : g.in[d];
+    has_window = has_window && o[d] < g.out[d];
+    clipped(g, d, o[d], wb[d], we[d]);
+  }
+  int arg[V];
+  A gy[V];
+  if (has_window) {
+    window_argmax<T, V>(g, xn, wb, we, arg);
+    const int64_t oo = (int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
+    const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dy + (n * out_plane(g) + oo) * C + c);
+    for (int j = 0; j < V; ++j) gy[j] = A(0) + widen(gp.v[j]);  // nn's 0 + gradOutput (-0 becomes +0)
+  } else {
+    for (int j = 0; j < V; ++j) {
+      arg[j] = -1;
+      gy[j] = A(0);
+    }
+  }
+  for (int z = cb[0]; z < ce[0]; ++z)
+    for (int y = cb[1]; y < ce[1]; ++y)
+      for (int w = cb[2]; w < ce[2]; ++w) {
+        const int idx = (z * g.in[1] + y) * g.in[2] + w;
+        Pack<T, V> r;
+        for (int j = 0; j < V; ++j) r.v[j] = narrow<T>(arg[j] == idx ? gy[j] : A(0));
+        *reinterpret_cast<Pack<T, V>*>(dxn + idx * C) = r;
+      }
+}
+
+// Windows o along dim d that contain input i: o s - p <= i < o s - p + k.
+TENSOR_HD void covering(const Geometry& g, int d, int i, int& lo, int& hi) {
+  const int num = i + g.p[d] - g.k[d] + 1;
+  lo = num <= 0 ? 0 : (num + g.s[d] - 1) / g.s[d];
+  const int last = (i + g.p[d]) / g.s[d];
+  hi = last < g.out[d] - 1 ? last : g.out[d] - 1;
+}
+
+// Thread i of the gather scheme (overlapping windows): one input element and V channels, summing
+// over the windows that contain it in increasing output order (nn's order of accumulation) the
+// gradients of those whose maximum it is.
+template <class T, int V>
+TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const T* x, const T* dy, T* dx) {
+  using A = acc_of<T>;
+  const int64_t C = g.channels, groups = C / V;
+  const int64_t c = (i % groups) * V;
+  const int64_t pos = i / groups;
+  const int self = static_cast<int>(pos % in_plane(g));
+  const int64_t n = pos / in_plane(g);
+  const int at[3] = {self / (g.in[1] * g.in[2]), (self / g.in[2]) % g.in[1], self % g.in[2]};
+  const T* xn = x + n * in_plane(g) * C + c;
+  const T* dyn = dy + n * out_plane(g) * C + c;
+  int lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) covering(g, d, at[d], lo[d], hi[d]);
+  A grad[V];
+  for (int j = 0; j < V; ++j) grad[j] = A(0);
+  for (int od = lo[0]; od <= hi[0]; ++od)
+    for (int oh = lo[1]; oh <= hi[1]; ++oh)
+      for (int ow = lo[2]; ow <= hi[2]; ++ow) {
+        int b[3], e[3], arg[V];
+        clipped(g, 0, od, b[0], e[0]);
+        clipped(g, 1, oh, b[1], e[1]);
+        clipped(g, 2, ow, b[2], e[2]);
+        window_argmax<T, V>(g, xn, b, e, arg);
+        const int64_t o = (int64_t(od) * g.out[1] + oh) * g.out[2] + ow;
+        const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dyn + o * C);
+        for (int j = 0; j < V; ++j)
+          if (arg[j] == self) grad[j] += widen(gp.v[j]);
+      }
+  Pack<T, V> r;
+  for (int j = 0; j < V; ++j) r.v[j] = narrow<T>(grad[j]);
+  *reinterpret_cast<Pack<T, V>*>(dx + (n * in_plane(g) + self) * C + c) = r;
+}
+
+}  // namespace cudnn::kernels::max_pool_cl
