@@ -18,11 +18,13 @@
 // found-Inf flag are device tensors, and no step reads anything to the host:
 //   scaleGrad   gradOutput times the device scale (tensor::cuda::scale_by);
 //   unscale     1 / scale computed on the device, then unscale_and_check per dtype;
-//   step        optimizer.stepIfFinite(flag): SGD skips inside its fused kernels; other
-//               optimizers (Adam: its bias corrections count steps on the host) read the flag;
+//   step        optimizer.stepIfFinite(flag): SGD skips inside its fused kernels (once its
+//               momentum buffers exist: SGD::stepIfFinite); other optimizers (Adam: its bias
+//               corrections count steps on the host) read the flag;
 //   update      one single-thread kernel with the host path's arithmetic, bit for bit.
 // So the whole mixed-precision step (with nn::MasterWeights' copies, plain tensor copies) can be
-// captured in a CUDA graph and replayed, a replay whose gradients overflow skipping on the device.
+// captured in a CUDA graph (after an eager warm-up step, as any capture) and replayed, a replay
+// whose gradients overflow skipping on the device.
 // step() then cannot know whether the optimizer stepped and returns true (it called it; PyTorch's
 // fused path returns the optimizer's value too); foundInf(), scale(), growthTracker(),
 // skippedSteps() and stateDict() read the device values when asked (a synchronisation each).
