@@ -16,6 +16,16 @@ std::string num(double v) {
   s << v;
   return s.str();
 }
+
+// t *= inv with a tensor op; whether t then holds a non-finite value.
+bool unscale_on_host(Tensor t, double inv) {
+  t.mul_(inv);
+  return !std::isfinite(t.to(DType::Float64).sum().item());  // float64: finite values cannot overflow
+}
+
+// PyTorch's inverse: computed in float64, rounded to float32 (tensor::cuda::scaler_prepare_unscale
+// on the device path)
+double inverse(double scale) { return static_cast<float>(1.0 / scale); }
 }  // namespace
 
 GradScaler::GradScaler() : GradScaler(Options{}) {}
@@ -26,38 +36,89 @@ GradScaler::GradScaler(const Options& o)
       backoff_(o.backoffFactor),
       interval_(o.growthInterval),
       enabled_(o.enabled) {
-  if (!(o.initScale > 0) || !std::isfinite(o.initScale) || !(o.growthFactor > 1) ||
+  if (!(o.initScale > 0) || !std::isfinite(o.initScale) || !(o.growthFactor > 1) || !std::isfinite(o.growthFactor) ||
       !(o.backoffFactor > 0 && o.backoffFactor < 1) || o.growthInterval <= 0) {
     throw Error(
-        "nn.GradScaler: expected a finite initScale > 0, growthFactor > 1, backoffFactor in (0, 1) and "
+        "nn.GradScaler: expected a finite initScale > 0, a finite growthFactor > 1, backoffFactor in (0, 1) and "
         "growthInterval > 0, got initScale " +
         num(o.initScale) + ", growthFactor " + num(o.growthFactor) + ", backoffFactor " + num(o.backoffFactor) +
         ", growthInterval " + std::to_string(o.growthInterval));
   }
 }
 
-Tensor GradScaler::scaleGrad(const Tensor& gradOutput) const { return enabled_ ? gradOutput.mul(scale_) : gradOutput; }
+// See Note [Capturable loss scaling] in GradScaler.h
+void GradScaler::toDevice(Device device) {
+  deviceScale_ = tensor::full({1}, static_cast<float>(scale_), DType::Float32, device);
+  deviceInv_ = tensor::zeros({1}, DType::Float32, device);
+  deviceFound_ = tensor::zeros({1}, DType::Float32, device);
+  deviceCounts_ = tensor::from_vector(std::vector<int64_t>{tracker_, skipped_}).to(device);
+}
+
+double GradScaler::scale() const {
+  if (!enabled_) return 1.0;
+  return onDevice() ? deviceScale_.item() : scale_;
+}
+
+int64_t GradScaler::growthTracker() const {
+  return onDevice() ? static_cast<int64_t>(deviceCounts_.get({0})) : tracker_;
+}
+
+int64_t GradScaler::skippedSteps() const {
+  return onDevice() ? static_cast<int64_t>(deviceCounts_.get({1})) : skipped_;
+}
+
+Tensor GradScaler::scaleGrad(const Tensor& gradOutput) {
+  if (!enabled_) return gradOutput;
+  if (!onDevice() && gradOutput.is_cuda()) toDevice(gradOutput.device());
+  if (!onDevice() || gradOutput.device() != deviceScale_.device() || !tensor::is_floating(gradOutput.dtype())) {
+    return gradOutput.mul(scale());
+  }
+  Tensor out = gradOutput.is_contiguous() ? gradOutput.clone() : gradOutput.contiguous();
+  tensor::cuda::scale_by({out}, out.dtype() == DType::Float64 ? deviceScale_.to(DType::Float64) : deviceScale_);
+  return out;
+}
 
 void GradScaler::unscale(const std::vector<Tensor>& grads) {
   if (!enabled_) return;
   if (unscaled_) {
     throw Error("nn.GradScaler::unscale: expected one unscale per step, got a second one before update()");
   }
-  // PyTorch's inverse: computed in float64, rounded to float32
-  const auto inv = static_cast<double>(static_cast<float>(1.0 / scale_));
-  std::map<std::tuple<int, DType>, std::vector<Tensor>> groups;  // Note [One synchronisation per step]
-  std::vector<Tensor> found;
-  bool cpu = false;
+  if (!onDevice()) {
+    for (const Tensor& g : grads) {
+      if (g.is_cuda()) {
+        toDevice(g.device());
+        break;
+      }
+    }
+  }
+  // Contiguous CUDA gradients by device and dtype (Note [One synchronisation per step]); on the
+  // device path only those of the state's device.
+  std::map<std::tuple<int, DType>, std::vector<Tensor>> groups;
+  std::vector<Tensor> rest;
   for (const Tensor& g : grads) {
     if (g.numel() == 0) continue;
-    if (g.is_cuda() && g.is_contiguous()) {
+    if (g.is_cuda() && g.is_contiguous() && (!onDevice() || g.device() == deviceScale_.device())) {
       groups[{g.device().index, g.dtype()}].push_back(g);
-      continue;
+    } else {
+      rest.push_back(g);
     }
-    Tensor t = g;
-    t.mul_(inv);
-    cpu = cpu || !std::isfinite(t.to(DType::Float64).sum().item());  // float64: finite values cannot overflow
   }
+  if (onDevice()) {  // Note [Capturable loss scaling]
+    tensor::cuda::scaler_prepare_unscale(deviceScale_, deviceInv_, deviceFound_);
+    for (auto& [key, list] : groups) tensor::cuda::unscale_and_check(list, deviceFound_, deviceInv_);
+    if (!rest.empty()) {
+      const double inv = deviceInv_.item();
+      bool found = false;
+      for (const Tensor& g : rest) found = unscale_on_host(g, inv) || found;
+      if (found) deviceFound_.fill_(1);
+    }
+    unscaled_ = true;
+    return;
+  }
+  const double inv = inverse(scale_);
+  bool cpu = false;
+  for (const Tensor& g : rest) cpu = unscale_on_host(g, inv) || cpu;
+  std::vector<Tensor> found;
   for (auto& [key, list] : groups) {
     const Device device = list[0].device();
     Tensor flag = tensor::zeros({1}, DType::Float32, device);
@@ -70,6 +131,7 @@ void GradScaler::unscale(const std::vector<Tensor>& grads) {
 }
 
 bool GradScaler::foundInf() {
+  if (onDevice()) return unscaled_ && deviceFound_.item() != 0;
   for (const Tensor& f : foundDevice_) foundCpu_ = foundCpu_ || f.item() != 0;  // the step's one synchronisation
   foundDevice_.clear();
   return foundCpu_;
@@ -81,6 +143,11 @@ bool GradScaler::step(Optimizer& optimizer) {
     return true;
   }
   if (!unscaled_) unscale(optimizer);
+  if (onDevice()) {  // Note [Capturable loss scaling]
+    optimizer.stepIfFinite(deviceFound_);
+    stepped_ = true;
+    return true;
+  }
   if (foundInf()) {
     ++skipped_;
     return false;
@@ -92,6 +159,11 @@ bool GradScaler::step(Optimizer& optimizer) {
 void GradScaler::update() {
   if (!enabled_) return;
   if (!unscaled_) throw Error("nn.GradScaler::update: expected unscale() or step() first in this step");
+  if (onDevice()) {  // Note [Capturable loss scaling]
+    tensor::cuda::scaler_update(deviceScale_, deviceFound_, deviceCounts_, growth_, backoff_, interval_, stepped_);
+    unscaled_ = stepped_ = false;
+    return;
+  }
   if (foundInf()) {
     scale_ *= backoff_;
     tracker_ = 0;
@@ -107,12 +179,13 @@ void GradScaler::update() {
 }
 
 std::map<std::string, double> GradScaler::stateDict() const {
-  return {{"scale", scale_},
+  const double scale = onDevice() ? deviceScale_.item() : scale_;
+  return {{"scale", scale},
           {"growth_factor", growth_},
           {"backoff_factor", backoff_},
           {"growth_interval", static_cast<double>(interval_)},
-          {"growth_tracker", static_cast<double>(tracker_)},
-          {"skipped_steps", static_cast<double>(skipped_)}};
+          {"growth_tracker", static_cast<double>(growthTracker())},
+          {"skipped_steps", static_cast<double>(skippedSteps())}};
 }
 
 void GradScaler::loadStateDict(const std::map<std::string, double>& state) {
@@ -129,6 +202,10 @@ void GradScaler::loadStateDict(const std::map<std::string, double>& state) {
   interval_ = static_cast<int64_t>(state.at("growth_interval"));
   tracker_ = static_cast<int64_t>(state.at("growth_tracker"));
   skipped_ = state.count("skipped_steps") ? static_cast<int64_t>(state.at("skipped_steps")) : 0;
+  if (onDevice()) {  // in place: a captured step keeps the addresses it saw
+    deviceScale_.fill_(static_cast<float>(scale_));
+    deviceCounts_.copy_(tensor::from_vector(std::vector<int64_t>{tracker_, skipped_}));
+  }
 }
 
 }  // namespace nn

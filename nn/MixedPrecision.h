@@ -8,6 +8,10 @@
 //   scaler.unscale(master.grads()); clipGradNorm(master.grads(), ...);   // optional clipping
 //   if (scaler.step(optimizer)) master.paramsToModel();      // optimizer over master.params()
 //   scaler.update(); net.zeroGradParameters();
+// Both copies are tensor copies on the parameters' device (no host synchronisation), so on the
+// GPU the step above can be captured in a CUDA graph (Note [Capturable loss scaling] in
+// nn/GradScaler.h); on that path step() returns true and paramsToModel() runs after a skipped
+// step too, rewriting the 16-bit weights from unchanged masters: the same values.
 // Parameters already in the master dtype (cudnn batch norm keeps float32 weight, bias and
 // statistics under to(Float16)) are used as they are, not copied. Optimizer state (moments)
 // is then float32 too. `master` may be float64 (a float32 network with float64 masters: what

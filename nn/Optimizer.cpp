@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "tensor/Cuda.h"
+
 namespace nn {
 
 namespace {
@@ -101,6 +103,24 @@ void Optimizer::setLr(double value) {
 
 void Optimizer::zeroGrad() {
   for (auto& g : grads_) g.zero_();
+}
+
+bool Optimizer::foundOnHost(const Tensor& foundInf, const char* method) const {
+  if (!foundInf.defined() || foundInf.numel() != 1 || foundInf.dtype() != DType::Float32) {
+    throw Error(where(method) + "expected foundInf as a one-element float32 tensor, got " +
+                (foundInf.defined() ? foundInf.description() : std::string("an undefined tensor")));
+  }
+  if (foundInf.is_cuda() && tensor::cuda::Graph::capturing(foundInf.device().index)) {
+    throw Error(where(method) + "cannot be captured in a CUDA graph here: it reads foundInf on the host (" +
+                foundInf.description() +
+                "); capture SGD over contiguous CUDA parameters of foundInf's device, after an eager step has "
+                "made its momentum buffers");
+  }
+  return foundInf.item() != 0;
+}
+
+void Optimizer::stepIfFinite(const Tensor& foundInf) {
+  if (!foundOnHost(foundInf, "stepIfFinite")) step();
 }
 
 Tensor Optimizer::decayed(const Tensor& param, const Tensor& grad, double weightDecay) {

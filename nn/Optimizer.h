@@ -62,6 +62,11 @@ class Optimizer {
 
   // One update of every parameter from its current gradient.
   virtual void step() = 0;
+  // step() unless foundInf[0] != 0: GradScaler's verdict, a one-element float32 tensor (CPU or
+  // CUDA). Here the flag is read on the host (a synchronisation); SGD reads it on the device,
+  // inside its fused kernels, so its step can be captured in a CUDA graph (Note [Capturable loss
+  // scaling] in nn/GradScaler.h). A skipped step changes nothing (parameters, state, counters).
+  virtual void stepIfFinite(const Tensor& foundInf);
   // Zeroes every gradient (Module::zeroGradParameters for the optimised tensors).
   void zeroGrad();
   virtual std::string type_name() const = 0;  // "nn.SGD"
@@ -99,6 +104,8 @@ class Optimizer {
   std::string where(const char* method) const { return name_ + "::" + method + ": "; }
   // The gradient with L2 weight decay folded in: grad + weightDecay * param (a new tensor).
   static Tensor decayed(const Tensor& param, const Tensor& grad, double weightDecay);
+  // foundInf[0] != 0, read on the host; an error naming `method` while a CUDA graph captures.
+  bool foundOnHost(const Tensor& foundInf, const char* method) const;
   // A parameter's step counter, incremented: Adam's bias corrections use it.
   int64_t nextStep(size_t i);
   // The parameters of fused CUDA updates, grouped by device and dtype, in index order, and a mask

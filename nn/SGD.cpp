@@ -41,12 +41,32 @@ void SGD::checkOptions(const char* method) const {
   }
 }
 
-void SGD::step() {
-  checkOptions("step");
-  // Note [Atomic step]: every buffer first, then only in-place updates
+void SGD::step() { update(nullptr, "step"); }
+
+void SGD::stepIfFinite(const Tensor& foundInf) { update(&foundInf, "stepIfFinite"); }
+
+void SGD::update(const Tensor* flag, const char* method) {
+  checkOptions(method);
   const size_t n = params_.size();
   std::vector<bool> inGroup;
   const auto groups = fusedCudaGroups({"momentum_buffer"}, inGroup);
+  Tensor foundInf;  // read by the fused kernels
+  if (flag) {
+    foundInf = *flag;
+    // The kernels skip on the device only where every parameter is theirs and no momentum buffer
+    // is new (a new buffer would be recorded as made though the skipped kernel never wrote it).
+    bool device =
+        foundInf.defined() && foundInf.is_cuda() && foundInf.dtype() == DType::Float32 && foundInf.numel() == 1;
+    for (size_t i = 0; i < n && device; ++i) {
+      device = inGroup[i] && params_[i].device() == foundInf.device() &&
+               (momentum == 0 || state_[i].count("momentum_buffer") > 0);
+    }
+    if (!device) {
+      if (foundOnHost(foundInf, method)) return;
+      foundInf = Tensor();
+    }
+  }
+  // Note [Atomic step]: every buffer first, then only in-place updates
   std::vector<Tensor> scratch(n), fresh(n);
   for (size_t i = 0; i < n; ++i) {
     if (!inGroup[i] && (groupWeightDecay(groupOf_[i]) != 0 || nesterov)) scratch[i] = tensor::empty_like(params_[i]);
@@ -65,7 +85,8 @@ void SGD::step() {
       }
     }
     const size_t k = groupOf_[group[0]];
-    tensor::cuda::sgd_step(p, g, buf, first, {groupLr(k), momentum, dampening, groupWeightDecay(k), nesterov});
+    tensor::cuda::sgd_step(p, g, buf, first, {groupLr(k), momentum, dampening, groupWeightDecay(k), nesterov},
+                           foundInf);
     for (size_t i : group) {
       if (fresh[i].defined()) state_[i]["momentum_buffer"] = fresh[i];
     }

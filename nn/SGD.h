@@ -34,6 +34,10 @@ class SGD : public Optimizer {
   SGD(std::vector<ParamGroup> groups, const Options& options);
 
   void step() override;
+  // Decided on the device, inside the fused kernels (capturable), when every parameter takes them
+  // on foundInf's device and every momentum buffer exists (after the first step); otherwise
+  // foundInf is read on the host first, as the base's.
+  void stepIfFinite(const Tensor& foundInf) override;
   static constexpr std::string_view kTypeName = "nn.SGD";
   std::string type_name() const override { return std::string(kTypeName); }
 
@@ -42,6 +46,8 @@ class SGD : public Optimizer {
 
  protected:
   void checkOptions(const char* method) const;
+  // step() (flag nullptr) or stepIfFinite(*flag)
+  void update(const Tensor* flag, const char* method);
 };
 
 }  // namespace nn

@@ -22,9 +22,9 @@
 // float32) and the step is mixed-precision training as a PyTorch user's autocast + GradScaler
 // step: float32 master weights (nn::MasterWeights) updated by SGD, float16 loss scaling
 // (nn::GradScaler: fused unscale and Inf/NaN check, the step skipped on overflow); the forward
-// and fwd+bwd rows run in that dtype. It cannot be captured (--graph): GradScaler::step reads
-// its found-Inf flag to the host to decide (Note [One synchronisation per step] in
-// nn/GradScaler.h), so the amp step is timed eagerly.
+// and fwd+bwd rows run in that dtype. With --graph the whole amp step is captured and replayed:
+// on CUDA gradients the scaler's state and skip decision stay on the device (Note [Capturable
+// loss scaling] in nn/GradScaler.h); without --graph it is timed eagerly.
 // --channels-last (cudnn): the input is made channels-last (NHWC / NDHWC) once, before any
 // timing, and the twins keep that layout throughout (Note [Channels-last twins] in
 // cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout.
@@ -105,8 +105,8 @@ const char* kOptions =
     "                    (tensor::cuda::Graph); the captured step computes the criterion's gradient but\n"
     "                    reads no loss, which a capture cannot do\n"
     "  --amp T           (cudnn, with --step) float16 or bfloat16 compute, and a mixed-precision step:\n"
-    "                    float32 master weights, SGD, loss scaling (GradScaler) for float16; eager\n"
-    "                    (the scaler's skip decision reads a flag to the host: no CUDA graph)\n"
+    "                    float32 master weights, SGD, loss scaling (GradScaler) for float16; with\n"
+    "                    --graph the whole amp step is captured (the skip decided on the device)\n"
     "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
     "                    no gradient; see nn::Module::setGradInputNeeded)\n"
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
@@ -231,23 +231,34 @@ struct Result {
 // float32 for the loss (as autocast computes losses), the scaled gradient back in 16 bits,
 // the gradients to the float32 master weights, unscaled and checked, SGD on the masters
 // unless a gradient overflowed, the 16-bit weights refreshed (Note [Master weights] in
-// nn/MixedPrecision.h). Eager: GradScaler::step reads its found-Inf flag to the host.
+// nn/MixedPrecision.h). The scaler's state and skip decision live on the device (Note
+// [Capturable loss scaling] in nn/GradScaler.h), so with `graph` the step without the loss read
+// is captured after the warm-up and its replays are timed, as time_step's.
 template <class TimeMs>
 double time_amp_step(nn::Module& net, const Tensor& x, const Tensor& target, const nn::CriterionPtr& criterion,
-                     TimeMs&& time_ms) {
+                     bool graph, int64_t warmup, TimeMs&& time_ms) {
   nn::MasterWeights master(net);
   nn::SGD optimizer(master.params(), master.grads(), nn::SGD::Options{.lr = 1e-3, .momentum = 0.9});
   nn::GradScaler scaler({.enabled = x.dtype() == DType::Float16});
   double loss = 0;
-  const double ms = time_ms([&] {
+  auto step = [&](bool readLoss) {
     net.zeroGradParameters();
     const Tensor scores = net.forward(x).to(DType::Float32);
-    loss += criterion->forward(scores, target);
+    if (readLoss) loss += criterion->forward(scores, target);
     net.backward(x, scaler.scaleGrad(criterion->backward(scores, target)).to(x.dtype()));
     master.gradsToMaster();
     if (scaler.step(optimizer)) master.paramsToModel();
     scaler.update();
-  });
+  };
+  double ms = 0;
+  if (graph) {
+    for (int64_t i = 0; i < std::max<int64_t>(warmup, 1); ++i) step(false);  // searches, buffers, momentum
+    const tensor::cuda::Graph captured = tensor::cuda::Graph::capture([&] { step(false); }, x.device().index);
+    ms = time_ms([&] { captured.replay(); });
+    loss = criterion->forward(net.forward(x).to(DType::Float32), target);
+  } else {
+    ms = time_ms([&] { step(true); });
+  }
   if (!std::isfinite(loss)) std::fprintf(stderr, "convnet_benchmark: the amp step's loss is %g\n", loss);
   if (scaler.skippedSteps() > 0) {
     std::fprintf(stderr, "convnet_benchmark: the amp step skipped %lld steps (loss scale now %g)\n",
@@ -282,13 +293,7 @@ double time_step(nn::Module& net, const Tensor& x, const Tensor& y, bool adam, b
   const std::pair<nn::CriterionPtr, Tensor> loss_of = step_loss(y, amp);
   const nn::CriterionPtr& criterion = loss_of.first;
   const Tensor& target = loss_of.second;
-  if (amp) {
-    if (graph) {
-      std::fprintf(stderr, "convnet_benchmark: --graph: the amp step cannot be captured (GradScaler::step reads "
-                           "its found-Inf flag to the host); eager step\n");
-    }
-    return time_amp_step(net, x, target, criterion, time_ms);
-  }
+  if (amp) return time_amp_step(net, x, target, criterion, graph, warmup, time_ms);
   std::unique_ptr<nn::Optimizer> optimizer;
   if (adam) optimizer = std::make_unique<nn::Adam>(net, 2e-3);
   else optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
@@ -557,8 +562,9 @@ int run(const Options& o) {
   }
   const DType dtype = tensor::dtype_from_name(o.amp.empty() ? o.dtype : o.amp);
   if (!o.amp.empty()) {
-    std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, eager\n",
-                o.amp.c_str(), o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "");
+    std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, %s\n",
+                o.amp.c_str(), o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "",
+                o.graph ? "CUDA graph" : "eager");
   }
   // memory: MiB allocated / reserved, over the timed iterations ("steady") and the whole row ("peak")
   std::printf("%-9s %-22s %12s %14s %12s %10s %13s %13s\n", "network", "input", "forward ms", "fwd+bwd ms",

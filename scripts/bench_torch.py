@@ -540,7 +540,7 @@ def main():
     torch.backends.cudnn.benchmark = args.benchmark
     torch.backends.cudnn.allow_tf32 = not args.no_tf32
     torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
-    ours, input_grad = {}, args.input_grad
+    ours, input_grad, ours_mode = {}, args.input_grad, 'eager'
     if args.ours:
         with open(args.ours) as f:
             doc = json.load(f)
@@ -548,6 +548,7 @@ def main():
         input_grad = input_grad or doc.get('input_grad', True)  # older files: Torch's always-gradInput
         args.channels_last = args.channels_last or doc.get('channels_last', False)
         args.amp = args.amp or doc.get('amp') or None
+        ours_mode = 'graph' if doc.get('graph') else 'eager'  # how our step was timed (--graph)
     if args.amp:
         args.dtype = args.amp  # the forward and fwd+bwd rows in the 16-bit dtype, as ours
     args.input_grad = input_grad
@@ -612,7 +613,8 @@ def main():
             line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
                 ', '.join(f'{k} {v:.3f}' for k, v in r['step_variants_ms'].items()) + ')'
             if 'step_ms' in ours.get(name, {}):
-                line += f", ours {ours[name]['step_ms']:.3f} ms, ratio {r['step_ms'] / ours[name]['step_ms']:.2f}"
+                line += (f", ours {ours[name]['step_ms']:.3f} ms ({ours_mode}), "
+                         f"ratio {r['step_ms'] / ours[name]['step_ms']:.2f}")
             print(line, flush=True)
         if args.per_layer:
             torch.manual_seed(1)

@@ -16,15 +16,18 @@ namespace tensor::cuda {
 
 // SGD as nn::SGD (nn/SGD.h). With momentum != 0, buffers[i] is parameter i's momentum buffer and
 // first[i] != 0 says it is new (the step copies the update into it); otherwise both are empty.
+// With `foundInf` (a one-element float32 tensor on the list's device, GradScaler's verdict), the
+// kernels read it and change nothing where it is nonzero: a skipped step decided on the device,
+// so the step can be captured in a CUDA graph (Note [Capturable loss scaling] in nn/GradScaler.h).
 struct SgdStep {
   double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false;
 };
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
-              const std::vector<uint8_t>& first, const SgdStep& options);
+              const std::vector<uint8_t>& first, const SgdStep& options, const Tensor& foundInf = {});
 
-// Adam as nn::Adam (nn/Adam.h), AdamW's decoupled weight decay with `decoupled`; bias1[i] = 1 - beta1^t and bias2[i] = 1 - beta2^t for parameter
-// i's own step count t.
+// Adam as nn::Adam (nn/Adam.h), AdamW's decoupled weight decay with `decoupled`; bias1[i] = 1 - beta1^t and bias2[i] =
+// 1 - beta2^t for parameter i's own step count t.
 struct AdamStep {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
   bool decoupled = false;
@@ -45,5 +48,20 @@ Tensor clip_by_norm(const std::vector<Tensor>& tensors, double maxNorm, double n
 // GradScaler's unscale: every tensor times invScale[0], and foundInf[0] = 1 if any value is
 // Inf or NaN (left as it is otherwise); both one-element float32 tensors on the list's device.
 void unscale_and_check(const std::vector<Tensor>& tensors, const Tensor& foundInf, const Tensor& invScale);
+// Every tensor times factor[0], a one-element tensor on their device of their accumulation dtype
+// (float32 for float32/float16/bfloat16 lists, float64 for float64 ones): the product a tensor op
+// x.mul_(s) gives for a host scalar s of that value (GradScaler::scaleGrad on the device).
+void scale_by(const std::vector<Tensor>& tensors, const Tensor& factor);
+
+// GradScaler's device state (Note [Capturable loss scaling] in nn/GradScaler.h): `scale` and
+// `invScale` one-element float32 tensors, `foundInf` float32, `counts` two int64 {growth tracker,
+// skipped steps}, all on one device. Before unscaling: invScale = float(1.0 / double(scale)) and
+// foundInf = 0. update: the host path's arithmetic (in float64, the scale rounded to float32):
+// on foundInf the scale times backoff and the tracker reset (and, when `stepped`, one more
+// skipped step); otherwise the tracker advanced and at `interval` the scale times growth (if
+// finite) and the tracker reset. One single-thread launch each, no host synchronisation.
+void scaler_prepare_unscale(const Tensor& scale, const Tensor& invScale, const Tensor& foundInf);
+void scaler_update(const Tensor& scale, const Tensor& foundInf, const Tensor& counts, double growth, double backoff,
+                   int64_t interval, bool stepped);
 
 }  // namespace tensor::cuda

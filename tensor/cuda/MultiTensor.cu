@@ -204,7 +204,9 @@ struct SgdOp {
   using C = acc_t<T>;
   C weightDecay, momentum, damping, negLr;  // damping: 1 - dampening
   bool decay, useMomentum, nesterov;
+  const float* found;  // GradScaler's found-Inf flag, or nullptr: nonzero skips the step
   MT_HD void operator()(const Entry<T>& e, int64_t i) const {
+    if (found && *found != 0) return;
     const C p = load(e.p, i);
     C d = load(e.g, i);
     if (decay) d = stored<T>(add(d, mul(weightDecay, p)));  // scratch.copy_(grad).add_(p, weightDecay)
@@ -362,6 +364,14 @@ void check_lists(const char* op, const std::vector<Tensor>& params,
   }
 }
 
+// A one-element contiguous tensor of `dtype` on `device` (a flag or a scalar read on the device).
+void check_flag(const char* op, const char* what, const Tensor& t, Device device, DType dtype = DType::Float32) {
+  TENSOR_CHECK(
+      t.defined() && t.is_cuda() && t.device() == device && t.dtype() == dtype && t.numel() == 1 && t.is_contiguous(),
+      op, ": expected ", what, " as a one-element ", name(dtype), " tensor on ", device.str(), ", got ",
+      t.defined() ? t.description() : "an undefined tensor");
+}
+
 template <class T>
 T* ptr(const Tensor& t) {
   return static_cast<T*>(t.raw_data());
@@ -387,7 +397,7 @@ void dispatch_floating(DType dt, const char* op, F&& f) {
 }  // namespace
 
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& buffers,
-              const std::vector<uint8_t>& first, const SgdStep& o) {
+              const std::vector<uint8_t>& first, const SgdStep& o, const Tensor& foundInf) {
   constexpr const char* op = "tensor::cuda::sgd_step";
   const bool useMomentum = o.momentum != 0;
   if (useMomentum) {
@@ -398,6 +408,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
     check_lists(op, params, {{"gradient", &grads}});
   }
   if (params.empty()) return;
+  if (foundInf.defined()) check_flag(op, "foundInf", foundInf, params[0].device());
   dispatch_floating(params[0].dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     using C = acc_t<T>;
@@ -414,7 +425,8 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
                        static_cast<C>(-o.lr),
                        o.weightDecay != 0,
                        useMomentum,
-                       o.nesterov};
+                       o.nesterov,
+                       foundInf.defined() ? static_cast<const float*>(foundInf.raw_data()) : nullptr};
     launch(entries, sgd, params[0].device().index);
   });
 }
@@ -509,18 +521,84 @@ void unscale_and_check(const std::vector<Tensor>& tensors, const Tensor& foundIn
   check_lists(op, tensors, {});
   if (tensors.empty()) return;
   const Device device = tensors[0].device();
-  for (const Tensor* t : {&foundInf, &invScale}) {
-    TENSOR_CHECK(t->defined() && t->device() == device && t->dtype() == DType::Float32 && t->numel() == 1 &&
-                     t->is_contiguous(),
-                 op, ": expected foundInf and invScale as one-element float32 tensors on ", device.str(), ", got ",
-                 t->defined() ? t->description() : "an undefined tensor");
-  }
+  check_flag(op, "foundInf", foundInf, device);
+  check_flag(op, "invScale", invScale, device);
   dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     launch(plain_entries<T>(tensors),
            UnscaleOp<T>{static_cast<const float*>(invScale.raw_data()), static_cast<float*>(foundInf.raw_data())},
            device.index);
   });
+}
+
+void scale_by(const std::vector<Tensor>& tensors, const Tensor& factor) {
+  constexpr const char* op = "tensor::cuda::scale_by";
+  check_lists(op, tensors, {});
+  if (tensors.empty()) return;
+  const Device device = tensors[0].device();
+  const DType acc = tensors[0].dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  check_flag(op, "factor", factor, device, acc);
+  dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    launch(plain_entries<T>(tensors), ScaleOp<T>{static_cast<const acc_t<T>*>(factor.raw_data())}, device.index);
+  });
+}
+
+namespace {
+__global__ void scaler_prepare_kernel(const float* scale, float* inv, float* found) {
+  inv[0] = static_cast<float>(1.0 / static_cast<double>(scale[0]));  // GradScaler::unscale's inverse
+  found[0] = 0.f;
+}
+
+// GradScaler::update's host arithmetic, operation by operation (float64, then float32).
+__global__ void scaler_update_kernel(float* scale, const float* found, int64_t* counts, double growth, double backoff,
+                                     int64_t interval, bool stepped) {
+  double s = scale[0];
+  if (found[0] != 0) {
+    s = __dmul_rn(s, backoff);
+    counts[0] = 0;
+    if (stepped) ++counts[1];
+  } else if (++counts[0] == interval) {
+    const double grown = __dmul_rn(s, growth);
+    if (isfinite(grown)) s = grown;
+    counts[0] = 0;
+  }
+  scale[0] = static_cast<float>(s);
+}
+}  // namespace
+
+void scaler_prepare_unscale(const Tensor& scale, const Tensor& invScale, const Tensor& foundInf) {
+  constexpr const char* op = "tensor::cuda::scaler_prepare_unscale";
+  TENSOR_CHECK(scale.defined() && scale.is_cuda(), op, ": expected a CUDA scale, got ",
+               scale.defined() ? scale.description() : "an undefined tensor");
+  const Device device = scale.device();
+  check_flag(op, "scale", scale, device);
+  check_flag(op, "invScale", invScale, device);
+  check_flag(op, "foundInf", foundInf, device);
+  DeviceGuard guard(device.index);
+  scaler_prepare_kernel<<<1, 1, 0, static_cast<cudaStream_t>(cuda::stream(device.index))>>>(
+      static_cast<const float*>(scale.raw_data()), static_cast<float*>(invScale.raw_data()),
+      static_cast<float*>(foundInf.raw_data()));
+  CUDA_CHECK_LAUNCH("tensor::cuda::scaler_prepare_unscale");
+}
+
+void scaler_update(const Tensor& scale, const Tensor& foundInf, const Tensor& counts, double growth, double backoff,
+                   int64_t interval, bool stepped) {
+  constexpr const char* op = "tensor::cuda::scaler_update";
+  TENSOR_CHECK(scale.defined() && scale.is_cuda(), op, ": expected a CUDA scale, got ",
+               scale.defined() ? scale.description() : "an undefined tensor");
+  const Device device = scale.device();
+  check_flag(op, "scale", scale, device);
+  check_flag(op, "foundInf", foundInf, device);
+  TENSOR_CHECK(counts.defined() && counts.device() == device && counts.dtype() == DType::Int64 && counts.numel() == 2 &&
+                   counts.is_contiguous(),
+               op, ": expected counts as two contiguous int64 values on ", device.str(), ", got ",
+               counts.defined() ? counts.description() : "an undefined tensor");
+  DeviceGuard guard(device.index);
+  scaler_update_kernel<<<1, 1, 0, static_cast<cudaStream_t>(cuda::stream(device.index))>>>(
+      static_cast<float*>(scale.raw_data()), static_cast<const float*>(foundInf.raw_data()),
+      static_cast<int64_t*>(counts.raw_data()), growth, backoff, interval, stepped);
+  CUDA_CHECK_LAUNCH("tensor::cuda::scaler_update");
 }
 
 }  // namespace tensor::cuda

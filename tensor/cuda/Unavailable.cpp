@@ -39,7 +39,7 @@ void copy_bytes(void*, bool, const void*, bool, size_t, int) {
 }
 
 void sgd_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
-              const std::vector<uint8_t>&, const SgdStep&) {
+              const std::vector<uint8_t>&, const SgdStep&, const Tensor&) {
   unavailable("tensor::cuda::sgd_step");
 }
 void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
@@ -50,6 +50,13 @@ Tensor multi_tensor_norm(const std::vector<Tensor>&, double) { unavailable("tens
 Tensor clip_by_norm(const std::vector<Tensor>&, double, double) { unavailable("tensor::cuda::clip_by_norm"); }
 void unscale_and_check(const std::vector<Tensor>&, const Tensor&, const Tensor&) {
   unavailable("tensor::cuda::unscale_and_check");
+}
+void scale_by(const std::vector<Tensor>&, const Tensor&) { unavailable("tensor::cuda::scale_by"); }
+void scaler_prepare_unscale(const Tensor&, const Tensor&, const Tensor&) {
+  unavailable("tensor::cuda::scaler_prepare_unscale");
+}
+void scaler_update(const Tensor&, const Tensor&, const Tensor&, double, double, int64_t, bool) {
+  unavailable("tensor::cuda::scaler_update");
 }
 
 Graph::~Graph() = default;

@@ -2,7 +2,9 @@
 // - clipGradNorm's fused multi-tensor norm and scaling (Note [Fused clipping], nn/ClipGrad.h)
 //   against the CPU path, norms 2 and inf, in every floating dtype, over many tensors (several
 //   launches), with a NaN; and recorded in a CUDA graph (so no host synchronisation).
-// - GradScaler's fused unscale-and-check: a forced overflow skips exactly that step.
+// - GradScaler's fused unscale-and-check: a forced overflow skips exactly that step; its device
+//   path (Note [Capturable loss scaling], nn/GradScaler.h) gives the host path's bits, and a
+//   captured mixed-precision step replayed N times gives N eager steps' bits, overflow included.
 // - float16 and bfloat16 training with float32 master weights and loss scaling reaches the
 //   loss of float32 training (cudnn twins; batch norm keeps float32 statistics).
 // - a checkpointed run resumed mid-epoch on the GPU gives the uninterrupted run's bits.
@@ -104,12 +106,132 @@ TEST_CASE("GradScaler on CUDA gradients: fused unscale, a forced overflow skippe
     Tensor one = g.narrow(0, 2999, 1);
     one.fill_(std::numeric_limits<double>::infinity());
     const Tensor before = p.clone();
-    CHECK_FALSE(s.step(opt));
+    CHECK(s.step(opt));  // the device path: the optimizer called, its kernels skipping
+    CHECK(s.onDevice());
+    CHECK(s.foundInf());
     CHECK(max_abs_diff(p, before) == 0);
     s.update();
     CHECK(s.scale() == 512);
     CHECK(s.skippedSteps() == 1);
   }
+}
+
+TEST_CASE("GradScaler's device path gives the host path's bits: parameters, scale, tracker, skipped steps") {
+  // The host path on CPU tensors against the device path on CUDA ones (fused SGD has the CPU's
+  // bits in float32 and float64), over clean steps, growth and forced overflows; the overflow of
+  // step 0 comes before any momentum buffer exists (SGD then reads the flag on the host).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    INFO(name(dt));
+    Generator gen(31);
+    const Tensor p0 = uniform({5000}, -1, 1, gen, DType::Float64).to(dt),
+                 q0 = uniform({7}, -1, 1, gen, DType::Float64).to(dt);
+    Tensor pc = p0.clone(), qc = q0.clone(), gpc = zeros_like(pc), gqc = zeros_like(qc);
+    Tensor pg = p0.to(gpu), qg = q0.to(gpu), gpg = zeros_like(pg), gqg = zeros_like(qg);
+    const nn::SGD::Options o{.lr = 0.5, .momentum = 0.5, .weightDecay = 0.25};
+    nn::SGD host({pc, qc}, {gpc, gqc}, o), device({pg, qg}, {gpg, gqg}, o);
+    nn::GradScaler hs({.initScale = 8, .growthInterval = 2}), ds({.initScale = 8, .growthInterval = 2});
+    for (int k = 0; k < 9; ++k) {
+      INFO("step ", k);
+      Tensor u = uniform({5000}, -1, 1, gen, DType::Float64).to(dt),
+             v = uniform({7}, -1, 1, gen, DType::Float64).to(dt);
+      if (k == 0 || k == 3) u.set({4321}, inf);
+      if (k == 6) v.set({2}, nan);
+      gpc.copy_(hs.scaleGrad(u));
+      gqc.copy_(hs.scaleGrad(v));
+      gpg.copy_(ds.scaleGrad(u.to(gpu)));
+      gqg.copy_(ds.scaleGrad(v.to(gpu)));
+      if (k != 0 && k != 3 && k != 6) CHECK(max_abs_diff(gpg.cpu(), gpc) == 0);  // (Inf - Inf is NaN)
+      hs.step(host);
+      ds.step(device);
+      CHECK(ds.foundInf() == hs.foundInf());
+      hs.update();
+      ds.update();
+      CHECK_FALSE(hs.onDevice());
+      CHECK(ds.onDevice());
+      CHECK(max_abs_diff(pg.cpu(), pc) == 0);
+      CHECK(max_abs_diff(qg.cpu(), qc) == 0);
+      CHECK(ds.stateDict() == hs.stateDict());  // scale, tracker, skipped steps
+    }
+    CHECK(hs.skippedSteps() == 3);
+    CHECK(hs.scale() == 8);  // 8 -> 4 (step 0) -> 8 (1, 2) -> 4 (3) -> 8 (4, 5) -> 4 (6) -> 8 (7, 8)
+    CHECK(device.state(0).count("momentum_buffer") == 1);
+    // a state loaded into a scaler on the device lands in its device tensors
+    nn::GradScaler r;
+    r.scaleGrad(ones({1}, DType::Float32, gpu));
+    REQUIRE(r.onDevice());
+    r.loadStateDict(hs.stateDict());
+    CHECK(r.stateDict() == hs.stateDict());
+  }
+  // the device entry points check their flags and factors
+  Tensor p = ones({4}, DType::Float32, gpu), g = ones({4}, DType::Float32, gpu);
+  CHECK_THROWS_WITH_AS(tensor::cuda::sgd_step({p}, {g}, {}, {}, {.lr = 1}, zeros({2}, DType::Float32, gpu)),
+                       doctest::Contains("sgd_step: expected foundInf as a one-element float32 tensor on cuda:0"),
+                       Error);
+  CHECK_THROWS_WITH_AS(tensor::cuda::scale_by({p.to(DType::Float64)}, ones({1}, DType::Float32, gpu)),
+                       doctest::Contains("scale_by: expected factor as a one-element float64 tensor"), Error);
+  CHECK_THROWS_WITH_AS(tensor::cuda::scale_by({p}, ones({1}, DType::Float32)),
+                       doctest::Contains("scale_by: expected factor as a one-element float32 tensor on cuda:0"), Error);
+}
+
+TEST_CASE("a captured mixed-precision step replayed N times gives N eager steps' bits, overflows included") {
+  // float16 cudnn network, float32 master weights, SGD with momentum, loss scaling: the whole step
+  // captured once (Note [Capturable loss scaling], nn/GradScaler.h) against the same step run
+  // eagerly on a twin; one replay's input holds an Inf, so its gradients overflow and it skips.
+  cudnn::config().allow_tf32 = false;
+  Generator gen(41);
+  const Tensor y = tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 1, 2, 0, 3}).to(gpu);
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < 7; ++k) inputs.push_back(normal({8, 12}, 0, 1, gen).to(gpu, DType::Float16));
+  inputs[4].narrow(0, 3, 1).fill_(std::numeric_limits<double>::infinity());
+  struct Run {
+    std::shared_ptr<nn::Sequential> net;
+    std::unique_ptr<nn::MasterWeights> master;
+    std::unique_ptr<nn::SGD> opt;
+    nn::GradScaler scaler{{.initScale = 1024, .growthInterval = 2}};
+    nn::CriterionPtr crit = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+    Tensor x = zeros({8, 12}, DType::Float16, gpu);  // static input, refreshed in place
+    Run() {
+      manual_seed(42);
+      auto cpu = std::make_shared<nn::Sequential>();
+      cpu->add(std::make_shared<nn::Linear>(12, 16));
+      cpu->add(std::make_shared<nn::ReLU>());
+      cpu->add(std::make_shared<nn::Linear>(16, 4));
+      net = std::dynamic_pointer_cast<nn::Sequential>(nn::convert(cpu, cudnn::backend));
+      net->to(gpu);
+      net->to(DType::Float16);
+      master = std::make_unique<nn::MasterWeights>(*net);
+      opt = std::make_unique<nn::SGD>(master->params(), master->grads(), nn::SGD::Options{.lr = 0.05, .momentum = 0.9});
+    }
+    void step(const Tensor& y) {
+      net->zeroGradParameters();
+      const Tensor scores = net->forward(x).to(DType::Float32);
+      net->backward(x, scaler.scaleGrad(crit->backward(scores, y)).to(DType::Float16));
+      master->gradsToMaster();
+      if (scaler.step(*opt)) master->paramsToModel();
+      scaler.update();
+    }
+  };
+  Run eager, graphed;
+  for (Run* r : {&eager, &graphed}) {  // warm-up: plans, momentum buffers, the scaler's device state
+    r->x.copy_(inputs[0]);
+    r->step(y);
+  }
+  const cuda::Graph graph = cuda::Graph::capture([&] { graphed.step(y); });
+  for (int k = 1; k < 7; ++k) {
+    INFO("step ", k);
+    eager.x.copy_(inputs[k]);
+    eager.step(y);
+    graphed.x.copy_(inputs[k]);
+    graph.replay();
+    CHECK(graphed.scaler.stateDict() == eager.scaler.stateDict());
+    for (size_t i = 0; i < eager.master->params().size(); ++i) {
+      CHECK(max_abs_diff(graphed.master->params()[i], eager.master->params()[i]) == 0);
+      CHECK(max_abs_diff(graphed.net->parameters()[i], eager.net->parameters()[i]) == 0);
+    }
+  }
+  CHECK(eager.scaler.skippedSteps() == 1);  // the replay of inputs[4]
+  CHECK(eager.scaler.scale() == 4096);      // 1024 -> 2048 (steps 0, 1) -> 4096 (2, 3) -> 2048 (4) -> 4096 (5, 6)
 }
 
 TEST_CASE("float16 / bfloat16 training with float32 master weights reaches float32's loss") {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/Adam.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/GradScaler.h"
 #include "nn/Linear.h"
@@ -154,4 +155,43 @@ TEST_CASE("a small classifier trained with master weights and loss scaling reach
   const double plain = train(false), mixed = train(true);
   CHECK(plain < 0.3);
   CHECK(mixed == doctest::Approx(plain).epsilon(0.05));
+}
+
+TEST_CASE("GradScaler options: non-finite or out-of-range settings are refused") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const nn::GradScaler::Options& o :
+       {nn::GradScaler::Options{.initScale = inf}, nn::GradScaler::Options{.initScale = nan},
+        nn::GradScaler::Options{.initScale = -1}, nn::GradScaler::Options{.growthFactor = inf},
+        nn::GradScaler::Options{.growthFactor = nan}, nn::GradScaler::Options{.backoffFactor = -0.5},
+        nn::GradScaler::Options{.growthInterval = -1}}) {
+    CHECK_THROWS_WITH_AS(nn::GradScaler{o}, doctest::Contains("nn.GradScaler: expected a finite initScale > 0"), Error);
+  }
+}
+
+TEST_CASE("Optimizer::stepIfFinite: a nonzero flag changes nothing (state, step counts), zero is step()") {
+  // CPU parameters: the flag is read on the host; the scaler keeps its host path
+  Tensor p = full({3}, 1.0), g = full({3}, 0.5), q = p.clone(), gq = g.clone();
+  nn::SGD sgd({p}, {g}, {.lr = 0.1, .momentum = 0.9});
+  nn::SGD ref({q}, {gq}, {.lr = 0.1, .momentum = 0.9});
+  sgd.stepIfFinite(ones({1}, DType::Float32));
+  CHECK(max_abs_diff(p, full({3}, 1.0)) == 0);
+  CHECK(sgd.state(0).count("momentum_buffer") == 0);  // a skipped first step makes no buffer
+  sgd.stepIfFinite(zeros({1}, DType::Float32));
+  ref.step();
+  CHECK(max_abs_diff(p, q) == 0);
+  Tensor a = full({2}, 1.0), ga = full({2}, 0.25), b = a.clone(), gb = ga.clone();
+  nn::Adam adam({a}, {ga}, 0.1), plain({b}, {gb}, 0.1);
+  adam.stepIfFinite(full({1}, std::numeric_limits<double>::quiet_NaN(), DType::Float32));  // NaN != 0: skipped
+  CHECK(adam.state(0).count("step") == 0);
+  adam.stepIfFinite(zeros({1}, DType::Float32));
+  plain.step();
+  CHECK(max_abs_diff(a, b) == 0);
+  CHECK(adam.state(0).at("step").item() == 1);
+  CHECK_THROWS_WITH_AS(adam.stepIfFinite(zeros({2}, DType::Float32)),
+                       doctest::Contains("nn.Adam::stepIfFinite: expected foundInf as a one-element float32 tensor"),
+                       Error);
+  CHECK_THROWS_WITH_AS(sgd.stepIfFinite(Tensor()), doctest::Contains("got an undefined tensor"), Error);
+  nn::GradScaler s;
+  s.scaleGrad(full({2}, 1.0));
+  CHECK_FALSE(s.onDevice());  // CPU tensors: the host path
 }
