@@ -562,12 +562,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "convnet_benchmark: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return samples::run_main("convnet_benchmark", argc, argv, parse, run); }

@@ -602,12 +602,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return samples::run_main("fashion_mnist", argc, argv, parse, run); }
