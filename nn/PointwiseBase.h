@@ -40,10 +40,11 @@ class PointwiseBase : public Module {
   const Tensor& gradInputFromInput(const Tensor& input, const Tensor& gradOutput);
 };
 
-// What an activation without a coefficient adds to PointwiseBase: its activation, and its type
-// name and fromConfig ({"inplace": ..}) from Self::kTypeName. A module is `class Tanh : public
-// ActivationModule<Tanh, Activation::Tanh>` with its kTypeName; ReLU, which takes `inplace` in
-// its constructor, adds `using ActivationModule::ActivationModule;`.
+// What an activation adds to PointwiseBase: its activation and its type name from
+// Self::kTypeName, and for those without a coefficient fromConfig ({"inplace": ..}). A module
+// is `class Tanh : public ActivationModule<Tanh, Activation::Tanh>` with its kTypeName; ReLU,
+// which takes `inplace` in its constructor, adds `using ActivationModule::ActivationModule;`;
+// ELU, LeakyReLU and ClippedReLU add their coefficient, its coef(), config() and fromConfig.
 template <class Self, Activation A>
 class ActivationModule : public PointwiseBase {
  public:
