@@ -19,6 +19,7 @@
 // float64 module float64 input. affine = false uses constant ones/zeros (not state).
 #pragma once
 
+#include <concepts>
 #include <memory>
 #include <type_traits>
 
@@ -52,10 +53,8 @@ class BatchNormCompute {
 };
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::BatchNormalization> Base>
 class BatchNormBase : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::BatchNormalization, Base>, "cudnn::BatchNormBase twins nn batch norm");
-
  public:
   using Twin<Base>::Twin;
 

@@ -6,17 +6,17 @@
 // none. Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "cudnn/Twin.h"
+#include "nn/ClassCriterionBase.h"
 
 namespace cudnn {
 
 class NLLPlan;  // cudnn/ops/nll.h (not installed)
-
-enum class ClassInput { LogProbabilities, Scores };
 
 namespace detail {
 // A classification criterion's nn fields, for the compute.
@@ -45,8 +45,8 @@ class ClassCriterionCompute {
 };
 }  // namespace detail
 
-// SpatialDims: 0 for [C] / [N x C] inputs, 2 for [N x C x H x W], 3 for [N x C x T x H x W].
-template <class Base, int SpatialDims, ClassInput Input>
+// The input and spatial dims are the nn criterion's (nn::ClassCriterion's constants).
+template <std::derived_from<nn::ClassCriterionBase> Base>
 class ClassCriterionBase : public Twin<Base> {
  public:
   using Twin<Base>::Twin;
@@ -63,9 +63,8 @@ class ClassCriterionBase : public Twin<Base> {
 
  private:
   detail::ClassCriterionFields fields() {
-    Tensor* logProbs = nullptr;
-    if constexpr (Input == ClassInput::Scores) logProbs = &this->logProbs;
-    return {this->weights, this->sizeAverage, this->ignoreIndex, SpatialDims, logProbs};
+    Tensor* logProbs = this->classInput() == nn::ClassInput::Scores ? &this->logProbs : nullptr;
+    return {this->weights, this->sizeAverage, this->ignoreIndex, this->spatialDims(), logProbs};
   }
 
   detail::ClassCriterionCompute compute_;

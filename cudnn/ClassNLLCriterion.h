@@ -7,5 +7,5 @@
 #include "nn/ClassNLLCriterion.h"
 
 namespace cudnn {
-using ClassNLLCriterion = ClassCriterionBase<nn::ClassNLLCriterion, 0, ClassInput::LogProbabilities>;
+using ClassNLLCriterion = ClassCriterionBase<nn::ClassNLLCriterion>;
 }  // namespace cudnn

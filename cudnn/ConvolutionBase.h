@@ -11,6 +11,7 @@
 // ConvPlan's interface, for plan()'s callers).
 #pragma once
 
+#include <concepts>
 #include <memory>
 #include <type_traits>
 
@@ -110,10 +111,8 @@ void check_conv_grad(const nn::Module& m, const char* method, const tensor::Tens
 
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::ConvolutionBase> Base>
 class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
-  static_assert(std::is_base_of_v<nn::ConvolutionBase, Base>, "cudnn::ConvolutionBase twins an nn::ConvolutionBase");
-
  public:
   using Twin<Base>::Twin;
   using Tensor = tensor::Tensor;

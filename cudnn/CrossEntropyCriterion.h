@@ -7,5 +7,5 @@
 #include "nn/CrossEntropyCriterion.h"
 
 namespace cudnn {
-using CrossEntropyCriterion = ClassCriterionBase<nn::CrossEntropyCriterion, 0, ClassInput::Scores>;
+using CrossEntropyCriterion = ClassCriterionBase<nn::CrossEntropyCriterion>;
 }  // namespace cudnn

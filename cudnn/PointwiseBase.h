@@ -14,6 +14,7 @@
 // (nn's checkInplace); in-place LeakyReLU has a slope >= 0, so y stands for x.
 #pragma once
 
+#include <concepts>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -42,17 +43,13 @@ class PointwiseCompute {
 };
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::PointwiseBase> Base>
 class PointwiseBase : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::PointwiseBase, Base>, "cudnn::PointwiseBase twins an nn::PointwiseBase");
-
  public:
   using Twin<Base>::Twin;
 
   const Tensor& updateOutput(const Tensor& input) override {
-    const std::string where = this->where("updateOutput");
-    check_on_device(where, input, Tensor());
-    check_cuda(where, input, "input");
+    this->checkCudaInput("updateOutput", input);
     this->checkInplace("updateOutput");
     compute_.forward(*this, input);
     return this->output;

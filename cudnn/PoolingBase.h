@@ -26,6 +26,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -78,9 +79,8 @@ class PoolingCompute {
 };
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::PoolingBase> Base>
 class PoolingBase : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::PoolingBase, Base>, "cudnn::PoolingBase twins an nn::PoolingBase");
   // The average modules are the ones with a count_include_pad field.
   static constexpr bool kAverage = requires(const Base& b) { b.count_include_pad; };
 
@@ -88,9 +88,7 @@ class PoolingBase : public Twin<Base> {
   using Twin<Base>::Twin;
 
   const Tensor& updateOutput(const Tensor& input) override {
-    const std::string where = this->where("updateOutput");
-    check_on_device(where, input, Tensor());
-    check_cuda(where, input, "input");
+    this->checkCudaInput("updateOutput", input);
     const Shape shape = this->outputShape(input, "updateOutput");
     if constexpr (!kAverage) this->indices = Tensor();  // See Note [Pooling backward state]
     compute_.forward(*this, input, shape, settings());
@@ -98,10 +96,7 @@ class PoolingBase : public Twin<Base> {
   }
 
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
-    const std::string where = this->where("updateGradInput");
-    check_on_device(where, input, Tensor());
-    check_cuda(where, input, "input");
-    check_cuda(where, gradOutput, "gradOutput");
+    const std::string where = this->checkCudaGrad("updateGradInput", input, gradOutput);
     const Shape shape = this->checkGradOutput(input, gradOutput, "updateGradInput");
     if (!compute_.ranOn(*this, input, shape)) {  // See Note [Pooling backward state]
       if constexpr (kAverage) {

@@ -8,6 +8,7 @@
 // inference forward keeps no reserve space).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,10 +60,8 @@ class RNNCompute {
 
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::RNNBase> Base>
 class RNNBase : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::RNNBase, Base>, "cudnn::RNNBase twins an nn::RNNBase");
-
  public:
   using Twin<Base>::Twin;
 

@@ -9,6 +9,7 @@
 // float32, float64, float16 and bfloat16.
 #pragma once
 
+#include <concepts>
 #include <memory>
 #include <type_traits>
 
@@ -33,10 +34,8 @@ class SoftMaxCompute {
 };
 }  // namespace detail
 
-template <class Base>
+template <std::derived_from<nn::SoftMaxBase> Base>
 class SoftMaxBase : public Twin<Base> {
-  static_assert(std::is_base_of_v<nn::SoftMaxBase, Base>, "cudnn::SoftMaxBase twins an nn::SoftMaxBase");
-
  public:
   using Twin<Base>::Twin;
 
@@ -46,18 +45,13 @@ class SoftMaxBase : public Twin<Base> {
   bool fastMode() const { return this->fast; }
 
   const Tensor& updateOutput(const Tensor& input) override {
-    const std::string where = this->where("updateOutput");
-    check_on_device(where, input, Tensor());
-    check_cuda(where, input, "input");
+    this->checkCudaInput("updateOutput", input);
     compute_.forward(*this, this->shapeLayout(input.sizes(), "updateOutput"), input);
     return this->output;
   }
 
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
-    const std::string where = this->where("updateGradInput");
-    check_on_device(where, input, Tensor());
-    check_cuda(where, input, "input");
-    check_cuda(where, gradOutput, "gradOutput");
+    this->checkCudaGrad("updateGradInput", input, gradOutput);
     const auto l = this->shapeLayout(input.sizes(), "updateGradInput");
     this->checkBackward(input, gradOutput, "updateGradInput");
     compute_.backward(*this, l, gradOutput);

@@ -7,5 +7,5 @@
 #include "nn/SpatialCrossEntropyCriterion.h"
 
 namespace cudnn {
-using SpatialCrossEntropyCriterion = ClassCriterionBase<nn::SpatialCrossEntropyCriterion, 2, ClassInput::Scores>;
+using SpatialCrossEntropyCriterion = ClassCriterionBase<nn::SpatialCrossEntropyCriterion>;
 }  // namespace cudnn

@@ -20,9 +20,7 @@ int SpatialCrossMapLRN::checkedSize(const std::string& where) const {
 }
 
 const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
-  const std::string where = this->where("updateOutput");
-  check_on_device(where, input, Tensor());
-  check_cuda(where, input, "input");
+  const std::string where = checkCudaInput("updateOutput", input);
   checkShape(input, "updateOutput");
   const int n = checkedSize(where);
   scale = Tensor();
@@ -34,10 +32,7 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
 }
 
 const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  const std::string where = this->where("updateGradInput");
-  check_on_device(where, input, Tensor());
-  check_cuda(where, input, "input");
-  check_cuda(where, gradOutput, "gradOutput");
+  const std::string where = checkCudaGrad("updateGradInput", input, gradOutput);
   checkShape(input, "updateGradInput");
   checkGradOutput(input, gradOutput, "updateGradInput");
   const int n = checkedSize(where);

@@ -39,6 +39,23 @@ class Twin : public Base {
   std::string type_name() const override { return std::string(kTypeName); }
   bool computesOn(tensor::Device d) const override { return d.is_cuda(); }
   nn::Backend backendKind() const override { return nn::Backend::cudnn; }
+
+ protected:
+  // The start of a compute method: checks that `input` is a floating-point CUDA tensor, on the
+  // device of `state` (a parameter; undefined: any), and returns the errors' prefix
+  // "cudnn.X::method: ".
+  std::string checkCudaInput(const char* method, const Tensor& input, const Tensor& state = Tensor()) const {
+    std::string where = this->where(method);
+    check_on_device(where, input, state);
+    check_cuda(where, input, "input");
+    return where;
+  }
+  // The same for a backward method, with gradOutput a floating-point CUDA tensor too.
+  std::string checkCudaGrad(const char* method, const Tensor& input, const Tensor& gradOutput) const {
+    std::string where = checkCudaInput(method, input);
+    check_cuda(where, gradOutput, "gradOutput");
+    return where;
+  }
 };
 
 }  // namespace cudnn

@@ -7,5 +7,5 @@
 #include "nn/VolumetricCrossEntropyCriterion.h"
 
 namespace cudnn {
-using VolumetricCrossEntropyCriterion = ClassCriterionBase<nn::VolumetricCrossEntropyCriterion, 3, ClassInput::Scores>;
+using VolumetricCrossEntropyCriterion = ClassCriterionBase<nn::VolumetricCrossEntropyCriterion>;
 }  // namespace cudnn

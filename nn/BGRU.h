@@ -1,27 +1,16 @@
 // BGRU.h: the bidirectional GRU; output [.. x 2*outputDim], directions concatenated as cuDNN does.
-// Constructors: cudnn.torch's positional (inputDim, outputDim, numLayers, batchFirst, dropout,
-// rememberStates), or nn::RNNOptions by name (PyTorch's order and bias; nn/RNNBase.h), bidirectional
-// whatever it says.
-// Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::BGRU.
+// Constructors, bidirectional whatever the options say, and everything else are RNNModule's and
+// RNNBase's (nn/RNNBase.h). Twin: cudnn::BGRU.
 #pragma once
 
 #include "nn/RNNBase.h"
 
 namespace nn {
 
-class BGRU : public RNNBase {
+class BGRU : public RNNModule<BGRU, RNNMode::GRU, true> {
  public:
-  BGRU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
-       bool rememberStates = false)
-      : BGRU(positional(inputDim, outputDim, numLayers, batchFirst, dropout)) {
-    rememberStates_ = rememberStates;
-  }
-  explicit BGRU(const RNNOptions& options) : RNNBase(kMode, alwaysBidirectional(options)) {}
-  static constexpr bool kAlwaysBidirectional = true;
-  static constexpr RNNMode kMode = RNNMode::GRU;
+  using RNNModule::RNNModule;
   static constexpr std::string_view kTypeName = "nn.BGRU";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<BGRU>(config); }
 };
 
 }  // namespace nn

@@ -20,10 +20,11 @@ BatchNormalization::BatchNormalization(int64_t nOutput_, double eps_, double mom
   if (nOutput <= 0 || !(eps >= 0 && std::isfinite(eps)) || !(momentum >= 0 && momentum <= 1)) {
     std::ostringstream msg;
     // type_name() is not virtual yet inside a constructor
-    msg << (nDim == 4 ? "nn.SpatialBatchNormalization" : nDim == 5 ? "nn.VolumetricBatchNormalization"
-                                                                   : "nn.BatchNormalization")
-        << ": expected nOutput > 0, a finite eps >= 0 and momentum in [0, 1], got nOutput " << nOutput
-        << ", eps " << eps << ", momentum " << momentum;
+    msg << (nDim == 4   ? "nn.SpatialBatchNormalization"
+            : nDim == 5 ? "nn.VolumetricBatchNormalization"
+                        : "nn.BatchNormalization")
+        << ": expected nOutput > 0, a finite eps >= 0 and momentum in [0, 1], got nOutput " << nOutput << ", eps "
+        << eps << ", momentum " << momentum;
     throw Error(msg.str());
   }
   running_mean = tensor::zeros({nOutput});
@@ -92,14 +93,13 @@ BatchNormalization::Layout BatchNormalization::shapeLayout(const Tensor& input, 
   const int64_t d = input.dim();
   if (d != nDim && !(d == nDim - 1 && !training_)) {
     throw Error(where(method) + "expected input of " + shapeContract(true) + " (or " + shapeContract(false) +
-                " in evaluation), got " + tensor::shape_str(input.sizes()) +
-                (d == nDim - 1 ? " in training" : ""));
+                " in evaluation), got " + tensor::shape_str(input.sizes()) + (d == nDim - 1 ? " in training" : ""));
   }
   const bool batched = d == nDim;
   const int64_t featDim = batched ? 1 : 0;
   if (input.size(featDim) != nOutput) {
-    throw Error(where(method) + "expected input of " + shapeContract(batched) + " with C = " +
-                std::to_string(nOutput) + ", got " + tensor::shape_str(input.sizes()));
+    throw Error(where(method) + "expected input of " + shapeContract(batched) + " with C = " + std::to_string(nOutput) +
+                ", got " + tensor::shape_str(input.sizes()));
   }
   Layout l{batched ? input.size(0) : 1, nOutput, 1};
   for (int64_t k = featDim + 1; k < d; ++k) l.S *= input.size(k);
@@ -159,8 +159,7 @@ void BatchNormalization::backwardPass(const Tensor& input, const Tensor& gradOut
   if (wantParams) checkGradients(method);
   if (training_) {
     if (!save_mean.defined() || save_mean.dtype() != input.dtype()) {
-      throw Error(where(method) + "no batch statistics for input " + input.description() +
-                  ": call updateOutput first");
+      throw Error(where(method) + "no batch statistics for input " + input.description() + ": call updateOutput first");
     }
   } else {
     useRunningStatistics(input);
@@ -171,10 +170,9 @@ void BatchNormalization::backwardPass(const Tensor& input, const Tensor& gradOut
   if (x.numel() == 0 || (!wantGradInput && !wantParams)) return;
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
     using T = decltype(tag);
-    kernels::batchnorm_backward<T>(x.data<T>(), gy.data<T>(), wantGradInput ? gradInput.data<T>() : nullptr, l.N,
-                                   l.C, l.S, save_mean.data<T>(), save_invstd.data<T>(),
-                                   affine ? weight.data<T>() : nullptr, training_,
-                                   wantParams ? gradWeight.data<T>() : nullptr,
+    kernels::batchnorm_backward<T>(x.data<T>(), gy.data<T>(), wantGradInput ? gradInput.data<T>() : nullptr, l.N, l.C,
+                                   l.S, save_mean.data<T>(), save_invstd.data<T>(), affine ? weight.data<T>() : nullptr,
+                                   training_, wantParams ? gradWeight.data<T>() : nullptr,
                                    wantParams ? gradBias.data<T>() : nullptr, scale);
   });
 }
@@ -203,14 +201,7 @@ tensor::Json BatchNormalization::config() const {
 }
 
 ModulePtr BatchNormalization::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, kTypeName);
-  const int64_t nOutput = c.integer("nOutput");
-  const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
-  const bool affine = c.flag("affine", true), cumulative = c.flag("cumulativeAverage", false);
-  c.finish();
-  auto m = std::make_shared<BatchNormalization>(nOutput, eps, momentum, affine);
-  m->cumulativeAverage = cumulative;
-  return m;
+  return fromConfigAs<BatchNormalization>(config);
 }
 
 }  // namespace nn

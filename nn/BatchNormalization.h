@@ -17,6 +17,7 @@
 #pragma once
 
 #include "nn/Module.h"
+#include "nn/ModuleConfig.h"
 
 namespace nn {
 
@@ -67,16 +68,44 @@ class BatchNormalization : public Module {
 
  protected:
   BatchNormalization(int64_t nOutput, double eps, double momentum, bool affine, int64_t nDim);
+  // Every batch norm's fromConfig: the constructor's arguments and cumulativeAverage.
+  template <class M>
+  static ModulePtr fromConfigAs(const tensor::Json& config);
   void visitState(StateVisitor& v) override;
   // one pass computes gradInput and the parameter gradients together
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
   // gradInput and/or the parameter gradients (times scale), in one pass over the data.
-  void backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, bool wantParams,
-                    double scale, const char* method);
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale,
+                    const char* method);
   // "[N x C x H x W]" for nDim, or the single-sample form without N
   std::string shapeContract(bool batched) const;
   // Fills save_mean / save_invstd from the running statistics (evaluation).
   void useRunningStatistics(const Tensor& like);
+};
+
+template <class M>
+ModulePtr BatchNormalization::fromConfigAs(const tensor::Json& config) {
+  ConfigReader c(config, M::kTypeName);
+  const int64_t nOutput = c.integer("nOutput");
+  const double eps = c.number("eps", 1e-5), momentum = c.number("momentum", 0.1);
+  const bool affine = c.flag("affine", true), cumulative = c.flag("cumulativeAverage", false);
+  c.finish();
+  auto m = std::make_shared<M>(nOutput, eps, momentum, affine);
+  m->cumulativeAverage = cumulative;
+  return m;
+}
+
+// What Spatial/VolumetricBatchNormalization add to BatchNormalization: the batched input rank
+// NDim, and their type name and fromConfig from Self::kTypeName. A module is `class
+// SpatialBatchNormalization : public BatchNormalizationModule<SpatialBatchNormalization, 4>`
+// with `using BatchNormalizationModule::BatchNormalizationModule;` and its kTypeName.
+template <class Self, int64_t NDim>
+class BatchNormalizationModule : public BatchNormalization {
+ public:
+  explicit BatchNormalizationModule(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : BatchNormalization(nOutput, eps, momentum, affine, NDim) {}
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<Self>(config); }
 };
 
 }  // namespace nn

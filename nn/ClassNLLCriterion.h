@@ -6,25 +6,14 @@
 // Targets equal to ignoreIndex count for nothing. Twin: cudnn::ClassNLLCriterion.
 #pragma once
 
-#include "nn/Criterion.h"
+#include "nn/ClassCriterionBase.h"
 
 namespace nn {
 
-class ClassNLLCriterion : public Criterion {
+class ClassNLLCriterion : public ClassCriterion<ClassNLLCriterion, ClassInput::LogProbabilities, 0> {
  public:
-  explicit ClassNLLCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100);
-
-  double updateOutput(const Tensor& input, const Tensor& target) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
+  using ClassCriterion::ClassCriterion;
   static constexpr std::string_view kTypeName = "nn.ClassNLLCriterion";
-  std::string type_name() const override { return std::string(kTypeName); }
-
-  Tensor weights;  // [classes], or undefined for all ones
-  bool sizeAverage;
-  int64_t ignoreIndex;
-
- protected:
-  void visitState(StateVisitor& v) override { v.buffer("weights", weights); }
 };
 
 }  // namespace nn

@@ -8,7 +8,7 @@
 
 namespace nn {
 
-ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : PointwiseBase(inplace_), ceiling(ceiling_) {
+ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : ActivationModule(inplace_), ceiling(ceiling_) {
   if (!(ceiling > 0) || !std::isfinite(ceiling)) {
     std::ostringstream msg;
     msg << std::string(kTypeName) + ": expected a positive finite ceiling, got " << ceiling;

@@ -8,13 +8,11 @@
 
 namespace nn {
 
-class ClippedReLU : public PointwiseBase {
+class ClippedReLU : public ActivationModule<ClippedReLU, Activation::ClippedReLU> {
  public:
   explicit ClippedReLU(double ceiling, bool inplace = false);
-  Activation activation() const override { return Activation::ClippedReLU; }
   double coef() const override { return ceiling; }
   static constexpr std::string_view kTypeName = "nn.ClippedReLU";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
 

@@ -121,4 +121,17 @@ class ConvolutionBase : public Module, public WithConvAlgorithms<ConvolutionBase
   Tensor columns_;  // im2col workspace (Torch's finput), reused between calls
 };
 
+// What SpatialConvolution, SpatialFullConvolution, VolumetricConvolution and
+// VolumetricFullConvolution add to ConvolutionBase beside their Torch fields: whether they are
+// transposed, and their type name from Self::kTypeName.
+template <class Self, bool Transposed>
+class ConvolutionModule : public ConvolutionBase {
+ public:
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+
+ protected:
+  ConvolutionModule(int64_t nInputPlane, int64_t nOutputPlane)
+      : ConvolutionBase(nInputPlane, nOutputPlane, Transposed) {}
+};
+
 }  // namespace nn

@@ -5,26 +5,14 @@
 // 0-BASED; ignoreIndex counts for nothing. Twin: cudnn::CrossEntropyCriterion.
 #pragma once
 
-#include "nn/Criterion.h"
+#include "nn/ClassCriterionBase.h"
 
 namespace nn {
 
-class CrossEntropyCriterion : public Criterion {
+class CrossEntropyCriterion : public ClassCriterion<CrossEntropyCriterion, ClassInput::Scores, 0> {
  public:
-  explicit CrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100);
-
-  double updateOutput(const Tensor& input, const Tensor& target) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& target) override;
+  using ClassCriterion::ClassCriterion;
   static constexpr std::string_view kTypeName = "nn.CrossEntropyCriterion";
-  std::string type_name() const override { return std::string(kTypeName); }
-
-  Tensor weights;  // [classes], or undefined for all ones
-  bool sizeAverage;
-  int64_t ignoreIndex;
-  Tensor logProbs;  // log_softmax(input) of the last call
-
- protected:
-  void visitState(StateVisitor& v) override { v.buffer("weights", weights); }
 };
 
 }  // namespace nn

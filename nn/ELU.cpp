@@ -9,7 +9,7 @@
 
 namespace nn {
 
-ELU::ELU(double alpha_, bool inplace_) : PointwiseBase(inplace_), alpha(alpha_) {
+ELU::ELU(double alpha_, bool inplace_) : ActivationModule(inplace_), alpha(alpha_) {
   // a non-finite alpha computes nothing useful and cannot be written to a model file
   if (!std::isfinite(alpha)) {
     std::ostringstream msg;

@@ -8,13 +8,11 @@
 
 namespace nn {
 
-class ELU : public PointwiseBase {
+class ELU : public ActivationModule<ELU, Activation::ELU> {
  public:
   explicit ELU(double alpha = 1.0, bool inplace = false);
-  Activation activation() const override { return Activation::ELU; }
   double coef() const override { return alpha; }
   static constexpr std::string_view kTypeName = "nn.ELU";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;

@@ -8,7 +8,7 @@
 
 namespace nn {
 
-LeakyReLU::LeakyReLU(double negativeSlope_, bool inplace_) : PointwiseBase(inplace_), negativeSlope(negativeSlope_) {
+LeakyReLU::LeakyReLU(double negativeSlope_, bool inplace_) : ActivationModule(inplace_), negativeSlope(negativeSlope_) {
   if (!std::isfinite(negativeSlope) || (inplace && negativeSlope < 0)) {
     std::ostringstream msg;
     msg << kTypeName << ": expected a finite negative_slope (>= 0 in place), got " << negativeSlope

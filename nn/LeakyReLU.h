@@ -8,13 +8,11 @@
 
 namespace nn {
 
-class LeakyReLU : public PointwiseBase {
+class LeakyReLU : public ActivationModule<LeakyReLU, Activation::LeakyReLU> {
  public:
   explicit LeakyReLU(double negativeSlope = 0.01, bool inplace = false);
-  Activation activation() const override { return Activation::LeakyReLU; }
   double coef() const override { return negativeSlope; }
   static constexpr std::string_view kTypeName = "nn.LeakyReLU";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;  // {"negative_slope": 0.01, "inplace": false}
   static ModulePtr fromConfig(const tensor::Json& config);
   std::string str() const override;

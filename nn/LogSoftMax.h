@@ -7,12 +7,9 @@
 
 namespace nn {
 
-class LogSoftMax : public SoftMaxBase {
+class LogSoftMax : public SoftMaxModule<LogSoftMax, SoftMaxBase::Family::Instance, true> {
  public:
-  LogSoftMax() : SoftMaxBase(Family::Instance, true) {}
   static constexpr std::string_view kTypeName = "nn.LogSoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "nn/Module.h"
+#include "nn/ModuleConfig.h"
 #include "nn/kernels/Activation.h"
 
 namespace nn {
@@ -37,6 +38,27 @@ class PointwiseBase : public Module {
   void checkGradOutputMatches(const Tensor& gradOutput, const char* method) const;
   // updateGradInput for the modes whose derivative reads the input.
   const Tensor& gradInputFromInput(const Tensor& input, const Tensor& gradOutput);
+};
+
+// What an activation adds to PointwiseBase: its activation and its type name from
+// Self::kTypeName, and for those without a coefficient fromConfig ({"inplace": ..}). A module
+// is `class Tanh : public ActivationModule<Tanh, Activation::Tanh>` with its kTypeName; ReLU,
+// which takes `inplace` in its constructor, adds `using ActivationModule::ActivationModule;`;
+// ELU, LeakyReLU and ClippedReLU add their coefficient, its coef(), config() and fromConfig.
+template <class Self, Activation A>
+class ActivationModule : public PointwiseBase {
+ public:
+  explicit ActivationModule(bool inplace = false) : PointwiseBase(inplace) {}
+  Activation activation() const override { return A; }
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) {
+    ConfigReader c(config, Self::kTypeName);
+    const bool inplace = c.flag("inplace", false);
+    c.finish();
+    auto m = std::make_shared<Self>();
+    m->inplace = inplace;
+    return m;
+  }
 };
 
 }  // namespace nn

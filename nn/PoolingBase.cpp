@@ -110,7 +110,7 @@ kernels::PoolGeometry PoolingBase::geometry(const Tensor& input, const Shape& ou
   return g;
 }
 
-void PoolingBase::maxForward(const Tensor& input, Tensor& indices) {
+const Tensor& PoolingBase::maxForward(const Tensor& input, Tensor& indices) {
   check_float(where("updateOutput"), input);
   const Shape shape = outputShape(input, "updateOutput");
   const Tensor x = input.contiguous();
@@ -126,9 +126,10 @@ void PoolingBase::maxForward(const Tensor& input, Tensor& indices) {
     using T = decltype(tag);
     kernels::max_pool_forward<T>(g, x.data<T>(), output.data<T>(), indices.data<int64_t>());
   });
+  return output;
 }
 
-void PoolingBase::maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices) {
+const Tensor& PoolingBase::maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices) {
   check_float(where("updateGradInput"), input);
   const Shape shape = checkGradOutput(input, gradOutput, "updateGradInput");
   // The indices are offsets into the planes of the forward input: another input would read
@@ -145,9 +146,10 @@ void PoolingBase::maxBackward(const Tensor& input, const Tensor& gradOutput, con
     using T = decltype(tag);
     kernels::max_pool_backward<T>(g, gy.data<T>(), indices.data<int64_t>(), gradInput.data<T>());
   });
+  return gradInput;
 }
 
-void PoolingBase::averageForward(const Tensor& input, bool count_include_pad) {
+const Tensor& PoolingBase::averageForward(const Tensor& input, bool count_include_pad) {
   check_float(where("updateOutput"), input);
   const Shape shape = outputShape(input, "updateOutput");
   const Tensor x = input.contiguous();
@@ -157,9 +159,10 @@ void PoolingBase::averageForward(const Tensor& input, bool count_include_pad) {
     using T = decltype(tag);
     kernels::avg_pool_forward<T>(g, count_include_pad, x.data<T>(), output.data<T>());
   });
+  return output;
 }
 
-void PoolingBase::averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad) {
+const Tensor& PoolingBase::averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad) {
   check_float(where("updateGradInput"), input);
   const Shape shape = checkGradOutput(input, gradOutput, "updateGradInput");
   const Tensor gy = gradOutput.contiguous();
@@ -169,17 +172,17 @@ void PoolingBase::averageBackward(const Tensor& input, const Tensor& gradOutput,
     using T = decltype(tag);
     kernels::avg_pool_backward<T>(g, count_include_pad, gy.data<T>(), gradInput.data<T>());
   });
+  return gradInput;
 }
 
 tensor::Json SpatialPooling::config() const {
-  return tensor::Json::Object{{"kW", kW},     {"kH", kH},     {"dW", dW},      {"dH", dH},
-                              {"padW", padW}, {"padH", padH}, {"ceil_mode", ceil_mode}};
+  return tensor::Json::Object{
+      {"kW", kW}, {"kH", kH}, {"dW", dW}, {"dH", dH}, {"padW", padW}, {"padH", padH}, {"ceil_mode", ceil_mode}};
 }
 
 tensor::Json VolumetricPooling::config() const {
-  return tensor::Json::Object{{"kT", kT},     {"kW", kW},     {"kH", kH},     {"dT", dT},
-                              {"dW", dW},     {"dH", dH},     {"padT", padT}, {"padW", padW},
-                              {"padH", padH}, {"ceil_mode", ceil_mode}};
+  return tensor::Json::Object{{"kT", kT}, {"kW", kW},     {"kH", kH},     {"dT", dT},     {"dW", dW},
+                              {"dH", dH}, {"padT", padT}, {"padW", padW}, {"padH", padH}, {"ceil_mode", ceil_mode}};
 }
 
 }  // namespace nn

@@ -1,7 +1,9 @@
 // PoolingBase.h: the bases of the max and average pooling modules over 2 (Spatial*) and 3
 // (Volumetric*) spatial dims. PoolingBase holds what all four and their cudnn twins share:
 // argument checks, Torch's output size (outputShape), printing, and the calls into the one
-// N-d kernel (nn/kernels/Pooling.h); SpatialPooling and VolumetricPooling hold Torch's fields.
+// N-d kernel (nn/kernels/Pooling.h); SpatialPooling and VolumetricPooling hold Torch's fields;
+// MaxPoolingModule and AveragePoolingModule hold what a max or an average module adds over
+// either, so a module only states Torch's constructors, its kTypeName and fromConfig.
 // Input [C x spatial] or [N x C x spatial]; output [.. x C x pooled spatial].
 #pragma once
 
@@ -9,6 +11,7 @@
 
 #include "nn/Module.h"
 #include "nn/kernels/Pooling.h"
+#include "tensor/Json.h"
 
 namespace nn {
 
@@ -39,11 +42,12 @@ class PoolingBase : public Module {
   };
   virtual Window window() const = 0;
 
-  // The computations of the max and average modules, shared by 2 and 3 dims.
-  void maxForward(const Tensor& input, Tensor& indices);
-  void maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices);
-  void averageForward(const Tensor& input, bool count_include_pad);
-  void averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad);
+  // The computations of the max and average modules, shared by 2 and 3 dims; they return
+  // output or gradInput.
+  const Tensor& maxForward(const Tensor& input, Tensor& indices);
+  const Tensor& maxBackward(const Tensor& input, const Tensor& gradOutput, const Tensor& indices);
+  const Tensor& averageForward(const Tensor& input, bool count_include_pad);
+  const Tensor& averageBackward(const Tensor& input, const Tensor& gradOutput, bool count_include_pad);
 
  private:
   kernels::PoolGeometry geometry(const Tensor& input, const Shape& outShape) const;
@@ -73,6 +77,75 @@ class VolumetricPooling : public PoolingBase {
                     int64_t padH)
       : kT(kT), kW(kW), kH(kH), dT(dT), dW(dW), dH(dH), padT(padT), padW(padW), padH(padH) {}
   Window window() const override { return {3, {kT, kH, kW}, {dT, dH, dW}, {padT, padH, padW}}; }
+};
+
+// What every pooling module adds over its Fields (SpatialPooling or VolumetricPooling): its
+// type name from Self::kTypeName, Torch's ceil() and floor(), and the argument checks, run by
+// the constructor once the type name is known (the module's constructors pass Fields' arguments).
+template <class Self, class Fields>
+class PoolingModule : public Fields {
+ public:
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+  Self& ceil() {
+    this->ceil_mode = true;
+    return static_cast<Self&>(*this);
+  }
+  Self& floor() {
+    this->ceil_mode = false;
+    return static_cast<Self&>(*this);
+  }
+
+ protected:
+  template <class... Args>
+  explicit PoolingModule(Args... fields) : Fields(fields...) {
+    this->checkArguments();
+  }
+};
+
+// SpatialMaxPooling and VolumetricMaxPooling: the maximum of each window, and where it was.
+template <class Self, class Fields>
+class MaxPoolingModule : public PoolingModule<Self, Fields> {
+ public:
+  const Tensor& updateOutput(const Tensor& input) override { return this->maxForward(input, indices); }
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    return this->maxBackward(input, gradOutput, indices);
+  }
+
+  // Int64, the output's shape: each maximum's offset in its plane (h * W + w, or
+  // (t * H + h) * W + w)
+  Tensor indices;
+
+ protected:
+  using PoolingModule<Self, Fields>::PoolingModule;
+};
+
+// SpatialAveragePooling and VolumetricAveragePooling: the mean of each window, over the window
+// with its padding (count_include_pad, the default, as Torch) or over the input it covers.
+template <class Self, class Fields>
+class AveragePoolingModule : public PoolingModule<Self, Fields> {
+ public:
+  const Tensor& updateOutput(const Tensor& input) override { return this->averageForward(input, count_include_pad); }
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    return this->averageBackward(input, gradOutput, count_include_pad);
+  }
+  Self& setCountIncludePad() {
+    count_include_pad = true;
+    return static_cast<Self&>(*this);
+  }
+  Self& setCountExcludePad() {
+    count_include_pad = false;
+    return static_cast<Self&>(*this);
+  }
+  tensor::Json config() const override {  // the fields, ceil_mode and count_include_pad
+    tensor::Json c = Fields::config();
+    c.set("count_include_pad", count_include_pad);
+    return c;
+  }
+
+  bool count_include_pad = true;
+
+ protected:
+  using PoolingModule<Self, Fields>::PoolingModule;
 };
 
 }  // namespace nn

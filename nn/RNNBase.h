@@ -123,9 +123,9 @@ class RNNBase : public Module {
   // Inputs: undefined means zeros. Outputs after forward; gradients after backward.
   // Of the input's dtype. The nn modules take states on any device (a network whose nn module
   // is bridged from CUDA tensors, Note [Device bridging]) and give theirs on the CPU.
-  Tensor hiddenInput, cellInput;          // cellInput: LSTM only
-  Tensor hiddenOutput, cellOutput;        // final states (at each sequence's own last step)
-  Tensor gradHiddenInput, gradCellInput;  // set by backward
+  Tensor hiddenInput, cellInput;            // cellInput: LSTM only
+  Tensor hiddenOutput, cellOutput;          // final states (at each sequence's own last step)
+  Tensor gradHiddenInput, gradCellInput;    // set by backward
   Tensor gradHiddenOutput, gradCellOutput;  // set by the user before backward; undefined = zeros
 
   // Per-sequence lengths (batch entries, each in [1, seqLength]); empty = all full length.
@@ -207,10 +207,35 @@ class RNNBase : public Module {
   // What the CPU forward keeps for backward (gate activations, per-layer inputs, dropout
   // masks); the cudnn twin keeps cuDNN's reserve space instead. Implementation-defined.
   std::vector<Tensor> saved_;
-  Tensor gradGates_;  // computed in updateGradInput, consumed by accGradParameters
+  Tensor gradGates_;             // computed in updateGradInput, consumed by accGradParameters
   bool gradGatesValid_ = false;  // updateGradInput ran since the last forward
   Tensor zeroBias_;              // without bias: the zeros the CPU kernels add in its place
-  Tensor layer0Input_;  // the CPU forward's time-major layer-0 input (the input itself, or a copy)
+  Tensor layer0Input_;           // the CPU forward's time-major layer-0 input (the input itself, or a copy)
+};
+
+// What each recurrent module adds to RNNBase: its mode (and, for BLSTM and BGRU, the fixed
+// direction), cudnn.torch's positional constructor (inputDim, outputDim, numLayers,
+// batchFirst, dropout, rememberStates) beside the one taking nn::RNNOptions by name (PyTorch's
+// order and bias), and its type name and fromConfig from Self::kTypeName. A module is
+// `class LSTM : public RNNModule<LSTM, RNNMode::LSTM>` with `using RNNModule::RNNModule;` and
+// its kTypeName.
+template <class Self, RNNMode Mode, bool AlwaysBidirectional = false>
+class RNNModule : public RNNBase {
+ public:
+  static constexpr RNNMode kMode = Mode;
+  static constexpr bool kAlwaysBidirectional = AlwaysBidirectional;
+
+  RNNModule(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
+            bool rememberStates = false)
+      : RNNModule(positional(inputDim, outputDim, numLayers, batchFirst, dropout)) {
+    rememberStates_ = rememberStates;
+  }
+  // BLSTM and BGRU are bidirectional whatever the options say.
+  explicit RNNModule(const RNNOptions& options)
+      : RNNBase(Mode, AlwaysBidirectional ? alwaysBidirectional(options) : options) {}
+
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<Self>(config); }
 };
 
 }  // namespace nn

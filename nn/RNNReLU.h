@@ -1,25 +1,15 @@
 // RNNReLU.h: an Elman RNN, h_t = relu(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh).
-// Constructors: cudnn.torch's positional (inputDim, outputDim, numLayers, batchFirst, dropout,
-// rememberStates), or nn::RNNOptions by name (PyTorch's order and bias; nn/RNNBase.h).
-// Everything else is RNNBase's (nn/RNNBase.h). Twin: cudnn::RNNReLU.
+// Constructors and everything else are RNNModule's and RNNBase's (nn/RNNBase.h). Twin: cudnn::RNNReLU.
 #pragma once
 
 #include "nn/RNNBase.h"
 
 namespace nn {
 
-class RNNReLU : public RNNBase {
+class RNNReLU : public RNNModule<RNNReLU, RNNMode::ReLU> {
  public:
-  RNNReLU(int64_t inputDim, int64_t outputDim, int64_t numLayers = 1, bool batchFirst = false, double dropout = 0,
-          bool rememberStates = false)
-      : RNNReLU(positional(inputDim, outputDim, numLayers, batchFirst, dropout)) {
-    rememberStates_ = rememberStates;
-  }
-  explicit RNNReLU(const RNNOptions& options) : RNNBase(kMode, options) {}
-  static constexpr RNNMode kMode = RNNMode::ReLU;
+  using RNNModule::RNNModule;
   static constexpr std::string_view kTypeName = "nn.RNNReLU";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<RNNReLU>(config); }
 };
 
 }  // namespace nn

@@ -7,13 +7,10 @@
 
 namespace nn {
 
-class ReLU : public PointwiseBase {
+class ReLU : public ActivationModule<ReLU, Activation::ReLU> {
  public:
-  explicit ReLU(bool inplace = false);
-  Activation activation() const override { return Activation::ReLU; }
+  using ActivationModule::ActivationModule;
   static constexpr std::string_view kTypeName = "nn.ReLU";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

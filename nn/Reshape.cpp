@@ -22,9 +22,8 @@ Reshape::Reshape(Shape size_, std::optional<bool> batchMode_) : size(std::move(s
 }
 
 Shape Reshape::outputShape(const Tensor& input) const {
-  const bool single = batchMode.has_value()
-                          ? !*batchMode
-                          : input.numel() == nelement && !(input.dim() > 0 && input.size(0) == 1);
+  const bool single =
+      batchMode.has_value() ? !*batchMode : input.numel() == nelement && !(input.dim() > 0 && input.size(0) == 1);
   if (single) {
     if (input.numel() != nelement) {
       throw Error(where("updateOutput") + "expected an input of " + std::to_string(nelement) +
@@ -40,23 +39,6 @@ Shape Reshape::outputShape(const Tensor& input) const {
   Shape shape{input.size(0)};
   shape.insert(shape.end(), size.begin(), size.end());
   return shape;
-}
-
-const Tensor& Reshape::updateOutput(const Tensor& input) {
-  output = input.reshape(outputShape(input));
-  return output;
-}
-
-const Tensor& Reshape::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  // the output's shape, not just its element count: another arrangement pairs wrong elements
-  const Shape expected = outputShape(input);
-  if (gradOutput.sizes() != expected) {
-    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
-                tensor::shape_str(expected) + " (input " + tensor::shape_str(input.sizes()) + "), got " +
-                tensor::shape_str(gradOutput.sizes()));
-  }
-  gradInput = gradOutput.reshape(input.sizes());
-  return gradInput;
 }
 
 std::string Reshape::str() const { return type_name() + "(" + join(size, "x") + ")"; }

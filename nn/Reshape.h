@@ -9,20 +9,17 @@
 #include <concepts>
 #include <optional>
 
-#include "nn/Module.h"
+#include "nn/ReshapeBase.h"
 
 namespace nn {
 
-class Reshape : public Module {
+class Reshape : public ReshapeBase {
  public:
   explicit Reshape(Shape size, std::optional<bool> batchMode = std::nullopt);
   template <class... I>
     requires((std::integral<I> && !std::same_as<I, bool>) && ...)
   explicit Reshape(I... sizes) : Reshape(Shape{static_cast<int64_t>(sizes)...}) {}
 
-  const Tensor& updateOutput(const Tensor& input) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  bool computesOn(Device) const override { return true; }  // views only
   static constexpr std::string_view kTypeName = "nn.Reshape";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
@@ -33,7 +30,7 @@ class Reshape : public Module {
   int64_t nelement = 1;
   std::optional<bool> batchMode;
 
-  Shape outputShape(const Tensor& input) const;
+  Shape outputShape(const Tensor& input) const override;
 };
 
 }  // namespace nn

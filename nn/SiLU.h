@@ -6,12 +6,10 @@
 
 namespace nn {
 
-class SiLU : public PointwiseBase {
+class SiLU : public ActivationModule<SiLU, Activation::SiLU> {
  public:
-  SiLU() = default;
-  Activation activation() const override { return Activation::SiLU; }
   static constexpr std::string_view kTypeName = "nn.SiLU";
-  std::string type_name() const override { return std::string(kTypeName); }
+  // no "inplace": SiLU has no in-place variant
   tensor::Json config() const override { return tensor::Json::Object{}; }
   static ModulePtr fromConfig(const tensor::Json& config);
 };

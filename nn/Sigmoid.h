@@ -6,13 +6,9 @@
 
 namespace nn {
 
-class Sigmoid : public PointwiseBase {
+class Sigmoid : public ActivationModule<Sigmoid, Activation::Sigmoid> {
  public:
-  Sigmoid() = default;
-  Activation activation() const override { return Activation::Sigmoid; }
   static constexpr std::string_view kTypeName = "nn.Sigmoid";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

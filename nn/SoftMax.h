@@ -8,12 +8,9 @@
 
 namespace nn {
 
-class SoftMax : public SoftMaxBase {
+class SoftMax : public SoftMaxModule<SoftMax, SoftMaxBase::Family::Instance, false> {
  public:
-  SoftMax() : SoftMaxBase(Family::Instance, false) {}
   static constexpr std::string_view kTypeName = "nn.SoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -43,12 +43,23 @@ class SoftMaxBase : public Module {
 
  protected:
   SoftMaxBase(Family family, bool log) : family_(family), log_(log) {}
-  // For the subclasses' fromConfig: builds M and reads the shared options.
+  // For SoftMaxModule's fromConfig: builds M and reads the shared options.
   template <class M>
   static ModulePtr build(const tensor::Json& config);
 
   Family family_;
   bool log_;
+};
+
+// What each softmax module adds to SoftMaxBase: its family and log flag, and its type name
+// and fromConfig from Self::kTypeName. A module is `class SoftMax : public
+// SoftMaxModule<SoftMax, Family::Instance, false>` with its kTypeName.
+template <class Self, SoftMaxBase::Family F, bool Log>
+class SoftMaxModule : public SoftMaxBase {
+ public:
+  SoftMaxModule() : SoftMaxBase(F, Log) {}
+  std::string type_name() const override { return std::string(Self::kTypeName); }
+  static ModulePtr fromConfig(const tensor::Json& config) { return build<Self>(config); }
 };
 
 template <class M>

@@ -1,30 +1,9 @@
-// SpatialAveragePooling.cpp
+// SpatialAveragePooling.cpp: reading a model file's config; the rest is PoolingBase.h's.
 #include "nn/SpatialAveragePooling.h"
 
 #include "nn/ModuleConfig.h"
 
 namespace nn {
-
-SpatialAveragePooling::SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW, int64_t padH)
-    : SpatialPooling(kW, kH, dW, dH, padW, padH) {
-  checkArguments();
-}
-
-const Tensor& SpatialAveragePooling::updateOutput(const Tensor& input) {
-  averageForward(input, count_include_pad);
-  return output;
-}
-
-const Tensor& SpatialAveragePooling::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  averageBackward(input, gradOutput, count_include_pad);
-  return gradInput;
-}
-
-tensor::Json SpatialAveragePooling::config() const {
-  tensor::Json c = SpatialPooling::config();
-  c.set("count_include_pad", count_include_pad);
-  return c;
-}
 
 ModulePtr SpatialAveragePooling::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

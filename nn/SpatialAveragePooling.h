@@ -9,35 +9,12 @@
 
 namespace nn {
 
-class SpatialAveragePooling : public SpatialPooling {
+class SpatialAveragePooling : public AveragePoolingModule<SpatialAveragePooling, SpatialPooling> {
  public:
-  SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW = 1, int64_t dH = 1, int64_t padW = 0, int64_t padH = 0);
-
-  SpatialAveragePooling& ceil() {
-    ceil_mode = true;
-    return *this;
-  }
-  SpatialAveragePooling& floor() {
-    ceil_mode = false;
-    return *this;
-  }
-  SpatialAveragePooling& setCountIncludePad() {
-    count_include_pad = true;
-    return *this;
-  }
-  SpatialAveragePooling& setCountExcludePad() {
-    count_include_pad = false;
-    return *this;
-  }
-
-  const Tensor& updateOutput(const Tensor& input) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW = 1, int64_t dH = 1, int64_t padW = 0, int64_t padH = 0)
+      : AveragePoolingModule(kW, kH, dW, dH, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.SpatialAveragePooling";
-  std::string type_name() const override { return std::string(kTypeName); }
-  tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
-
-  bool count_include_pad = true;
 };
 
 }  // namespace nn

@@ -9,14 +9,13 @@
 
 namespace nn {
 
-class SpatialConvolution : public ConvolutionBase {
+class SpatialConvolution : public ConvolutionModule<SpatialConvolution, false> {
  public:
   SpatialConvolution(int64_t nInputPlane, int64_t nOutputPlane, int64_t kW, int64_t kH, int64_t dW = 1,
                      int64_t dH = 1, int64_t padW = 0, int64_t padH = 0, int64_t groups = 1);
 
   ConvSpec spec() const override;
   static constexpr std::string_view kTypeName = "nn.SpatialConvolution";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialConvolution(3 -> 96, 11x11, 3,3[, padW,padH]); dilation and groups

@@ -5,16 +5,14 @@
 // sizeAverage, summed otherwise. Twin: cudnn::SpatialCrossEntropyCriterion.
 #pragma once
 
-#include "nn/PixelCrossEntropyBase.h"
+#include "nn/ClassCriterionBase.h"
 
 namespace nn {
 
-class SpatialCrossEntropyCriterion : public PixelCrossEntropyBase {
+class SpatialCrossEntropyCriterion : public ClassCriterion<SpatialCrossEntropyCriterion, ClassInput::Scores, 2> {
  public:
-  explicit SpatialCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
-      : PixelCrossEntropyBase(2, kTypeName, std::move(weights), sizeAverage, ignoreIndex) {}
+  using ClassCriterion::ClassCriterion;
   static constexpr std::string_view kTypeName = "nn.SpatialCrossEntropyCriterion";
-  std::string type_name() const override { return std::string(kTypeName); }
 };
 
 }  // namespace nn

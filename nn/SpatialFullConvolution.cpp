@@ -9,7 +9,7 @@ namespace nn {
 SpatialFullConvolution::SpatialFullConvolution(int64_t nInputPlane_, int64_t nOutputPlane_, int64_t kW_, int64_t kH_,
                                                int64_t dW_, int64_t dH_, int64_t padW_, int64_t padH_, int64_t adjW_,
                                                int64_t adjH_, int64_t groups_)
-    : ConvolutionBase(nInputPlane_, nOutputPlane_, true),
+    : ConvolutionModule(nInputPlane_, nOutputPlane_),
       kW(kW_), kH(kH_), dW(dW_), dH(dH_), padW(padW_), padH(padH_), adjW(adjW_), adjH(adjH_), groups(groups_) {
   initParameters();
 }

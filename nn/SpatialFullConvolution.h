@@ -10,7 +10,7 @@
 
 namespace nn {
 
-class SpatialFullConvolution : public ConvolutionBase {
+class SpatialFullConvolution : public ConvolutionModule<SpatialFullConvolution, true> {
  public:
   SpatialFullConvolution(int64_t nInputPlane, int64_t nOutputPlane, int64_t kW, int64_t kH, int64_t dW = 1,
                          int64_t dH = 1, int64_t padW = 0, int64_t padH = 0, int64_t adjW = 0, int64_t adjH = 0,
@@ -18,7 +18,6 @@ class SpatialFullConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   static constexpr std::string_view kTypeName = "nn.SpatialFullConvolution";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.SpatialFullConvolution(3 -> 8, 4x4, 2,2[, padW,padH][, adjW,adjH]).

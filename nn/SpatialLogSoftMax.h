@@ -7,12 +7,9 @@
 
 namespace nn {
 
-class SpatialLogSoftMax : public SoftMaxBase {
+class SpatialLogSoftMax : public SoftMaxModule<SpatialLogSoftMax, SoftMaxBase::Family::Spatial, true> {
  public:
-  SpatialLogSoftMax() : SoftMaxBase(Family::Spatial, true) {}
   static constexpr std::string_view kTypeName = "nn.SpatialLogSoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

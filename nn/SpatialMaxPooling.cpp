@@ -1,24 +1,9 @@
-// SpatialMaxPooling.cpp
+// SpatialMaxPooling.cpp: reading a model file's config; the rest is PoolingBase.h's.
 #include "nn/SpatialMaxPooling.h"
 
 #include "nn/ModuleConfig.h"
 
 namespace nn {
-
-SpatialMaxPooling::SpatialMaxPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW, int64_t padH)
-    : SpatialPooling(kW, kH, dW, dH, padW, padH) {
-  checkArguments();
-}
-
-const Tensor& SpatialMaxPooling::updateOutput(const Tensor& input) {
-  maxForward(input, indices);
-  return output;
-}
-
-const Tensor& SpatialMaxPooling::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  maxBackward(input, gradOutput, indices);
-  return gradInput;
-}
 
 ModulePtr SpatialMaxPooling::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

@@ -8,27 +8,13 @@
 
 namespace nn {
 
-class SpatialMaxPooling : public SpatialPooling {
+class SpatialMaxPooling : public MaxPoolingModule<SpatialMaxPooling, SpatialPooling> {
  public:
   SpatialMaxPooling(int64_t kW, int64_t kH) : SpatialMaxPooling(kW, kH, kW, kH) {}
-  SpatialMaxPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW = 0, int64_t padH = 0);
-
-  SpatialMaxPooling& ceil() {
-    ceil_mode = true;
-    return *this;
-  }
-  SpatialMaxPooling& floor() {
-    ceil_mode = false;
-    return *this;
-  }
-
-  const Tensor& updateOutput(const Tensor& input) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+  SpatialMaxPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW = 0, int64_t padH = 0)
+      : MaxPoolingModule(kW, kH, dW, dH, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.SpatialMaxPooling";
-  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
-
-  Tensor indices;  // Int64, the output's shape: each maximum's offset (h * W + w) in its plane
 };
 
 }  // namespace nn

@@ -7,12 +7,9 @@
 
 namespace nn {
 
-class SpatialSoftMax : public SoftMaxBase {
+class SpatialSoftMax : public SoftMaxModule<SpatialSoftMax, SoftMaxBase::Family::Spatial, false> {
  public:
-  SpatialSoftMax() : SoftMaxBase(Family::Spatial, false) {}
   static constexpr std::string_view kTypeName = "nn.SpatialSoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -6,13 +6,9 @@
 
 namespace nn {
 
-class Tanh : public PointwiseBase {
+class Tanh : public ActivationModule<Tanh, Activation::Tanh> {
  public:
-  Tanh() = default;
-  Activation activation() const override { return Activation::Tanh; }
   static constexpr std::string_view kTypeName = "nn.Tanh";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -46,9 +46,8 @@ Shape View::outputShape(const Tensor& input) const {
   if (perSample % numElements != 0) {
     const std::string holder =
         numInputDims ? "the last " + std::to_string(sampleDims) + " dimensions of an input" : std::string("an input");
-    throw Error(where("updateOutput") + "expected " + holder + " to hold a multiple of " +
-                std::to_string(numElements) + " elements to view as (" + join(size, ", ") + "), got " +
-                tensor::shape_str(input.sizes()));
+    throw Error(where("updateOutput") + "expected " + holder + " to hold a multiple of " + std::to_string(numElements) +
+                " elements to view as (" + join(size, ", ") + "), got " + tensor::shape_str(input.sizes()));
   }
   // What is left over is the batch, unless a -1 size absorbs it.
   const bool inferred = std::find(size.begin(), size.end(), -1) != size.end();
@@ -65,23 +64,6 @@ Shape View::outputShape(const Tensor& input) const {
     if (s == -1) s = known != 0 ? input.numel() / known : (numElements != 0 ? perSample / numElements : 0);
   }
   return shape;
-}
-
-const Tensor& View::updateOutput(const Tensor& input) {
-  output = input.reshape(outputShape(input));
-  return output;
-}
-
-const Tensor& View::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  // the output's shape, not just its element count: another arrangement pairs wrong elements
-  const Shape expected = outputShape(input);
-  if (gradOutput.sizes() != expected) {
-    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
-                tensor::shape_str(expected) + " (input " + tensor::shape_str(input.sizes()) + "), got " +
-                tensor::shape_str(gradOutput.sizes()));
-  }
-  gradInput = gradOutput.reshape(input.sizes());
-  return gradInput;
 }
 
 std::string View::str() const { return type_name() + "(" + join(size, ", ") + ")"; }

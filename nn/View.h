@@ -9,11 +9,11 @@
 #include <concepts>
 #include <optional>
 
-#include "nn/Module.h"
+#include "nn/ReshapeBase.h"
 
 namespace nn {
 
-class View : public Module {
+class View : public ReshapeBase {
  public:
   explicit View(Shape size);
   template <class... I>
@@ -21,9 +21,6 @@ class View : public Module {
   explicit View(I... sizes) : View(Shape{static_cast<int64_t>(sizes)...}) {}
 
   View& setNumInputDims(int64_t numInputDims);
-  const Tensor& updateOutput(const Tensor& input) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
-  bool computesOn(Device) const override { return true; }  // views only
   static constexpr std::string_view kTypeName = "nn.View";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
@@ -31,11 +28,10 @@ class View : public Module {
   std::string str() const override;  // nn.View(2, -1)
 
   Shape size;
-  int64_t numElements = 1;               // product of the sizes other than -1
-  std::optional<int64_t> numInputDims;   // unset: every input dimension may belong to a sample
+  int64_t numElements = 1;              // product of the sizes other than -1
+  std::optional<int64_t> numInputDims;  // unset: every input dimension may belong to a sample
 
-  // The shape `input` is viewed as (with the batch dimension when there is one).
-  Shape outputShape(const Tensor& input) const;
+  Shape outputShape(const Tensor& input) const override;
 };
 
 }  // namespace nn

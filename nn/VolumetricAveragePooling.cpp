@@ -1,31 +1,9 @@
-// VolumetricAveragePooling.cpp
+// VolumetricAveragePooling.cpp: reading a model file's config; the rest is PoolingBase.h's.
 #include "nn/VolumetricAveragePooling.h"
 
 #include "nn/ModuleConfig.h"
 
 namespace nn {
-
-VolumetricAveragePooling::VolumetricAveragePooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW,
-                                                   int64_t dH, int64_t padT, int64_t padW, int64_t padH)
-    : VolumetricPooling(kT, kW, kH, dT, dW, dH, padT, padW, padH) {
-  checkArguments();
-}
-
-const Tensor& VolumetricAveragePooling::updateOutput(const Tensor& input) {
-  averageForward(input, count_include_pad);
-  return output;
-}
-
-const Tensor& VolumetricAveragePooling::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  averageBackward(input, gradOutput, count_include_pad);
-  return gradInput;
-}
-
-tensor::Json VolumetricAveragePooling::config() const {
-  tensor::Json c = VolumetricPooling::config();
-  c.set("count_include_pad", count_include_pad);
-  return c;
-}
 
 ModulePtr VolumetricAveragePooling::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

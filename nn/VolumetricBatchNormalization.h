@@ -9,12 +9,10 @@
 
 namespace nn {
 
-class VolumetricBatchNormalization : public BatchNormalization {
+class VolumetricBatchNormalization : public BatchNormalizationModule<VolumetricBatchNormalization, 5> {
  public:
-  explicit VolumetricBatchNormalization(int64_t nOutput, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+  using BatchNormalizationModule::BatchNormalizationModule;
   static constexpr std::string_view kTypeName = "nn.VolumetricBatchNormalization";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -8,7 +8,7 @@
 
 namespace nn {
 
-class VolumetricConvolution : public ConvolutionBase {
+class VolumetricConvolution : public ConvolutionModule<VolumetricConvolution, false> {
  public:
   VolumetricConvolution(int64_t nInputPlane, int64_t nOutputPlane, int64_t kT, int64_t kW, int64_t kH,
                         int64_t dT = 1, int64_t dW = 1, int64_t dH = 1, int64_t padT = 0, int64_t padW = 0,
@@ -16,7 +16,6 @@ class VolumetricConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   static constexpr std::string_view kTypeName = "nn.VolumetricConvolution";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricConvolution(3 -> 8, 3x5x5, 1,2,2[, padT,padW,padH]) (kT x kW x kH).

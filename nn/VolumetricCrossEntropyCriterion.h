@@ -4,16 +4,14 @@
 // weights) under sizeAverage, summed otherwise. Twin: cudnn::VolumetricCrossEntropyCriterion.
 #pragma once
 
-#include "nn/PixelCrossEntropyBase.h"
+#include "nn/ClassCriterionBase.h"
 
 namespace nn {
 
-class VolumetricCrossEntropyCriterion : public PixelCrossEntropyBase {
+class VolumetricCrossEntropyCriterion : public ClassCriterion<VolumetricCrossEntropyCriterion, ClassInput::Scores, 3> {
  public:
-  explicit VolumetricCrossEntropyCriterion(Tensor weights = {}, bool sizeAverage = true, int64_t ignoreIndex = -100)
-      : PixelCrossEntropyBase(3, kTypeName, std::move(weights), sizeAverage, ignoreIndex) {}
+  using ClassCriterion::ClassCriterion;
   static constexpr std::string_view kTypeName = "nn.VolumetricCrossEntropyCriterion";
-  std::string type_name() const override { return std::string(kTypeName); }
 };
 
 }  // namespace nn

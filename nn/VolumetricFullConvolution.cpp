@@ -10,7 +10,7 @@ VolumetricFullConvolution::VolumetricFullConvolution(int64_t nInputPlane_, int64
                                                      int64_t kW_, int64_t kH_, int64_t dT_, int64_t dW_, int64_t dH_,
                                                      int64_t padT_, int64_t padW_, int64_t padH_, int64_t adjT_,
                                                      int64_t adjW_, int64_t adjH_, int64_t groups_)
-    : ConvolutionBase(nInputPlane_, nOutputPlane_, true),
+    : ConvolutionModule(nInputPlane_, nOutputPlane_),
       kT(kT_), kW(kW_), kH(kH_), dT(dT_), dW(dW_), dH(dH_), padT(padT_), padW(padW_), padH(padH_),
       adjT(adjT_), adjW(adjW_), adjH(adjH_), groups(groups_) {
   initParameters();

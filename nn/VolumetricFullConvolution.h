@@ -9,7 +9,7 @@
 
 namespace nn {
 
-class VolumetricFullConvolution : public ConvolutionBase {
+class VolumetricFullConvolution : public ConvolutionModule<VolumetricFullConvolution, true> {
  public:
   VolumetricFullConvolution(int64_t nInputPlane, int64_t nOutputPlane, int64_t kT, int64_t kW, int64_t kH,
                             int64_t dT = 1, int64_t dW = 1, int64_t dH = 1, int64_t padT = 0, int64_t padW = 0,
@@ -17,7 +17,6 @@ class VolumetricFullConvolution : public ConvolutionBase {
 
   ConvSpec spec() const override;
   static constexpr std::string_view kTypeName = "nn.VolumetricFullConvolution";
-  std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;
   static ModulePtr fromConfig(const tensor::Json& config);
   // Torch's: nn.VolumetricFullConvolution(3 -> 8, 3x4x4, 1,2,2[, pads][, adjs]) (T, W, H order).

@@ -7,12 +7,9 @@
 
 namespace nn {
 
-class VolumetricLogSoftMax : public SoftMaxBase {
+class VolumetricLogSoftMax : public SoftMaxModule<VolumetricLogSoftMax, SoftMaxBase::Family::Volumetric, true> {
  public:
-  VolumetricLogSoftMax() : SoftMaxBase(Family::Volumetric, true) {}
   static constexpr std::string_view kTypeName = "nn.VolumetricLogSoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

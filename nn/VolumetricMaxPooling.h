@@ -8,28 +8,14 @@
 
 namespace nn {
 
-class VolumetricMaxPooling : public VolumetricPooling {
+class VolumetricMaxPooling : public MaxPoolingModule<VolumetricMaxPooling, VolumetricPooling> {
  public:
   VolumetricMaxPooling(int64_t kT, int64_t kW, int64_t kH) : VolumetricMaxPooling(kT, kW, kH, kT, kW, kH) {}
   VolumetricMaxPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT = 0,
-                       int64_t padW = 0, int64_t padH = 0);
-
-  VolumetricMaxPooling& ceil() {
-    ceil_mode = true;
-    return *this;
-  }
-  VolumetricMaxPooling& floor() {
-    ceil_mode = false;
-    return *this;
-  }
-
-  const Tensor& updateOutput(const Tensor& input) override;
-  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
+                       int64_t padW = 0, int64_t padH = 0)
+      : MaxPoolingModule(kT, kW, kH, dT, dW, dH, padT, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.VolumetricMaxPooling";
-  std::string type_name() const override { return std::string(kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config);
-
-  Tensor indices;  // Int64, the output's shape: each maximum's offset ((t * H + h) * W + w) in its plane
 };
 
 }  // namespace nn

@@ -7,12 +7,9 @@
 
 namespace nn {
 
-class VolumetricSoftMax : public SoftMaxBase {
+class VolumetricSoftMax : public SoftMaxModule<VolumetricSoftMax, SoftMaxBase::Family::Volumetric, false> {
  public:
-  VolumetricSoftMax() : SoftMaxBase(Family::Volumetric, false) {}
   static constexpr std::string_view kTypeName = "nn.VolumetricSoftMax";
-  std::string type_name() const override { return std::string(kTypeName); }
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -129,5 +130,18 @@ class Args {
   std::string current_;
   std::optional<std::string> inline_;  // the value of the last --flag=value, until taken
 };
+
+// A sample's main(): parses the command line (parse(argc, argv) exits on a bad one), runs, and
+// turns an exception into one line on stderr, "<name>: <what>", and exit status 1.
+template <class Parse, class Run>
+int run_main(const char* name, int argc, char** argv, Parse parse, Run run) {
+  const auto options = parse(argc, argv);
+  try {
+    return run(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}
 
 }  // namespace samples

@@ -14,7 +14,7 @@
 //             [--data-parallel]
 // --data-parallel (a build with NCCL; under scripts/launch -n N for N GPUs): training steps
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
-// cudnn::dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
+// dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
 //             [--step [--graph]] [--input-grad] [--channels-last]
 //             [--amp float16|bfloat16]
@@ -56,8 +56,8 @@
 #include "cudnn/core/Config.h"
 #endif
 #ifdef CUDNN_NN_HAVE_NCCL
-#include "cudnn/dist/Dist.h"
-#include "cudnn/dist/DistributedDataParallel.h"
+#include "distributed/Dist.h"
+#include "distributed/DistributedDataParallel.h"
 #include "nn/SGD.h"
 #endif
 
@@ -429,7 +429,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
 // DistributedDataParallel. A step's time is the slowest rank's median; the scaling efficiency
 // is the data-parallel images/s over (world size x the baseline's).
 int run_data_parallel(const Options& o, const std::string& name) {
-  auto group = cudnn::dist::init();
+  auto group = dist::init();
   const int world = group->worldSize();
   const Device device = group->device();
   if (!o.flags.empty()) cudnn::set_flags(o.flags);
@@ -462,12 +462,12 @@ int run_data_parallel(const Options& o, const std::string& name) {
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     Tensor slowest = tensor::full({1}, median(ms), DType::Float64, device);
-    cudnn::dist::all_reduce(slowest, cudnn::dist::ReduceOp::Max);
+    dist::all_reduce(slowest, dist::ReduceOp::Max);
     return slowest.item();
   };
   const double alone = step_ms(*net);
-  cudnn::dist::barrier();
-  auto ddp = std::make_shared<cudnn::dist::DistributedDataParallel>(net);
+  dist::barrier();
+  auto ddp = std::make_shared<dist::DistributedDataParallel>(net);
   const double parallel = step_ms(*ddp);
   const double ips_alone = batch / (alone / 1000), ips = world * batch / (parallel / 1000);
   const double efficiency = ips / (world * ips_alone);
@@ -596,12 +596,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "convnet_benchmark: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return samples::run_main("convnet_benchmark", argc, argv, parse, run); }

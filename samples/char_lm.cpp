@@ -269,12 +269,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "char_lm: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return samples::run_main("char_lm", argc, argv, parse, run); }

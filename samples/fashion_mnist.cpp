@@ -10,8 +10,8 @@
 //                 [--warmup N] [--clip-grad N] [--amp float16|bfloat16] [--checkpoint DIR]
 //                 [--resume DIR] [--log FILE] [--log-every N] [--data-on-gpu]
 // Data parallel (a build with NCCL): --gpus N trains on N GPUs from one process
-// (cudnn::DataParallelTable); under scripts/launch (or torchrun, mpirun) each process trains
-// on its GPU and its shard of the data (cudnn::dist::DistributedDataParallel). Either way the
+// (dist::DataParallelTable); under scripts/launch (or torchrun, mpirun) each process trains
+// on its GPU and its shard of the data (dist::DistributedDataParallel). Either way the
 // global batch is --batch-size, as on one GPU, so the accuracy is the same.
 #include <unistd.h>
 
@@ -51,10 +51,10 @@
 #include "train/Data.h"
 #include "train/TrainingLog.h"
 #ifdef CUDNN_NN_HAVE_NCCL
-#include "cudnn/DataParallelTable.h"
-#include "cudnn/dist/Dist.h"
-#include "cudnn/dist/DistributedDataParallel.h"
-#include "cudnn/dist/DistributedSampler.h"
+#include "distributed/DataParallelTable.h"
+#include "distributed/Dist.h"
+#include "distributed/DistributedDataParallel.h"
+#include "distributed/DistributedSampler.h"
 #endif
 
 using tensor::Device;
@@ -217,7 +217,7 @@ class ShardSampler : public nn::Sampler {
   int64_t worldSize() const override { return world_; }
 
  private:
-  mutable cudnn::dist::DistributedSampler s_;
+  mutable dist::DistributedSampler s_;
   int world_;
 };
 #endif
@@ -296,7 +296,7 @@ Place join(const Options& o) {
   Place p;
 #ifdef CUDNN_NN_HAVE_NCCL
   if (launched()) {
-    auto group = cudnn::dist::init();
+    auto group = dist::init();
     p.rank = group->rank();
     p.world = group->worldSize();
     if (o.gpus > 0) throw std::runtime_error("--gpus is for one process; under a launcher each process has one GPU");
@@ -367,9 +367,9 @@ Network build_network(const Options& o, int world) {
   if (o.gpus > 0) {
     std::vector<int> gpus;
     for (int g = 0; g < o.gpus; ++g) gpus.push_back(g);
-    w.model = std::make_shared<cudnn::DataParallelTable>(w.net, gpus);
+    w.model = std::make_shared<dist::DataParallelTable>(w.net, gpus);
   } else if (launched()) {
-    w.model = std::make_shared<cudnn::dist::DistributedDataParallel>(w.net);
+    w.model = std::make_shared<dist::DistributedDataParallel>(w.net);
     w.batch = (o.batch + world - 1) / world;  // the global batch stays --batch-size
   }
 #endif
@@ -602,12 +602,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return samples::run_main("fashion_mnist", argc, argv, parse, run); }

@@ -1,9 +1,0 @@
-// Deprecated path, kept for one release: data parallelism moved to distributed/ (namespace
-// dist; cudnn::dist names the same namespace). Include "distributed/ProcessGroup.h".
-#pragma once
-
-#include "distributed/ProcessGroup.h"
-
-namespace cudnn {
-namespace dist = ::dist;
-}  // namespace cudnn
