@@ -44,6 +44,7 @@
 #include "nn/GradScaler.h"
 #include "nn/MSECriterion.h"
 #include "nn/MixedPrecision.h"
+#include "nn/RNNBase.h"
 #include "nn/SGD.h"
 #include "samples/Args.h"
 #include "samples/Networks.h"
@@ -85,6 +86,7 @@ struct Options {
   bool channels_last = false;  // cudnn: run on a channels-last input
   bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
   std::string amp;             // cudnn, --step: float16 or bfloat16 mixed-precision training step
+  bool rnn_persist = false;    // cudnn: recurrent modules ask for cuDNN's persistent kernels
 };
 
 const char* kOptions =
@@ -115,7 +117,9 @@ const char* kOptions =
     "                    other convolution + bias where faster, as one cuDNN graph operation\n"
     "                    (cudnn/Fuse.h)\n"
     "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
-    "                    the cudnn layers then compute and keep that layout\n";
+    "                    the cudnn layers then compute and keep that layout\n"
+    "  --rnn-persist     (cudnn) recurrent modules run cuDNN's persistent kernels where cuDNN takes the\n"
+    "                    shape (nn::RNNBase::setPersist; the lstm row)\n";
 
 std::string usage() {
   std::string nets;
@@ -164,6 +168,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--fuse") o.fuse = true;
     else if (flag == "--keep-grad-inputs") o.keep_grad_inputs = true;
     else if (flag == "--channels-last") o.channels_last = true;
+    else if (flag == "--rnn-persist") o.rnn_persist = true;
     else if (flag == "--amp") o.amp = args.choice(flag, {"float16", "bfloat16"});
     else if (flag == "--help" || flag == "-h") args.usage(0);
     else args.fail("unknown option " + flag);
@@ -180,6 +185,7 @@ Options parse(int argc, char** argv) {
   if (o.backend == "nn" && o.dtype != "float32") args.fail("--dtype " + o.dtype + needs);
   if (o.backend == "nn" && o.fuse) args.fail("--fuse" + needs);
   if (o.backend == "nn" && o.channels_last) args.fail("--channels-last" + needs);
+  if (o.backend == "nn" && o.rnn_persist) args.fail("--rnn-persist" + needs);
   if (o.backend == "nn" && o.graph) args.fail("--graph" + needs);
   if (o.graph && !o.step) args.fail("--graph needs --step");
   if (!o.amp.empty() && o.backend == "nn") args.fail("--amp" + needs);
@@ -364,6 +370,11 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   samples::Benchmark b = samples::make_benchmark(name);
   if (o.batch) b.input[b.batchDim] = o.batch;
   std::shared_ptr<nn::Module> net = b.net;
+  if (o.rnn_persist) {
+    net->apply([](nn::Module& m) {
+      if (auto* rnn = dynamic_cast<nn::RNNBase*>(&m)) rnn->setPersist(true);
+    });
+  }
   if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
   if (device.is_cuda() && o.fuse) cudnn::fuse(*net);
   net->to(dtype);
@@ -583,6 +594,7 @@ int run(const Options& o) {
     doc.set("iterations", tensor::Json(o.iterations));
     doc.set("input_grad", tensor::Json(o.input_grad));
     doc.set("channels_last", tensor::Json(o.channels_last));
+    doc.set("rnn_persist", tensor::Json(o.rnn_persist));
     doc.set("graph", tensor::Json(o.graph));
 #ifdef CUDNN_NN_HAVE_CUDA
     if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
