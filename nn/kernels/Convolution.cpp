@@ -217,7 +217,11 @@ void bias_backward(const T* g, int64_t batch, int64_t channels, int64_t spatial,
     double s = 0;
     for (int64_t n = 0; n < batch; ++n) {
       const T* p = g + (n * channels + c) * spatial;
-      for (int64_t i = 0; i < spatial; ++i) s += p[i];
+      // simd: one serial chain of double adds was 4 cycles an element (3.5 % of the fashion step)
+      double plane = 0;
+#pragma omp simd reduction(+ : plane)
+      for (int64_t i = 0; i < spatial; ++i) plane += p[i];
+      s += plane;
     }
     gb[c] += scale * static_cast<T>(s);
   }
