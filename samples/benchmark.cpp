@@ -1,7 +1,8 @@
 // convnet_benchmark (samples/benchmark.cpp): times forward and forward+backward of the convnet-benchmarks layers
 // (L1-L5) and whole networks (AlexNet, VGG-11, ResNet-50) on either backend; prints a table and writes JSON. Each timed
 // iteration ends with a device synchronisation; the median is reported.
-// --step adds the whole training step (loss, backward, optimizer update). Device memory comes
+// --step adds the whole training step (loss, backward, optimizer update); --eval the forward in
+// evaluation mode, the fair comparison for an inference user (PyTorch's eval() under no_grad). Device memory comes
 // from the caching allocator, which starts each row empty: the peak over the timed iterations
 // alone ("steady") and over the whole row (algorithm searches included, "peak"), each as bytes
 // allocated (in tensors and workspaces) and reserved (held from the driver, cached blocks
@@ -16,7 +17,7 @@
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
 // dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
-//             [--step [--graph]] [--input-grad] [--channels-last]
+//             [--step [--graph]] [--eval] [--input-grad] [--channels-last]
 //             [--amp float16|bfloat16]
 // --amp (cudnn, with --step): the network computes in float16 / bfloat16 (batch norm keeps
 // float32) and the step is mixed-precision training as a PyTorch user's autocast + GradScaler
@@ -87,6 +88,7 @@ struct Options {
   bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
   std::string amp;             // cudnn, --step: float16 or bfloat16 mixed-precision training step
   bool rnn_persist = false;    // cudnn: recurrent modules ask for cuDNN's persistent kernels
+  bool eval = false;           // also time the forward in evaluation mode (an inference user's)
 };
 
 const char* kOptions =
@@ -109,6 +111,8 @@ const char* kOptions =
     "  --amp T           (cudnn, with --step) float16 or bfloat16 compute, and a mixed-precision step:\n"
     "                    float32 master weights, SGD, loss scaling (GradScaler) for float16; with\n"
     "                    --graph the whole amp step is captured (the skip decided on the device)\n"
+    "  --eval            also time the forward with the network in evaluation mode (batch norm on\n"
+    "                    its running statistics, dropout off), as an inference user runs it\n"
     "  --input-grad      compute the first module's gradInput too (default: not, as the input needs\n"
     "                    no gradient; see nn::Module::setGradInputNeeded)\n"
     "  --keep-grad-inputs  keep every module's gradInput after backward, as Torch does (default: free\n"
@@ -162,6 +166,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--per-layer") o.per_layer = true;
     else if (flag == "--data-parallel") o.data_parallel = true;
     else if (flag == "--step") o.step = true;
+    else if (flag == "--eval") o.eval = true;
     else if (flag == "--graph")
       o.graph = true;
     else if (flag == "--input-grad") o.input_grad = true;
@@ -218,6 +223,7 @@ struct Result {
   int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
   double step_ms = 0;     // with --step, for networks with [batch x classes] output and lstm; else 0
+  double eval_forward_ms = 0;  // with --eval: the forward in evaluation mode; else 0
   // the caching allocator's peaks, allocated and reserved: over the row (algorithm searches
   // included), and over the timed iterations alone (after the warm-up)
   size_t peak_bytes = 0, peak_reserved = 0;
@@ -417,6 +423,11 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   r.input = b.input;
   r.batch = b.input[b.batchDim];
   r.forward_ms = time_ms([&] { net->forward(x); });
+  if (o.eval) {
+    net->evaluate();
+    r.eval_forward_ms = time_ms([&] { net->forward(x); });
+    net->train();
+  }
   r.train_ms = time_ms([&] {
     net->zeroGradParameters();
     net->forward(x);
@@ -516,6 +527,7 @@ void print_row(const Result& r, Device device) {
   }
   std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %13s %13s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
               r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, steady, peak);
+  if (r.eval_forward_ms > 0) std::printf("  forward in evaluation mode (--eval): %.3f ms\n", r.eval_forward_ms);
   for (size_t i = 0; i < r.layers.size(); ++i) {
     char index[24];
     std::snprintf(index, sizeof index, "(%zu)", i + 1);
@@ -535,6 +547,7 @@ tensor::Json row_json(const Result& r) {
   j.set("forward_ms", tensor::Json(r.forward_ms));
   j.set("forward_backward_ms", tensor::Json(r.train_ms));
   if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
+  if (r.eval_forward_ms > 0) j.set("eval_forward_ms", tensor::Json(r.eval_forward_ms));
   j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
   j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
   j.set("peak_reserved_bytes", tensor::Json(static_cast<int64_t>(r.peak_reserved)));

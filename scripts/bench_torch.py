@@ -41,10 +41,15 @@ it exists (the scaler then unscales inside the optimizer, no host synchronisatio
 captured as one CUDA graph, the faster of the two.
 
     python3 scripts/bench_torch.py --cpu [--ours-bin build/samples/convnet_benchmark] [--threads 2]
+        [--cpu-nets fashion,resnet50]
 
 compares the Fashion-MNIST sample's network and batch (128) on the CPU in one run: it runs
 convnet_benchmark --backend nn --nets fashion --step with OMP_NUM_THREADS=threads, then the
-same in PyTorch with torch.set_num_threads(threads), and prints the ratios. Both sides run on
+same in PyTorch with torch.set_num_threads(threads), and prints the ratios. A second table
+compares the forward of ResNet-50 at batch 1, a CPU inference user's case: ours in evaluation
+mode (convnet_benchmark --nets resnet50 --batch 1 --eval) against PyTorch's model.eval() under
+torch.no_grad(), which is how such a user runs it (the train-mode forwards are printed beside
+them for reference; --cpu-nets fashion leaves the row out). Both sides run on
 the same `threads` cores (one per physical core where the topology says so), as `taskset`
 pins a training script, and the PyTorch side never touches torch.cuda (see cpu_main).
 
@@ -412,11 +417,12 @@ def data_parallel(args):
     dist.destroy_process_group()
 
 
-def run_ours_cpu(args):
-    """convnet_benchmark --backend nn on the fashion row, with args.threads OpenMP threads."""
+def run_ours_cpu(args, extra=('--nets', 'fashion', '--step')):
+    """convnet_benchmark --backend nn on one row (the fashion step by default), with args.threads
+    OpenMP threads."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, 'ours.json')
-        cmd = [args.ours_bin, '--backend', 'nn', '--nets', 'fashion', '--step', '--json', out,
+        cmd = [args.ours_bin, '--backend', 'nn', *extra, '--json', out,
                '--iterations', str(args.iterations), '--warmup', str(args.warmup)]
         env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
         print('$ OMP_NUM_THREADS=%d %s' % (args.threads, ' '.join(cmd)), flush=True)
@@ -477,11 +483,33 @@ def cpu_main(args):
           f"images/s: torch {shape[0] / step * 1000:.0f}, ours {shape[0] / ours['step_ms'] * 1000:.0f}; "
           f"torch as a training script (shuffled batches, one timing): {loop:.3f} ms, "
           f"{shape[0] / loop * 1000:.0f} images/s")
+    r50 = cpu_resnet50_b1(args) if 'resnet50' in args.cpu_nets.split(',') else None
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({'torch': torch.__version__, 'threads': args.threads, 'cores': sorted(os.sched_getaffinity(0)),
                        'forward_ms': fwd, 'forward_backward_ms': train, 'step_ms': step, 'loop_step_ms': loop,
-                       'ours': ours}, f, indent=2)
+                       'ours': ours, 'resnet50_b1': r50}, f, indent=2)
+
+
+def cpu_resnet50_b1(args):
+    """The ResNet-50 batch-1 forward on the CPU: ours (nn, --eval) against PyTorch's eval() forward
+    under no_grad, the fair comparison for inference; both train-mode forwards for reference."""
+    ours = run_ours_cpu(args, ('--nets', 'resnet50', '--batch', '1', '--eval'))['results'][0]
+    make, _ = NETS['resnet50']
+    torch.manual_seed(1)
+    model = make()
+    x = torch.rand(1, 3, 224, 224) * 2 - 1
+    with torch.no_grad():
+        model.eval()
+        ev = time_ms(lambda: model(x), args.iterations, args.warmup)
+        model.train()
+        tr = time_ms(lambda: model(x), args.iterations, args.warmup)
+    print(f"{'resnet50 b1':15} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}")
+    for what, t, o in [('forward (eval)', ev, ours['eval_forward_ms']), ('forward (train)', tr, ours['forward_ms'])]:
+        print(f'{what:15} {t:9.3f} {o:9.3f} {t / o:6.2f}')
+    print('eval: batch norm on running statistics, PyTorch under no_grad (an inference user\'s forward); '
+          'train: batch statistics (ours computes no gradient in either)')
+    return {'torch_eval_forward_ms': ev, 'torch_train_forward_ms': tr, 'ours': ours}
 
 
 def mib(nbytes):
@@ -529,6 +557,8 @@ def main():
     ap.add_argument('--cpu', action='store_true', help='the Fashion-MNIST comparison on the CPU (see above)')
     ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
     ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
+    ap.add_argument('--cpu-nets', default='fashion,resnet50',
+                    help='--cpu: fashion (always) and resnet50 (the batch-1 eval forward row)')
     args = ap.parse_args()
     if args.data_parallel:
         torch.backends.cudnn.benchmark = args.benchmark

@@ -8,8 +8,10 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "tensor/BinaryDispatch.h"
 #include "tensor/Kernels.h"
 
 namespace tensor::kernels {
@@ -152,25 +154,54 @@ double to_double(T v) {
   }
 }
 
-// Element-wise over out (typed Out) and inputs (typed In), value -> value.
-template <class Out, class In, class Fn>
-void map1(const Tensor& in, const Tensor& out, Fn fn) {
-  Operands<2> ops{{static_cast<char*>(out.raw_data()), static_cast<char*>(in.raw_data())},
-                  {byte_strides<Out>(out), byte_strides<In>(in)}};
-  for_each_element(out.sizes(), ops, [&](std::array<char*, 2>& p) {
-    *reinterpret_cast<Out*>(p[0]) = fn(*reinterpret_cast<const In*>(p[1]));
+// Operands that are all dense with the same strides (the usual case: freshly made tensors of
+// one memory format) hold the same element at the same flat index, so the kernels below loop
+// over plain arrays, which the compiler vectorises, instead of for_each_element's pointer
+// steps by run-time strides. Same elements, same values, same order within each element.
+template <class... Ts>
+bool dense_alike(const Tensor& out, const Ts&... ins) {
+  return out.is_non_overlapping_and_dense() && ((ins.strides() == out.strides()) && ...);
+}
+
+// Calls body(begin, end) over [0, numel) in kBlock pieces, in parallel as for_each_element.
+template <class F>
+void for_flat_blocks(int64_t numel, F&& body) {
+  const int64_t nblocks = (numel + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (nblocks > 1)
+  for (int64_t block = 0; block < nblocks; ++block) body(block * kBlock, std::min(numel, (block + 1) * kBlock));
+}
+
+// Element-wise: out (typed Out) = fn(inputs (typed In)...), value -> value.
+template <class Out, class In, class Fn, class... Ins>
+void map_n(const Tensor& out, Fn fn, const Ins&... ins) {
+  constexpr size_t N = 1 + sizeof...(Ins);
+  if (dense_alike(out, ins...)) {
+    Out* o = static_cast<Out*>(out.raw_data());
+    const std::array<const In*, N - 1> x{static_cast<const In*>(ins.raw_data())...};
+    for_flat_blocks(out.numel(), [&](int64_t begin, int64_t end) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        for (int64_t i = begin; i < end; ++i) o[i] = fn(x[I][i]...);
+      }(std::make_index_sequence<N - 1>{});
+    });
+    return;
+  }
+  Operands<N> ops{{static_cast<char*>(out.raw_data()), static_cast<char*>(ins.raw_data())...},
+                  {byte_strides<Out>(out), byte_strides<In>(ins)...}};
+  for_each_element(out.sizes(), ops, [&](std::array<char*, N>& p) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      *reinterpret_cast<Out*>(p[0]) = fn(*reinterpret_cast<const In*>(p[I + 1])...);
+    }(std::make_index_sequence<N - 1>{});
   });
 }
 
 template <class Out, class In, class Fn>
+void map1(const Tensor& in, const Tensor& out, Fn fn) {
+  map_n<Out, In>(out, fn, in);
+}
+
+template <class Out, class In, class Fn>
 void map2(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
-  Operands<3> ops{{static_cast<char*>(out.raw_data()), static_cast<char*>(a.raw_data()),
-                   static_cast<char*>(b.raw_data())},
-                  {byte_strides<Out>(out), byte_strides<In>(a), byte_strides<In>(b)}};
-  for_each_element(out.sizes(), ops, [&](std::array<char*, 3>& p) {
-    *reinterpret_cast<Out*>(p[0]) =
-        fn(*reinterpret_cast<const In*>(p[1]), *reinterpret_cast<const In*>(p[2]));
-  });
+  map_n<Out, In>(out, fn, a, b);
 }
 
 // ---------------------------------------------------------------- kernels
@@ -179,14 +210,21 @@ void fill(const Tensor& out, double value) {
   dispatch(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = cast_to<T>(value);
-    Operands<1> ops{{static_cast<char*>(out.raw_data())}, {byte_strides<T>(out)}};
-    for_each_element(out.sizes(), ops, [&](std::array<char*, 1>& p) { *reinterpret_cast<T*>(p[0]) = v; });
+    map_n<T, T>(out, [v] { return v; });
   });
 }
 
 void copy(const Tensor& src, const Tensor& out) {
   if (src.dtype() == out.dtype()) {
     const size_t item = itemsize(out.dtype());
+    if (dense_alike(out, src)) {  // one memcpy a block, not a call an element
+      char* o = static_cast<char*>(out.raw_data());
+      const char* i = static_cast<const char*>(src.raw_data());
+      for_flat_blocks(out.numel(), [&](int64_t begin, int64_t end) {
+        std::memcpy(o + begin * item, i + begin * item, static_cast<size_t>(end - begin) * item);
+      });
+      return;
+    }
     Operands<2> ops{{static_cast<char*>(out.raw_data()), static_cast<char*>(src.raw_data())},
                     {byte_strides(out), byte_strides(src)}};
     for_each_element(out.sizes(), ops, [&](std::array<char*, 2>& p) { std::memcpy(p[0], p[1], item); });
@@ -284,19 +322,8 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, double al
   });
 }
 
-#define BINARY_CASES(CALL)                                                                    \
-  switch (op) {                                                                               \
-    case Binary::Add: CALL(Add); case Binary::Sub: CALL(Sub); case Binary::Mul: CALL(Mul);  \
-    case Binary::Div: CALL(Div); case Binary::Max: CALL(Max); case Binary::Min: CALL(Min);  \
-    case Binary::Pow: CALL(Pow); case Binary::Eq: CALL(Eq); case Binary::Ne: CALL(Ne);      \
-    case Binary::Lt: CALL(Lt); case Binary::Le: CALL(Le); case Binary::Gt: CALL(Gt);        \
-    case Binary::Ge: CALL(Ge);                                                                \
-  }
-
 void binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out, double alpha) {
-#define CALL(X) return binary_typed<Binary::X>(a, b, out, alpha)
-  BINARY_CASES(CALL)
-#undef CALL
+  with_binary_op(op, [&](auto k) { binary_typed<decltype(k)::value>(a, b, out, alpha); });
 }
 
 template <Binary Op>
@@ -318,11 +345,8 @@ void binary_scalar_typed(const Tensor& a, double s, bool scalar_first, const Ten
 }
 
 void binary_scalar(Binary op, const Tensor& a, double s, bool scalar_first, const Tensor& out) {
-#define CALL(X) return binary_scalar_typed<Binary::X>(a, s, scalar_first, out)
-  BINARY_CASES(CALL)
-#undef CALL
+  with_binary_op(op, [&](auto k) { binary_scalar_typed<decltype(k)::value>(a, s, scalar_first, out); });
 }
-#undef BINARY_CASES
 
 void pow_scalar(const Tensor& in, double exponent, const Tensor& out) {
   dispatch(in.dtype(), [&](auto tag) {
@@ -355,15 +379,13 @@ void addc(const Tensor& out, const Tensor& a, const Tensor& b, double value) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const C v = static_cast<C>(value);
-    Operands<3> ops{{static_cast<char*>(out.raw_data()), static_cast<char*>(a.raw_data()),
-                     static_cast<char*>(b.raw_data())},
-                    {byte_strides<T>(out), byte_strides<T>(a), byte_strides<T>(b)}};
-    for_each_element(out.sizes(), ops, [v](std::array<char*, 3>& p) {
-      T& o = *reinterpret_cast<T*>(p[0]);
-      const C x = static_cast<C>(to_double(*reinterpret_cast<const T*>(p[1])));
-      const C y = static_cast<C>(to_double(*reinterpret_cast<const T*>(p[2])));
-      o = cast_to<T>(static_cast<C>(to_double(o)) + v * (Divide ? x / y : x * y));
-    });
+    map_n<T, T>(
+        out,
+        [v](T o, T a, T b) {
+          const C x = static_cast<C>(to_double(a)), y = static_cast<C>(to_double(b));
+          return cast_to<T>(static_cast<C>(to_double(o)) + v * (Divide ? x / y : x * y));
+        },
+        out, a, b);
   });
 }
 

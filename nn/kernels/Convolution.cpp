@@ -140,24 +140,33 @@ void col2im(const T* col, T* im, int64_t channels, const ConvGeometry& g) {
   }
 }
 
+namespace {
+// The (sample, group) loop of the forward and backward-data passes, batch-parallel:
+// body(grp, image, out, col) with the image-side and output-side planes of that sample's group
+// and the thread's column buffer (null for a pointwise convolution, whose image is its own).
+template <class Image, class Out, class T, class F>
+void for_sample_groups(const ConvGeometry& g, Image* image, Out* out, T* workspace, F&& body) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups;
+  const bool pointwise = g.pointwise();
+  const int64_t colSize = pointwise ? 0 : g.colRows() * g.outSpatial();
+  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
+    T* col = pointwise ? nullptr : workspace + tid * colSize;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      body(grp, image + (n * g.inC + grp * Cg) * g.inSpatial(), out + (n * g.outC + grp * Og) * g.outSpatial(), col);
+    }
+  });
+}
+}  // namespace
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, T* workspace) {
-  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
-  const int64_t S = g.inSpatial(), P = g.outSpatial();
-  const bool pointwise = g.pointwise();
-  const int64_t colSize = pointwise ? 0 : R * P;
-  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
-    T* col = workspace + tid * colSize;
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* xg = x + (n * g.inC + grp * Cg) * S;
-      T* yg = y + (n * g.outC + grp * Og) * P;
-      if (!pointwise) im2col(xg, col, Cg, g);
-      if (bias) {
-        for (int64_t o = 0; o < Og; ++o) std::fill(yg + o * P, yg + (o + 1) * P, bias[grp * Og + o]);
-      }
-      gemm<T>(false, false, Og, P, R, T(1), w + grp * Og * R, R, pointwise ? xg : col, P, bias ? T(1) : T(0),
-              yg, P);
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows(), P = g.outSpatial();
+  for_sample_groups(g, x, y, workspace, [&](int64_t grp, const T* xg, T* yg, T* col) {
+    if (col) im2col(xg, col, Cg, g);
+    if (bias) {
+      for (int64_t o = 0; o < Og; ++o) std::fill(yg + o * P, yg + (o + 1) * P, bias[grp * Og + o]);
     }
+    gemm<T>(false, false, Og, P, R, T(1), w + grp * Og * R, R, col ? col : xg, P, bias ? T(1) : T(0), yg, P);
   });
 }
 
@@ -165,21 +174,14 @@ template <class T>
 void conv_backward_data(const ConvGeometry& g, const T* gy, const T* w, const T* bias, T* gx, T* workspace) {
   const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
   const int64_t S = g.inSpatial(), P = g.outSpatial();
-  const bool pointwise = g.pointwise();
-  const int64_t colSize = pointwise ? 0 : R * P;
-  parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
-    T* col = workspace + tid * colSize;
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* gyg = gy + (n * g.outC + grp * Og) * P;
-      T* gxg = gx + (n * g.inC + grp * Cg) * S;
-      // col = W_g^T gy_g, then folded back onto the image
-      gemm<T>(true, false, R, P, Og, T(1), w + grp * Og * R, R, gyg, P, T(0), pointwise ? gxg : col, P);
-      if (!pointwise) col2im(col, gxg, Cg, g);
-      if (bias) {
-        for (int64_t c = 0; c < Cg; ++c) {
-          const T b = bias[grp * Cg + c];
-          for (T *p = gxg + c * S, *e = p + S; p != e; ++p) *p += b;
-        }
+  for_sample_groups(g, gx, gy, workspace, [&](int64_t grp, T* gxg, const T* gyg, T* col) {
+    // col = W_g^T gy_g, then folded back onto the image
+    gemm<T>(true, false, R, P, Og, T(1), w + grp * Og * R, R, gyg, P, T(0), col ? col : gxg, P);
+    if (col) col2im(col, gxg, Cg, g);
+    if (bias) {
+      for (int64_t c = 0; c < Cg; ++c) {
+        const T b = bias[grp * Cg + c];
+        for (T *p = gxg + c * S, *e = p + S; p != e; ++p) *p += b;
       }
     }
   });
@@ -217,7 +219,11 @@ void bias_backward(const T* g, int64_t batch, int64_t channels, int64_t spatial,
     double s = 0;
     for (int64_t n = 0; n < batch; ++n) {
       const T* p = g + (n * channels + c) * spatial;
-      for (int64_t i = 0; i < spatial; ++i) s += p[i];
+      // simd: one serial chain of double adds was 4 cycles an element (3.5 % of the fashion step)
+      double plane = 0;
+#pragma omp simd reduction(+ : plane)
+      for (int64_t i = 0; i < spatial; ++i) plane += p[i];
+      s += plane;
     }
     gb[c] += scale * static_cast<T>(s);
   }

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tensor/BinaryDispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/Kernels.h"
 #include "tensor/cuda/CudaCheck.h"
@@ -328,15 +329,6 @@ void unary(Unary op, const Tensor& in, const Tensor& out) {
   }
 }
 
-#define BINARY_CASES(CALL)                                                                   \
-  switch (op) {                                                                              \
-    case Binary::Add: CALL(Add); case Binary::Sub: CALL(Sub); case Binary::Mul: CALL(Mul); \
-    case Binary::Div: CALL(Div); case Binary::Max: CALL(Max); case Binary::Min: CALL(Min); \
-    case Binary::Pow: CALL(Pow); case Binary::Eq: CALL(Eq); case Binary::Ne: CALL(Ne);     \
-    case Binary::Lt: CALL(Lt); case Binary::Le: CALL(Le); case Binary::Gt: CALL(Gt);       \
-    case Binary::Ge: CALL(Ge);                                                               \
-  }
-
 template <Binary Op>
 void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, double alpha) {
   dispatch(a.dtype(), [&](auto tag) {
@@ -348,9 +340,7 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, double al
 }
 
 void binary(Binary op, const Tensor& a, const Tensor& b, const Tensor& out, double alpha) {
-#define CALL(X) return binary_typed<Binary::X>(a, b, out, alpha)
-  BINARY_CASES(CALL)
-#undef CALL
+  with_binary_op(op, [&](auto k) { binary_typed<decltype(k)::value>(a, b, out, alpha); });
 }
 
 template <Binary Op>
@@ -365,11 +355,8 @@ void binary_scalar_typed(const Tensor& a, double s, bool scalar_first, const Ten
 }
 
 void binary_scalar(Binary op, const Tensor& a, double s, bool scalar_first, const Tensor& out) {
-#define CALL(X) return binary_scalar_typed<Binary::X>(a, s, scalar_first, out)
-  BINARY_CASES(CALL)
-#undef CALL
+  with_binary_op(op, [&](auto k) { binary_scalar_typed<decltype(k)::value>(a, s, scalar_first, out); });
 }
-#undef BINARY_CASES
 
 void pow_scalar(const Tensor& in, double exponent, const Tensor& out) {
   dispatch(in.dtype(), [&](auto tag) {
