@@ -107,7 +107,9 @@ TEST_CASE("pool argument errors and deterministic max pooling") {
 
 TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, ties, no output read") {
   // Torch's first maximum takes a tie's gradient (Note [Channels-last max-pooling backward]);
-  // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it.
+  // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it
+  // (overlapping windows: under pool.backward=ours alone).
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
   Generator gen(32);
   const std::vector<Case> cases = {
       {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false},
