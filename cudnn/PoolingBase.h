@@ -19,7 +19,7 @@
 // dropout) would misplace the gradient, where nn's recorded indices are immune: the max twins
 // keep a private copy of y for backward (one device copy per forward), except where backward
 // runs on our kernel, which reads x alone (PoolPlan::backward_reads_output; channels-last data
-// by default, flag pool.backward in cudnn/ops/pool.h). Average gradients depend
+// with windows that do not overlap by default, flag pool.backward in cudnn/ops/pool.h). Average gradients depend
 // on neither x's nor y's values, so the average twins keep none. The twin computes no
 // `indices`: its forward drops any the nn module held, so an nn module converted back cannot
 // use stale ones.

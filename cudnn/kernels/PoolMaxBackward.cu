@@ -13,16 +13,23 @@
 //     into cells of stride size, cell o holding window o and the gap after it; one thread per
 //     cell finds the maximum of its window and writes every element of the cell (the gradient
 //     at the maximum, zero elsewhere), so x and dy are read once and dx written once;
-//   - overlapping windows (AlexNet's 3x3/2, ResNet's 3x3/2 pad 1): one thread per input
-//     element gathers over the windows that contain it, in increasing output order (nn's
-//     order of accumulation), finding each window's maximum again; the neighbours' reads hit
-//     in cache.
+//   - overlapping windows (AlexNet's 3x3/2, ResNet's 3x3/2 pad 1), two passes: (a) one thread
+//     per output finds its window's maximum and writes its offset in the window (a byte for
+//     windows of up to 256 elements) into a scratch the shape of dy, leased from the caching
+//     allocator (Note [Workspaces] in cudnn/core/Handle.h: no allocation once warm, the graph's
+//     pool under capture); (b) one thread per input element gathers over the windows that
+//     contain it, in increasing output order (nn's order of accumulation), the gradients of
+//     those whose offset points at it. Each window is scanned once, not once per input in it:
+//     the one-pass gather that found every window's maximum again (up to 4 windows x 9 loads
+//     per input at 3x3/2) was slower than cuDNN's call on AlexNet's step (4.38 ms against
+//     3.78 on the H100, docs/performance.md).
 // One thread's work is in PoolMaxBackward.h, for host and device: tests/cudnn/
 // test_PoolMaxBackward.cpp checks it against nn's kernels on the CPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
+#include "cudnn/core/Handle.h"
 #include "cudnn/kernels/Dispatch.h"
 #include "cudnn/kernels/PoolMaxBackward.h"
 #include "cudnn/ops/pool.h"
@@ -41,10 +48,16 @@ __global__ void cell_kernel(Geometry g, int64_t total, const T* x, const T* dy, 
     max_pool_cl::cell_thread<T, V>(g, i, x, dy, dx);
 }
 
-template <class T, int V>
-__global__ void gather_kernel(Geometry g, int64_t total, const T* x, const T* dy, T* dx) {
+template <class T, class I, int V>
+__global__ void argmax_kernel(Geometry g, int64_t total, const T* x, I* arg) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    max_pool_cl::gather_thread<T, V>(g, i, x, dy, dx);
+    max_pool_cl::argmax_thread<T, I, V>(g, i, x, arg);
+}
+
+template <class T, class I, int V>
+__global__ void gather_kernel(Geometry g, int64_t total, const I* arg, const T* dy, T* dx) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    max_pool_cl::gather_thread<T, I, V>(g, i, arg, dy, dx);
 }
 
 Geometry make_geometry(const Tensor& x, const Tensor& dy, const PoolParams& p) {
@@ -78,15 +91,28 @@ int vector_width(const Geometry& g, const Tensor& x, const Tensor& dy, const Ten
   return 1;
 }
 
+template <class T, class I, int V>
+void two_passes(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
+  const int64_t outputs = max_pool_cl::argmax_threads(g, V), inputs = max_pool_cl::threads(g, V);
+  // given back when this returns: the stream orders the gather before any reuse (Note [Workspaces])
+  Workspace scratch(static_cast<size_t>(outputs * V) * sizeof(I));
+  auto* arg = static_cast<I*>(scratch.data());
+  argmax_kernel<T, I, V><<<blocks_for(outputs), 256, 0, stream>>>(g, outputs, x, arg);
+  CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (argmax)");
+  gather_kernel<T, I, V><<<blocks_for(inputs), 256, 0, stream>>>(g, inputs, arg, dy, dx);
+  CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (gather)");
+}
+
 template <class T, int V>
 void launch(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
-  const int64_t n = max_pool_cl::threads(g, V);
   if (!max_pool_cl::overlapping(g)) {
+    const int64_t n = max_pool_cl::threads(g, V);
     cell_kernel<T, V><<<blocks_for(n), 256, 0, stream>>>(g, n, x, dy, dx);
     CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (cells)");
+  } else if (max_pool_cl::byte_offsets(g)) {
+    two_passes<T, uint8_t, V>(g, x, dy, dx, stream);
   } else {
-    gather_kernel<T, V><<<blocks_for(n), 256, 0, stream>>>(g, n, x, dy, dx);
-    CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (gather)");
+    two_passes<T, int32_t, V>(g, x, dy, dx, stream);
   }
 }
 

@@ -44,7 +44,7 @@ struct alignas(sizeof(T) * V) Pack {
 TENSOR_HD int64_t in_plane(const Geometry& g) { return int64_t(g.in[0]) * g.in[1] * g.in[2]; }
 TENSOR_HD int64_t out_plane(const Geometry& g) { return int64_t(g.out[0]) * g.out[1] * g.out[2]; }
 
-// Whether some input lies in two windows (kernel > stride in a dim): the gather scheme.
+// Whether some input lies in two windows (kernel > stride in a dim): the two-pass scheme.
 TENSOR_HD bool overlapping(const Geometry& g) { return g.k[0] > g.s[0] || g.k[1] > g.s[1] || g.k[2] > g.s[2]; }
 
 // Cells of stride size along dim d, enough to cover [-p, in): cell o is [o s - p, o s - p + s).
@@ -55,6 +55,12 @@ TENSOR_HD int64_t threads(const Geometry& g, int V) {
   const int64_t per_image = overlapping(g) ? in_plane(g) : int64_t(cells(g, 0)) * cells(g, 1) * cells(g, 2);
   return g.batch * per_image * (g.channels / V);
 }
+// The first pass of the two-pass scheme: one thread per output and V channels.
+TENSOR_HD int64_t argmax_threads(const Geometry& g, int V) { return g.batch * out_plane(g) * (g.channels / V); }
+
+// Whether a window's offsets fit a byte (the scratch of the two-pass scheme is then uint8, half
+// of float16's dy; larger windows take int32).
+TENSOR_HD bool byte_offsets(const Geometry& g) { return g.k[0] * g.k[1] * g.k[2] <= 256; }
 
 // Window o along dim d, clipped to the input: [begin, end). Torch's sizing keeps it non-empty.
 TENSOR_HD void clipped(const Geometry& g, int d, int o, int& begin, int& end) {
@@ -63,11 +69,20 @@ TENSOR_HD void clipped(const Geometry& g, int d, int o, int& begin, int& end) {
   end = start + g.k[d] < g.in[d] ? start + g.k[d] : g.in[d];
 }
 
-// The position (z H + y) W + x of each channel's maximum over the window [b, e), by nn's rule
-// (nn/kernels/Pooling.h): the first maximum in row-major order wins a tie, the first NaN wins
-// over numbers and stays (Note [NaN and Inf] in nn/kernels/Activation.h).
-template <class T, int V>
-TENSOR_HD void window_argmax(const Geometry& g, const T* x, const int b[3], const int e[3], int arg[V]) {
+// The offset of input `at` in window o's unclipped box, ((z - z0) kH + y - y0) kW + x - x0.
+TENSOR_HD int window_offset(const Geometry& g, const int o[3], const int at[3]) {
+  int off = 0;
+  for (int d = 0; d < 3; ++d) off = off * g.k[d] + at[d] - (o[d] * g.s[d] - g.p[d]);
+  return off;
+}
+
+// Each channel's maximum over the window o, clipped to [b, e), by nn's rule (nn/kernels/
+// Pooling.h): the first maximum in row-major order wins a tie, the first NaN wins over numbers
+// and stays (Note [NaN and Inf] in nn/kernels/Activation.h). arg: its position (z H + y) W + x,
+// or with kOffset its window_offset.
+template <class T, int V, bool kOffset = false>
+TENSOR_HD void window_argmax(const Geometry& g, const T* x, const int o[3], const int b[3], const int e[3],
+                             int arg[V]) {
   using A = acc_of<T>;
   const int64_t C = g.channels;
   A best[V];
@@ -75,18 +90,19 @@ TENSOR_HD void window_argmax(const Geometry& g, const T* x, const int b[3], cons
   const Pack<T, V> f = *reinterpret_cast<const Pack<T, V>*>(x + first * C);
   for (int j = 0; j < V; ++j) {
     best[j] = widen(f.v[j]);
-    arg[j] = first;
+    arg[j] = kOffset ? window_offset(g, o, b) : first;
   }
   for (int z = b[0]; z < e[0]; ++z)
     for (int y = b[1]; y < e[1]; ++y)
       for (int w = b[2]; w < e[2]; ++w) {
         const int idx = (z * g.in[1] + y) * g.in[2] + w;
+        const int at[3] = {z, y, w};
         const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(x + idx * C);
         for (int j = 0; j < V; ++j) {
           const A a = widen(v.v[j]);
           if (a > best[j] || (a != a && best[j] == best[j])) {
             best[j] = a;
-            arg[j] = idx;
+            arg[j] = kOffset ? window_offset(g, o, at) : idx;
           }
         }
       }
@@ -121,7 +137,7 @@ TENSOR_HD void cell_thread(const Geometry& g, int64_t i, const T* x, const T* dy
   int arg[V];
   A gy[V];
   if (has_window) {
-    window_argmax<T, V>(g, xn, wb, we, arg);
+    window_argmax<T, V>(g, xn, o, wb, we, arg);
     const int64_t oo = (int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
     const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dy + (n * out_plane(g) + oo) * C + c);
     for (int j = 0; j < V; ++j) gy[j] = A(0) + widen(gp.v[j]);  // nn's 0 + gradOutput (-0 becomes +0)
@@ -149,11 +165,33 @@ TENSOR_HD void covering(const Geometry& g, int d, int i, int& lo, int& hi) {
   hi = last < g.out[d] - 1 ? last : g.out[d] - 1;
 }
 
-// Thread i of the gather scheme (overlapping windows): one input element and V channels, summing
-// over the windows that contain it in increasing output order (nn's order of accumulation) the
-// gradients of those whose maximum it is.
-template <class T, int V>
-TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const T* x, const T* dy, T* dx) {
+// Pass (a) of the two-pass scheme (overlapping windows), thread i: one output and V channels;
+// writes each channel's argmax as its window_offset into `arg` (dy's layout, index type I).
+template <class T, class I, int V>
+TENSOR_HD void argmax_thread(const Geometry& g, int64_t i, const T* x, I* arg) {
+  const int64_t C = g.channels, groups = C / V;
+  const int64_t c = (i % groups) * V;
+  int64_t rest = i / groups;
+  int o[3], b[3], e[3];
+  for (int d = 2; d >= 0; --d) {
+    o[d] = static_cast<int>(rest % g.out[d]);
+    rest /= g.out[d];
+  }
+  const int64_t n = rest;
+  for (int d = 0; d < 3; ++d) clipped(g, d, o[d], b[d], e[d]);
+  int best[V];
+  window_argmax<T, V, true>(g, x + n * in_plane(g) * C + c, o, b, e, best);
+  Pack<I, V> r;
+  for (int j = 0; j < V; ++j) r.v[j] = static_cast<I>(best[j]);
+  const int64_t oo = (int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
+  *reinterpret_cast<Pack<I, V>*>(arg + (n * out_plane(g) + oo) * C + c) = r;
+}
+
+// Pass (b), thread i: one input element and V channels, summing over the windows that contain
+// it in increasing output order (nn's order of accumulation) the gradients of those whose
+// argmax (pass (a)'s) it is: V bytes of `arg` per window instead of pass (a)'s window scans.
+template <class T, class I, int V>
+TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const I* arg, const T* dy, T* dx) {
   using A = acc_of<T>;
   const int64_t C = g.channels, groups = C / V;
   const int64_t c = (i % groups) * V;
@@ -161,24 +199,24 @@ TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const T* x, const T* 
   const int self = static_cast<int>(pos % in_plane(g));
   const int64_t n = pos / in_plane(g);
   const int at[3] = {self / (g.in[1] * g.in[2]), (self / g.in[2]) % g.in[1], self % g.in[2]};
-  const T* xn = x + n * in_plane(g) * C + c;
-  const T* dyn = dy + n * out_plane(g) * C + c;
+  const int64_t first = n * out_plane(g) * C + c;
   int lo[3], hi[3];
   for (int d = 0; d < 3; ++d) covering(g, d, at[d], lo[d], hi[d]);
   A grad[V];
   for (int j = 0; j < V; ++j) grad[j] = A(0);
-  for (int od = lo[0]; od <= hi[0]; ++od)
-    for (int oh = lo[1]; oh <= hi[1]; ++oh)
-      for (int ow = lo[2]; ow <= hi[2]; ++ow) {
-        int b[3], e[3], arg[V];
-        clipped(g, 0, od, b[0], e[0]);
-        clipped(g, 1, oh, b[1], e[1]);
-        clipped(g, 2, ow, b[2], e[2]);
-        window_argmax<T, V>(g, xn, b, e, arg);
-        const int64_t o = (int64_t(od) * g.out[1] + oh) * g.out[2] + ow;
-        const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dyn + o * C);
+  int o[3];
+  for (o[0] = lo[0]; o[0] <= hi[0]; ++o[0])
+    for (o[1] = lo[1]; o[1] <= hi[1]; ++o[1])
+      for (o[2] = lo[2]; o[2] <= hi[2]; ++o[2]) {
+        const int off = window_offset(g, o, at);
+        const int64_t at_o = first + ((int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2]) * C;
+        const Pack<I, V> a = *reinterpret_cast<const Pack<I, V>*>(arg + at_o);
+        bool any = false;
+        for (int j = 0; j < V; ++j) any = any || int(a.v[j]) == off;
+        if (!any) continue;  // dy is read only where some channel's maximum is here
+        const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dy + at_o);
         for (int j = 0; j < V; ++j)
-          if (arg[j] == self) grad[j] += widen(gp.v[j]);
+          if (int(a.v[j]) == off) grad[j] += widen(gp.v[j]);
       }
   Pack<T, V> r;
   for (int j = 0; j < V; ++j) r.v[j] = narrow<T>(grad[j]);

@@ -2,9 +2,9 @@
 // (cudnn/kernels/PoolMaxBackward.h, Note [Channels-last max-pooling backward]) run on the CPU,
 // one thread after another, against nn's max-pooling kernels on random configurations (2-d and
 // 3-d, padding, floor and ceil sizes, windows smaller than, equal to and larger than the
-// stride), inputs with ties, NaN and +-Inf, in all four dtypes and every vector width: the
-// gradient must be nn's bit for bit. The GPU twin tests (test_PoolingFamily, test_PoolOps)
-// check the kernels themselves.
+// stride; the two passes of overlapping windows with byte and int32 offsets), inputs with ties,
+// NaN and +-Inf, in all four dtypes and every vector width: the gradient must be nn's bit for bit. The GPU twin tests
+// (test_PoolingFamily, test_PoolOps) check the kernels themselves.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -37,22 +37,36 @@ struct Config {
   }
 };
 
-// Runs every thread of the scheme the kernels pick.
-template <class T, int V>
+// Runs every thread of the scheme the kernels pick (the two passes' scratch of offsets in I),
+// the scratch starting as garbage as a leased block does.
+template <class T, class I, int V>
 void run_threads(const cl::Geometry& g, const T* x, const T* dy, T* dx) {
   const int64_t n = cl::threads(g, V);
-  for (int64_t i = 0; i < n; ++i) {
-    if (cl::overlapping(g))
-      cl::gather_thread<T, V>(g, i, x, dy, dx);
-    else
-      cl::cell_thread<T, V>(g, i, x, dy, dx);
+  if (!cl::overlapping(g)) {
+    for (int64_t i = 0; i < n; ++i) cl::cell_thread<T, V>(g, i, x, dy, dx);
+    return;
   }
+  // packs, so that the block is aligned as the kernels' accesses (and the allocator's blocks) are
+  std::vector<cl::Pack<I, V>> packs(static_cast<size_t>(cl::argmax_threads(g, V)));
+  I* arg = packs.front().v;
+  std::fill(arg, arg + packs.size() * V, I(77));
+  for (int64_t i = 0; i < cl::argmax_threads(g, V); ++i) cl::argmax_thread<T, I, V>(g, i, x, arg);
+  for (int64_t i = 0; i < n; ++i) cl::gather_thread<T, I, V>(g, i, arg, dy, dx);
+}
+
+// The index type the kernels pick, or int32 where `wide` asks for it.
+template <class T, int V>
+void run_threads(const cl::Geometry& g, const T* x, const T* dy, T* dx, bool wide) {
+  if (cl::byte_offsets(g) && !wide)
+    run_threads<T, uint8_t, V>(g, x, dy, dx);
+  else
+    run_threads<T, int32_t, V>(g, x, dy, dx);
 }
 
 // nn's gradient (float32 or float64 references; 16-bit data through float32, rounded once
 // at the end as the kernels' float accumulation is) against the rule's, on channels-last copies.
 template <class T, int V>
-bool matches_nn(const Config& cf, std::mt19937& rng, bool nonfinite) {
+bool matches_nn(const Config& cf, std::mt19937& rng, bool nonfinite, bool wide = false) {
   using R = std::conditional_t<sizeof(T) == 8, double, float>;
   cl::Geometry g{};
   nn::kernels::PoolGeometry ng;
@@ -92,7 +106,7 @@ bool matches_nn(const Config& cf, std::mt19937& rng, bool nonfinite) {
     for (int64_t i = 0; i < ip; ++i) xc[(n * ip + i) * cf.c + c] = T(x[pl * ip + i]);
     for (int64_t o = 0; o < op; ++o) dyc[(n * op + o) * cf.c + c] = T(dy[pl * op + o]);
   }
-  run_threads<T, V>(g, xc.data(), dyc.data(), dxc.data());
+  run_threads<T, V>(g, xc.data(), dyc.data(), dxc.data(), wide);
   for (int64_t pl = 0; pl < planes; ++pl) {
     const int64_t n = pl / cf.c, c = pl % cf.c;
     for (int64_t i = 0; i < ip; ++i) {
@@ -127,7 +141,7 @@ void check_random(int count, uint32_t seed) {
   int failures = 0;
   for (int i = 0; i < count && failures < 3; ++i) {
     const Config cf = random_config(rng, i % 3 == 0, V * (i % 2 + 1));
-    failures += !matches_nn<T, V>(cf, rng, i % 2 == 0);
+    failures += !matches_nn<T, V>(cf, rng, i % 2 == 0, i % 5 == 4);
   }
   CHECK(failures == 0);
 }
@@ -152,6 +166,21 @@ TEST_CASE("channels-last max-pooling gradient rule at the networks' windows") {
     CHECK(
         matches_nn<float, 4>({2, 16, {1, 28, 28}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, false}, rng, nonfinite));  // ResNet
   }
+}
+
+TEST_CASE("channels-last max-pooling gradient rule: windows of more than 256 elements keep int32 offsets") {
+  std::mt19937 rng(8);
+  const Config big{2, 4, {1, 23, 21}, {1, 17, 16}, {1, 3, 2}, {0, 8, 8}, true};  // 272 elements
+  const Config big3d{1, 2, {9, 10, 9}, {7, 7, 6}, {2, 3, 1}, {3, 0, 3}, false};  // 294
+  for (bool nonfinite : {false, true}) {
+    CHECK(matches_nn<float, 4>(big, rng, nonfinite));
+    CHECK(matches_nn<tensor::Half, 2>(big3d, rng, nonfinite));
+  }
+  cl::Geometry g{};
+  g.k[0] = 1, g.k[1] = 16, g.k[2] = 16;
+  CHECK(cl::byte_offsets(g));
+  g.k[2] = 17;
+  CHECK_FALSE(cl::byte_offsets(g));
 }
 
 TEST_CASE("the flag pool.backward: auto, ours, cudnn; anything else is an error") {

@@ -4,6 +4,7 @@
 
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/pool.h"
+#include "tensor/Cuda.h"
 #include "tests/support/OpReference.h"
 
 using namespace tensor;
@@ -107,7 +108,9 @@ TEST_CASE("pool argument errors and deterministic max pooling") {
 
 TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, ties, no output read") {
   // Torch's first maximum takes a tie's gradient (Note [Channels-last max-pooling backward]);
-  // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it.
+  // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it
+  // (overlapping windows: under pool.backward=ours alone).
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
   Generator gen(32);
   const std::vector<Case> cases = {
       {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false},
@@ -116,7 +119,8 @@ TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, tie
       {{1, 8, 7, 9}, {3, 3}, {2, 2}, {1, 1}, true},
       {{2, 4, 13, 13}, {3, 3}, {2, 2}, {0, 0}, false},
       {{1, 5, 5, 5}, {2, 2}, {2, 2}, {1, 1}, true},
-      {{1, 8, 9, 9}, {1, 1}, {3, 2}, {0, 0}, false},  // windows smaller than the stride leave gaps
+      {{1, 8, 9, 9}, {1, 1}, {3, 2}, {0, 0}, false},     // windows smaller than the stride leave gaps
+      {{1, 4, 23, 21}, {17, 16}, {3, 2}, {8, 8}, true},  // 272 elements: int32 offsets in the two passes
       {{1, 4, 5, 6, 7}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, false},
       {{1, 4, 5, 6, 7}, {3, 2, 3}, {2, 2, 2}, {1, 0, 1}, true},
   };
@@ -150,5 +154,29 @@ TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, tie
       cudnn::PoolPlan().backward(xg, Tensor(), dyg, dx, p);
       CHECK(max_abs_diff(dx.to(Device::cpu(), DType::Float64), want) == 0);
     }
+  }
+}
+
+TEST_CASE("pool.backward=ours, overlapping windows: the two passes in a CUDA graph replay as the eager call") {
+  // the offsets' scratch is leased inside the capture (the graph's pool): each replay with new
+  // x and dy must give the eager gradient
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
+  Generator gen(34);
+  const auto cl = MemoryFormat::ChannelsLast;
+  const cudnn::PoolParams p{{3, 3}, {2, 2}, {1, 1}, cudnn::PoolMode::Max, false};
+  Tensor x = empty({4, 16, 28, 28}, DType::Float16, gpu, cl), dy = empty({4, 16, 14, 14}, DType::Float16, gpu, cl);
+  Tensor dx = empty(x.sizes(), x.dtype(), gpu, cl), want = empty(x.sizes(), x.dtype(), gpu, cl);
+  x.copy_(uniform(x.sizes(), -2, 2, gen).round());
+  dy.copy_(uniform(dy.sizes(), -1, 1, gen));
+  cudnn::PoolPlan plan;
+  plan.backward(x, Tensor(), dy, dx, p);
+  const cuda::Graph graph = cuda::Graph::capture([&] { plan.backward(x, Tensor(), dy, dx, p); });
+  for (int replay = 0; replay < 2; ++replay) {
+    x.copy_(uniform(x.sizes(), -2, 2, gen).round());                        // ties
+    dy.copy_(uniform(dy.sizes(), -4, 4, gen).mul(8.0).round().mul(0.125));  // sums exact in float16
+    graph.replay();
+    cudnn::PoolPlan().backward(x, Tensor(), dy, want, p);
+    CHECK(max_abs_diff(dx, want) == 0);
+    CHECK(dx.to(DType::Float32).sum().item() == dy.to(DType::Float32).sum().item());  // every dy lands once
   }
 }

@@ -286,6 +286,7 @@ void expect_nn_gradient(const PoolCfg& c, const pooltwin::PoolFactory& makeNn, c
 }
 
 TEST_CASE("channels-last max pooling gradient: nn's exactly with ties, NaN and +-Inf, every configuration") {
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);  // auto gives overlapping windows to cuDNN
   Generator gen(28);
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (int64_t channels : {3, 8}) {  // one channel per access, and 8 (16 bytes of float16) per access
@@ -338,6 +339,7 @@ TEST_CASE("pool.backward=cudnn: channels-last max pooling through cuDNN's call a
 }
 
 TEST_CASE("channels-last max pooling gradient at the networks' windows: VGG 2x2/2, AlexNet 3x3/2, ResNet 3x3/2 pad 1") {
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
   Generator gen(29);
   const std::vector<PoolCfg> nets = {
       {{2, 2}, {2, 2}, {0, 0}, {28, 28}, Ceil::Off, true, "VGG's 2x2, 2,2"},
@@ -357,8 +359,12 @@ TEST_CASE("channels-last max pooling: no copy of the output kept, in-place write
   const Tensor cl = zeros({2, 8, 6, 6}, DType::Float16, gpu).contiguous(MemoryFormat::ChannelsLast);
   CHECK_FALSE(cudnn::PoolPlan::backward_reads_output(cl, p));
   CHECK(cudnn::PoolPlan::backward_reads_output(zeros({2, 8, 6, 6}, DType::Float16, gpu), p));  // cuDNN's call
+  cudnn::PoolParams overlapping{{3, 3}, {2, 2}, {1, 1}, cudnn::PoolMode::Max, false};
+  CHECK(cudnn::PoolPlan::backward_reads_output(cl, overlapping));  // auto: cuDNN's call, faster there
   p.mode = cudnn::PoolMode::AverageIncPad;
   CHECK(cudnn::PoolPlan::backward_reads_output(cl, p));
+  cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
+  CHECK_FALSE(cudnn::PoolPlan::backward_reads_output(cl, overlapping));
 
   Generator gen(30);
   const PoolCfg& c = spatial_max::cfgs[2];  // 3x3, 2,2, 1,1
