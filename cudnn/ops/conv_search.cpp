@@ -334,12 +334,15 @@ constexpr int kTimedConfigsPerEngine = 4;
 // the trials made the peak of a 3x3 convolution on 13x13 images (L5) 10.8x PyTorch's, and the
 // fastest engine, leased on every call, kept L1's and L3's steady memory 1.6-1.8x PyTorch's
 // (docs/performance.md, "Leased workspaces"). So a timed search
-//   - tries only candidates whose workspace is at most conv.search_workspace (default 1) times
+//   - tries only candidates whose workspace is at most conv.search_workspace (default 4) times
 //     the bytes of the pass's tensors (x, w and y), and at least kTrialWorkspaceFloor (16 MiB,
 //     what small problems' good engines ask), within workspace_limit and the memory to be had:
-//     the pool then grows by at most about the working set of the call, as PyTorch's timed
-//     top-10 heuristic plans do in practice; over-cap candidates are left out of the list, so
-//     not even a fallback leases more (the last resort needs no workspace);
+//     the pool then grows by at most a few times the working set of the call; over-cap
+//     candidates are left out of the list, so not even a fallback leases more (the last resort
+//     needs no workspace). Why 4: on the H100 (float16 L1-L5) a cap of 1 left out every fast
+//     engine of L2, L3 and L5 (10x slower), 16 kept L1's and L3's steady memory 1.6-1.8x
+//     PyTorch's, and 4 met the memory goals but L3's steady (1.28x) with every row still
+//     faster than PyTorch's (docs/performance.md, "Trial workspaces");
 //   - among the candidates within conv.search_tolerance (default 2 %) of the fastest time,
 //     runs the one with the smallest workspace: two timed runs differ by about that much anyway,
 //     and a workspace leased on every call is steady memory;
