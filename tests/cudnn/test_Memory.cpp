@@ -430,6 +430,31 @@ TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the 
   cudnn::clear_algorithm_cache();
 }
 
+// A refused candidate is not timed, so it is neither listed nor the yardstick of the tolerance:
+// under deterministic=true Find's rows for backward-filter ALGO_0 and ALGO_3 are left out.
+TEST_CASE("trial workspaces: a timed search times only candidates the try loop may run") {
+  cudnn::ScopedConfig flags("deterministic=true,benchmark=true,conv.search_tolerance=0");
+  cudnn::clear_algorithm_cache();
+  Generator gen(8109);
+  const Tensor x = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  const Tensor g = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  Tensor dw = empty({8, 8, 3, 3}, DType::Float32, gpu);
+  cudnn::ConvSpec geo;  // 2-d: the last two slots
+  geo.pad = {0, 1, 1};
+  cudnn::ConvPlan plan;
+  plan.backward_filter(x, g, dw, geo);
+  const std::vector<cudnn::ConvPlan::Timing> timed = plan.timings(cudnn::ConvPass::BackwardFilter);
+  REQUIRE(!timed.empty());
+  for (const auto& t : timed) {
+    INFO("timed algorithm ", t.algorithm, ": ", t.ms, " ms");
+    CHECK(t.algorithm != 0);  // CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 and _3: not deterministic
+    CHECK(t.algorithm != 3);
+  }
+  // tolerance 0: the fastest timed row runs, since every row may
+  CHECK(plan.algorithm(cudnn::ConvPass::BackwardFilter) == timed.front().algorithm);
+  cudnn::clear_algorithm_cache();
+}
+
 TEST_CASE(
     "trial workspaces: results under a tight cap and a wide tolerance equal nn's; accumulation survives the trials") {
   Generator gen(8108);
