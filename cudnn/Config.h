@@ -20,7 +20,7 @@
 //                      recently used first (default 10000, as PyTorch's plan cache; 0: no limit)
 //   conv.search_workspace  a timed search (benchmark=true, time_*) tries only candidates whose
 //                      workspace is at most this multiple of the pass's tensors' bytes (x, w and
-//                      y), and never less than 16 MiB (default 1; 0: workspace_limit alone;
+//                      y), and never less than 16 MiB (default 4; 0: workspace_limit alone;
 //                      fastest=true ignores it). See Note [Trial workspaces] in conv_search.cpp
 //   conv.search_tolerance  a timed search runs, among the candidates within this fraction of the
 //                      fastest time, the one with the smallest workspace (default 0.02; 0: the
@@ -98,7 +98,7 @@ struct Config {
   Precision precision = Precision::AsInputF32;
   bool conv_graph = true;
   size_t conv_cache_limit = 10000;
-  double conv_search_workspace = 1.0;  // Note [Trial workspaces]
+  double conv_search_workspace = 4.0;  // Note [Trial workspaces]
   double conv_search_tolerance = 0.02;
   bool channels_last = false;
   bool attention_fused = true;

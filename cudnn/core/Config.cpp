@@ -253,7 +253,7 @@ void apply_flags(Config& next, const std::string& flags) {
     } else if (key == "conv.cache_limit") {
       next.conv_cache_limit = parse_count(key, value);
     } else if (key == "conv.search_workspace") {
-      next.conv_search_workspace = parse_ratio(key, value, "1 or 0.5 (0: no cap but workspace_limit)");
+      next.conv_search_workspace = parse_ratio(key, value, "4 or 0.5 (0: no cap but workspace_limit)");
     } else if (key == "conv.search_tolerance") {
       next.conv_search_tolerance = parse_ratio(key, value, "0.02 (0: the fastest)");
     } else if (key == "channels_last") {

@@ -270,6 +270,37 @@ bool deterministic(ConvPass pass, int algo) {
   return !a || a->deterministic;
 }
 
+// Note [Refused candidates]
+// Some candidates the try loop refuses whatever their workspace: one not deterministic under
+// deterministic=true, a graph engine on TF32 tensor cores (its TENSOR_CORE note) for float32
+// data under allow_tf32=false, a legacy algorithm that rounds float32 inputs to float16 or
+// that cuDNN reported failing. A timed search times only the others: a refused trial could
+// rank first (TF32 engines are the fastest float32 ones), and the tolerance was then measured
+// from, and timings() listed, candidates that never run. On the H100 a float32 9x9 search
+// under allow_tf32=false listed as fastest 0.072 ms with 11.4 MiB of workspace (118 TFLOP/s,
+// beyond FMA's peak: TF32) and ran a 0-byte candidate outside the tolerance of it. Refused
+// candidates cost no trial either. Returns why, or nullptr.
+constexpr const char* kNotDeterministic = "not deterministic";
+
+const char* refusal(ConvPass pass, const Candidate& c, DType dtype) {
+  const Config& cfg = config();
+  if (c.engine) {
+    if (cfg.deterministic && !c.deterministic) return kNotDeterministic;
+    if (dtype == DType::Float32 && !cfg.allow_tf32 && c.engine->has_note(CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+      return "TF32 tensor cores (allow_tf32=false)";
+    return nullptr;
+  }
+  if (c.status != CUDNN_STATUS_SUCCESS) return "failed in cuDNN's ranking";
+  if (cfg.deterministic && (!c.deterministic || !deterministic(pass, c.algo))) return kNotDeterministic;
+  if (dtype == DType::Float32 && c.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return "rounds inputs to float16";
+  return nullptr;
+}
+
+// A refusal the trace reports (the others are a matter of flags the caller set).
+void trace_refusal(Trace& trace, const std::string& name, const char* why) {
+  if (why == kNotDeterministic) trace.skip(name, why);
+}
+
 template <class Perf>
 Candidate to_candidate(const Perf& p) {
   return Candidate{
@@ -303,12 +334,15 @@ constexpr int kTimedConfigsPerEngine = 4;
 // the trials made the peak of a 3x3 convolution on 13x13 images (L5) 10.8x PyTorch's, and the
 // fastest engine, leased on every call, kept L1's and L3's steady memory 1.6-1.8x PyTorch's
 // (docs/performance.md, "Leased workspaces"). So a timed search
-//   - tries only candidates whose workspace is at most conv.search_workspace (default 1) times
+//   - tries only candidates whose workspace is at most conv.search_workspace (default 4) times
 //     the bytes of the pass's tensors (x, w and y), and at least kTrialWorkspaceFloor (16 MiB,
 //     what small problems' good engines ask), within workspace_limit and the memory to be had:
-//     the pool then grows by at most about the working set of the call, as PyTorch's timed
-//     top-10 heuristic plans do in practice; over-cap candidates are left out of the list, so
-//     not even a fallback leases more (the last resort needs no workspace);
+//     the pool then grows by at most a few times the working set of the call; over-cap
+//     candidates are left out of the list, so not even a fallback leases more (the last resort
+//     needs no workspace). Why 4: on the H100 (float16 L1-L5) a cap of 1 left out every fast
+//     engine of L2, L3 and L5 (10x slower), 16 kept L1's and L3's steady memory 1.6-1.8x
+//     PyTorch's, and 4 met the memory goals but L3's steady (1.28x) with every row still
+//     faster than PyTorch's (docs/performance.md, "Trial workspaces");
 //   - among the candidates within conv.search_tolerance (default 2 %) of the fastest time,
 //     runs the one with the smallest workspace: two timed runs differ by about that much anyway,
 //     and a workspace leased on every call is steady memory;
@@ -420,14 +454,17 @@ const Tensor& filter_of(const PassTensors& t) {
     return t.out;
 }
 
-// The graph candidates that build within the trial cap, each timed on `out` as output (in no
-// order yet); those over the cap are left out (Note [Trial workspaces]), counted in `over`.
+// The graph candidates that the try loop would run (Note [Refused candidates]) and that build
+// within the trial cap, each timed on `out` as output (in no order yet); those over the cap
+// are left out (Note [Trial workspaces]), counted in `over`.
 template <ConvPass P>
 std::vector<Candidate> time_graph(const ConvProblem& c, std::vector<Candidate>& cands, size_t cap, void* out,
                                   int& over) {
   std::vector<Candidate> timed;
+  const DType dtype = c.out_tensor->dtype();
   Workspace lease(0, Workspace::Use::Search);  // Note [Workspaces]: the trials' bytes go back after
   for (Candidate& g : cands) {
+    if (refusal(P, g, dtype)) continue;
     std::string why;
     if (!g.engine->build(c.handle, why)) continue;
     g.memory = g.engine->workspace();
@@ -620,10 +657,12 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvProblem& c, bool timed, Tr
   }
   CUDNN_CHECK(T::find(c, trial.ptr, T::kCount, &got, perf, ws, ws_bytes));
   lease.reset();  // the trials' bytes go back before the choice runs
+  const DType dtype = c.out_tensor->dtype();
   for (int i = 0; i < got; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    ranked.push_back(to_candidate(perf[i]));
-    ranked.back().timed = true;
+    Candidate cand = to_candidate(perf[i]);
+    if (refusal(P, cand, dtype)) continue;  // Note [Refused candidates]
+    cand.timed = true;
+    ranked.push_back(std::move(cand));
   }
   by_time(ranked);  // one list by time, graph engines and legacy algorithms alike
   prefer_small_workspaces(ranked, config().conv_search_tolerance);
@@ -632,7 +671,7 @@ std::vector<Candidate> ConvPlan::Impl::rank(const ConvProblem& c, bool timed, Tr
   for (const auto& p : out) {
     bool present = false;
     for (const auto& q : ranked) present = present || (!q.engine && q.algo == p.algo);
-    if (present || p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (present || refusal(P, p, dtype)) continue;
     if (p.memory <= cap)
       ranked.push_back(p);
     else
@@ -750,12 +789,9 @@ bool ConvPlan::Impl::try_engine(const ConvProblem& c, const ConvKey& key, cudnnD
                                 const Candidate& cand, DType dtype, PassState& s, Trace& trace) {
   graph::ConvEngine& e = *cand.engine;
   const std::string name = e.name();
-  if (config().deterministic && !cand.deterministic) {
-    trace.skip(name, "not deterministic");
+  if (const char* why = refusal(P, cand, dtype)) {  // Note [Refused candidates]
+    trace_refusal(trace, name, why);
     return false;
-  }
-  if (dtype == DType::Float32 && !config().allow_tf32 && e.has_note(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) {
-    return false;  // TF32 tensor cores, which allow_tf32=false rules out
   }
   std::string why;
   if (!e.build(c.handle, why)) {
@@ -787,12 +823,10 @@ template <ConvPass P>
 bool ConvPlan::Impl::try_legacy(const ConvProblem& c, const ConvKey& key, cudnnDataType_t compute,
                                 const Candidate& cand, DType dtype, size_t cap, PassState& s, Trace& trace) {
   const std::string name = algo_name(P, cand.algo);
-  if (cand.status != CUDNN_STATUS_SUCCESS) return false;
-  if (config().deterministic && (!cand.deterministic || !deterministic(P, cand.algo))) {
-    trace.skip(name, "not deterministic");
+  if (const char* why = refusal(P, cand, dtype)) {  // Note [Refused candidates]
+    trace_refusal(trace, name, why);
     return false;
   }
-  if (dtype == DType::Float32 && cand.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;  // float16 rounding
   if (cand.memory > cap) {
     trace.skip(name, "workspace " + bytes_str(cand.memory) + " > cap " + bytes_str(cap) +
                          (use_fastest() ? " (free memory)" : " (workspace_limit or free memory)"));

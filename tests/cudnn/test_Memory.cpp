@@ -389,6 +389,8 @@ TEST_CASE("trial workspaces: a timed search never leases more than conv.search_w
   cudnn::clear_algorithm_cache();
 }
 
+// allow_tf32=false refuses the TF32 engines, the fastest float32 ones: a search that timed them
+// measured the tolerance from, and listed, candidates that never run (Note [Refused candidates]).
 TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the fastest, the smallest workspace") {
   Generator gen(8107);
   for (const char* tolerance : {"0", "0.02", "1000000"}) {
@@ -408,8 +410,13 @@ TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the 
     }
     bool within = false;  // the chosen candidate is one of those within the tolerance
     for (const auto& t : timed) within = within || (t.algorithm == algo && t.ms <= fastest * (1 + tol));
-    INFO("conv.search_tolerance=", tolerance, ": chose ", algo, " with workspace ", ws, "; fastest ", fastest,
-         " ms; smallest workspace within the tolerance ", smallest);
+    std::string rows;  // what the search timed, for a failure's message
+    for (const auto& t : timed) {
+      rows.append(" ").append(std::to_string(t.algorithm)).append(":").append(std::to_string(t.ms));
+      rows.append(" ms/").append(std::to_string(t.workspace)).append(" B");
+    }
+    INFO("conv.search_tolerance=", std::string(tolerance), ": chose ", algo, " with workspace ", ws, "; fastest ",
+         fastest, " ms; smallest workspace within the tolerance ", smallest, "; timed:", rows);
     CHECK(within);
     CHECK(ws == smallest);
     if (tol > 1) {
@@ -423,12 +430,38 @@ TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the 
   cudnn::clear_algorithm_cache();
 }
 
+// A refused candidate is not timed, so it is neither listed nor the yardstick of the tolerance:
+// under deterministic=true Find's rows for backward-filter ALGO_0 and ALGO_3 are left out.
+TEST_CASE("trial workspaces: a timed search times only candidates the try loop may run") {
+  cudnn::ScopedConfig flags("deterministic=true,benchmark=true,conv.search_tolerance=0");
+  cudnn::clear_algorithm_cache();
+  Generator gen(8109);
+  const Tensor x = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  const Tensor g = uniform({16, 8, 20, 20}, -1, 1, gen, DType::Float32, gpu);
+  Tensor dw = empty({8, 8, 3, 3}, DType::Float32, gpu);
+  cudnn::ConvSpec geo;  // 2-d: the last two slots
+  geo.pad = {0, 1, 1};
+  cudnn::ConvPlan plan;
+  plan.backward_filter(x, g, dw, geo);
+  const std::vector<cudnn::ConvPlan::Timing> timed = plan.timings(cudnn::ConvPass::BackwardFilter);
+  REQUIRE(!timed.empty());
+  for (const auto& t : timed) {
+    INFO("timed algorithm ", t.algorithm, ": ", t.ms, " ms");
+    CHECK(t.algorithm != 0);  // CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 and _3: not deterministic
+    CHECK(t.algorithm != 3);
+  }
+  // tolerance 0: the fastest timed row runs, since every row may
+  CHECK(plan.algorithm(cudnn::ConvPass::BackwardFilter) == timed.front().algorithm);
+  cudnn::clear_algorithm_cache();
+}
+
 TEST_CASE(
     "trial workspaces: results under a tight cap and a wide tolerance equal nn's; accumulation survives the trials") {
   Generator gen(8108);
   const Tensor x = uniform({8, 16, 32, 32}, -1, 1, gen);
   {
-    cudnn::ScopedConfig flags("benchmark=true,conv.search_workspace=0.25,conv.search_tolerance=0.5");
+    // allow_tf32=false: the float32 comparison is meant to be FMA-exact, not TF32's 1e-3
+    cudnn::ScopedConfig flags("allow_tf32=false,benchmark=true,conv.search_workspace=0.25,conv.search_tolerance=0.5");
     cudnn::clear_algorithm_cache();
     nn::SpatialConvolution reference(16, 24, 9, 9, 1, 1, 4, 4);
     cudnn::SpatialConvolution twin(16, 24, 9, 9, 1, 1, 4, 4);
