@@ -1,6 +1,11 @@
-// Blas.cpp: gemm through Eigen. Eigen parallelises a product with OpenMP by itself and runs
-// single-threaded when called inside an OpenMP region (the batch-parallel nn kernels).
+// Blas.cpp: gemm through OpenBLAS where the build found it (-Dblas, meson.build), else Eigen.
+// Both parallelise a product with OpenMP by themselves and run single-threaded when called
+// inside an OpenMP region (the batch-parallel nn kernels).
 #include "tensor/Blas.h"
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
 
 // Why -Wmaybe-uninitialized is off here: on a machine with AVX-512 (-march=native), GCC 12
 // prints some 230 -Wmaybe-uninitialized warnings for this file: Eigen's GEMM packing
@@ -15,11 +20,53 @@
 
 #include <Eigen/Core>
 
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
 namespace tensor::blas {
 
+namespace {
+
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+// Note [OpenBLAS products]
+// cblas_?gemm takes int sizes and checks BLAS's leading-dimension rules (lda >= the stored
+// row length, at least 1), printing and skipping the product on a violation. A product it would
+// refuse or whose sizes do not fit an int goes to Eigen instead, so every call computes. With
+// beta == 0 OpenBLAS writes C without reading it (a NaN in C does not survive), as Eigen's path.
+bool blas_takes(bool transA, bool transB, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
+  const int64_t need_a = transA ? M : K, need_b = transB ? K : N;
+  for (int64_t v : {M, N, K, lda, ldb, ldc}) {
+    if (v > INT_MAX) return false;
+  }
+  return lda >= std::max<int64_t>(1, need_a) && ldb >= std::max<int64_t>(1, need_b) && ldc >= std::max<int64_t>(1, N);
+}
+
 template <class T>
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-          int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+void blas_gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+               int64_t ldb, T beta, T* C, int64_t ldc) {
+  const CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+  }
+}
+#endif
+
+}  // namespace
+
+template <class T>
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc) {
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+  // empty products, alpha 0 and what BLAS would refuse take Eigen's path (See Note [OpenBLAS products])
+  if (M != 0 && N != 0 && K != 0 && alpha != T(0) && blas_takes(transA, transB, M, N, K, lda, ldb, ldc)) {
+    blas_gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ConstMap = Eigen::Map<const Mat, 0, Eigen::OuterStride<>>;
   using MutMap = Eigen::Map<Mat, 0, Eigen::OuterStride<>>;
@@ -39,9 +86,9 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
   if (transA && transB) c.noalias() += alpha * a.transpose() * b.transpose();
 }
 
-template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                          const float*, int64_t, float, float*, int64_t);
-template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t);
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t);
 
 }  // namespace tensor::blas

@@ -1,6 +1,7 @@
 // Blas.h: the CPU matrix products every nn kernel is built on (im2col convolution, Linear,
-// LSTM), BLAS-style over raw row-major arrays. Implemented with Eigen in one source file so
-// the heavy template code is compiled once. float and double.
+// LSTM), BLAS-style over raw row-major arrays. Implemented in one source file (OpenBLAS where
+// the build found it, else Eigen, whose heavy template code is then compiled once). float and
+// double.
 #pragma once
 
 #include <cstdint>

@@ -34,9 +34,9 @@ TEST_CASE("binary ops broadcast like NumPy") {
   CHECK(a.lt(b).dtype() == DType::UInt8);
   CHECK_THROWS_WITH_AS(a.add(uniform({2, 1, 4}, 0, 1, g, DType::Float64)),
                        "Tensor::add: shapes [3 x 1 x 4] and [2 x 1 x 4] cannot broadcast", Error);
-  CHECK_THROWS_WITH_AS(a.add(b.to(DType::Float32)),
-                       doctest::Contains("operands of different dtypes: float64 [3 x 1 x 4] on cpu and float32 [5 x 1] on cpu"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      a.add(b.to(DType::Float32)),
+      doctest::Contains("operands of different dtypes: float64 [3 x 1 x 4] on cpu and float32 [5 x 1] on cpu"), Error);
 }
 
 TEST_CASE("in-place ops, scalars and non-contiguous operands") {
@@ -67,9 +67,12 @@ TEST_CASE("unary ops match the C library") {
   auto check = [&](const Tensor& got, double (*f)(double)) {
     for (size_t i = 0; i < xs.size(); ++i) {
       const double want = f(xs[i]);
-      if (std::isnan(want)) CHECK(std::isnan(got.get({static_cast<int64_t>(i)})));
-      else if (std::isinf(want)) CHECK(got.get({static_cast<int64_t>(i)}) == want);
-      else CHECK(got.get({static_cast<int64_t>(i)}) == doctest::Approx(want));
+      if (std::isnan(want))
+        CHECK(std::isnan(got.get({static_cast<int64_t>(i)})));
+      else if (std::isinf(want))
+        CHECK(got.get({static_cast<int64_t>(i)}) == want);
+      else
+        CHECK(got.get({static_cast<int64_t>(i)}) == doctest::Approx(want));
     }
   };
   check(x.neg(), [](double v) { return -v; });
@@ -181,8 +184,9 @@ TEST_CASE("comparison helpers") {
   CHECK_THROWS_AS(max_abs_diff(a, empty({2})), Error);
 }
 
-TEST_CASE("blas::gemm against a plain triple loop: every transpose, alpha and beta, padded leading dims, and "
-          "products large enough for Eigen's threads") {
+TEST_CASE(
+    "blas::gemm against a plain triple loop: every transpose, alpha and beta, padded leading dims, and "
+    "products large enough for Eigen's threads") {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   struct Size {
@@ -203,7 +207,8 @@ TEST_CASE("blas::gemm against a plain triple loop: every transpose, alpha and be
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
           double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
+          for (int64_t k = 0; k < K; ++k)
+            s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
           want[i * ldc + j] = alpha * s + beta * C[i * ldc + j];
         }
       blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
@@ -215,4 +220,29 @@ TEST_CASE("blas::gemm against a plain triple loop: every transpose, alpha and be
       CHECK(err <= 1e-12);
     }
   }
+}
+
+TEST_CASE(
+    "blas::gemm: beta 0 ignores NaN in C, K 0 only scales C, and a leading dimension BLAS would refuse "
+    "still computes (Note [OpenBLAS products])") {
+  const int64_t M = 3, N = 4, K = 5;
+  std::vector<float> A(M * K), B(K * N);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  for (size_t i = 0; i < B.size(); ++i) B[i] = 0.125f * static_cast<float>(i % 5) - 0.25f;
+  std::vector<float> want(M * N, 0.f);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t k = 0; k < K; ++k) want[i * N + j] += A[i * K + k] * B[k * N + j];
+  std::vector<float> C(M * N, std::numeric_limits<float>::quiet_NaN());
+  blas::gemm<float>(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), N);
+  for (size_t i = 0; i < C.size(); ++i) CHECK(C[i] == doctest::Approx(want[i]).epsilon(1e-6));
+
+  std::vector<float> D(M * N, 2.f);
+  blas::gemm<float>(false, false, M, N, 0, 1.f, A.data(), 1, B.data(), N, 0.5f, D.data(), N);
+  for (float v : D) CHECK(v == 1.f);
+
+  // one row of A with lda 0: BLAS requires lda >= K and would print an error and skip the product
+  std::vector<float> row(N, -7.f);
+  blas::gemm<float>(false, false, 1, N, K, 1.f, A.data(), 0, B.data(), N, 0.f, row.data(), N);
+  for (int64_t j = 0; j < N; ++j) CHECK(row[j] == doctest::Approx(want[j]).epsilon(1e-6));
 }
