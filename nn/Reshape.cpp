@@ -43,11 +43,7 @@ Shape Reshape::outputShape(const Tensor& input) const {
 
 std::string Reshape::str() const { return type_name() + "(" + join(size, "x") + ")"; }
 
-tensor::Json Reshape::config() const {
-  tensor::Json::Array sizes(size.begin(), size.end());
-  return tensor::Json::Object{{"size", std::move(sizes)},
-                              {"batchMode", batchMode ? tensor::Json(*batchMode) : tensor::Json()}};
-}
+tensor::Json Reshape::config() const { return sizeConfig(size, "batchMode", batchMode); }
 
 ModulePtr Reshape::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

@@ -68,11 +68,7 @@ Shape View::outputShape(const Tensor& input) const {
 
 std::string View::str() const { return type_name() + "(" + join(size, ", ") + ")"; }
 
-tensor::Json View::config() const {
-  tensor::Json::Array sizes(size.begin(), size.end());
-  return tensor::Json::Object{{"size", std::move(sizes)},
-                              {"numInputDims", numInputDims ? tensor::Json(*numInputDims) : tensor::Json()}};
-}
+tensor::Json View::config() const { return sizeConfig(size, "numInputDims", numInputDims); }
 
 ModulePtr View::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);
