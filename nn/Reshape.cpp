@@ -2,16 +2,11 @@
 #include "nn/Reshape.h"
 
 #include "nn/ModuleConfig.h"
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
-std::string join(const Shape& s, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
-  return out;
-}
-}  // namespace
+using tensor::join;
 
 Reshape::Reshape(Shape size_, std::optional<bool> batchMode_) : size(std::move(size_)), batchMode(batchMode_) {
   if (size.empty()) throw Error(std::string(kTypeName) + ": expected at least one size");

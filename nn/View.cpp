@@ -4,16 +4,11 @@
 #include <algorithm>
 
 #include "nn/ModuleConfig.h"
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
-std::string join(const Shape& s, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
-  return out;
-}
-}  // namespace
+using tensor::join;
 
 View::View(Shape size_) : size(std::move(size_)) {
   bool inferred = false;

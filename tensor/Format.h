@@ -1,8 +1,10 @@
-// Format.h: a number as error messages and printouts show it.
+// Format.h: numbers as error messages and printouts show them.
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tensor {
 
@@ -12,6 +14,13 @@ inline std::string num_str(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
+}
+
+// "8x4x3" for join({8, 4, 3}, "x"); "" for no values.
+inline std::string join(const std::vector<int64_t>& values, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? sep : "") + std::to_string(values[i]);
+  return s;
 }
 
 }  // namespace tensor
