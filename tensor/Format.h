@@ -23,4 +23,15 @@ inline std::string join(const std::vector<int64_t>& values, const char* sep) {
   return s;
 }
 
+// The index of element `flat` of a contiguous tensor of `shape`, one entry per dim (row-major),
+// for messages that point at an element: join(unravel({2, 3}, 4), ", ") is "1, 1".
+inline std::vector<int64_t> unravel(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
 }  // namespace tensor
