@@ -632,13 +632,18 @@ std::unique_ptr<Rendezvous> Rendezvous::join(const WorldInfo& world, const Devic
                          : connect(world, device, timeoutSeconds);
 }
 
-std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const DeviceIdentity& device, std::string payload,
-                                              double timeoutSeconds) {
+std::unique_ptr<Rendezvous> Rendezvous::create(const WorldInfo& world, double timeoutSeconds) {
   checked_timeout(timeoutSeconds, "the rendezvous timeout " + seconds_str(timeoutSeconds));
   std::unique_ptr<Rendezvous> rv(new Rendezvous());
   rv->rank_ = world.rank;
   rv->worldSize_ = world.worldSize;
   rv->where_ = where_of(world);
+  return rv;
+}
+
+std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const DeviceIdentity& device, std::string payload,
+                                              double timeoutSeconds) {
+  std::unique_ptr<Rendezvous> rv = create(world, timeoutSeconds);
   rv->payload_ = std::move(payload);
   rv->fds_.assign(static_cast<size_t>(world.worldSize), -1);
   if (world.worldSize == 1) return rv;
@@ -660,11 +665,7 @@ std::unique_ptr<Rendezvous> Rendezvous::serve(const WorldInfo& world, const Devi
 
 std::unique_ptr<Rendezvous> Rendezvous::connect(const WorldInfo& world, const DeviceIdentity& device,
                                                 double timeoutSeconds) {
-  checked_timeout(timeoutSeconds, "the rendezvous timeout " + seconds_str(timeoutSeconds));
-  std::unique_ptr<Rendezvous> rv(new Rendezvous());
-  rv->rank_ = world.rank;
-  rv->worldSize_ = world.worldSize;
-  rv->where_ = where_of(world);
+  std::unique_ptr<Rendezvous> rv = create(world, timeoutSeconds);
   const std::string& where = rv->where_;
   const auto deadline = after(timeoutSeconds);
   const std::string host = host_name();

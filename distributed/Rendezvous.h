@@ -83,6 +83,9 @@ class Rendezvous {
 
  private:
   Rendezvous() = default;
+  // serve() and connect()'s start: checks the timeout, then a rendezvous of `world`'s rank
+  // with no connection yet.
+  static std::unique_ptr<Rendezvous> create(const WorldInfo& world, double timeoutSeconds);
   int rank_ = 0, worldSize_ = 1;
   std::string payload_;
   PeerStatus lost_;

@@ -14,15 +14,20 @@
 
 namespace nn {
 
+// The hyperparameters of Adam and AdamW, torch.optim's defaults; the two differ only in
+// weightDecay's (0 and 1e-2), so each names its own Options type.
+template <double DefaultWeightDecay>
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = DefaultWeightDecay;
+};
+
 class Adam : public Optimizer {
  public:
-  struct Options {
-    double lr = 1e-3;
-    double beta1 = 0.9;
-    double beta2 = 0.999;
-    double eps = 1e-8;
-    double weightDecay = 0;
-  };
+  using Options = AdamOptions<0.0>;
 
   Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr = 1e-3, double beta1 = 0.9,
        double beta2 = 0.999, double eps = 1e-8, double weightDecay = 0);

@@ -13,13 +13,7 @@ namespace nn {
 
 class AdamW : public Adam {
  public:
-  struct Options {
-    double lr = 1e-3;
-    double beta1 = 0.9;
-    double beta2 = 0.999;
-    double eps = 1e-8;
-    double weightDecay = 1e-2;
-  };
+  using Options = AdamOptions<1e-2>;
 
   // (an Options{} default argument inside the class is refused by GCC: overloads instead)
   AdamW(std::vector<Tensor> params, std::vector<Tensor> grads);

@@ -3,19 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
+#include "tensor/Format.h"
 #include "tensor/MultiTensor.h"
 
 namespace nn {
 
-namespace {
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+using tensor::num_str;
 
+namespace {
 // The sum of |x|^p (or the largest |x| for p = inf) of one tensor, in float64 on the host.
 double partial_norm(const Tensor& g, double p) {
   if (g.numel() == 0) return 0;
@@ -44,16 +40,16 @@ bool fusable(const std::vector<Tensor>& grads, double normType) {
 }
 
 [[noreturn]] void non_finite(double total, double normType) {
-  throw Error("nn::clipGradNorm: expected a finite total norm of order " + num(normType) + ", got " + num(total) +
-              " (set errorIfNonfinite = false to clip anyway)");
+  throw Error("nn::clipGradNorm: expected a finite total norm of order " + num_str(normType) + ", got " +
+              num_str(total) + " (set errorIfNonfinite = false to clip anyway)");
 }
 }  // namespace
 
 Tensor clipGradNorm(const std::vector<Tensor>& grads, double maxNorm, double normType, bool errorIfNonfinite) {
   if (!(maxNorm > 0) || !std::isfinite(maxNorm)) {
-    throw Error("nn::clipGradNorm: expected a finite maxNorm > 0, got " + num(maxNorm));
+    throw Error("nn::clipGradNorm: expected a finite maxNorm > 0, got " + num_str(maxNorm));
   }
-  if (!(normType > 0)) throw Error("nn::clipGradNorm: expected normType > 0 or inf, got " + num(normType));
+  if (!(normType > 0)) throw Error("nn::clipGradNorm: expected normType > 0 or inf, got " + num_str(normType));
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined() || !tensor::is_floating(grads[i].dtype())) {
       throw Error("nn::clipGradNorm: expected floating gradients, got " +
@@ -90,7 +86,7 @@ Tensor clipGradNorm(Module& m, double maxNorm, double normType, bool errorIfNonf
 
 void clipGradValue(const std::vector<Tensor>& grads, double clipValue) {
   if (!(clipValue >= 0) || !std::isfinite(clipValue)) {
-    throw Error("nn::clipGradValue: expected a finite clipValue >= 0, got " + num(clipValue));
+    throw Error("nn::clipGradValue: expected a finite clipValue >= 0, got " + num_str(clipValue));
   }
   for (Tensor g : grads) g.clamp_(-clipValue, clipValue);
 }

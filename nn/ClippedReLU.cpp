@@ -4,8 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "nn/ModuleConfig.h"
-
 namespace nn {
 
 ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : ActivationModule(inplace_), ceiling(ceiling_) {
@@ -16,14 +14,10 @@ ClippedReLU::ClippedReLU(double ceiling_, bool inplace_) : ActivationModule(inpl
   }
 }
 
-tensor::Json ClippedReLU::config() const { return tensor::Json::Object{{"ceiling", ceiling}, {"inplace", inplace}}; }
+tensor::Json ClippedReLU::config() const { return coefConfig("ceiling"); }
 
 ModulePtr ClippedReLU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, kTypeName);
-  const double ceiling = c.number("ceiling");
-  const bool inplace = c.flag("inplace", false);
-  c.finish();
-  return std::make_shared<ClippedReLU>(ceiling, inplace);
+  return coefFromConfig(config, "ceiling", std::nullopt);
 }
 
 }  // namespace nn

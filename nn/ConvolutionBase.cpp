@@ -17,16 +17,13 @@
 
 #include "nn/Buffers.h"
 #include "nn/ModuleConfig.h"
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
+using tensor::join;
 
-std::string join(const std::vector<int64_t>& v, const char* sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
-  return s;
-}
+namespace {
 
 // "T x H x W" for 3 spatial dims, "H x W" for 2, "W" for 1.
 std::string dim_names(int nd) {

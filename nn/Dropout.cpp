@@ -40,20 +40,25 @@ void Dropout::checkP(const char* method) const { check_p(where(method), p); }  /
 // reuse is its caller's tensor.
 bool Dropout::isIdentity() const { return p == 0 || (!training_ && v2); }
 
+bool Dropout::start(Tensor& out, bool& outIsAlias, const Tensor& in) {
+  if (isIdentity()) {
+    out = in;
+    outIsAlias = true;
+    return true;
+  }
+  if (outIsAlias) out = Tensor();  // someone's tensor: never the buffer to write into
+  outIsAlias = false;
+  if (inplace) {
+    out = in;
+  } else {
+    ensure(out, in.sizes(), in).copy_(in);
+  }
+  return false;
+}
+
 const Tensor& Dropout::updateOutput(const Tensor& input) {
   checkInput(input, "updateOutput");
-  if (isIdentity()) {
-    output = input;
-    outputIsAlias_ = true;
-    return output;
-  }
-  if (outputIsAlias_) output = Tensor();  // someone's tensor: never the buffer to write into
-  outputIsAlias_ = false;
-  if (inplace) {
-    output = input;
-  } else {
-    ensure(output, input.sizes(), input).copy_(input);
-  }
+  if (start(output, outputIsAlias_, input)) return output;
   if (p > 0) {
     if (training_) {
       ensure(noise, input.sizes(), input).bernoulli_(1 - p);
@@ -72,18 +77,7 @@ const Tensor& Dropout::updateGradInput(const Tensor& input, const Tensor& gradOu
     throw Error(where("updateGradInput") + "expected gradOutput of " + tensor::shape_str(input.sizes()) +
                 " (the input's shape), got " + tensor::shape_str(gradOutput.sizes()));
   }
-  if (isIdentity()) {
-    gradInput = gradOutput;
-    gradInputIsAlias_ = true;
-    return gradInput;
-  }
-  if (gradInputIsAlias_) gradInput = Tensor();
-  gradInputIsAlias_ = false;
-  if (inplace) {
-    gradInput = gradOutput;
-  } else {
-    ensure(gradInput, gradOutput.sizes(), gradOutput).copy_(gradOutput);
-  }
+  if (start(gradInput, gradInputIsAlias_, gradOutput)) return gradInput;
   if (p > 0) {
     if (training_) {
       if (!noise.defined() || noise.sizes() != input.sizes()) {

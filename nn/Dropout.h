@@ -38,6 +38,10 @@ class Dropout : public Module {
 
  private:
   bool outputIsAlias_ = false, gradInputIsAlias_ = false;  // the last pass handed its argument back
+  // A pass's first step, writing `out` from `in` (output from input, gradInput from
+  // gradOutput): the identity hands `in` back (returns true: nothing left to do); otherwise out
+  // is `in` itself in place, else a copy of it in out's own buffer.
+  bool start(Tensor& out, bool& outIsAlias, const Tensor& in);
 };
 
 }  // namespace nn

@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "nn/ModuleConfig.h"
-
 namespace nn {
 
 ELU::ELU(double alpha_, bool inplace_) : ActivationModule(inplace_), alpha(alpha_) {
@@ -24,14 +22,8 @@ std::string ELU::str() const {
   return type_name() + buf;
 }
 
-tensor::Json ELU::config() const { return tensor::Json::Object{{"alpha", alpha}, {"inplace", inplace}}; }
+tensor::Json ELU::config() const { return coefConfig("alpha"); }
 
-ModulePtr ELU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, kTypeName);
-  const double alpha = c.number("alpha", 1.0);
-  const bool inplace = c.flag("inplace", false);
-  c.finish();
-  return std::make_shared<ELU>(alpha, inplace);
-}
+ModulePtr ELU::fromConfig(const tensor::Json& config) { return coefFromConfig(config, "alpha", 1.0); }
 
 }  // namespace nn

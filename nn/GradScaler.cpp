@@ -3,20 +3,16 @@
 
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <tuple>
 
+#include "tensor/Format.h"
 #include "tensor/MultiTensor.h"
 
 namespace nn {
 
-namespace {
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+using tensor::num_str;
 
+namespace {
 // t *= inv with a tensor op; whether t then holds a non-finite value.
 bool unscale_on_host(Tensor t, double inv) {
   t.mul_(inv);
@@ -41,8 +37,8 @@ GradScaler::GradScaler(const Options& o)
     throw Error(
         "nn.GradScaler: expected a finite initScale > 0, a finite growthFactor > 1, backoffFactor in (0, 1) and "
         "growthInterval > 0, got initScale " +
-        num(o.initScale) + ", growthFactor " + num(o.growthFactor) + ", backoffFactor " + num(o.backoffFactor) +
-        ", growthInterval " + std::to_string(o.growthInterval));
+        num_str(o.initScale) + ", growthFactor " + num_str(o.growthFactor) + ", backoffFactor " +
+        num_str(o.backoffFactor) + ", growthInterval " + std::to_string(o.growthInterval));
   }
 }
 
@@ -194,7 +190,7 @@ void GradScaler::loadStateDict(const std::map<std::string, double>& state) {
       throw Error(std::string("nn.GradScaler::loadStateDict: expected a state with '") + key + "', got none");
   }
   if (!(state.at("scale") > 0) || !std::isfinite(state.at("scale"))) {
-    throw Error("nn.GradScaler::loadStateDict: expected a finite scale > 0, got " + num(state.at("scale")));
+    throw Error("nn.GradScaler::loadStateDict: expected a finite scale > 0, got " + num_str(state.at("scale")));
   }
   scale_ = state.at("scale");
   growth_ = state.at("growth_factor");

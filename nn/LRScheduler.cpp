@@ -5,17 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
-#include <sstream>
+
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-}  // namespace
+using tensor::num_str;
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
   for (size_t k = 0; k < optimizer.numGroups(); ++k) baseLrs_.push_back(optimizer.groupLr(k));
@@ -61,7 +56,7 @@ void LRScheduler::loadStateDict(const std::map<std::string, double>& state) {
                 " parameter groups, got more (a state of another optimizer)");
   }
   if (!(epoch >= 0) || epoch != std::floor(epoch)) {
-    throw Error(where("loadStateDict") + "expected an integer last_epoch >= 0, got " + num(epoch));
+    throw Error(where("loadStateDict") + "expected an integer last_epoch >= 0, got " + num_str(epoch));
   }
   const std::vector<double> oldBase = baseLrs_;
   const int64_t oldEpoch = lastEpoch_;
@@ -82,7 +77,7 @@ StepLR::StepLR(Optimizer& optimizer, int64_t stepSize, double gamma)
     : LRScheduler(optimizer), stepSize_(stepSize), gamma_(gamma) {
   if (stepSize <= 0 || !(gamma > 0)) {
     throw Error("nn.StepLR: expected stepSize > 0 and gamma > 0, got stepSize " + std::to_string(stepSize) +
-                " and gamma " + num(gamma));
+                " and gamma " + num_str(gamma));
   }
   start();
 }
@@ -94,7 +89,7 @@ double StepLR::lrAt(size_t group, int64_t epoch) const {
 MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
     : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
   if (!std::is_sorted(milestones_.begin(), milestones_.end()) || !(gamma > 0)) {
-    throw Error("nn.MultiStepLR: expected increasing milestones and gamma > 0, got gamma " + num(gamma) +
+    throw Error("nn.MultiStepLR: expected increasing milestones and gamma > 0, got gamma " + num_str(gamma) +
                 (std::is_sorted(milestones_.begin(), milestones_.end()) ? "" : " and unsorted milestones"));
   }
   start();
@@ -111,8 +106,8 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup, int64_t tot
     : LRScheduler(optimizer), warmup_(warmup), total_(total), minLr_(minLr), startFactor_(startFactor) {
   if (warmup < 0 || total <= warmup || !(minLr >= 0) || !(startFactor > 0 && startFactor <= 1)) {
     throw Error("nn.WarmupCosineLR: expected 0 <= warmup < total, minLr >= 0 and startFactor in (0, 1], got warmup " +
-                std::to_string(warmup) + ", total " + std::to_string(total) + ", minLr " + num(minLr) +
-                ", startFactor " + num(startFactor));
+                std::to_string(warmup) + ", total " + std::to_string(total) + ", minLr " + num_str(minLr) +
+                ", startFactor " + num_str(startFactor));
   }
   start();
 }
@@ -138,8 +133,8 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double maxLr, int64_t totalSteps, c
     throw Error(
         "nn.OneCycleLR: expected maxLr > 0, totalSteps > 0, pctStart in (0, 1) and positive div factors, "
         "got maxLr " +
-        num(maxLr) + ", totalSteps " + std::to_string(totalSteps) + ", pctStart " + num(o_.pctStart) + ", divFactor " +
-        num(o_.divFactor) + ", finalDivFactor " + num(o_.finalDivFactor));
+        num_str(maxLr) + ", totalSteps " + std::to_string(totalSteps) + ", pctStart " + num_str(o_.pctStart) +
+        ", divFactor " + num_str(o_.divFactor) + ", finalDivFactor " + num_str(o_.finalDivFactor));
   }
   std::fill(baseLrs_.begin(), baseLrs_.end(), maxLr);
   start();
@@ -188,8 +183,8 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const Options& option
     throw Error(
         "nn.ReduceLROnPlateau: expected factor in [0, 1), patience, cooldown, threshold and minLr >= 0, got "
         "factor " +
-        num(o_.factor) + ", patience " + std::to_string(o_.patience) + ", cooldown " + std::to_string(o_.cooldown) +
-        ", threshold " + num(o_.threshold) + ", minLr " + num(o_.minLr));
+        num_str(o_.factor) + ", patience " + std::to_string(o_.patience) + ", cooldown " + std::to_string(o_.cooldown) +
+        ", threshold " + num_str(o_.threshold) + ", minLr " + num_str(o_.minLr));
   }
   best_ = o_.maximize ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
 }

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "nn/ModuleConfig.h"
-
 namespace nn {
 
 LeakyReLU::LeakyReLU(double negativeSlope_, bool inplace_) : ActivationModule(inplace_), negativeSlope(negativeSlope_) {
@@ -23,16 +21,8 @@ std::string LeakyReLU::str() const {
   return s.str();
 }
 
-tensor::Json LeakyReLU::config() const {
-  return tensor::Json::Object{{"negative_slope", negativeSlope}, {"inplace", inplace}};
-}
+tensor::Json LeakyReLU::config() const { return coefConfig("negative_slope"); }
 
-ModulePtr LeakyReLU::fromConfig(const tensor::Json& config) {
-  ConfigReader c(config, kTypeName);
-  const double slope = c.number("negative_slope", 0.01);
-  const bool inplace = c.flag("inplace", false);
-  c.finish();
-  return std::make_shared<LeakyReLU>(slope, inplace);
-}
+ModulePtr LeakyReLU::fromConfig(const tensor::Json& config) { return coefFromConfig(config, "negative_slope", 0.01); }
 
 }  // namespace nn

@@ -6,6 +6,8 @@
 // activation() and coef(). Twins: the cudnn activation modules, one cuDNN activation descriptor base over these.
 #pragma once
 
+#include <optional>
+
 #include "nn/Module.h"
 #include "nn/ModuleConfig.h"
 #include "nn/kernels/Activation.h"
@@ -44,7 +46,8 @@ class PointwiseBase : public Module {
 // Self::kTypeName, and for those without a coefficient fromConfig ({"inplace": ..}). A module
 // is `class Tanh : public ActivationModule<Tanh, Activation::Tanh>` with its kTypeName; ReLU,
 // which takes `inplace` in its constructor, adds `using ActivationModule::ActivationModule;`;
-// ELU, LeakyReLU and ClippedReLU add their coefficient, its coef(), config() and fromConfig.
+// ELU, LeakyReLU and ClippedReLU add their coefficient, its coef(), and config() and
+// fromConfig through coefConfig() and coefFromConfig().
 template <class Self, Activation A>
 class ActivationModule : public PointwiseBase {
  public:
@@ -58,6 +61,18 @@ class ActivationModule : public PointwiseBase {
     auto m = std::make_shared<Self>();
     m->inplace = inplace;
     return m;
+  }
+
+ protected:
+  // An activation with a coefficient in its config as {"<key>": coef(), "inplace": ..}, built
+  // back as Self(coef, inplace); `fallback` is the constructor's default (none: key required).
+  tensor::Json coefConfig(const char* key) const { return tensor::Json::Object{{key, coef()}, {"inplace", inplace}}; }
+  static ModulePtr coefFromConfig(const tensor::Json& config, const char* key, std::optional<double> fallback) {
+    ConfigReader c(config, Self::kTypeName);
+    const double coef = fallback ? c.number(key, *fallback) : c.number(key);
+    const bool inplace = c.flag("inplace", false);
+    c.finish();
+    return std::make_shared<Self>(coef, inplace);
   }
 };
 

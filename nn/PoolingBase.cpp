@@ -17,6 +17,11 @@ std::string join(const std::array<int64_t, 3>& v, const std::vector<int>& order,
   return s;
 }
 
+// A stride key of config(): required, or strideFallback where a file may leave it out.
+int64_t stride(ConfigReader& c, const char* key, std::optional<int64_t> strideFallback) {
+  return strideFallback ? c.integer(key, *strideFallback) : c.integer(key);
+}
+
 // Torch's constructor order: (kW, kH) and (kT, kW, kH); the Window holds (T, H, W).
 std::vector<int> torch_order(int dims) { return dims == 2 ? std::vector<int>{2, 1} : std::vector<int>{0, 2, 1}; }
 std::vector<int> tensor_order(int dims) { return dims == 2 ? std::vector<int>{1, 2} : std::vector<int>{0, 1, 2}; }
@@ -173,6 +178,19 @@ const Tensor& PoolingBase::averageBackward(const Tensor& input, const Tensor& gr
     kernels::avg_pool_backward<T>(g, count_include_pad, gy.data<T>(), gradInput.data<T>());
   });
   return gradInput;
+}
+
+std::array<int64_t, 6> SpatialPooling::readFields(ConfigReader& c, std::optional<int64_t> strideFallback) {
+  const int64_t kW = c.integer("kW"), kH = c.integer("kH");
+  const int64_t dW = stride(c, "dW", strideFallback), dH = stride(c, "dH", strideFallback);
+  return {kW, kH, dW, dH, c.integer("padW", 0), c.integer("padH", 0)};
+}
+
+std::array<int64_t, 9> VolumetricPooling::readFields(ConfigReader& c, std::optional<int64_t> strideFallback) {
+  const int64_t kT = c.integer("kT"), kW = c.integer("kW"), kH = c.integer("kH");
+  const int64_t dT = stride(c, "dT", strideFallback), dW = stride(c, "dW", strideFallback);
+  const int64_t dH = stride(c, "dH", strideFallback);
+  return {kT, kW, kH, dT, dW, dH, c.integer("padT", 0), c.integer("padW", 0), c.integer("padH", 0)};
 }
 
 tensor::Json SpatialPooling::config() const {

@@ -3,13 +3,16 @@
 // argument checks, Torch's output size (outputShape), printing, and the calls into the one
 // N-d kernel (nn/kernels/Pooling.h); SpatialPooling and VolumetricPooling hold Torch's fields;
 // MaxPoolingModule and AveragePoolingModule hold what a max or an average module adds over
-// either, so a module only states Torch's constructors, its kTypeName and fromConfig.
+// either, so a module only states Torch's constructors and its kTypeName.
 // Input [C x spatial] or [N x C x spatial]; output [.. x C x pooled spatial].
 #pragma once
 
 #include <array>
+#include <optional>
+#include <tuple>
 
 #include "nn/Module.h"
+#include "nn/ModuleConfig.h"
 #include "nn/kernels/Pooling.h"
 #include "tensor/Json.h"
 
@@ -30,6 +33,9 @@ class PoolingBase : public Module {
   // Torch's: nn.SpatialMaxPooling(2x2, 2,2) or nn.VolumetricMaxPooling(2x2x2, 2,2,2, 1,1,1);
   // kernel, stride and padding in the constructor's order, padding only when non-zero.
   std::string str() const override;
+  // fromConfig's reading of what config() writes beside the fields: ceil_mode (averages:
+  // count_include_pad too).
+  virtual void readFlags(ConfigReader& c) { ceil_mode = c.flag("ceil_mode", false); }
 
   bool ceil_mode = false;
 
@@ -63,6 +69,9 @@ class SpatialPooling : public PoolingBase {
  protected:
   SpatialPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW, int64_t padH)
       : kW(kW), kH(kH), dW(dW), dH(dH), padW(padW), padH(padH) {}
+  // The fields in the constructor's order, as config() wrote them; an absent stride reads as
+  // strideFallback where there is one (SpatialAveragePooling's constructor default).
+  static std::array<int64_t, 6> readFields(ConfigReader& c, std::optional<int64_t> strideFallback);
   Window window() const override { return {2, {1, kH, kW}, {1, dH, dW}, {0, padH, padW}}; }
 };
 
@@ -76,12 +85,15 @@ class VolumetricPooling : public PoolingBase {
   VolumetricPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT, int64_t padW,
                     int64_t padH)
       : kT(kT), kW(kW), kH(kH), dT(dT), dW(dW), dH(dH), padT(padT), padW(padW), padH(padH) {}
+  // The fields in the constructor's order, as config() wrote them (the stride required).
+  static std::array<int64_t, 9> readFields(ConfigReader& c, std::optional<int64_t> strideFallback);
   Window window() const override { return {3, {kT, kH, kW}, {dT, dH, dW}, {padT, padH, padW}}; }
 };
 
 // What every pooling module adds over its Fields (SpatialPooling or VolumetricPooling): its
-// type name from Self::kTypeName, Torch's ceil() and floor(), and the argument checks, run by
-// the constructor once the type name is known (the module's constructors pass Fields' arguments).
+// type name from Self::kTypeName, Torch's ceil() and floor(), fromConfig, and the argument
+// checks, run by the constructor once the type name is known (the module's constructors pass
+// Fields' arguments).
 template <class Self, class Fields>
 class PoolingModule : public Fields {
  public:
@@ -94,8 +106,18 @@ class PoolingModule : public Fields {
     this->ceil_mode = false;
     return static_cast<Self&>(*this);
   }
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigWith(config, std::nullopt); }
 
  protected:
+  // config() read back: the fields (checked by the constructor), then the flags.
+  static ModulePtr fromConfigWith(const tensor::Json& config, std::optional<int64_t> strideFallback) {
+    ConfigReader c(config, Self::kTypeName);
+    const auto fields = Fields::readFields(c, strideFallback);
+    auto m = std::apply([](auto... f) { return std::make_shared<Self>(f...); }, fields);
+    m->readFlags(c);
+    c.finish();
+    return m;
+  }
   template <class... Args>
   explicit PoolingModule(Args... fields) : Fields(fields...) {
     this->checkArguments();
@@ -140,6 +162,10 @@ class AveragePoolingModule : public PoolingModule<Self, Fields> {
     tensor::Json c = Fields::config();
     c.set("count_include_pad", count_include_pad);
     return c;
+  }
+  void readFlags(ConfigReader& c) override {
+    Fields::readFlags(c);
+    count_include_pad = c.flag("count_include_pad", true);
   }
 
   bool count_include_pad = true;

@@ -104,19 +104,6 @@ Tensor initial_state(const Tensor& s, const Tensor& out) {
   return t.defined() && out.defined() && t.shares_storage(out) ? t.clone() : t;
 }
 
-kernels::RNNLayerGeometry layer_geometry(RNNMode mode, int64_t S, int64_t B, int64_t inputSize, int64_t H, bool reverse,
-                                         const int64_t* lengths) {
-  kernels::RNNLayerGeometry g;
-  g.cell = cell_of(mode);
-  g.seqLength = S;
-  g.batch = B;
-  g.inputSize = inputSize;
-  g.hidden = H;
-  g.reverse = reverse;
-  g.lengths = lengths;
-  return g;
-}
-
 }  // namespace
 
 const char* rnn_mode_name(RNNMode mode) {
@@ -403,7 +390,13 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
       if (lstm || mode_ == RNNMode::GRU) ensure(saved_[slot.dir(l, d, 2)], {S * B, H}, input);
       if (lstm) ensure(saved_[slot.dir(l, d, 3)], {S * B, H}, input);
       const int64_t s = l * D + d;
-      const kernels::RNNLayerGeometry g = layer_geometry(mode_, S, B, l == 0 ? inputDim_ : C, H, d == 1, lengths);
+      const kernels::RNNLayerGeometry g{.cell = cell_of(mode_),
+                                        .seqLength = S,
+                                        .batch = B,
+                                        .inputSize = l == 0 ? inputDim_ : C,
+                                        .hidden = H,
+                                        .reverse = d == 1,
+                                        .lengths = lengths};
       tensor::dispatch_f32_f64(input.dtype(), "nn.RNNBase", [&](auto tag) {
         using T = decltype(tag);
         kernels::RNNLayerSaved<T> sv;

@@ -2,16 +2,11 @@
 #include "nn/Reshape.h"
 
 #include "nn/ModuleConfig.h"
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
-std::string join(const Shape& s, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
-  return out;
-}
-}  // namespace
+using tensor::join;
 
 Reshape::Reshape(Shape size_, std::optional<bool> batchMode_) : size(std::move(size_)), batchMode(batchMode_) {
   if (size.empty()) throw Error(std::string(kTypeName) + ": expected at least one size");
@@ -43,11 +38,7 @@ Shape Reshape::outputShape(const Tensor& input) const {
 
 std::string Reshape::str() const { return type_name() + "(" + join(size, "x") + ")"; }
 
-tensor::Json Reshape::config() const {
-  tensor::Json::Array sizes(size.begin(), size.end());
-  return tensor::Json::Object{{"size", std::move(sizes)},
-                              {"batchMode", batchMode ? tensor::Json(*batchMode) : tensor::Json()}};
-}
+tensor::Json Reshape::config() const { return sizeConfig(size, "batchMode", batchMode); }
 
 ModulePtr Reshape::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

@@ -5,6 +5,8 @@
 // cudnn::Reshape and cudnn::View (cudnn::TensorOpBase).
 #pragma once
 
+#include <optional>
+
 #include "nn/Module.h"
 
 namespace nn {
@@ -18,6 +20,15 @@ class ReshapeBase : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   bool computesOn(Device) const override { return true; }  // views only
+
+ protected:
+  // Reshape's and View's config(): the requested sizes, and the option that picks the batch
+  // dimension under `key` (null while unset: the module decides from the input).
+  template <class T>
+  static tensor::Json sizeConfig(const Shape& size, const char* key, const std::optional<T>& option) {
+    return tensor::Json::Object{{"size", tensor::Json::Array(size.begin(), size.end())},
+                                {key, option ? tensor::Json(*option) : tensor::Json()}};
+  }
 };
 
 }  // namespace nn

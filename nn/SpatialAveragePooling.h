@@ -14,7 +14,8 @@ class SpatialAveragePooling : public AveragePoolingModule<SpatialAveragePooling,
   SpatialAveragePooling(int64_t kW, int64_t kH, int64_t dW = 1, int64_t dH = 1, int64_t padW = 0, int64_t padH = 0)
       : AveragePoolingModule(kW, kH, dW, dH, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.SpatialAveragePooling";
-  static ModulePtr fromConfig(const tensor::Json& config);
+  // an absent stride reads as 1, the constructor's default
+  static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigWith(config, 1); }
 };
 
 }  // namespace nn

@@ -14,7 +14,6 @@ class SpatialMaxPooling : public MaxPoolingModule<SpatialMaxPooling, SpatialPool
   SpatialMaxPooling(int64_t kW, int64_t kH, int64_t dW, int64_t dH, int64_t padW = 0, int64_t padH = 0)
       : MaxPoolingModule(kW, kH, dW, dH, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.SpatialMaxPooling";
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -4,16 +4,11 @@
 #include <algorithm>
 
 #include "nn/ModuleConfig.h"
+#include "tensor/Format.h"
 
 namespace nn {
 
-namespace {
-std::string join(const Shape& s, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? sep : "") + std::to_string(s[i]);
-  return out;
-}
-}  // namespace
+using tensor::join;
 
 View::View(Shape size_) : size(std::move(size_)) {
   bool inferred = false;
@@ -68,11 +63,7 @@ Shape View::outputShape(const Tensor& input) const {
 
 std::string View::str() const { return type_name() + "(" + join(size, ", ") + ")"; }
 
-tensor::Json View::config() const {
-  tensor::Json::Array sizes(size.begin(), size.end());
-  return tensor::Json::Object{{"size", std::move(sizes)},
-                              {"numInputDims", numInputDims ? tensor::Json(*numInputDims) : tensor::Json()}};
-}
+tensor::Json View::config() const { return sizeConfig(size, "numInputDims", numInputDims); }
 
 ModulePtr View::fromConfig(const tensor::Json& config) {
   ConfigReader c(config, kTypeName);

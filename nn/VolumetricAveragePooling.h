@@ -15,7 +15,6 @@ class VolumetricAveragePooling : public AveragePoolingModule<VolumetricAveragePo
                            int64_t padW = 0, int64_t padH = 0)
       : AveragePoolingModule(kT, kW, kH, dT, dW, dH, padT, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.VolumetricAveragePooling";
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -15,7 +15,6 @@ class VolumetricMaxPooling : public MaxPoolingModule<VolumetricMaxPooling, Volum
                        int64_t padW = 0, int64_t padH = 0)
       : MaxPoolingModule(kT, kW, kH, dT, dW, dH, padT, padW, padH) {}
   static constexpr std::string_view kTypeName = "nn.VolumetricMaxPooling";
-  static ModulePtr fromConfig(const tensor::Json& config);
 };
 
 }  // namespace nn

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <sstream>
 
+#include "tensor/Format.h"
+
 namespace nn::testkit {
 
 using tensor::DType;
+using tensor::num_str;
 using tensor::Tensor;
 
 namespace {
@@ -20,11 +23,6 @@ bool same_shape(Report& r, const std::string& what, const Tensor& got, const Ten
                   what + ": shape " + tensor::shape_str(got.sizes()) + ", want " + tensor::shape_str(want.sizes()));
 }
 
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 }  // namespace
 
 Report compare_close(const std::string& what, const Tensor& got, const Tensor& want, double tol) {
@@ -33,7 +31,7 @@ Report compare_close(const std::string& what, const Tensor& got, const Tensor& w
   if (!same_shape(r, both, got, want)) return r;
   r.expect(!tensor::has_nonfinite(got), both + ": NaN or Inf where the reference has none");
   const double err = tensor::rel_norm_error(got, want);
-  r.expect(err <= tol, both + ": relative error " + num(err) + " > tolerance " + num(tol));
+  r.expect(err <= tol, both + ": relative error " + num_str(err) + " > tolerance " + num_str(tol));
   return r;
 }
 
@@ -61,8 +59,8 @@ Report compare_nonfinite(const std::string& what, const Tensor& got, const Tenso
   r.expect(mismatches == 0, both + ": " + std::to_string(mismatches) +
                                 " element(s) differ in kind (NaN / +Inf / -Inf / finite):" + listed.str());
   const double err = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  r.expect(err <= tol, both + ": relative error of the finite values " + num(err) + " > tolerance " + num(tol) + " (" +
-                           std::to_string(nonfinite) + " non-finite in the reference)");
+  r.expect(err <= tol, both + ": relative error of the finite values " + num_str(err) + " > tolerance " + num_str(tol) +
+                           " (" + std::to_string(nonfinite) + " non-finite in the reference)");
   return r;
 }
 
@@ -77,8 +75,8 @@ Report compare_values(const std::string& what, const Tensor& got, const std::vec
     const bool good = std::isnan(want[i])   ? std::isnan(v[i])
                       : std::isinf(want[i]) ? v[i] == want[i]
                                             : std::abs(v[i] - want[i]) <= tol;
-    r.expect(good, head + ": element " + std::to_string(i) + ": got " + num(v[i]) + ", want " + num(want[i]) +
-                       " (tolerance " + num(tol) + ")");
+    r.expect(good, head + ": element " + std::to_string(i) + ": got " + num_str(v[i]) + ", want " + num_str(want[i]) +
+                       " (tolerance " + num_str(tol) + ")");
   }
   return r;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "tensor/Format.h"
 #include "tensor/Safetensors.h"
 
 namespace nn::testkit {
@@ -17,14 +18,7 @@ using tensor::Tensor;
 namespace {
 
 std::string index_str(const Shape& shape, int64_t flat) {
-  Shape idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string s = "[";
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? " x " : "") + std::to_string(idx[d]);
-  return s + "]";
+  return "[" + tensor::join(tensor::unravel(shape, flat), " x ") + "]";
 }
 
 std::vector<int64_t> sample_indices(int64_t n, int64_t max_samples, tensor::Generator& gen) {

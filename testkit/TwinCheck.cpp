@@ -5,13 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <sstream>
 
 #include <unistd.h>
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
 #include "tensor/Cuda.h"
+#include "tensor/Format.h"
 #include "tensor/Safetensors.h"
 #include "testkit/Compare.h"
 #include "testkit/Inputs.h"
@@ -20,6 +20,7 @@ namespace nn::testkit {
 
 using tensor::Device;
 using tensor::DType;
+using tensor::num_str;
 using tensor::Tensor;
 
 TwinTolerance TwinTolerance::for_dtype(DType dt) {
@@ -111,12 +112,6 @@ std::pair<Tensor, Tensor> targets(const Tensor& input, const Tensor& target, con
           like_input ? target.to(o.device, o.dtype) : target.to(o.device)};
 }
 
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 // 0 finite, 1 NaN, 2 +Inf, 3 -Inf
 int kind_of(double v) { return std::isnan(v) ? 1 : std::isinf(v) ? (v > 0 ? 2 : 3) : 0; }
 
@@ -160,7 +155,7 @@ Report check_twin_criterion(nn::Criterion& reference, nn::Criterion& twin, const
   const double loss_t = twin.forward(xt, tt);
   // doctest's Approx: |a - b| <= eps * (scale + max(|a|, |b|)), scale 1
   const double bound = tol.forward * 10 * (1 + std::max(std::abs(loss), std::abs(loss_t)));
-  r.expect(std::abs(loss_t - loss) <= bound, "loss " + num(loss_t) + ", nn " + num(loss));
+  r.expect(std::abs(loss_t - loss) <= bound, "loss " + num_str(loss_t) + ", nn " + num_str(loss));
   r.merge(compare_close("gradInput", twin.backward(xt, tt), reference.backward(x, t), tol.backward));
   return r;
 }
@@ -209,7 +204,7 @@ Report check_twin_criterion_nonfinite(nn::Criterion& reference, nn::Criterion& t
   const auto [t, tt] = targets(input, target, o);
   const double loss = reference.forward(x, t);
   const double loss_t = twin.forward(xt, tt);
-  const std::string losses = "loss " + num(loss_t) + ", nn " + num(loss);
+  const std::string losses = "loss " + num_str(loss_t) + ", nn " + num_str(loss);
   r.expect(kind_of(loss_t) == kind_of(loss), losses + ": not the same kind (NaN / +Inf / -Inf / finite)");
   if (kind_of(loss) == 0 && kind_of(loss_t) == 0) {
     const double bound = o.tol().forward * 10 * (1 + std::max(std::abs(loss), std::abs(loss_t)));
@@ -314,7 +309,7 @@ Report check_convert_roundtrip(nn::ModulePtr module, const Tensor& input, const 
   tensor::manual_seed(7);
   const Tensor y_cu = cu->forward(x.to(Device::cuda())).clone();
   const double err = tensor::rel_norm_error(y_cu, y_nn);
-  r.expect(err < 1e-3, "output after convert: relative error " + num(err) + " > 1e-3");  // TF32 may be on
+  r.expect(err < 1e-3, "output after convert: relative error " + num_str(err) + " > 1e-3");  // TF32 may be on
 
   const auto gpu_state = cu->stateDict();
   nn::ModulePtr back = nn::convert(cu, nn::backend);
@@ -352,7 +347,7 @@ Report check_criterion_convert_roundtrip(nn::CriterionPtr criterion, const Tenso
   const Device gpu = Device::cuda();
   const double loss_cu = cu->forward(x.to(gpu), t.to(gpu));
   r.expect(std::abs(loss_cu - loss) <= 1e-5 * (1 + std::max(std::abs(loss), std::abs(loss_cu))),
-           "loss after convert " + num(loss_cu) + ", nn " + num(loss));
+           "loss after convert " + num_str(loss_cu) + ", nn " + num_str(loss));
   const Tensor grad_cu = cu->backward(x.to(gpu), t.to(gpu));
   r.expect(grad_cu.is_cuda(), "gradInput after convert is not on the GPU");
   r.expect(tensor::max_rel_error(grad_cu, grad) < 1e-5, "gradInput after convert differs from nn's");

@@ -2,6 +2,7 @@
 #include "nn/kernels/CrossEntropyKernel.h"
 
 #include "nn/Buffers.h"
+#include "tensor/Format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,14 +18,7 @@ using tensor::Tensor;
 namespace {
 
 std::string position(const tensor::Shape& shape, int64_t flat) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string s = "target[";
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
-  return s + "]";
+  return "target[" + tensor::join(tensor::unravel(shape, flat), ", ") + "]";
 }
 
 template <class T>

@@ -185,3 +185,11 @@ TEST_CASE(
   const Tensor both = from_vector<double>({kInf, -kInf, 1, 2}, {1, 2, 2});
   expect_values("output", m.forward(both), {kNaN});
 }
+
+TEST_CASE("SpatialAveragePooling config round trip; a stride absent from the config is the constructor's 1") {
+  nn::SpatialAveragePooling a(3, 2, 2, 1, 1, 0);
+  a.ceil().setCountExcludePad();
+  CHECK(nn::SpatialAveragePooling::fromConfig(a.config())->config().dump() == a.config().dump());
+  const Json noStride = Json::Object{{"kW", 3}, {"kH", 2}};
+  CHECK(nn::SpatialAveragePooling::fromConfig(noStride)->str() == "nn.SpatialAveragePooling(3x2, 1,1)");
+}

@@ -177,3 +177,15 @@ TEST_CASE("VolumetricMaxPooling: a NaN window gives NaN and takes the gradient, 
   CHECK(g[14] == 1);
   CHECK(g[0] + g[1] + g[4] + g[8] + g[9] + g[12] + g[13] == 0);
 }
+
+TEST_CASE("VolumetricMaxPooling config round trip; the stride is required and count_include_pad unknown") {
+  nn::VolumetricMaxPooling a(3, 2, 2, 2, 1, 1, 1, 1, 0);
+  a.ceil();
+  CHECK(nn::VolumetricMaxPooling::fromConfig(a.config())->config().dump() == a.config().dump());
+  CHECK_THROWS_WITH_AS(nn::VolumetricMaxPooling::fromConfig(Json::Object{{"kT", 2}, {"kW", 2}, {"kH", 2}}),
+                       "nn.VolumetricMaxPooling config: missing key 'dT'", Error);
+  Json withPad = a.config();
+  withPad.set("count_include_pad", true);
+  CHECK_THROWS_WITH_AS(nn::VolumetricMaxPooling::fromConfig(withPad),
+                       doctest::Contains("unknown key 'count_include_pad'"), Error);
+}
