@@ -18,7 +18,11 @@ using tensor::Tensor;
 namespace {
 
 std::string index_str(const Shape& shape, int64_t flat) {
-  return "[" + tensor::join(tensor::unravel(shape, flat), " x ") + "]";
+  // appended rather than "[" + ...: GCC 12 warns (-Wrestrict, a false positive) on the temporary
+  std::string s = "[";
+  s += tensor::join(tensor::unravel(shape, flat), " x ");
+  s += "]";
+  return s;
 }
 
 std::vector<int64_t> sample_indices(int64_t n, int64_t max_samples, tensor::Generator& gen) {
