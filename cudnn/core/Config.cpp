@@ -66,14 +66,20 @@ bool parse_bool(const std::string& key, const std::string& v) {
   throw tensor::Error("cudnn flags: " + key + " expects true or false, got '" + v + "'");
 }
 
-size_t parse_bytes(const std::string& key, const std::string& v) {
-  size_t used = 0;
-  double n = -1;
+// The number at the start of `v` (-1 and used = 0 where there is none).
+double leading_number(const std::string& v, size_t& used) {
+  used = 0;
   try {
-    n = std::stod(v, &used);
+    return std::stod(v, &used);
   } catch (const std::exception&) {
     used = 0;
+    return -1;
   }
+}
+
+size_t parse_bytes(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  const double n = leading_number(v, used);
   double scale = 1;
   const std::string suffix = v.substr(used);
   if (suffix == "K" || suffix == "k") scale = 1024.0;
@@ -105,12 +111,7 @@ size_t parse_count(const std::string& key, const std::string& v) {
 // A non-negative number, all of `v` (a ratio or a fraction).
 double parse_ratio(const std::string& key, const std::string& v, const char* example) {
   size_t used = 0;
-  double n = -1;
-  try {
-    n = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const double n = leading_number(v, used);
   if (used == 0 || used != v.size() || !(n >= 0) || n == std::numeric_limits<double>::infinity()) {
     throw tensor::Error("cudnn flags: " + key + " expects a non-negative number like " + example + ", got '" + v + "'");
   }
