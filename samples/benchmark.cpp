@@ -80,15 +80,15 @@ struct Options {
   std::string json;
   bool per_layer = false;
   bool data_parallel = false;
-  bool step = false;        // also time forward + loss + backward + optimizer update
-  bool input_grad = false;  // compute the first module's gradInput (Torch's backward always did)
-  bool fuse = false;        // cudnn::fuse the network (convolution + bias [+ activation] as one operation)
+  bool step = false;              // also time forward + loss + backward + optimizer update
+  bool input_grad = false;        // compute the first module's gradInput (Torch's backward always did)
+  bool fuse = false;              // cudnn::fuse the network (convolution + bias [+ activation] as one operation)
   bool keep_grad_inputs = false;  // keep every module's gradInput after backward (Torch's default)
-  bool channels_last = false;  // cudnn: run on a channels-last input
-  bool graph = false;          // cudnn: the step captured once as a CUDA graph, then replayed
-  std::string amp;             // cudnn, --step: float16 or bfloat16 mixed-precision training step
-  bool rnn_persist = false;    // cudnn: recurrent modules ask for cuDNN's persistent kernels
-  bool eval = false;           // also time the forward in evaluation mode (an inference user's)
+  bool channels_last = false;     // cudnn: run on a channels-last input
+  bool graph = false;             // cudnn: the step captured once as a CUDA graph, then replayed
+  std::string amp;                // cudnn, --step: float16 or bfloat16 mixed-precision training step
+  bool rnn_persist = false;       // cudnn: recurrent modules ask for cuDNN's persistent kernels
+  bool eval = false;              // also time the forward in evaluation mode (an inference user's)
 };
 
 const char* kOptions =
@@ -149,7 +149,8 @@ Options parse(int argc, char** argv) {
   samples::Args args(argc, argv, usage());
   while (args.more()) {
     const std::string flag = args.flag();
-    if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
+    if (flag == "--backend")
+      o.backend = args.choice(flag, {"nn", "cudnn"});
     else if (flag == "--nets") {
       const std::string v = args.value(flag);
       o.nets = v == "all" ? samples::benchmark_names() : split(v);
@@ -157,26 +158,44 @@ Options parse(int argc, char** argv) {
       for (const auto& n : o.nets) {
         if (std::find(known.begin(), known.end(), n) == known.end()) args.fail("unknown network '" + n + "'");
       }
-    } else if (flag == "--batch") o.batch = args.integer(flag, 1, 4096);
-    else if (flag == "--iterations") o.iterations = args.integer(flag, 1, 100000);
-    else if (flag == "--warmup") o.warmup = args.integer(flag, 0, 100000);
-    else if (flag == "--dtype") o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
-    else if (flag == "--flags") o.flags = args.value(flag);
-    else if (flag == "--json") args.writable(flag, o.json = args.value(flag));
-    else if (flag == "--per-layer") o.per_layer = true;
-    else if (flag == "--data-parallel") o.data_parallel = true;
-    else if (flag == "--step") o.step = true;
-    else if (flag == "--eval") o.eval = true;
+    } else if (flag == "--batch")
+      o.batch = args.integer(flag, 1, 4096);
+    else if (flag == "--iterations")
+      o.iterations = args.integer(flag, 1, 100000);
+    else if (flag == "--warmup")
+      o.warmup = args.integer(flag, 0, 100000);
+    else if (flag == "--dtype")
+      o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
+    else if (flag == "--flags")
+      o.flags = args.value(flag);
+    else if (flag == "--json")
+      args.writable(flag, o.json = args.value(flag));
+    else if (flag == "--per-layer")
+      o.per_layer = true;
+    else if (flag == "--data-parallel")
+      o.data_parallel = true;
+    else if (flag == "--step")
+      o.step = true;
+    else if (flag == "--eval")
+      o.eval = true;
     else if (flag == "--graph")
       o.graph = true;
-    else if (flag == "--input-grad") o.input_grad = true;
-    else if (flag == "--fuse") o.fuse = true;
-    else if (flag == "--keep-grad-inputs") o.keep_grad_inputs = true;
-    else if (flag == "--channels-last") o.channels_last = true;
-    else if (flag == "--rnn-persist") o.rnn_persist = true;
-    else if (flag == "--amp") o.amp = args.choice(flag, {"float16", "bfloat16"});
-    else if (flag == "--help" || flag == "-h") args.usage(0);
-    else args.fail("unknown option " + flag);
+    else if (flag == "--input-grad")
+      o.input_grad = true;
+    else if (flag == "--fuse")
+      o.fuse = true;
+    else if (flag == "--keep-grad-inputs")
+      o.keep_grad_inputs = true;
+    else if (flag == "--channels-last")
+      o.channels_last = true;
+    else if (flag == "--rnn-persist")
+      o.rnn_persist = true;
+    else if (flag == "--amp")
+      o.amp = args.choice(flag, {"float16", "bfloat16"});
+    else if (flag == "--help" || flag == "-h")
+      args.usage(0);
+    else
+      args.fail("unknown option " + flag);
   }
   // No --backend: cudnn where a GPU is visible, else nn (said, and a cudnn-only flag is refused
   // naming the missing GPU rather than a --backend the user never passed).
@@ -222,7 +241,7 @@ struct Result {
   tensor::Shape input;
   int64_t batch = 0;  // samples per step (images, or sequences for lstm)
   double forward_ms = 0, train_ms = 0;
-  double step_ms = 0;     // with --step, for networks with [batch x classes] output and lstm; else 0
+  double step_ms = 0;          // with --step, for networks with [batch x classes] output and lstm; else 0
   double eval_forward_ms = 0;  // with --eval: the forward in evaluation mode; else 0
   // the caching allocator's peaks, allocated and reserved: over the row (algorithm searches
   // included), and over the timed iterations alone (after the warm-up)
@@ -307,8 +326,10 @@ double time_step(nn::Module& net, const Tensor& x, const Tensor& y, bool adam, b
   const Tensor& target = loss_of.second;
   if (amp) return time_amp_step(net, x, target, criterion, graph, warmup, time_ms);
   std::unique_ptr<nn::Optimizer> optimizer;
-  if (adam) optimizer = std::make_unique<nn::Adam>(net, 2e-3);
-  else optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
+  if (adam)
+    optimizer = std::make_unique<nn::Adam>(net, 2e-3);
+  else
+    optimizer = std::make_unique<nn::SGD>(net, 1e-3, 0.9);
   double loss = 0;
   if (graph && adam) {
     std::fprintf(stderr, "convnet_benchmark: --graph: Adam cannot be captured (nn::Adam::step); eager step\n");
@@ -434,8 +455,8 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     net->backward(x, g);
   });
   if (o.step && (y.dim() == 2 || name == "lstm")) {
-    r.step_ms = time_step(*net, x, y, name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(),
-                          o.warmup, time_ms);
+    r.step_ms =
+        time_step(*net, x, y, name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(), o.warmup, time_ms);
   }
   r.peak_bytes = mem.peak_bytes;
   r.peak_reserved = mem.peak_reserved;
@@ -494,10 +515,11 @@ int run_data_parallel(const Options& o, const std::string& name) {
   const double ips_alone = batch / (alone / 1000), ips = world * batch / (parallel / 1000);
   const double efficiency = ips / (world * ips_alone);
   if (group->rank() == 0) {
-    std::printf("data parallel %s, %s, %d GPU%s, batch %lld per GPU: alone %.3f ms/step (%.0f img/s per GPU), "
-                "DDP %.3f ms/step, %.0f img/s in all, scaling efficiency %.3f\n",
-                name.c_str(), o.dtype.c_str(), world, world == 1 ? "" : "s", static_cast<long long>(batch), alone,
-                ips_alone, parallel, ips, efficiency);
+    std::printf(
+        "data parallel %s, %s, %d GPU%s, batch %lld per GPU: alone %.3f ms/step (%.0f img/s per GPU), "
+        "DDP %.3f ms/step, %.0f img/s in all, scaling efficiency %.3f\n",
+        name.c_str(), o.dtype.c_str(), world, world == 1 ? "" : "s", static_cast<long long>(batch), alone, ips_alone,
+        parallel, ips, efficiency);
     if (!o.json.empty()) {
       tensor::Json doc(tensor::Json::Object{});
       doc.set("mode", tensor::Json("data_parallel"));
@@ -577,7 +599,8 @@ int run(const Options& o) {
   }
   Device device = Device::cpu();
   if (o.backend == "cudnn") {
-    if (!tensor::cuda::is_available()) throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
+    if (!tensor::cuda::is_available())
+      throw std::runtime_error("--backend cudnn needs a CUDA device, and none is visible");
     device = Device::cuda(0);
 #ifdef CUDNN_NN_HAVE_CUDA
     if (!o.flags.empty()) cudnn::set_flags(o.flags);
@@ -586,9 +609,8 @@ int run(const Options& o) {
   }
   const DType dtype = tensor::dtype_from_name(o.amp.empty() ? o.dtype : o.amp);
   if (!o.amp.empty()) {
-    std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, %s\n",
-                o.amp.c_str(), o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "",
-                o.graph ? "CUDA graph" : "eager");
+    std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, %s\n", o.amp.c_str(),
+                o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "", o.graph ? "CUDA graph" : "eager");
   }
   // memory: MiB allocated / reserved, over the timed iterations ("steady") and the whole row ("peak")
   std::printf("%-9s %-22s %12s %14s %12s %10s %13s %13s\n", "network", "input", "forward ms", "fwd+bwd ms",
