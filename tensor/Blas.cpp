@@ -1,10 +1,12 @@
 // Blas.cpp: gemm through OpenBLAS where the build found it (-Dblas, meson.build), else Eigen.
-// Both parallelise a product with OpenMP by themselves and run single-threaded when called
-// inside an OpenMP region (the batch-parallel nn kernels).
+// A product is parallelised with OpenMP outside a parallel region and runs single-threaded
+// inside one (the batch-parallel nn kernels): Eigen and an OpenMP build of OpenBLAS do this by
+// themselves, any other OpenBLAS through panels (Note [OpenBLAS threads]).
 #include "tensor/Blas.h"
 
 #include <algorithm>
 #include <climits>
+#include <string>
 #include <type_traits>
 
 // Why -Wmaybe-uninitialized is off here: on a machine with AVX-512 (-march=native), GCC 12
@@ -22,6 +24,9 @@
 
 #if defined(CUDNN_NN_HAVE_OPENBLAS)
 #include <cblas.h>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
 #endif
 
 namespace tensor::blas {
@@ -53,9 +58,80 @@ void blas_gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alph
     cblas_dgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
   }
 }
+
+// Note [OpenBLAS threads]
+// Only an OpenMP build of OpenBLAS (openblas_get_parallel() == 2; Debian's libopenblas-openmp-dev)
+// shares our OpenMP threads: single-threaded inside a parallel region, the team outside. A
+// pthreads build (Ubuntu's libopenblas-dev, and the one Debian's alternatives switch to once
+// libopenblas0-pthread is installed) keeps a pool of its own whose threads spin beside OpenMP's:
+// on the GPU machine's host, pinned to 2 cores, the fashion step and ResNet-50's batch-1 forward
+// ran 3-4x slower than with the OpenMP build (docs/performance.md). Any build other than the
+// OpenMP one is therefore set to one thread, once, on the first product; a product called outside
+// a parallel region is then cut into panels of rows or columns of C, one single-threaded call per
+// OpenMP thread. Each element of C is still one dot product over K, so the panels change no value.
+// Which library a process runs is decided when it loads (the alternatives symlink), hence the
+// run-time check.
+bool openblas_shares_openmp() {
+  static const bool shares = [] {
+    if (openblas_get_parallel() == 2) return true;
+    openblas_set_num_threads(1);
+    return false;
+  }();
+  return shares;
+}
+
+int panel_threads(int64_t M, int64_t N, int64_t K) {
+#if defined(_OPENMP)
+  // below about a million multiply-adds a product is over before a team would start
+  if (omp_in_parallel() || M * N * K < (int64_t(1) << 20)) return 1;
+  return omp_get_max_threads();
+#else
+  (void)M, (void)N, (void)K;
+  return 1;
+#endif
+}
 #endif
 
 }  // namespace
+
+namespace detail {
+
+template <class T>
+void gemm_in_panels(int panels, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  // cut the longer side of C; a panel of columns keeps rows of B and C contiguous
+  const bool by_columns = N >= M;
+  const int64_t length = by_columns ? N : M;
+  const int64_t count = std::clamp<int64_t>(panels, 1, length);
+  const int64_t step = (length + count - 1) / count;
+#pragma omp parallel for schedule(static) num_threads(static_cast <int>(count)) if (count > 1)
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t first = p * step, size = std::min(step, length - first);
+    if (size <= 0) continue;
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+    const auto product = blas_gemm<T>;
+#else
+    const auto product = gemm<T>;
+#endif
+    if (by_columns) {
+      product(transA, transB, M, size, K, alpha, A, lda, transB ? B + first * ldb : B + first, ldb, beta, C + first,
+              ldc);
+    } else {
+      product(transA, transB, size, N, K, alpha, transA ? A + first : A + first * lda, lda, B, ldb, beta,
+              C + first * ldc, ldc);
+    }
+  }
+}
+
+}  // namespace detail
+
+std::string backend() {
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+  return openblas_shares_openmp() ? "OpenBLAS (OpenMP build)" : "OpenBLAS (one thread a call, panels on OpenMP)";
+#else
+  return "Eigen";
+#endif
+}
 
 template <class T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
@@ -63,7 +139,11 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
 #if defined(CUDNN_NN_HAVE_OPENBLAS)
   // empty products, alpha 0 and what BLAS would refuse take Eigen's path (See Note [OpenBLAS products])
   if (M != 0 && N != 0 && K != 0 && alpha != T(0) && blas_takes(transA, transB, M, N, K, lda, ldb, ldc)) {
-    blas_gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (openblas_shares_openmp()) {
+      blas_gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+      detail::gemm_in_panels(panel_threads(M, N, K), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
     return;
   }
 #endif
@@ -90,5 +170,9 @@ template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const fl
                           float, float*, int64_t);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                            int64_t, double, double*, int64_t);
+template void detail::gemm_in_panels<float>(int, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                            const float*, int64_t, float, float*, int64_t);
+template void detail::gemm_in_panels<double>(int, bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                             const double*, int64_t, double, double*, int64_t);
 
 }  // namespace tensor::blas

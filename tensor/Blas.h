@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tensor::blas {
 
@@ -12,7 +13,21 @@ namespace tensor::blas {
 // elements; op(A) is M x K (A stored K x M when transA), op(B) is K x N. beta == 0 ignores
 // C's old contents (NaN included).
 template <class T>
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-          int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc);
+
+// Which library computes the products, and how it is threaded: "Eigen", "OpenBLAS (OpenMP
+// build)" or "OpenBLAS (one thread a call, panels on OpenMP)" (Note [OpenBLAS threads] in
+// Blas.cpp). Benchmarks print it beside their CPU rows.
+std::string backend();
+
+namespace detail {
+// gemm cut into `panels` blocks of rows or columns of C, each one single-threaded product on its
+// own OpenMP thread: how products run outside a parallel region on an OpenBLAS that is not the
+// OpenMP build. Declared for the tests.
+template <class T>
+void gemm_in_panels(int panels, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+}  // namespace detail
 
 }  // namespace tensor::blas

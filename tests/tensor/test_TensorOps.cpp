@@ -211,15 +211,27 @@ TEST_CASE(
             s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
           want[i * ldc + j] = alpha * s + beta * C[i * ldc + j];
         }
-      blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
-      double err = 0;
-      for (int64_t i = 0; i < M; ++i) {
-        for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(C[i * ldc + j] - want[i * ldc + j]));
-        CHECK(C[i * ldc + N] == want[i * ldc + N]);  // the padding column is left alone
+      // 0 panels: gemm itself; else the panels a non-OpenMP OpenBLAS runs (Note [OpenBLAS threads]),
+      // including more panels than rows or columns
+      for (int panels : {0, 1, 2, 3, 7, 1000}) {
+        INFO("panels ", panels);
+        std::vector<double> out = C;
+        if (panels == 0) {
+          blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, out.data(), ldc);
+        } else {
+          blas::detail::gemm_in_panels<double>(panels, tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta,
+                                               out.data(), ldc);
+        }
+        double err = 0;
+        for (int64_t i = 0; i < M; ++i) {
+          for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(out[i * ldc + j] - want[i * ldc + j]));
+          CHECK(out[i * ldc + N] == want[i * ldc + N]);  // the padding column is left alone
+        }
+        CHECK(err <= 1e-12);
       }
-      CHECK(err <= 1e-12);
     }
   }
+  CHECK(!blas::backend().empty());
 }
 
 TEST_CASE(
