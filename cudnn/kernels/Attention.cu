@@ -11,6 +11,7 @@
 
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -32,14 +33,8 @@ __device__ inline A nan_max(A a, A b) {
 template <class A, bool kMax>
 __device__ A block_reduce(A v, A* shared) {
   shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      const A o = shared[threadIdx.x + s];
-      shared[threadIdx.x] = kMax ? nan_max(shared[threadIdx.x], o) : shared[threadIdx.x] + o;
-    }
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>(
+      [&](unsigned i, unsigned j) { shared[i] = kMax ? nan_max(shared[i], shared[j]) : shared[i] + shared[j]; });
   const A r = shared[0];
   __syncthreads();  // shared[] is reused by the next reduction
   return r;

@@ -5,6 +5,7 @@
 
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -49,14 +50,10 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSi
   if (!params) return;  // uniform across the block: no thread waits at a barrier below
   sum_dy[threadIdx.x] = a;
   sum_dyx[threadIdx.x] = b;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      sum_dy[threadIdx.x] += sum_dy[threadIdx.x + stride];
-      sum_dyx[threadIdx.x] += sum_dyx[threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) {
+    sum_dy[i] += sum_dy[j];
+    sum_dyx[i] += sum_dyx[j];
+  });
   if (threadIdx.x == 0) {
     gradWeight[c] = static_cast<P>(static_cast<double>(gradWeight[c]) + scale * sum_dyx[0] * invstd);
     gradBias[c] = static_cast<P>(static_cast<double>(gradBias[c]) + scale * sum_dy[0]);
@@ -76,11 +73,7 @@ __global__ void repair_running_mean_kernel(const T* x, BatchNormSizes s, const P
     sum += widen(x[(i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS]);
   }
   partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) { partial[i] += partial[j]; });
   if (threadIdx.x == 0) {
     const double mean = partial[0] / static_cast<double>(total);
     running_mean[c] = static_cast<P>((1 - factor) * static_cast<double>(previous[c]) + factor * mean);
