@@ -97,31 +97,22 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
     s.strideC = s.S;
     s.strideS = 1;
   }
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  dispatch_floating("batch_norm_eval_backward", x, [&](auto tag) {
-    using T = decltype(tag);
-    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  // P, the parameters' and statistics' type, is the type T computes in: float32 but for float64
+  launch_floating("batch_norm_eval_backward", x, [&]<class T, class P>(cudaStream_t stream) {
     eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
-        dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight),
-        running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
+        dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight), running_mean.data<P>(),
+        running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
         gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
-    CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
   });
 }
 
 void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& previous,
                                     const tensor::Tensor& running_mean, double factor) {
   if (s.N * s.C * s.S == 0) return;
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  dispatch_floating("batch_norm_repair_running_mean", x, [&](auto tag) {
-    using T = decltype(tag);
-    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  launch_floating("batch_norm_repair_running_mean", x, [&]<class T, class P>(cudaStream_t stream) {
     repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
         static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
-    CUDA_CHECK_LAUNCH("batch_norm_repair_running_mean");
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <cfloat>
 
+#include "cudnn/kernels/Dispatch.h"
 #include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
@@ -165,16 +166,9 @@ void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p) {
   const Geometry g = make_geometry(x, y, p);
   const int64_t n = y.numel();
   if (n == 0) return;
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, tensor::Half> || std::is_same_v<T, tensor::BFloat16>) {
-      forward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
-                                                          static_cast<T*>(y.raw_data()), n);
-      CUDA_CHECK_LAUNCH("pool_ceil forward");
-    } else {
-      throw tensor::Error("cudnn::pool: floating tensors only");
-    }
+  launch_floating("cudnn::pool (ceil mode)", x, [&]<class T, class>(cudaStream_t stream) {
+    forward_kernel<T>
+        <<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), n);
   });
 }
 
@@ -182,17 +176,10 @@ void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, con
   const Geometry g = make_geometry(x, dy, p);
   const int64_t n = x.numel();
   if (n == 0) return;
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, tensor::Half> || std::is_same_v<T, tensor::BFloat16>) {
-      backward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
-                                                           static_cast<const T*>(dy.raw_data()),
-                                                           static_cast<T*>(dx.raw_data()), n);
-      CUDA_CHECK_LAUNCH("pool_ceil backward");
-    } else {
-      throw tensor::Error("cudnn::pool_grad: floating tensors only");
-    }
+  launch_floating("cudnn::pool_grad (ceil mode)", x, [&]<class T, class>(cudaStream_t stream) {
+    backward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
+                                                          static_cast<const T*>(dy.raw_data()),
+                                                          static_cast<T*>(dx.raw_data()), n);
   });
 }
 
