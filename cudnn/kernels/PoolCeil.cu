@@ -8,6 +8,7 @@
 #include <cfloat>
 
 #include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/PoolDims.h"
 #include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
@@ -144,16 +145,8 @@ __global__ void backward_kernel(Geometry g, const T* x, const T* dy, T* dx, int6
 
 Geometry make_geometry(const Tensor& x, const Tensor& y, const PoolParams& p) {
   Geometry g{};
-  const int nd = static_cast<int>(p.ws.size());
   g.planes = x.size(0) * x.size(1);
-  for (int d = 0; d < 3; ++d) {
-    const int src = d - (3 - nd);  // 2-d pooling: depth 1 with a window of 1
-    g.in[d] = src < 0 ? 1 : static_cast<int>(x.size(2 + src));
-    g.out[d] = src < 0 ? 1 : static_cast<int>(y.size(2 + src));
-    g.k[d] = src < 0 ? 1 : p.ws[src];
-    g.s[d] = src < 0 ? 1 : (p.stride.empty() ? p.ws[src] : p.stride[src]);
-    g.p[d] = src < 0 ? 0 : (p.pad.empty() ? 0 : p.pad[src]);
-  }
+  set_pool_dims(g, x.sizes(), y.sizes(), p);
   g.mode = static_cast<int>(p.mode);
   return g;
 }
