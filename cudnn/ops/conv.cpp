@@ -2,14 +2,12 @@
 // behind the passes is conv_search.cpp, the bias passes conv_bias.cpp (conv_plan.h).
 #include "cudnn/ops/conv.h"
 
+#include "cudnn/core/Opaque.h"
 #include "cudnn/ops/conv_plan.h"
 
-namespace cudnn {
+template class cudnn::detail::Opaque<cudnn::ConvPlan::Impl>;
 
-ConvPlan::ConvPlan() : impl_(std::make_unique<Impl>()) {}
-ConvPlan::~ConvPlan() = default;
-ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
-ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
+namespace cudnn {
 
 ConvChoices ConvChoices::parse(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data,
                                bool fastest) {
