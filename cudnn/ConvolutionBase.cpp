@@ -26,6 +26,7 @@
 #include "cudnn/ConvolutionBase.h"
 
 #include "cudnn/core/Layout.h"
+#include "cudnn/core/Opaque.h"
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/conv.h"
 #include "nn/Buffers.h"
@@ -38,6 +39,9 @@ struct ConvolutionCompute::State {
   Tensor weightInFormat;      // channels-last copy of the weight (channels-last activations)
   Tensor gradWeightInFormat;  // the filter gradient in that layout, before it is added to gradWeight
 };
+
+template class Opaque<ConvPlan>;
+template class Opaque<ConvolutionCompute::State>;
 
 namespace {
 
@@ -80,20 +84,11 @@ bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
 
 }  // namespace
 
-ModulePlan::ModulePlan() : plan_(std::make_unique<ConvPlan>()) {}
-ModulePlan::~ModulePlan() = default;
-ModulePlan::ModulePlan(ModulePlan&&) noexcept = default;
-ModulePlan& ModulePlan::operator=(ModulePlan&&) noexcept = default;
-
 bool fusable_activation(const nn::Module& act) {
   const auto* p = dynamic_cast<const nn::PointwiseBase*>(&act);
   return p && act.backendKind() == nn::Backend::cudnn && epilogue_of(*p).has_value();
 }
 
-ConvolutionCompute::ConvolutionCompute() : state_(std::make_unique<State>()) {}
-ConvolutionCompute::~ConvolutionCompute() = default;
-ConvolutionCompute::ConvolutionCompute(ConvolutionCompute&&) noexcept = default;
-ConvolutionCompute& ConvolutionCompute::operator=(ConvolutionCompute&&) noexcept = default;
 const ConvPlan& ConvolutionCompute::plan() const { return state_->plan.get(); }
 
 void ModulePlan::sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "cudnn/Opaque.h"
 #include "cudnn/Twin.h"
 #include "nn/ConvolutionBase.h"
 #include "nn/PointwiseBase.h"
@@ -42,18 +43,13 @@ void with_where(const nn::Module& m, const char* method, F&& f) {
 // compares three short strings and parses nothing.
 class ModulePlan {
  public:
-  ModulePlan();
-  ~ModulePlan();
-  ModulePlan(ModulePlan&&) noexcept;
-  ModulePlan& operator=(ModulePlan&&) noexcept;
-
   // Throws "<where>algo (setMode): <the flag error>" for a name the pass lacks.
   void sync(const nn::Module& m, const nn::ConvAlgorithms& algo, const char* method);
-  ConvPlan* operator->() { return plan_.get(); }
+  ConvPlan* operator->() { return plan_.operator->(); }
   const ConvPlan& get() const { return *plan_; }
 
  private:
-  std::unique_ptr<ConvPlan> plan_;
+  Opaque<ConvPlan> plan_;
   nn::ConvAlgorithms applied_;  // the defaults are what a fresh plan has
 };
 
@@ -64,11 +60,6 @@ bool fusable_activation(const nn::Module& act);
 // The three passes of every nn::ConvolutionBase twin; each checks device and dtype first.
 class ConvolutionCompute {
  public:
-  ConvolutionCompute();
-  ~ConvolutionCompute();
-  ConvolutionCompute(ConvolutionCompute&&) noexcept;
-  ConvolutionCompute& operator=(ConvolutionCompute&&) noexcept;
-
   // With fused_bias (cudnn::fuse: a convolution with a bias and no fusable activation after
   // it) forward computes conv + bias as one graph operation where that is faster (Note
   // [Fusing a bias alone] in cudnn/ops/conv_search.cpp). Not observable: the output is the same.
@@ -85,7 +76,7 @@ class ConvolutionCompute {
 
  private:
   struct State;  // the plan, the activation's, the channels-last weight copies (ConvolutionBase.cpp)
-  std::unique_ptr<State> state_;
+  Opaque<State> state_;
 };
 
 // What cudnn::fuse and cudnn::FusedConvolution see of a convolution twin (the template's

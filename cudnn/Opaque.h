@@ -1,9 +1,10 @@
 // Opaque.h: cudnn::detail::Opaque<T>, a T that an installed header holds without T's
 // definition. T is a plan of cudnn/ops/ (not installed: it names cuDNN's types); Opaque<T>
-// owns one through a pointer. Its constructor and destructor are defined in cudnn/core/Opaque.h
-// and instantiated, once, in the .cpp that owns T (`template class cudnn::detail::Opaque<T>;`),
-// so a twin that keeps a plan needs no cuDNN header and no out-of-line special members of its
-// own. See Note [Sealed headers] in docs/architecture.md.
+// owns one through a pointer. Its constructors, destructor and move assignment are defined in
+// cudnn/core/Opaque.h and instantiated, once, in the .cpp that owns T (`template class
+// cudnn::detail::Opaque<T>;`), so a class that keeps a plan (a twin, a family's compute, a
+// plan's own Impl) needs no cuDNN header and no out-of-line special members of its own: it is
+// movable, not copyable, by the rule of zero. See Note [Sealed headers] in docs/architecture.md.
 #pragma once
 
 #include <memory>
@@ -15,8 +16,8 @@ class Opaque {
  public:
   Opaque();  // a default-constructed T
   ~Opaque();
-  Opaque(const Opaque&) = delete;
-  Opaque& operator=(const Opaque&) = delete;
+  Opaque(Opaque&&) noexcept;  // leaves the source empty, as a moved-from std::unique_ptr
+  Opaque& operator=(Opaque&&) noexcept;
 
   T& operator*() const { return *p_; }
   T* operator->() const { return p_.get(); }

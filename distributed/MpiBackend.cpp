@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "distributed/Rendezvous.h"
 #include "tensor/DType.h"
+#include "tensor/EnumTable.h"
 
 namespace dist {
 
@@ -45,22 +47,18 @@ std::string mpi_error(int code) {
   return std::string(text, static_cast<size_t>(len));
 }
 
+// (const, not constexpr: Open MPI's datatypes are addresses of its globals)
+const std::pair<tensor::DType, MPI_Datatype> kMpiTypes[] = {
+    {tensor::DType::Float32, MPI_FLOAT},
+    {tensor::DType::Float64, MPI_DOUBLE},
+    {tensor::DType::Int64, MPI_INT64_T},
+    {tensor::DType::UInt8, MPI_UINT8_T},
+};
+
 // MPI's type for a dtype; 16-bit floats only move as raw 16-bit words (broadcast).
 MPI_Datatype mpi_type(tensor::DType t, bool reduce, const std::string& where) {
-  switch (t) {
-    case tensor::DType::Float32:
-      return MPI_FLOAT;
-    case tensor::DType::Float64:
-      return MPI_DOUBLE;
-    case tensor::DType::Int64:
-      return MPI_INT64_T;
-    case tensor::DType::UInt8:
-      return MPI_UINT8_T;
-    case tensor::DType::Float16:
-    case tensor::DType::BFloat16:
-      if (!reduce) return MPI_UINT16_T;
-      break;
-  }
+  if (const auto type = tensor::lookup(kMpiTypes, t)) return *type;
+  if (!reduce && tensor::itemsize(t) == 2) return MPI_UINT16_T;  // float16, bfloat16
   throw tensor::Error(where + "expected float32, float64, int64 or uint8 for an MPI reduction, got " + tensor::name(t) +
                       " (MPI has no 16-bit float type)");
 }

@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "distributed/NcclCheck.h"
 #include "distributed/Rendezvous.h"
 #include "tensor/Cuda.h"
+#include "tensor/EnumTable.h"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace dist {
@@ -23,19 +25,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclRedOp_t nccl_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return ncclSum;
-    case ReduceOp::Avg:
-      return ncclAvg;
-    case ReduceOp::Max:
-      return ncclMax;
-    case ReduceOp::Min:
-      return ncclMin;
-  }
-  return ncclSum;
-}
+constexpr std::pair<ReduceOp, ncclRedOp_t> kNcclOps[] = {
+    {ReduceOp::Sum, ncclSum},
+    {ReduceOp::Avg, ncclAvg},
+    {ReduceOp::Max, ncclMax},
+    {ReduceOp::Min, ncclMin},
+};
+
+ncclRedOp_t nccl_op(ReduceOp op) { return tensor::lookup(kNcclOps, op).value_or(ncclSum); }
 
 // Polls with little latency first, then gently.
 class Backoff {

@@ -2,8 +2,10 @@
 #include "distributed/NcclCheck.h"
 
 #include <string>
+#include <utility>
 
 #include "tensor/DType.h"
+#include "tensor/EnumTable.h"
 
 namespace dist::detail {
 
@@ -14,21 +16,16 @@ void throw_nccl_error(ncclResult_t status, ncclComm_t comm, const char* call, co
   throw tensor::Error(msg);
 }
 
+namespace {
+using tensor::DType;
+constexpr std::pair<DType, ncclDataType_t> kNcclTypes[] = {
+    {DType::Float32, ncclFloat32},   {DType::Float64, ncclFloat64}, {DType::Float16, ncclFloat16},
+    {DType::BFloat16, ncclBfloat16}, {DType::Int64, ncclInt64},     {DType::UInt8, ncclUint8},
+};
+}  // namespace
+
 ncclDataType_t nccl_type(tensor::DType t) {
-  switch (t) {
-    case tensor::DType::Float32:
-      return ncclFloat32;
-    case tensor::DType::Float64:
-      return ncclFloat64;
-    case tensor::DType::Float16:
-      return ncclFloat16;
-    case tensor::DType::BFloat16:
-      return ncclBfloat16;
-    case tensor::DType::Int64:
-      return ncclInt64;
-    case tensor::DType::UInt8:
-      return ncclUint8;
-  }
+  if (const auto type = tensor::lookup(kNcclTypes, t)) return *type;
   throw tensor::Error("dist: no NCCL type for dtype " + std::to_string(static_cast<int>(t)));
 }
 

@@ -17,20 +17,16 @@ namespace cudnn::detail {
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line);
 const char* cublas_status_name(cublasStatus_t status);
 
+// What CUDNN_CHECK and CUBLAS_CHECK call: a status other than its library's success throws.
+// The overload is the status's own library's, so a call of any other type does not compile.
+inline void check_status(cudnnStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUDNN_STATUS_SUCCESS) throw_cudnn_error(status, call, file, line);
+}
+inline void check_status(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw_cublas_error(status, call, file, line);
+}
+
 }  // namespace cudnn::detail
 
-#define CUDNN_CHECK(call)                                                                   \
-  do {                                                                                      \
-    const cudnnStatus_t cudnn_check_status_ = (call);                                       \
-    if (cudnn_check_status_ != CUDNN_STATUS_SUCCESS) {                                      \
-      ::cudnn::detail::throw_cudnn_error(cudnn_check_status_, #call, __FILE__, __LINE__);   \
-    }                                                                                       \
-  } while (0)
-
-#define CUBLAS_CHECK(call)                                                                  \
-  do {                                                                                      \
-    const cublasStatus_t cublas_check_status_ = (call);                                     \
-    if (cublas_check_status_ != CUBLAS_STATUS_SUCCESS) {                                    \
-      ::cudnn::detail::throw_cublas_error(cublas_check_status_, #call, __FILE__, __LINE__); \
-    }                                                                                       \
-  } while (0)
+#define CUDNN_CHECK(call) ::cudnn::detail::check_status((call), #call, __FILE__, __LINE__)
+#define CUBLAS_CHECK(call) ::cudnn::detail::check_status((call), #call, __FILE__, __LINE__)

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "cudnn/ops/layer_norm.h"
 #include "cudnn/ops/pool.h"
@@ -213,6 +215,26 @@ std::string Config::str() const {
 }
 
 namespace {
+// The flags that are one bool field of Config each.
+constexpr std::pair<std::string_view, bool Config::*> kBoolFlags[] = {
+    {"benchmark", &Config::benchmark},
+    {"fastest", &Config::fastest},
+    {"verbose", &Config::verbose},
+    {"deterministic", &Config::deterministic},
+    {"allow_tf32", &Config::allow_tf32},
+    {"conv.graph", &Config::conv_graph},
+    {"channels_last", &Config::channels_last},
+    {"attention.fused", &Config::attention_fused},
+};
+
+// key's field, or null for a key that is not a bool flag
+bool Config::*bool_flag(std::string_view key) {
+  for (const auto& [name, field] : kBoolFlags) {
+    if (name == key) return field;
+  }
+  return nullptr;
+}
+
 // Parses flags into `next`; all-or-nothing for the caller, who assigns only on success.
 void apply_flags(Config& next, const std::string& flags) {
   size_t start = 0;
@@ -231,16 +253,8 @@ void apply_flags(Config& next, const std::string& flags) {
       else if (value == "false" || value == "False") next.enabled = Enabled::False;
       else if (value == "no_check") next.enabled = Enabled::NoCheck;
       else throw tensor::Error("cudnn flags: enabled expects auto, true, false or no_check, got '" + value + "'");
-    } else if (key == "benchmark") {
-      next.benchmark = parse_bool(key, value);
-    } else if (key == "fastest") {
-      next.fastest = parse_bool(key, value);
-    } else if (key == "verbose") {
-      next.verbose = parse_bool(key, value);
-    } else if (key == "deterministic") {
-      next.deterministic = parse_bool(key, value);
-    } else if (key == "allow_tf32") {
-      next.allow_tf32 = parse_bool(key, value);
+    } else if (bool Config::*flag = bool_flag(key)) {
+      next.*flag = parse_bool(key, value);
     } else if (key == "workspace_limit") {
       next.workspace_limit = parse_bytes(key, value);
     } else if (key == "conv.algo_fwd") {
@@ -249,18 +263,12 @@ void apply_flags(Config& next, const std::string& flags) {
       next.algo_bwd_filter = AlgoSetting::parse(ConvPass::BackwardFilter, value);
     } else if (key == "conv.algo_bwd_data") {
       next.algo_bwd_data = AlgoSetting::parse(ConvPass::BackwardData, value);
-    } else if (key == "conv.graph") {
-      next.conv_graph = parse_bool(key, value);
     } else if (key == "conv.cache_limit") {
       next.conv_cache_limit = parse_count(key, value);
     } else if (key == "conv.search_workspace") {
       next.conv_search_workspace = parse_ratio(key, value, "4 or 0.5 (0: no cap but workspace_limit)");
     } else if (key == "conv.search_tolerance") {
       next.conv_search_tolerance = parse_ratio(key, value, "0.02 (0: the fastest)");
-    } else if (key == "channels_last") {
-      next.channels_last = parse_bool(key, value);
-    } else if (key == "attention.fused") {
-      next.attention_fused = parse_bool(key, value);
     } else if (key == "layernorm.engine") {
       // kept by ops/layer_norm.cpp, not in Config: set at once (ScopedConfig leaves it alone)
       set_layer_norm_engine(parse_layer_norm_engine(value));

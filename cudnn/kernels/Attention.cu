@@ -11,6 +11,7 @@
 
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -18,10 +19,6 @@ namespace cudnn::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-cudaStream_t stream_of(const tensor::Tensor& t) {
-  return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index));
-}
 
 template <class A>
 __device__ inline A nan_max(A a, A b) {
@@ -32,14 +29,8 @@ __device__ inline A nan_max(A a, A b) {
 template <class A, bool kMax>
 __device__ A block_reduce(A v, A* shared) {
   shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      const A o = shared[threadIdx.x + s];
-      shared[threadIdx.x] = kMax ? nan_max(shared[threadIdx.x], o) : shared[threadIdx.x] + o;
-    }
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>(
+      [&](unsigned i, unsigned j) { shared[i] = kMax ? nan_max(shared[i], shared[j]) : shared[i] + shared[j]; });
   const A r = shared[0];
   __syncthreads();  // shared[] is reused by the next reduction
   return r;
@@ -159,42 +150,30 @@ unsigned rows_of(const AttentionRows& g) { return static_cast<unsigned>(g.batch 
 void attention_softmax_forward(const tensor::Tensor& scores, const AttentionRows& g, const tensor::Tensor& mask,
                                const tensor::Tensor& probs, const tensor::Tensor& logsumexp) {
   if (rows_of(g) == 0) return;
-  tensor::cuda::DeviceGuard guard(probs.device().index);
-  dispatch_floating("cudnn::kernels::attention_softmax_forward", probs, [&](auto tag) {
-    using T = decltype(tag);
-    using A = tensor::acc_t<T>;
-    softmax_forward_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(probs)>>>(
+  launch_floating("cudnn::kernels::attention_softmax_forward", probs, [&]<class T, class A>(cudaStream_t stream) {
+    softmax_forward_kernel<T, A><<<rows_of(g), kThreads, 0, stream>>>(
         acc_ptr<A>(scores, "score matrix"), g, mask_ptr<T>(mask), static_cast<T*>(probs.raw_data()),
         const_cast<A*>(acc_ptr<A>(logsumexp, "logsumexp")));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_softmax_forward");
   });
 }
 
 void attention_probs(const tensor::Tensor& scores, const AttentionRows& g, const tensor::Tensor& logsumexp,
                      const tensor::Tensor& mask, const tensor::Tensor& probs) {
   if (rows_of(g) == 0) return;
-  tensor::cuda::DeviceGuard guard(probs.device().index);
-  dispatch_floating("cudnn::kernels::attention_probs", probs, [&](auto tag) {
-    using T = decltype(tag);
-    using A = tensor::acc_t<T>;
-    probs_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(probs)>>>(
-        acc_ptr<A>(scores, "score matrix"), g, acc_ptr<A>(logsumexp, "logsumexp"), mask_ptr<T>(mask),
-        static_cast<T*>(probs.raw_data()));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_probs");
+  launch_floating("cudnn::kernels::attention_probs", probs, [&]<class T, class A>(cudaStream_t stream) {
+    probs_kernel<T, A><<<rows_of(g), kThreads, 0, stream>>>(acc_ptr<A>(scores, "score matrix"), g,
+                                                            acc_ptr<A>(logsumexp, "logsumexp"), mask_ptr<T>(mask),
+                                                            static_cast<T*>(probs.raw_data()));
   });
 }
 
 void attention_row_dot(const tensor::Tensor& gradOut, const tensor::Tensor& out, const tensor::Tensor& rowDot) {
   const int64_t rows = rowDot.numel();
   if (rows == 0) return;
-  tensor::cuda::DeviceGuard guard(out.device().index);
-  dispatch_floating("cudnn::kernels::attention_row_dot", out, [&](auto tag) {
-    using T = decltype(tag);
-    using A = tensor::acc_t<T>;
-    row_dot_kernel<T, A><<<static_cast<unsigned>(rows), kThreads, 0, stream_of(out)>>>(
+  launch_floating("cudnn::kernels::attention_row_dot", out, [&]<class T, class A>(cudaStream_t stream) {
+    row_dot_kernel<T, A><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(gradOut.raw_data()), static_cast<const T*>(out.raw_data()), out.numel() / rows,
         const_cast<A*>(acc_ptr<A>(rowDot, "row sums")));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_row_dot");
   });
 }
 
@@ -202,15 +181,11 @@ void attention_softmax_backward(const tensor::Tensor& scores, const tensor::Tens
                                 const tensor::Tensor& logsumexp, const tensor::Tensor& rowDot,
                                 const tensor::Tensor& mask, const tensor::Tensor& gradScores) {
   if (rows_of(g) == 0) return;
-  tensor::cuda::DeviceGuard guard(gradScores.device().index);
-  dispatch_floating("cudnn::kernels::attention_softmax_backward", gradScores, [&](auto tag) {
-    using T = decltype(tag);
-    using A = tensor::acc_t<T>;
-    softmax_backward_kernel<T, A><<<rows_of(g), kThreads, 0, stream_of(gradScores)>>>(
+  launch_floating("cudnn::kernels::attention_softmax_backward", gradScores, [&]<class T, class A>(cudaStream_t stream) {
+    softmax_backward_kernel<T, A><<<rows_of(g), kThreads, 0, stream>>>(
         acc_ptr<A>(scores, "score matrix"), acc_ptr<A>(gradProbs, "probability gradient"), g,
         acc_ptr<A>(logsumexp, "logsumexp"), acc_ptr<A>(rowDot, "row sums"), mask_ptr<T>(mask),
         static_cast<T*>(gradScores.raw_data()));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::attention_softmax_backward");
   });
 }
 

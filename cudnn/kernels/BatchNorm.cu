@@ -5,6 +5,7 @@
 
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -49,14 +50,10 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSi
   if (!params) return;  // uniform across the block: no thread waits at a barrier below
   sum_dy[threadIdx.x] = a;
   sum_dyx[threadIdx.x] = b;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      sum_dy[threadIdx.x] += sum_dy[threadIdx.x + stride];
-      sum_dyx[threadIdx.x] += sum_dyx[threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) {
+    sum_dy[i] += sum_dy[j];
+    sum_dyx[i] += sum_dyx[j];
+  });
   if (threadIdx.x == 0) {
     gradWeight[c] = static_cast<P>(static_cast<double>(gradWeight[c]) + scale * sum_dyx[0] * invstd);
     gradBias[c] = static_cast<P>(static_cast<double>(gradBias[c]) + scale * sum_dy[0]);
@@ -76,11 +73,7 @@ __global__ void repair_running_mean_kernel(const T* x, BatchNormSizes s, const P
     sum += widen(x[(i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS]);
   }
   partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) { partial[i] += partial[j]; });
   if (threadIdx.x == 0) {
     const double mean = partial[0] / static_cast<double>(total);
     running_mean[c] = static_cast<P>((1 - factor) * static_cast<double>(previous[c]) + factor * mean);
@@ -104,31 +97,22 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
     s.strideC = s.S;
     s.strideS = 1;
   }
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  dispatch_floating("batch_norm_eval_backward", x, [&](auto tag) {
-    using T = decltype(tag);
-    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  // P, the parameters' and statistics' type, is the type T computes in: float32 but for float64
+  launch_floating("batch_norm_eval_backward", x, [&]<class T, class P>(cudaStream_t stream) {
     eval_backward_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()),
-        dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight),
-        running_mean.data<P>(), running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
+        dx.defined() ? static_cast<T*>(dx.raw_data()) : nullptr, s, ptr_or_null<P>(weight), running_mean.data<P>(),
+        running_var.data<P>(), eps, gradWeight.defined() ? gradWeight.data<P>() : nullptr,
         gradBias.defined() ? gradBias.data<P>() : nullptr, scale);
-    CUDA_CHECK_LAUNCH("batch_norm_eval_backward");
   });
 }
 
 void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& previous,
                                     const tensor::Tensor& running_mean, double factor) {
   if (s.N * s.C * s.S == 0) return;
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  dispatch_floating("batch_norm_repair_running_mean", x, [&](auto tag) {
-    using T = decltype(tag);
-    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  launch_floating("batch_norm_repair_running_mean", x, [&]<class T, class P>(cudaStream_t stream) {
     repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
         static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
-    CUDA_CHECK_LAUNCH("batch_norm_repair_running_mean");
   });
 }
 

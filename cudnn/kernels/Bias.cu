@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 // Note [Bias kernels]
@@ -180,11 +181,7 @@ __global__ void finish_kernel(const acc_t<T>* partial, T* db, int64_t outer, int
     acc += partial[c * c_stride + (i / inner) * outer_stride + i % inner];
   }
   shared[threadIdx.x] = acc;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) { shared[i] += shared[j]; });
   if (threadIdx.x == 0) {
     const A sum = alpha * shared[0];
     db[c] = T(keep ? sum + beta * static_cast<A>(db[c]) : sum);  // beta 0 ignores db, NaN included

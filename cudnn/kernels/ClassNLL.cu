@@ -9,6 +9,7 @@
 
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -51,15 +52,11 @@ __global__ void nll_sums_kernel(const T* logp, const int64_t* target, const T* w
   loss_s[threadIdx.x] = loss;
   weight_s[threadIdx.x] = weight;
   bad_s[threadIdx.x] = bad;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      loss_s[threadIdx.x] += loss_s[threadIdx.x + stride];
-      weight_s[threadIdx.x] += weight_s[threadIdx.x + stride];
-      bad_s[threadIdx.x] = min(bad_s[threadIdx.x], bad_s[threadIdx.x + stride]);
-    }
-    __syncthreads();
-  }
+  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) {
+    loss_s[i] += loss_s[j];
+    weight_s[i] += weight_s[j];
+    bad_s[i] = min(bad_s[i], bad_s[j]);
+  });
   if (threadIdx.x == 0) {
     out[0] = loss_s[0];
     out[1] = weight_s[0];

@@ -156,10 +156,6 @@ const T* data_or_null(const tensor::Tensor& t) {
   return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
 }
 
-cudaStream_t stream_of(const tensor::Tensor& t) {
-  return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index));
-}
-
 unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::min(rows, kMaxRowBlocks)); }
 
 }  // namespace
@@ -168,15 +164,11 @@ void layer_norm_forward(const tensor::Tensor& x, int64_t rows, int64_t cols, con
                         const tensor::Tensor& bias, double eps, const tensor::Tensor& y, const tensor::Tensor& mean,
                         const tensor::Tensor& rstd) {
   if (rows == 0 || cols == 0) return;
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  dispatch_floating("cudnn::kernels::layer_norm_forward", x, [&](auto tag) {
-    using T = decltype(tag);
-    using A = acc_t<T>;
-    forward_kernel<T, A><<<row_blocks(rows), row_threads(cols), 0, stream_of(x)>>>(
+  launch_floating("cudnn::kernels::layer_norm_forward", x, [&]<class T, class A>(cudaStream_t stream) {
+    forward_kernel<T, A><<<row_blocks(rows), row_threads(cols), 0, stream>>>(
         static_cast<const T*>(x.raw_data()), rows, cols, data_or_null<T>(weight), data_or_null<T>(bias),
         static_cast<A>(eps), static_cast<T*>(y.raw_data()), static_cast<A*>(mean.raw_data()),
         static_cast<A*>(rstd.raw_data()));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::layer_norm_forward");
   });
 }
 
@@ -184,14 +176,10 @@ void layer_norm_backward_input(const tensor::Tensor& x, const tensor::Tensor& dy
                                const tensor::Tensor& weight, const tensor::Tensor& mean, const tensor::Tensor& rstd,
                                const tensor::Tensor& dx) {
   if (rows == 0 || cols == 0) return;
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  dispatch_floating("cudnn::kernels::layer_norm_backward_input", x, [&](auto tag) {
-    using T = decltype(tag);
-    using A = acc_t<T>;
-    backward_input_kernel<T, A><<<row_blocks(rows), row_threads(cols), 0, stream_of(x)>>>(
+  launch_floating("cudnn::kernels::layer_norm_backward_input", x, [&]<class T, class A>(cudaStream_t stream) {
+    backward_input_kernel<T, A><<<row_blocks(rows), row_threads(cols), 0, stream>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()), rows, cols, data_or_null<T>(weight),
         static_cast<const A*>(mean.raw_data()), static_cast<const A*>(rstd.raw_data()), static_cast<T*>(dx.raw_data()));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::layer_norm_backward_input");
   });
 }
 
@@ -199,25 +187,21 @@ void layer_norm_backward_params(const tensor::Tensor& x, const tensor::Tensor& d
                                 const tensor::Tensor& mean, const tensor::Tensor& rstd,
                                 const tensor::Tensor& gradWeight, const tensor::Tensor& gradBias, double scale) {
   if (rows == 0 || cols == 0) return;  // nothing to add (nn adds scale * 0)
-  tensor::cuda::DeviceGuard guard(x.device().index);
   // chunks depend on the shape alone, so the sums' order (and bits) do too
   const int64_t chunkRows = std::max(kMinChunkRows, (rows + kMaxChunks - 1) / kMaxChunks);
   const int64_t chunks = (rows + chunkRows - 1) / chunkRows;
-  dispatch_floating("cudnn::kernels::layer_norm_backward_params", x, [&](auto tag) {
-    using T = decltype(tag);
-    using A = acc_t<T>;
+  launch_floating("cudnn::kernels::layer_norm_backward_params", x, [&]<class T, class A>(cudaStream_t stream) {
     const tensor::Tensor partial = tensor::empty({2, chunks, cols}, tensor::dtype_v<A>, x.device());
     const dim3 grid(static_cast<unsigned>((cols + kTileCols - 1) / kTileCols), static_cast<unsigned>(chunks));
-    params_partial_kernel<T, A><<<grid, dim3(kTileCols, kTileRows), 0, stream_of(x)>>>(
+    params_partial_kernel<T, A><<<grid, dim3(kTileCols, kTileRows), 0, stream>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const T*>(dy.raw_data()), rows, cols,
         static_cast<const A*>(mean.raw_data()), static_cast<const A*>(rstd.raw_data()), chunkRows,
         static_cast<A*>(partial.raw_data()));
     CUDA_CHECK_LAUNCH("cudnn::kernels::layer_norm_backward_params (partial sums)");
     constexpr int kThreads = 256;
-    params_final_kernel<T, A><<<static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, 0, stream_of(x)>>>(
+    params_final_kernel<T, A><<<static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
         static_cast<const A*>(partial.raw_data()), chunks, cols, static_cast<A>(scale),
         static_cast<T*>(gradWeight.raw_data()), static_cast<T*>(gradBias.raw_data()));
-    CUDA_CHECK_LAUNCH("cudnn::kernels::layer_norm_backward_params");
   });
 }
 

@@ -7,6 +7,8 @@
 
 #include <cfloat>
 
+#include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/PoolDims.h"
 #include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
@@ -143,16 +145,8 @@ __global__ void backward_kernel(Geometry g, const T* x, const T* dy, T* dx, int6
 
 Geometry make_geometry(const Tensor& x, const Tensor& y, const PoolParams& p) {
   Geometry g{};
-  const int nd = static_cast<int>(p.ws.size());
   g.planes = x.size(0) * x.size(1);
-  for (int d = 0; d < 3; ++d) {
-    const int src = d - (3 - nd);  // 2-d pooling: depth 1 with a window of 1
-    g.in[d] = src < 0 ? 1 : static_cast<int>(x.size(2 + src));
-    g.out[d] = src < 0 ? 1 : static_cast<int>(y.size(2 + src));
-    g.k[d] = src < 0 ? 1 : p.ws[src];
-    g.s[d] = src < 0 ? 1 : (p.stride.empty() ? p.ws[src] : p.stride[src]);
-    g.p[d] = src < 0 ? 0 : (p.pad.empty() ? 0 : p.pad[src]);
-  }
+  set_pool_dims(g, x.sizes(), y.sizes(), p);
   g.mode = static_cast<int>(p.mode);
   return g;
 }
@@ -165,16 +159,9 @@ void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p) {
   const Geometry g = make_geometry(x, y, p);
   const int64_t n = y.numel();
   if (n == 0) return;
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, tensor::Half> || std::is_same_v<T, tensor::BFloat16>) {
-      forward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
-                                                          static_cast<T*>(y.raw_data()), n);
-      CUDA_CHECK_LAUNCH("pool_ceil forward");
-    } else {
-      throw tensor::Error("cudnn::pool: floating tensors only");
-    }
+  launch_floating("cudnn::pool (ceil mode)", x, [&]<class T, class>(cudaStream_t stream) {
+    forward_kernel<T>
+        <<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), n);
   });
 }
 
@@ -182,17 +169,10 @@ void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, con
   const Geometry g = make_geometry(x, dy, p);
   const int64_t n = x.numel();
   if (n == 0) return;
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
-  tensor::dispatch(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, tensor::Half> || std::is_same_v<T, tensor::BFloat16>) {
-      backward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
-                                                           static_cast<const T*>(dy.raw_data()),
-                                                           static_cast<T*>(dx.raw_data()), n);
-      CUDA_CHECK_LAUNCH("pool_ceil backward");
-    } else {
-      throw tensor::Error("cudnn::pool_grad: floating tensors only");
-    }
+  launch_floating("cudnn::pool_grad (ceil mode)", x, [&]<class T, class>(cudaStream_t stream) {
+    backward_kernel<T><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<const T*>(x.raw_data()),
+                                                          static_cast<const T*>(dy.raw_data()),
+                                                          static_cast<T*>(dx.raw_data()), n);
   });
 }
 

@@ -31,6 +31,7 @@
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/PoolDims.h"
 #include "cudnn/kernels/PoolMaxBackward.h"
 #include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
@@ -62,17 +63,9 @@ __global__ void gather_kernel(Geometry g, int64_t total, const I* arg, const T* 
 
 Geometry make_geometry(const Tensor& x, const Tensor& dy, const PoolParams& p) {
   Geometry g{};
-  const int nd = static_cast<int>(p.ws.size());
   g.batch = x.size(0);
   g.channels = x.size(1);
-  for (int d = 0; d < 3; ++d) {
-    const int src = d - (3 - nd);  // 2-d pooling: depth 1 with a window of 1
-    g.in[d] = src < 0 ? 1 : static_cast<int>(x.size(2 + src));
-    g.out[d] = src < 0 ? 1 : static_cast<int>(dy.size(2 + src));
-    g.k[d] = src < 0 ? 1 : p.ws[src];
-    g.s[d] = src < 0 ? 1 : (p.stride.empty() ? p.ws[src] : p.stride[src]);
-    g.p[d] = src < 0 ? 0 : (p.pad.empty() ? 0 : p.pad[src]);
-  }
+  set_pool_dims(g, x.sizes(), dy.sizes(), p);
   return g;
 }
 

@@ -2,46 +2,31 @@
 #include "cudnn/ops/activation.h"
 
 #include <string>
+#include <utility>
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/kernels/Activation.h"
 #include "tensor/Cuda.h"
+#include "tensor/EnumTable.h"
 
 namespace cudnn {
 
 namespace {
+// The activations cuDNN computes, and so the ones this plan runs.
+constexpr std::pair<nn::Activation, cudnnActivationMode_t> kModes[] = {
+    {nn::Activation::ReLU, CUDNN_ACTIVATION_RELU}, {nn::Activation::Sigmoid, CUDNN_ACTIVATION_SIGMOID},
+    {nn::Activation::Tanh, CUDNN_ACTIVATION_TANH}, {nn::Activation::ClippedReLU, CUDNN_ACTIVATION_CLIPPED_RELU},
+    {nn::Activation::ELU, CUDNN_ACTIVATION_ELU},
+};
+
 cudnnActivationMode_t cudnn_mode(nn::Activation a) {
-  switch (a) {
-    case nn::Activation::ReLU:
-      return CUDNN_ACTIVATION_RELU;
-    case nn::Activation::Sigmoid:
-      return CUDNN_ACTIVATION_SIGMOID;
-    case nn::Activation::Tanh:
-      return CUDNN_ACTIVATION_TANH;
-    case nn::Activation::ClippedReLU:
-      return CUDNN_ACTIVATION_CLIPPED_RELU;
-    case nn::Activation::ELU:
-      return CUDNN_ACTIVATION_ELU;
-    default:
-      break;
-  }
+  if (const auto mode = tensor::lookup(kModes, a)) return *mode;
   throw tensor::Error("cudnn::ActivationPlan: expected ReLU, ClippedReLU, Tanh, Sigmoid or ELU, got mode " +
                       std::to_string(static_cast<int>(a)));
 }
 }  // namespace
 
-bool ActivationPlan::runs(nn::Activation mode) {
-  switch (mode) {
-    case nn::Activation::ReLU:
-    case nn::Activation::ClippedReLU:
-    case nn::Activation::Tanh:
-    case nn::Activation::Sigmoid:
-    case nn::Activation::ELU:
-      return true;
-    default:
-      return false;
-  }
-}
+bool ActivationPlan::runs(nn::Activation mode) { return tensor::lookup(kModes, mode).has_value(); }
 
 void ActivationPlan::forward(nn::Activation mode, double coef, const Tensor& x, const Tensor& y) {
   if (mode == nn::Activation::ReLU) return kernels::relu_forward(x, y);

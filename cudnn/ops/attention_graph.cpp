@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "cudnn/core/BackendDescriptor.h"
 #include "cudnn/ops/graph_plan.h"
@@ -130,32 +131,41 @@ class GraphBuilder {
                                 const BackendDescriptor* neg_inf) {
     const BackendDescriptor* last = &s;
     if (padding) {
-      const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, *last, nullptr, nullptr, row, 2);
-      const BackendDescriptor& col = virt(CUDNN_DATA_INT32, dims);
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, *last, nullptr, nullptr, col, 3);
-      const BackendDescriptor& row_ok = virt(CUDNN_DATA_BOOLEAN, dims);
-      pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, seq_q, nullptr, row_ok);
-      const BackendDescriptor& col_ok = virt(CUDNN_DATA_BOOLEAN, dims);
-      pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, seq_kv, nullptr, col_ok);
-      const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
-      pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_ok, &col_ok, nullptr, keep);
-      const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
-      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
-      last = &out;
+      const auto [row, col] = positions(*last, dims, CUDNN_DATA_INT32);
+      const BackendDescriptor& row_ok = compare(CUDNN_POINTWISE_CMP_LT, row, seq_q, dims);
+      const BackendDescriptor& col_ok = compare(CUDNN_POINTWISE_CMP_LT, col, seq_kv, dims);
+      last = &kept(*last, compare(CUDNN_POINTWISE_LOGICAL_AND, row_ok, &col_ok, dims), dims, neg_inf);
     }
     if (causal) {
-      const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, *last, nullptr, nullptr, row, 2);
-      const BackendDescriptor& col = virt(CUDNN_DATA_INT32, dims);
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, *last, nullptr, nullptr, col, 3);
-      const BackendDescriptor& keep = virt(CUDNN_DATA_BOOLEAN, dims);
-      pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
-      const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
-      pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, *last, neg_inf, &keep, out);
-      last = &out;
+      const auto [row, col] = positions(*last, dims, CUDNN_DATA_FLOAT);
+      last = &kept(*last, compare(CUDNN_POINTWISE_CMP_GE, row, &col, dims), dims, neg_inf);
     }
     return *last;
+  }
+
+  // The (row, col) positions of s's elements, int32 (GEN_INDEX along the query and key dims,
+  // computed in `math`).
+  std::pair<const BackendDescriptor&, const BackendDescriptor&> positions(const BackendDescriptor& s, const Shape& dims,
+                                                                          cudnnDataType_t math) {
+    const BackendDescriptor& row = virt(CUDNN_DATA_INT32, dims);
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, math, s, nullptr, nullptr, row, 2);
+    const BackendDescriptor& col = virt(CUDNN_DATA_INT32, dims);
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, math, s, nullptr, nullptr, col, 3);
+    return {row, col};
+  }
+  // A boolean `mode` (a comparison, a logical and) of a and b into a new virtual tensor.
+  const BackendDescriptor& compare(cudnnPointwiseMode_t mode, const BackendDescriptor& a, const BackendDescriptor* b,
+                                   const Shape& dims) {
+    const BackendDescriptor& y = virt(CUDNN_DATA_BOOLEAN, dims);
+    pointwise(mode, CUDNN_DATA_BOOLEAN, a, b, nullptr, y);
+    return y;
+  }
+  // s where keep is true, -inf elsewhere.
+  const BackendDescriptor& kept(const BackendDescriptor& s, const BackendDescriptor& keep, const Shape& dims,
+                                const BackendDescriptor* neg_inf) {
+    const BackendDescriptor& out = virt(CUDNN_DATA_FLOAT, dims);
+    pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, s, neg_inf, &keep, out);
+    return out;
   }
 
   const std::vector<cudnnBackendDescriptor_t>& ops() const { return ops_; }

@@ -2,30 +2,28 @@
 #include "cudnn/ops/blas.h"
 
 #include <limits>
+#include <utility>
 
 #include "cudnn/core/Check.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
+#include "tensor/EnumTable.h"
 
 namespace cudnn {
 
 using tensor::DType;
 
 namespace {
+constexpr std::pair<DType, cudaDataType_t> kCudaTypes[] = {
+    {DType::Float32, CUDA_R_32F},
+    {DType::Float64, CUDA_R_64F},
+    {DType::Float16, CUDA_R_16F},
+    {DType::BFloat16, CUDA_R_16BF},
+};
+
 cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return CUDA_R_32F;
-    case DType::Float64:
-      return CUDA_R_64F;
-    case DType::Float16:
-      return CUDA_R_16F;
-    case DType::BFloat16:
-      return CUDA_R_16BF;
-    default:
-      break;
-  }
+  if (const auto type = tensor::lookup(kCudaTypes, t)) return *type;
   throw tensor::Error(std::string("cudnn::gemm: unsupported dtype ") + tensor::name(t));
 }
 

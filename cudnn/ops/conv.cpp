@@ -2,14 +2,12 @@
 // behind the passes is conv_search.cpp, the bias passes conv_bias.cpp (conv_plan.h).
 #include "cudnn/ops/conv.h"
 
+#include "cudnn/core/Opaque.h"
 #include "cudnn/ops/conv_plan.h"
 
-namespace cudnn {
+template class cudnn::detail::Opaque<cudnn::ConvPlan::Impl>;
 
-ConvPlan::ConvPlan() : impl_(std::make_unique<Impl>()) {}
-ConvPlan::~ConvPlan() = default;
-ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
-ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
+namespace cudnn {
 
 ConvChoices ConvChoices::parse(const std::string& fwd, const std::string& bwd_filter, const std::string& bwd_data,
                                bool fastest) {
@@ -168,13 +166,33 @@ ConvPlan functional_plan(const ConvParams& p, ConvPass pass) {
   plan.setPrecision(p.precision);
   return plan;
 }
+
+// The functional ops' checks: their two tensors on one CUDA device with one floating dtype.
+void check_pair(const std::string& where, const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) {
+  check_cuda(where, a, a_name);
+  check_cuda(where, b, b_name);
+  check_same(where, a, a_name, b, b_name);
+}
+
+// A gradient op's checks: `known` (kerns or img) and topgrad as above, and topgrad of the output
+// shape the input img and the kernels kerns give; returns their ConvSpec. `given` names the shape
+// the caller gave ("an input [..]" or "kernels [..]").
+ConvSpec check_grad_op(const std::string& where, const Tensor& known, const char* known_name, const Tensor& topgrad,
+                       const Shape& img, const Shape& kerns, const ConvParams& p, const std::string& given) {
+  check_pair(where, known, known_name, topgrad, "topgrad");
+  const ConvSpec g = conv_spec(p, kerns);
+  const Shape expected = conv_output_shape(img, kerns, g, where);
+  if (expected != topgrad.sizes()) {
+    throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
+                        tensor::shape_str(expected) + " of " + given);
+  }
+  return g;
+}
 }  // namespace
 
 Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p) {
   const std::string where = "cudnn::conv: ";
-  check_cuda(where, img, "img");
-  check_cuda(where, kerns, "kerns");
-  check_same(where, img, "img", kerns, "kerns");
+  check_pair(where, img, "img", kerns, "kerns");
   const ConvSpec g = conv_spec(p, kerns.sizes());
   Tensor y = tensor::empty(conv_output_shape(img.sizes(), kerns.sizes(), g, where), img.dtype(), img.device());
   functional_plan(p, ConvPass::Forward).forward(img.contiguous(), kerns.contiguous(), y, g);
@@ -182,32 +200,16 @@ Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p) {
 }
 
 Tensor conv_grad_input(const Tensor& kerns, const Tensor& topgrad, const Shape& img_shape, const ConvParams& p) {
-  const std::string where = "cudnn::conv_grad_input: ";
-  check_cuda(where, kerns, "kerns");
-  check_cuda(where, topgrad, "topgrad");
-  check_same(where, kerns, "kerns", topgrad, "topgrad");
-  const ConvSpec g = conv_spec(p, kerns.sizes());
-  const Shape expected = conv_output_shape(img_shape, kerns.sizes(), g, where);
-  if (expected != topgrad.sizes()) {
-    throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
-                        tensor::shape_str(expected) + " of an input " + tensor::shape_str(img_shape));
-  }
+  const ConvSpec g = check_grad_op("cudnn::conv_grad_input: ", kerns, "kerns", topgrad, img_shape, kerns.sizes(), p,
+                                   "an input " + tensor::shape_str(img_shape));
   Tensor dx = tensor::empty(img_shape, kerns.dtype(), kerns.device());
   functional_plan(p, ConvPass::BackwardData).backward_data(kerns.contiguous(), topgrad.contiguous(), dx, g);
   return dx;
 }
 
 Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& kerns_shape, const ConvParams& p) {
-  const std::string where = "cudnn::conv_grad_weight: ";
-  check_cuda(where, img, "img");
-  check_cuda(where, topgrad, "topgrad");
-  check_same(where, img, "img", topgrad, "topgrad");
-  const ConvSpec g = conv_spec(p, kerns_shape);
-  const Shape expected = conv_output_shape(img.sizes(), kerns_shape, g, where);
-  if (expected != topgrad.sizes()) {
-    throw tensor::Error(where + "topgrad " + tensor::shape_str(topgrad.sizes()) + " does not match the output " +
-                        tensor::shape_str(expected) + " of kernels " + tensor::shape_str(kerns_shape));
-  }
+  const ConvSpec g = check_grad_op("cudnn::conv_grad_weight: ", img, "img", topgrad, img.sizes(), kerns_shape, p,
+                                   "kernels " + tensor::shape_str(kerns_shape));
   Tensor dw = tensor::empty(kerns_shape, img.dtype(), img.device());
   functional_plan(p, ConvPass::BackwardFilter).backward_filter(img.contiguous(), topgrad.contiguous(), dw, g);
   return dw;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cudnn/Opaque.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Descriptors.h"
 #include "cudnn/ops/activation.h"
@@ -70,11 +71,6 @@ inline constexpr int kGraphEngine = 1000;
 
 class ConvPlan {
  public:
-  ConvPlan();
-  ~ConvPlan();
-  ConvPlan(ConvPlan&&) noexcept;
-  ConvPlan& operator=(ConvPlan&&) noexcept;
-
   // Per-site overrides, as cudnn.torch's setMode/fastest/resetMode. Setting what is already
   // set keeps the choices made; a changed mode makes the next call of each pass choose again,
   // a changed fastest re-checks the choice against the new cap. setMode parses flag values
@@ -127,8 +123,10 @@ class ConvPlan {
   struct Impl;
 
  private:
-  std::unique_ptr<Impl> impl_;
+  detail::Opaque<Impl> impl_;
 };
+// Impl is complete in the search's files only; conv.cpp instantiates its Opaque.
+extern template class detail::Opaque<ConvPlan::Impl>;
 
 // y += bias broadcast over every dim but 1 (the channels); y is 4-d or 5-d, bias [C].
 void add_bias(const Tensor& y, const Tensor& bias);

@@ -8,10 +8,12 @@
 #include <mutex>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/ops/conv_plan.h"
 #include "tensor/Cuda.h"
+#include "tensor/EnumTable.h"
 
 namespace cudnn {
 
@@ -517,18 +519,12 @@ struct TrialOutput {
   }
 };
 
-std::optional<cudnnPointwiseMode_t> pointwise_mode(Activation act) {
-  switch (act) {
-    case Activation::ReLU:
-      return CUDNN_POINTWISE_RELU_FWD;
-    case Activation::Tanh:
-      return CUDNN_POINTWISE_TANH_FWD;
-    case Activation::Sigmoid:
-      return CUDNN_POINTWISE_SIGMOID_FWD;
-    default:
-      return std::nullopt;
-  }
-}
+// The activations a fused forward's epilogue applies.
+constexpr std::pair<Activation, cudnnPointwiseMode_t> kPointwiseModes[] = {
+    {Activation::ReLU, CUDNN_POINTWISE_RELU_FWD},
+    {Activation::Tanh, CUDNN_POINTWISE_TANH_FWD},
+    {Activation::Sigmoid, CUDNN_POINTWISE_SIGMOID_FWD},
+};
 
 }  // namespace
 
@@ -1014,7 +1010,7 @@ bool conv_detail_forward_fused(ConvPlan::Impl& impl, const Tensor& x, const Tens
                                const Tensor& y, const ConvSpec& g, std::optional<Activation> act) {
   std::optional<cudnnPointwiseMode_t> mode;
   if (act) {
-    mode = pointwise_mode(*act);
+    mode = tensor::lookup(kPointwiseModes, *act);
     if (!mode) return false;  // no such epilogue: the caller computes apart
   }
   const Shape& w_shape = w.sizes();

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "cudnn/core/ScopedSetting.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
@@ -25,16 +26,7 @@ void set_layer_norm_engine(LayerNormEngine engine);
 LayerNormEngine parse_layer_norm_engine(const std::string& value);
 const char* layer_norm_engine_name(LayerNormEngine engine);
 
-class ScopedLayerNormEngine {
- public:
-  explicit ScopedLayerNormEngine(LayerNormEngine e) : saved_(layer_norm_engine()) { set_layer_norm_engine(e); }
-  ~ScopedLayerNormEngine() { set_layer_norm_engine(saved_); }
-  ScopedLayerNormEngine(const ScopedLayerNormEngine&) = delete;
-  ScopedLayerNormEngine& operator=(const ScopedLayerNormEngine&) = delete;
-
- private:
-  LayerNormEngine saved_;
-};
+using ScopedLayerNormEngine = ScopedSetting<layer_norm_engine, set_layer_norm_engine>;
 
 // Why the graph is not tried for x (float64, no affine parameters, empty), or "" when it is.
 std::string layer_norm_graph_refusal(const tensor::Tensor& x, bool affine);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/core/ScopedSetting.h"
 
 namespace cudnn {
 
@@ -34,16 +35,7 @@ void set_pool_backward(PoolBackward choice);
 // "auto", "ours" or "cudnn"; throws naming the flag and the accepted values.
 PoolBackward parse_pool_backward(const std::string& value);
 
-class ScopedPoolBackward {
- public:
-  explicit ScopedPoolBackward(PoolBackward c) : saved_(pool_backward()) { set_pool_backward(c); }
-  ~ScopedPoolBackward() { set_pool_backward(saved_); }
-  ScopedPoolBackward(const ScopedPoolBackward&) = delete;
-  ScopedPoolBackward& operator=(const ScopedPoolBackward&) = delete;
-
- private:
-  PoolBackward saved_;
-};
+using ScopedPoolBackward = ScopedSetting<pool_backward, set_pool_backward>;
 
 struct PoolParams {
   std::vector<int> ws;      // window, one per spatial dim

@@ -9,6 +9,7 @@
 #include "cudnn/core/RNNDescriptors.h"
 #include "nn/Buffers.h"
 #include "tensor/Cuda.h"
+#include "tensor/EnumTable.h"
 #include "tensor/LruCache.h"
 
 namespace cudnn {
@@ -40,19 +41,14 @@ namespace cudnn {
 
 namespace {
 
-cudnnRNNMode_t cell_mode(nn::RNNMode m) {
-  switch (m) {
-    case nn::RNNMode::ReLU:
-      return CUDNN_RNN_RELU;
-    case nn::RNNMode::Tanh:
-      return CUDNN_RNN_TANH;
-    case nn::RNNMode::LSTM:
-      return CUDNN_LSTM;
-    case nn::RNNMode::GRU:
-      return CUDNN_GRU;
-  }
-  return CUDNN_LSTM;
-}
+constexpr std::pair<nn::RNNMode, cudnnRNNMode_t> kCellModes[] = {
+    {nn::RNNMode::ReLU, CUDNN_RNN_RELU},
+    {nn::RNNMode::Tanh, CUDNN_RNN_TANH},
+    {nn::RNNMode::LSTM, CUDNN_LSTM},
+    {nn::RNNMode::GRU, CUDNN_GRU},
+};
+
+cudnnRNNMode_t cell_mode(nn::RNNMode m) { return tensor::lookup(kCellModes, m).value_or(CUDNN_LSTM); }
 
 // float32 math for float16/bfloat16 data (cuDNN's mathPrec), as the convolutions
 cudnnDataType_t math_precision(DType d) { return d == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }

@@ -23,6 +23,7 @@
 
 #include "tensor/Cuda.h"
 #include "tensor/MultiTensor.h"
+#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace tensor::cuda {
@@ -250,6 +251,16 @@ struct AdamOp {
 
 // ------------------------------------------------------------------ norms, clipping, unscaling
 
+// Folds the kThreads partial norms in `shared` (written by each thread) into shared[0]: the
+// largest |x| for the inf-norm (NaN kept, as torch's norms do), else the sum.
+template <class C>
+__device__ void fold_norms(C* shared, bool inf) {
+  block_fold<kThreads>([&](unsigned i, unsigned j) {
+    const C a = shared[i], b = shared[j];
+    shared[i] = inf ? (a != a || b != b ? a + b : (a > b ? a : b)) : a + b;
+  });
+}
+
 // Note [Deterministic multi-tensor norms]: every block reduces its chunk to one partial value
 // (a sum of squares, or a largest |x|) written to its own slot of a device buffer, the slots
 // of all launches in chunk order; one single-block kernel then folds the partials in a fixed
@@ -270,14 +281,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   __shared__ C shared[kThreads];
   shared[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      const C a = shared[threadIdx.x], b = shared[threadIdx.x + half];
-      shared[threadIdx.x] = inf ? (a != a || b != b ? a + b : (a > b ? a : b)) : a + b;
-    }
-    __syncthreads();
-  }
+  fold_norms(shared, inf);
   if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
 }
 
@@ -293,14 +297,7 @@ __global__ void __launch_bounds__(kThreads) norm_finish_kernel(const C* partials
     acc = inf ? (v != v || acc != acc ? v + acc : (v > acc ? v : acc)) : acc + v;
   }
   shared[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      const C a = shared[threadIdx.x], b = shared[threadIdx.x + half];
-      shared[threadIdx.x] = inf ? (a != a || b != b ? a + b : (a > b ? a : b)) : a + b;
-    }
-    __syncthreads();
-  }
+  fold_norms(shared, inf);
   if (threadIdx.x == 0) {
     const C norm = inf ? shared[0] : sqrt(shared[0]);
     out[0] = norm;
@@ -370,6 +367,15 @@ void check_flag(const char* op, const char* what, const Tensor& t, Device device
       t.defined() && t.is_cuda() && t.device() == device && t.dtype() == dtype && t.numel() == 1 && t.is_contiguous(),
       op, ": expected ", what, " as a one-element ", name(dtype), " tensor on ", device.str(), ", got ",
       t.defined() ? t.description() : "an undefined tensor");
+}
+
+// GradScaler's scale: a one-element float32 CUDA tensor; its device is the one the other
+// flags must be on.
+Device check_scale(const char* op, const Tensor& scale) {
+  TENSOR_CHECK(scale.defined() && scale.is_cuda(), op, ": expected a CUDA scale, got ",
+               scale.defined() ? scale.description() : "an undefined tensor");
+  check_flag(op, "scale", scale, scale.device());
+  return scale.device();
 }
 
 template <class T>
@@ -569,10 +575,7 @@ __global__ void scaler_update_kernel(float* scale, const float* found, int64_t* 
 
 void scaler_prepare_unscale(const Tensor& scale, const Tensor& invScale, const Tensor& foundInf) {
   constexpr const char* op = "tensor::cuda::scaler_prepare_unscale";
-  TENSOR_CHECK(scale.defined() && scale.is_cuda(), op, ": expected a CUDA scale, got ",
-               scale.defined() ? scale.description() : "an undefined tensor");
-  const Device device = scale.device();
-  check_flag(op, "scale", scale, device);
+  const Device device = check_scale(op, scale);
   check_flag(op, "invScale", invScale, device);
   check_flag(op, "foundInf", foundInf, device);
   DeviceGuard guard(device.index);
@@ -585,10 +588,7 @@ void scaler_prepare_unscale(const Tensor& scale, const Tensor& invScale, const T
 void scaler_update(const Tensor& scale, const Tensor& foundInf, const Tensor& counts, double growth, double backoff,
                    int64_t interval, bool stepped) {
   constexpr const char* op = "tensor::cuda::scaler_update";
-  TENSOR_CHECK(scale.defined() && scale.is_cuda(), op, ": expected a CUDA scale, got ",
-               scale.defined() ? scale.description() : "an undefined tensor");
-  const Device device = scale.device();
-  check_flag(op, "scale", scale, device);
+  const Device device = check_scale(op, scale);
   check_flag(op, "foundInf", foundInf, device);
   TENSOR_CHECK(counts.defined() && counts.device() == device && counts.dtype() == DType::Int64 && counts.numel() == 2 &&
                    counts.is_contiguous(),

@@ -80,6 +80,23 @@ TEST_CASE("the algorithm table: 3-D support, determinism and last resorts") {
   CHECK(find_algorithm(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD) == nullptr);
 }
 
+TEST_CASE("set_flags: each bool flag sets its own field and no other (as str() reports them)") {
+  const std::string before = config().str();
+  for (const std::string key : {"benchmark", "fastest", "verbose", "deterministic", "allow_tf32", "conv.graph",
+                                "channels_last", "attention.fused"}) {
+    CAPTURE(key);
+    const std::string on = "," + key + "=true", off = "," + key + "=false";
+    const size_t at = before.find(on) != std::string::npos ? before.find(on) : before.find(off);
+    REQUIRE(at != std::string::npos);
+    const bool was = before.compare(at, on.size(), on) == 0;
+    std::string expected = before;
+    expected.replace(at, (was ? on : off).size(), was ? off : on);
+    ScopedConfig flipped(key + (was ? "=false" : "=true"));
+    CHECK(config().str() == expected);
+  }
+  CHECK(config().str() == before);
+}
+
 TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restores") {
   const Config before = config();
   {

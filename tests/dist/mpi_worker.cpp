@@ -1,7 +1,8 @@
 // mpi_worker: one rank of the CPU data-parallel tests, started by tests/dist/test_Mpi.sh under
 // mpirun (world sizes 2 and 4, the MPI backend). Prints "rank R: <result>" and exits 0, or
 // "rank R: error: <message>" and exits 1. Cases:
-//   collectives  broadcast from rank 0, all-reduce sum / average / max of CPU tensors
+//   collectives  broadcast from rank 0, all-reduce sum / average / max of CPU tensors; a
+//                bfloat16 broadcast, and its all-reduce refused (MPI has no such type)
 //   ddp          DistributedDataParallel of a small nn network (float64): every rank starts
 //                from other weights, gets rank 0's; the gradients of one step, averaged in
 //                buckets launched from the backward hooks, and the parameters after an SGD
@@ -95,6 +96,18 @@ std::string collectives(dist::ProcessGroup& g) {
   tensor::Tensor m = tensor::full({2}, static_cast<double>(r), tensor::DType::Int64);
   dist::all_reduce(m, dist::ReduceOp::Max);
   if (m.sum().item() != 2.0 * (n - 1)) return "error: max";
+  // 16-bit floats are broadcast as raw 16-bit words; MPI has no 16-bit float type to reduce in
+  tensor::Tensor h = tensor::full({4}, r + 1.0, tensor::DType::BFloat16);
+  dist::broadcast(h, 0);
+  if (tensor::max_abs_diff(h, tensor::ones({4}, tensor::DType::BFloat16)) != 0) return "error: bfloat16 broadcast";
+  if (g.backends() == "MPI") {
+    try {
+      dist::all_reduce(h, dist::ReduceOp::Sum);
+      return "error: a bfloat16 all-reduce ran over MPI";
+    } catch (const tensor::Error& e) {
+      if (!std::strstr(e.what(), "MPI has no 16-bit float type")) return std::string("error: ") + e.what();
+    }
+  }
   dist::barrier();
   return "collectives ok over " + g.backends();
 }
