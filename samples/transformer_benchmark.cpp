@@ -21,7 +21,6 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,28 +83,17 @@ struct Options {
   int iterations = 20, warmup = 5;
 };
 
-// The options, or none for --help (the usage printed).
-std::optional<Options> parse(samples::Args& args) {
+// The options (--help prints the usage and exits 0).
+Options parse(int argc, char** argv) {
   Options o;
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      return std::nullopt;
-    } else if (flag == "--dtype") {
-      o.dtype_name = args.choice(flag, {"float16", "bfloat16", "float32"});
-    } else if (flag == "--iterations") {
-      o.iterations = static_cast<int>(args.integer(flag, 1, 100000));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(args.integer(flag, 0, 100000));
-    } else if (flag == "--json") {
-      o.json_path = args.value(flag);
-    } else if (flag == "--flags") {
-      o.flags = args.value(flag);
-    } else {
-      args.fail("unknown option " + flag);
-    }
-  }
+  samples::Args args(argc, argv, kUsage);
+  samples::Flags()
+      .choice("--dtype", o.dtype_name, {"float16", "bfloat16", "float32"})
+      .integer("--iterations", o.iterations, 1, 100000)
+      .integer("--warmup", o.warmup, 0, 100000)
+      .text("--json", o.json_path)
+      .text("--flags", o.flags)
+      .parse(args);
   return o;
 }
 
@@ -156,15 +144,13 @@ tensor::Json bench_attention(const Bench& b) {
         b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
         static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_peak, fwd_bwd, train_peak, fwd_path.c_str(),
         bwd_path.c_str());
-    tensor::Json row = tensor::Json::Object{};
-    row.set("causal", tensor::Json(causal));
-    row.set("forward_ms", tensor::Json(fwd));
-    row.set("train_ms", tensor::Json(fwd_bwd));
-    row.set("forward_peak_mib", tensor::Json(fwd_peak));
-    row.set("train_peak_mib", tensor::Json(train_peak));
-    row.set("forward_path", tensor::Json(fwd_path));
-    row.set("backward_path", tensor::Json(bwd_path));
-    attention.push(row);
+    attention.push(tensor::Json::Object{{"causal", causal},
+                                        {"forward_ms", fwd},
+                                        {"train_ms", fwd_bwd},
+                                        {"forward_peak_mib", fwd_peak},
+                                        {"train_peak_mib", train_peak},
+                                        {"forward_path", fwd_path},
+                                        {"backward_path", bwd_path}});
   }
   return attention;
 }
@@ -197,12 +183,7 @@ tensor::Json bench_encoder_step(const Bench& b) {
       "steps)\n",
       static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F), static_cast<long long>(seq),
       static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak, held);
-  tensor::Json row = tensor::Json::Object{};
-  row.set("step_ms", tensor::Json(ms));
-  row.set("peak_mib", tensor::Json(peak));
-  row.set("held_mib", tensor::Json(held));
-  row.set("optimizer", tensor::Json(std::string("adam")));
-  return row;
+  return tensor::Json::Object{{"step_ms", ms}, {"peak_mib", peak}, {"held_mib", held}, {"optimizer", "adam"}};
 }
 
 // LayerNorm: our kernels against cuDNN's graph-API layer norm (layernorm.engine).
@@ -230,14 +211,12 @@ tensor::Json bench_layernorm(const Bench& b) {
     std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
                 static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, fwd, train,
                 fwd_path.c_str(), bwd_path.c_str());
-    tensor::Json row = tensor::Json::Object{};
-    row.set("engine", tensor::Json(std::string(name)));
-    row.set("forward_ms", tensor::Json(fwd));
-    row.set("train_ms", tensor::Json(train));
-    row.set("forward_path", tensor::Json(fwd_path));
-    row.set("backward_path", tensor::Json(bwd_path));
-    row.set("train_peak_mib", tensor::Json(train_peak));
-    norms.push(row);
+    norms.push(tensor::Json::Object{{"engine", name},
+                                    {"forward_ms", fwd},
+                                    {"train_ms", train},
+                                    {"forward_path", fwd_path},
+                                    {"backward_path", bwd_path},
+                                    {"train_peak_mib", train_peak}});
   }
   return norms;
 }
@@ -268,20 +247,13 @@ tensor::Json bench_vit_step(const Bench& b) {
   std::printf(
       "vit (fashion_mnist --model vit: dim 64, 3 layers, 17 tokens) b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
       static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak);
-  tensor::Json row = tensor::Json::Object{};
-  row.set("step_ms", tensor::Json(ms));
-  row.set("peak_mib", tensor::Json(peak));
-  row.set("batch", tensor::Json(batch));
-  return row;
+  return tensor::Json::Object{{"step_ms", ms}, {"peak_mib", peak}, {"batch", batch}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  samples::Args args(argc, argv, kUsage);
-  const std::optional<Options> parsed = parse(args);
-  if (!parsed) return 0;
-  const Options& o = *parsed;
+  const Options o = parse(argc, argv);
   if (!tensor::cuda::is_available()) {
     std::fprintf(stderr, "transformer_benchmark: no CUDA device is visible (it times the cudnn backend only)\n");
     return 1;
@@ -291,12 +263,12 @@ int main(int argc, char** argv) {
                    : o.dtype_name == "bfloat16" ? DType::BFloat16
                                                 : DType::Float32;
   const Bench bench{o, dt, tensor::Device::cuda(0)};
-  tensor::Json results = tensor::Json::Object{};
-  results.set("dtype", tensor::Json(o.dtype_name));
-  results.set("sdpa", bench_attention(bench));
-  results.set("encoder_step", bench_encoder_step(bench));
-  results.set("layernorm", bench_layernorm(bench));
-  results.set("vit_step", bench_vit_step(bench));
+  // the benchmarks run in this order, as they are listed
+  const tensor::Json results = tensor::Json::Object{{"dtype", o.dtype_name},
+                                                    {"sdpa", bench_attention(bench)},
+                                                    {"encoder_step", bench_encoder_step(bench)},
+                                                    {"layernorm", bench_layernorm(bench)},
+                                                    {"vit_step", bench_vit_step(bench)}};
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
     f << results.dump() << "\n";
