@@ -97,6 +97,21 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// A forward pass and a training pass (the forward, then the backward) timed, each with its
+// peak memory and the path the GPU took.
+struct Passes {
+  double forward_ms = 0, forward_peak = 0, train_ms = 0, train_peak = 0;
+  std::string forward_path, backward_path;
+
+  // The --json row: what was run (`key`: `value`), then the times, peaks and paths.
+  tensor::Json row(const char* key, tensor::Json value) const {
+    return tensor::Json::Object{{key, std::move(value)},         {"forward_ms", forward_ms},
+                                {"train_ms", train_ms},          {"forward_peak_mib", forward_peak},
+                                {"train_peak_mib", train_peak},  {"forward_path", forward_path},
+                                {"backward_path", backward_path}};
+  }
+};
+
 // What every benchmark below runs with.
 struct Bench {
   const Options& o;
@@ -104,6 +119,21 @@ struct Bench {
   tensor::Device gpu;
   double measure(const std::function<void()>& fn, double& peak_mib) const {
     return timed(fn, o.iterations, o.warmup, peak_mib);
+  }
+  // `path(backward)` names the path of the last forward or backward call.
+  Passes passes(const std::function<void()>& forward, const std::function<void()>& backward,
+                const std::string& (*path)(bool backward)) const {
+    Passes p;
+    p.forward_ms = measure(forward, p.forward_peak);
+    p.forward_path = path(false);
+    p.train_ms = measure(
+        [&] {
+          forward();
+          backward();
+        },
+        p.train_peak);
+    p.backward_path = path(true);
+    return p;
   }
 };
 
@@ -122,35 +152,19 @@ tensor::Json bench_attention(const Bench& b) {
     o.causal = causal;
     nn::SdpaSaved saved;
     Tensor out;
-    double fwd_peak = 0, train_peak = 0;
-    const double fwd = b.measure(
+    const Passes p = b.passes(
         [&] {
           out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
           out = cudnn::sdpa(q, k, v, o, &saved);
         },
-        fwd_peak);
-    const std::string fwd_path = cudnn::sdpa_last_path();
-    const double fwd_bwd = b.measure(
-        [&] {
-          out = Tensor();
-          out = cudnn::sdpa(q, k, v, o, &saved);
-          cudnn::sdpa_backward(q, k, v, out, g, o, saved);
-        },
-        train_peak);
-    const std::string bwd_path = cudnn::sdpa_last_path(true);
+        [&] { cudnn::sdpa_backward(q, k, v, out, g, o, saved); }, cudnn::sdpa_last_path);
     std::printf(
         "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
         "(peak %.0f MiB) (%s; %s)\n",
         b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
-        static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_peak, fwd_bwd, train_peak, fwd_path.c_str(),
-        bwd_path.c_str());
-    attention.push(tensor::Json::Object{{"causal", causal},
-                                        {"forward_ms", fwd},
-                                        {"train_ms", fwd_bwd},
-                                        {"forward_peak_mib", fwd_peak},
-                                        {"train_peak_mib", train_peak},
-                                        {"forward_path", fwd_path},
-                                        {"backward_path", bwd_path}});
+        static_cast<long long>(D), causal ? 1 : 0, p.forward_ms, p.forward_peak, p.train_ms, p.train_peak,
+        p.forward_path.c_str(), p.backward_path.c_str());
+    attention.push(p.row("causal", causal));
   }
   return attention;
 }
@@ -197,26 +211,12 @@ tensor::Json bench_layernorm(const Bench& b) {
     auto norm = nn::convert(std::make_shared<nn::LayerNorm>(tensor::Shape{E}), cudnn::backend);
     norm->to(b.gpu);
     norm->to(b.dt);
-    double fwd_peak = 0, train_peak = 0;
-    const double fwd = b.measure([&] { norm->forward(x); }, fwd_peak);
-    const std::string fwd_path = cudnn::layer_norm_last_path();
-    const double train = b.measure(
-        [&] {
-          norm->forward(x);
-          norm->backward(x, gy);
-        },
-        train_peak);
-    const std::string bwd_path = cudnn::layer_norm_last_path(true);
+    const Passes p = b.passes([&] { norm->forward(x); }, [&] { norm->backward(x, gy); }, cudnn::layer_norm_last_path);
     const char* name = cudnn::layer_norm_engine_name(engine);
     std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
-                static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, fwd, train,
-                fwd_path.c_str(), bwd_path.c_str());
-    norms.push(tensor::Json::Object{{"engine", name},
-                                    {"forward_ms", fwd},
-                                    {"train_ms", train},
-                                    {"forward_path", fwd_path},
-                                    {"backward_path", bwd_path},
-                                    {"train_peak_mib", train_peak}});
+                static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, p.forward_ms,
+                p.train_ms, p.forward_path.c_str(), p.backward_path.c_str());
+    norms.push(p.row("engine", name));
   }
   return norms;
 }
