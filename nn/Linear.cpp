@@ -5,6 +5,7 @@
 
 #include "nn/Buffers.h"
 #include "nn/ModuleConfig.h"
+#include "nn/kernels/Linear.h"
 #include "tensor/Blas.h"
 
 namespace nn {
@@ -73,14 +74,8 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
   ensure(output, {batch, outputSize}, x);
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);
-    T* y = output.data<T>();
-    if (bias.defined()) {
-      // y = 1 b^T + x W^T: the bias broadcast as a rank-1 product keeps it inside GEMM
-      const T* b = bias.data<T>();
-      for (int64_t i = 0; i < batch; ++i) std::copy(b, b + outputSize, y + i * outputSize);
-    }
-    gemm<T>(false, true, batch, outputSize, inputSize, T(1), x.data<T>(), inputSize, weight.data<T>(),
-            inputSize, bias.defined() ? T(1) : T(0), y, outputSize);
+    kernels::linear_forward<T>(x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr,
+                               output.data<T>(), batch, inputSize, outputSize);
   });
   if (input.dim() == 1) output = output.view({outputSize});
   return output;
@@ -94,8 +89,8 @@ const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOut
   ensure(gradInput, x.sizes(), x);
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);
-    gemm<T>(false, false, x.size(0), inputSize, outputSize, T(1), gy.data<T>(), outputSize,
-            weight.data<T>(), inputSize, T(0), gradInput.data<T>(), inputSize);
+    gemm<T>(false, false, x.size(0), inputSize, outputSize, T(1), gy.data<T>(), outputSize, weight.data<T>(), inputSize,
+            T(0), gradInput.data<T>(), inputSize);
   });
   if (input.dim() == 1) gradInput = gradInput.view({inputSize});
   return gradInput;
@@ -110,8 +105,8 @@ void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, do
   const Tensor gy = gradOutput.reshape({batch, outputSize}).contiguous();
   tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);
-    gemm<T>(true, false, outputSize, inputSize, batch, static_cast<T>(scale), gy.data<T>(), outputSize,
-            x.data<T>(), inputSize, T(1), gradWeight.data<T>(), inputSize);
+    gemm<T>(true, false, outputSize, inputSize, batch, static_cast<T>(scale), gy.data<T>(), outputSize, x.data<T>(),
+            inputSize, T(1), gradWeight.data<T>(), inputSize);
     if (bias.defined()) {
       T* gb = gradBias.data<T>();
       const T* g = gy.data<T>();

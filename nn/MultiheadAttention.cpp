@@ -8,6 +8,7 @@
 
 #include "nn/Buffers.h"
 #include "nn/ModuleConfig.h"
+#include "nn/kernels/Linear.h"
 #include "tensor/Blas.h"
 
 namespace nn {
@@ -252,13 +253,8 @@ void MultiheadAttention::linear(const Tensor& x, const Tensor& weight, const Ten
   ensure(out, {n, outDim}, x);
   tensor::dispatch_f32_f64(x.dtype(), "nn.MultiheadAttention", [&](auto tag) {
     using T = decltype(tag);
-    T* y = out.data<T>();
-    if (bias.defined()) {
-      const T* b = bias.data<T>();
-      for (int64_t i = 0; i < n; ++i) std::copy(b, b + outDim, y + i * outDim);
-    }
-    gemm<T>(false, true, n, outDim, in, T(1), x.data<T>(), in, weight.data<T>(), in, bias.defined() ? T(1) : T(0), y,
-            outDim);
+    kernels::linear_forward<T>(x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr, out.data<T>(),
+                               n, in, outDim);
   });
 }
 

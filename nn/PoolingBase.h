@@ -75,15 +75,18 @@ class SpatialPooling : public PoolingBase {
   Window window() const override { return {2, {1, kH, kW}, {1, dH, dW}, {0, padH, padW}}; }
 };
 
-// Torch's VolumetricMaxPooling / VolumetricAveragePooling fields.
+// Torch's VolumetricMaxPooling / VolumetricAveragePooling fields, and their constructors,
+// which are the same for both: the modules inherit them.
 class VolumetricPooling : public PoolingBase {
  public:
   tensor::Json config() const override;  // the fields and ceil_mode
   int64_t kT, kW, kH, dT, dW, dH, padT, padW, padH;
 
  protected:
-  VolumetricPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT, int64_t padW,
-                    int64_t padH)
+  // Torch's: the stride defaults to the kernel, the padding to 0.
+  VolumetricPooling(int64_t kT, int64_t kW, int64_t kH) : VolumetricPooling(kT, kW, kH, kT, kW, kH) {}
+  VolumetricPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT = 0,
+                    int64_t padW = 0, int64_t padH = 0)
       : kT(kT), kW(kW), kH(kH), dT(dT), dW(dW), dH(dH), padT(padT), padW(padW), padH(padH) {}
   // The fields in the constructor's order, as config() wrote them (the stride required).
   static std::array<int64_t, 9> readFields(ConfigReader& c, std::optional<int64_t> strideFallback);
@@ -92,11 +95,16 @@ class VolumetricPooling : public PoolingBase {
 
 // What every pooling module adds over its Fields (SpatialPooling or VolumetricPooling): its
 // type name from Self::kTypeName, Torch's ceil() and floor(), fromConfig, and the argument
-// checks, run by the constructor once the type name is known (the module's constructors pass
-// Fields' arguments).
+// checks, run by the constructor once the type name is known. The constructor takes Fields'
+// arguments: a module's own constructors pass them, or it inherits Fields' (the volumetric ones).
 template <class Self, class Fields>
 class PoolingModule : public Fields {
  public:
+  template <class... Args>
+  PoolingModule(Args... fields) : Fields(fields...) {
+    this->checkArguments();
+  }
+
   std::string type_name() const override { return std::string(Self::kTypeName); }
   Self& ceil() {
     this->ceil_mode = true;
@@ -118,10 +126,6 @@ class PoolingModule : public Fields {
     c.finish();
     return m;
   }
-  template <class... Args>
-  explicit PoolingModule(Args... fields) : Fields(fields...) {
-    this->checkArguments();
-  }
 };
 
 // SpatialMaxPooling and VolumetricMaxPooling: the maximum of each window, and where it was.
@@ -137,7 +141,6 @@ class MaxPoolingModule : public PoolingModule<Self, Fields> {
   // (t * H + h) * W + w)
   Tensor indices;
 
- protected:
   using PoolingModule<Self, Fields>::PoolingModule;
 };
 
@@ -170,7 +173,6 @@ class AveragePoolingModule : public PoolingModule<Self, Fields> {
 
   bool count_include_pad = true;
 
- protected:
   using PoolingModule<Self, Fields>::PoolingModule;
 };
 

@@ -10,10 +10,8 @@ namespace nn {
 
 class VolumetricAveragePooling : public AveragePoolingModule<VolumetricAveragePooling, VolumetricPooling> {
  public:
-  VolumetricAveragePooling(int64_t kT, int64_t kW, int64_t kH) : VolumetricAveragePooling(kT, kW, kH, kT, kW, kH) {}
-  VolumetricAveragePooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT = 0,
-                           int64_t padW = 0, int64_t padH = 0)
-      : AveragePoolingModule(kT, kW, kH, dT, dW, dH, padT, padW, padH) {}
+  // Torch's (kT, kW, kH[, dT, dW, dH[, padT, padW, padH]]), VolumetricPooling's
+  using AveragePoolingModule::AveragePoolingModule;
   static constexpr std::string_view kTypeName = "nn.VolumetricAveragePooling";
 };
 

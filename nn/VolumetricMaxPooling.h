@@ -10,10 +10,8 @@ namespace nn {
 
 class VolumetricMaxPooling : public MaxPoolingModule<VolumetricMaxPooling, VolumetricPooling> {
  public:
-  VolumetricMaxPooling(int64_t kT, int64_t kW, int64_t kH) : VolumetricMaxPooling(kT, kW, kH, kT, kW, kH) {}
-  VolumetricMaxPooling(int64_t kT, int64_t kW, int64_t kH, int64_t dT, int64_t dW, int64_t dH, int64_t padT = 0,
-                       int64_t padW = 0, int64_t padH = 0)
-      : MaxPoolingModule(kT, kW, kH, dT, dW, dH, padT, padW, padH) {}
+  // Torch's (kT, kW, kH[, dT, dW, dH[, padT, padW, padH]]), VolumetricPooling's
+  using MaxPoolingModule::MaxPoolingModule;
   static constexpr std::string_view kTypeName = "nn.VolumetricMaxPooling";
 };
 

@@ -6,15 +6,20 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace samples {
 
@@ -79,6 +84,9 @@ class Args {
   }
 
   std::string choice(const std::string& flag, std::initializer_list<const char*> options) {
+    return choice(flag, std::span<const char* const>(options.begin(), options.size()));
+  }
+  std::string choice(const std::string& flag, std::span<const char* const> options) {
     const std::string v = value(flag);
     std::string list;
     for (const char* o : options) {
@@ -129,6 +137,57 @@ class Args {
   int next_ = 1;
   std::string current_;
   std::optional<std::string> inline_;  // the value of the last --flag=value, until taken
+};
+
+// A sample's flags as one table: each flag once, with where its value goes and its check, so a
+// sample's parse() lists its options rather than testing every word against each of them.
+//   samples::Flags().integer("--epochs", o.epochs, 1, 1000).choice("--backend", o.backend, {"nn", "cudnn"})
+//       .parse(args);
+// parse() reads the whole command line: --help and -h print the usage and exit 0, a flag not in
+// the table fails as "unknown option --x".
+class Flags {
+ public:
+  using Handler = std::function<void(Args& args, const std::string& flag)>;
+
+  // A flag whose value needs more than a range or a choice: `handler` reads and checks it.
+  Flags& on(std::string flag, Handler handler) {
+    table_.emplace_back(std::move(flag), std::move(handler));
+    return *this;
+  }
+  Flags& text(std::string flag, std::string& out) {
+    return on(std::move(flag), [&out](Args& a, const std::string& f) { out = a.value(f); });
+  }
+  Flags& choice(std::string flag, std::string& out, std::initializer_list<const char*> options) {
+    return on(std::move(flag), [&out, list = std::vector<const char*>(options)](Args& a, const std::string& f) {
+      out = a.choice(f, list);
+    });
+  }
+  // An integer in [lo, hi], stored in out's type (the range fits it).
+  template <class Int>
+  Flags& integer(std::string flag, Int& out, int64_t lo, int64_t hi) {
+    return on(std::move(flag),
+              [&out, lo, hi](Args& a, const std::string& f) { out = static_cast<Int>(a.integer(f, lo, hi)); });
+  }
+  Flags& number(std::string flag, double& out, double lo, double hi) {
+    return on(std::move(flag), [&out, lo, hi](Args& a, const std::string& f) { out = a.number(f, lo, hi); });
+  }
+  // A switch: present, it sets out; it takes no value.
+  Flags& set(std::string flag, bool& out) {
+    return on(std::move(flag), [&out](Args&, const std::string&) { out = true; });
+  }
+
+  void parse(Args& args) const {
+    while (args.more()) {
+      const std::string flag = args.flag();
+      if (flag == "--help" || flag == "-h") args.usage(0);
+      const auto entry = std::find_if(table_.begin(), table_.end(), [&](const auto& e) { return e.first == flag; });
+      if (entry == table_.end()) args.fail("unknown option " + flag);
+      entry->second(args, flag);
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, Handler>> table_;
 };
 
 // A sample's main(): parses the command line (parse(argc, argv) exits on a bad one), runs, and

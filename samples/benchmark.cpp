@@ -147,56 +147,36 @@ std::vector<std::string> split(const std::string& s) {
 Options parse(int argc, char** argv) {
   Options o;
   samples::Args args(argc, argv, usage());
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--backend")
-      o.backend = args.choice(flag, {"nn", "cudnn"});
-    else if (flag == "--nets") {
-      const std::string v = args.value(flag);
-      o.nets = v == "all" ? samples::benchmark_names() : split(v);
-      const auto known = samples::benchmark_names();
-      for (const auto& n : o.nets) {
-        if (std::find(known.begin(), known.end(), n) == known.end()) args.fail("unknown network '" + n + "'");
-      }
-    } else if (flag == "--batch")
-      o.batch = args.integer(flag, 1, 4096);
-    else if (flag == "--iterations")
-      o.iterations = args.integer(flag, 1, 100000);
-    else if (flag == "--warmup")
-      o.warmup = args.integer(flag, 0, 100000);
-    else if (flag == "--dtype")
-      o.dtype = args.choice(flag, {"float32", "float16", "bfloat16"});
-    else if (flag == "--flags")
-      o.flags = args.value(flag);
-    else if (flag == "--json")
-      args.writable(flag, o.json = args.value(flag));
-    else if (flag == "--per-layer")
-      o.per_layer = true;
-    else if (flag == "--data-parallel")
-      o.data_parallel = true;
-    else if (flag == "--step")
-      o.step = true;
-    else if (flag == "--eval")
-      o.eval = true;
-    else if (flag == "--graph")
-      o.graph = true;
-    else if (flag == "--input-grad")
-      o.input_grad = true;
-    else if (flag == "--fuse")
-      o.fuse = true;
-    else if (flag == "--keep-grad-inputs")
-      o.keep_grad_inputs = true;
-    else if (flag == "--channels-last")
-      o.channels_last = true;
-    else if (flag == "--rnn-persist")
-      o.rnn_persist = true;
-    else if (flag == "--amp")
-      o.amp = args.choice(flag, {"float16", "bfloat16"});
-    else if (flag == "--help" || flag == "-h")
-      args.usage(0);
-    else
-      args.fail("unknown option " + flag);
-  }
+  auto nets = [&o](samples::Args& a, const std::string& flag) {
+    const std::string v = a.value(flag);
+    o.nets = v == "all" ? samples::benchmark_names() : split(v);
+    const auto known = samples::benchmark_names();
+    for (const auto& n : o.nets) {
+      if (std::find(known.begin(), known.end(), n) == known.end()) a.fail("unknown network '" + n + "'");
+    }
+  };
+  auto json = [&o](samples::Args& a, const std::string& flag) { a.writable(flag, o.json = a.value(flag)); };
+  samples::Flags()
+      .choice("--backend", o.backend, {"nn", "cudnn"})
+      .on("--nets", nets)
+      .integer("--batch", o.batch, 1, 4096)
+      .integer("--iterations", o.iterations, 1, 100000)
+      .integer("--warmup", o.warmup, 0, 100000)
+      .choice("--dtype", o.dtype, {"float32", "float16", "bfloat16"})
+      .text("--flags", o.flags)
+      .on("--json", json)
+      .set("--per-layer", o.per_layer)
+      .set("--data-parallel", o.data_parallel)
+      .set("--step", o.step)
+      .set("--eval", o.eval)
+      .set("--graph", o.graph)
+      .set("--input-grad", o.input_grad)
+      .set("--fuse", o.fuse)
+      .set("--keep-grad-inputs", o.keep_grad_inputs)
+      .set("--channels-last", o.channels_last)
+      .set("--rnn-persist", o.rnn_persist)
+      .choice("--amp", o.amp, {"float16", "bfloat16"})
+      .parse(args);
   // No --backend: cudnn where a GPU is visible, else nn (said, and a cudnn-only flag is refused
   // naming the missing GPU rather than a --backend the user never passed).
   const bool gpu = tensor::cuda::is_available(), picked = o.backend.empty();
@@ -521,16 +501,10 @@ int run_data_parallel(const Options& o, const std::string& name) {
         name.c_str(), o.dtype.c_str(), world, world == 1 ? "" : "s", static_cast<long long>(batch), alone, ips_alone,
         parallel, ips, efficiency);
     if (!o.json.empty()) {
-      tensor::Json doc(tensor::Json::Object{});
-      doc.set("mode", tensor::Json("data_parallel"));
-      doc.set("network", tensor::Json(name));
-      doc.set("dtype", tensor::Json(o.dtype));
-      doc.set("world_size", tensor::Json(world));
-      doc.set("batch_per_gpu", tensor::Json(batch));
-      doc.set("alone_step_ms", tensor::Json(alone));
-      doc.set("ddp_step_ms", tensor::Json(parallel));
-      doc.set("images_per_second", tensor::Json(ips));
-      doc.set("scaling_efficiency", tensor::Json(efficiency));
+      const tensor::Json doc = tensor::Json::Object{
+          {"mode", "data_parallel"}, {"network", name},          {"dtype", o.dtype},
+          {"world_size", world},     {"batch_per_gpu", batch},   {"alone_step_ms", alone},
+          {"ddp_step_ms", parallel}, {"images_per_second", ips}, {"scaling_efficiency", efficiency}};
       const std::string text = doc.dump(2) + "\n";
       tensor::write_file_atomic(o.json, text.data(), text.size(), "convnet_benchmark --json");
     }
@@ -561,27 +535,20 @@ void print_row(const Result& r, Device device) {
 
 // A row of the --json results.
 tensor::Json row_json(const Result& r) {
-  tensor::Json j(tensor::Json::Object{});
-  j.set("network", tensor::Json(r.name));
-  tensor::Json shape(tensor::Json::Array{});
-  for (int64_t s : r.input) shape.push(tensor::Json(s));
-  j.set("input", shape);
-  j.set("forward_ms", tensor::Json(r.forward_ms));
-  j.set("forward_backward_ms", tensor::Json(r.train_ms));
-  if (r.step_ms > 0) j.set("step_ms", tensor::Json(r.step_ms));
-  if (r.eval_forward_ms > 0) j.set("eval_forward_ms", tensor::Json(r.eval_forward_ms));
-  j.set("peak_device_bytes", tensor::Json(static_cast<int64_t>(r.peak_bytes)));
-  j.set("steady_device_bytes", tensor::Json(static_cast<int64_t>(r.steady_bytes)));
-  j.set("peak_reserved_bytes", tensor::Json(static_cast<int64_t>(r.peak_reserved)));
-  j.set("steady_reserved_bytes", tensor::Json(static_cast<int64_t>(r.steady_reserved)));
+  tensor::Json::Array shape(r.input.begin(), r.input.end());
+  tensor::Json j = tensor::Json::Object{
+      {"network", r.name}, {"input", shape}, {"forward_ms", r.forward_ms}, {"forward_backward_ms", r.train_ms}};
+  if (r.step_ms > 0) j.set("step_ms", r.step_ms);
+  if (r.eval_forward_ms > 0) j.set("eval_forward_ms", r.eval_forward_ms);
+  j.set("peak_device_bytes", static_cast<int64_t>(r.peak_bytes));
+  j.set("steady_device_bytes", static_cast<int64_t>(r.steady_bytes));
+  j.set("peak_reserved_bytes", static_cast<int64_t>(r.peak_reserved));
+  j.set("steady_reserved_bytes", static_cast<int64_t>(r.steady_reserved));
   if (!r.layers.empty()) {
-    tensor::Json layers(tensor::Json::Array{});
+    tensor::Json::Array layers;
     for (const auto& l : r.layers) {
-      tensor::Json lj(tensor::Json::Object{});
-      lj.set("module", tensor::Json(l.module));
-      lj.set("forward_ms", tensor::Json(l.forward_ms));
-      lj.set("forward_backward_ms", tensor::Json(l.train_ms));
-      layers.push(lj);
+      layers.push_back(tensor::Json::Object{
+          {"module", l.module}, {"forward_ms", l.forward_ms}, {"forward_backward_ms", l.train_ms}});
     }
     j.set("layers", layers);
   }
@@ -622,17 +589,16 @@ int run(const Options& o) {
     results.push(row_json(r));
   }
   if (!o.json.empty()) {
-    tensor::Json doc(tensor::Json::Object{});
-    doc.set("backend", tensor::Json(o.backend));
-    doc.set("dtype", tensor::Json(o.amp.empty() ? o.dtype : o.amp));
-    doc.set("amp", tensor::Json(o.amp));
-    doc.set("iterations", tensor::Json(o.iterations));
-    doc.set("input_grad", tensor::Json(o.input_grad));
-    doc.set("channels_last", tensor::Json(o.channels_last));
-    doc.set("rnn_persist", tensor::Json(o.rnn_persist));
-    doc.set("graph", tensor::Json(o.graph));
+    tensor::Json doc = tensor::Json::Object{{"backend", o.backend},
+                                            {"dtype", o.amp.empty() ? o.dtype : o.amp},
+                                            {"amp", o.amp},
+                                            {"iterations", o.iterations},
+                                            {"input_grad", o.input_grad},
+                                            {"channels_last", o.channels_last},
+                                            {"rnn_persist", o.rnn_persist},
+                                            {"graph", o.graph}};
 #ifdef CUDNN_NN_HAVE_CUDA
-    if (device.is_cuda()) doc.set("flags", tensor::Json(cudnn::config().str()));
+    if (device.is_cuda()) doc.set("flags", cudnn::config().str());
 #endif
     doc.set("results", results);
     const std::string text = doc.dump(2) + "\n";

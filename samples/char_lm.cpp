@@ -62,37 +62,20 @@ const char* kUsage =
 Options parse(int argc, char** argv) {
   Options o;
   samples::Args args(argc, argv, kUsage);
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--data")
-      o.data = args.value(flag);
-    else if (flag == "--backend")
-      o.backend = args.choice(flag, {"nn", "cudnn"});
-    else if (flag == "--steps")
-      o.steps = args.integer(flag, 1, 10000000);
-    else if (flag == "--context")
-      o.context = args.integer(flag, 2, 4096);
-    else if (flag == "--dim")
-      o.dim = args.integer(flag, 1, 8192);
-    else if (flag == "--layers")
-      o.layers = args.integer(flag, 1, 64);
-    else if (flag == "--heads")
-      o.heads = args.integer(flag, 1, 64);
-    else if (flag == "--batch-size")
-      o.batch = args.integer(flag, 1, 65536);
-    else if (flag == "--lr")
-      o.lr = args.number(flag, 1e-8, 10);
-    else if (flag == "--seed")
-      o.seed = static_cast<uint64_t>(args.integer(flag, 0, INT64_MAX));
-    else if (flag == "--generate")
-      o.generate = args.integer(flag, 0, 1000000);
-    else if (flag == "--temperature")
-      o.temperature = args.number(flag, 1e-3, 100);
-    else if (flag == "--help" || flag == "-h")
-      args.usage(0);
-    else
-      args.fail("unknown option " + flag);
-  }
+  samples::Flags()
+      .text("--data", o.data)
+      .choice("--backend", o.backend, {"nn", "cudnn"})
+      .integer("--steps", o.steps, 1, 10000000)
+      .integer("--context", o.context, 2, 4096)
+      .integer("--dim", o.dim, 1, 8192)
+      .integer("--layers", o.layers, 1, 64)
+      .integer("--heads", o.heads, 1, 64)
+      .integer("--batch-size", o.batch, 1, 65536)
+      .number("--lr", o.lr, 1e-8, 10)
+      .integer("--seed", o.seed, 0, INT64_MAX)
+      .integer("--generate", o.generate, 0, 1000000)
+      .number("--temperature", o.temperature, 1e-3, 100)
+      .parse(args);
   if (o.dim % o.heads != 0) args.fail("--dim must be divisible by --heads");
   return o;
 }

@@ -31,14 +31,14 @@
 #include "nn/Adam.h"
 #include "nn/AdamW.h"
 #include "nn/ClipGrad.h"
-#include "nn/GradScaler.h"
-#include "nn/LRScheduler.h"
-#include "nn/MixedPrecision.h"
-#include "nn/SGD.h"
 #include "nn/CrossEntropyCriterion.h"
 #include "nn/Embedding.h"
+#include "nn/GradScaler.h"
+#include "nn/LRScheduler.h"
 #include "nn/LSTM.h"
 #include "nn/Linear.h"
+#include "nn/MixedPrecision.h"
+#include "nn/SGD.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/View.h"
@@ -136,35 +136,32 @@ const char* kUsage =
 Options parse(int argc, char** argv) {
   Options o;
   samples::Args args(argc, argv, kUsage);
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--data") o.data = args.value(flag);
-    else if (flag == "--backend") o.backend = args.choice(flag, {"nn", "cudnn"});
-    else if (flag == "--model") o.model = args.choice(flag, {"conv", "lstm", "vit"});
-    else if (flag == "--epochs") o.epochs = args.integer(flag, 1, 1000);
-    else if (flag == "--batch-size") o.batch = args.integer(flag, 1, 65536);
-    else if (flag == "--lr") o.lr = args.number(flag, 1e-8, 10);
-    else if (flag == "--lr-decay") o.lr_decay = args.number(flag, 1e-3, 1);
-    else if (flag == "--hidden") o.hidden = args.integer(flag, 1, 65536);
-    else if (flag == "--seed") o.seed = static_cast<uint64_t>(args.integer(flag, 0, INT64_MAX));
-    else if (flag == "--limit") o.limit = args.integer(flag, 0, INT64_MAX);
-    else if (flag == "--save") o.save = args.value(flag);
-    else if (flag == "--quiet") o.quiet = true;
-    else if (flag == "--gpus") o.gpus = args.integer(flag, 1, 64);
-    else if (flag == "--optimizer") o.optimizer = args.choice(flag, {"sgd", "adam", "adamw"});
-    else if (flag == "--weight-decay") o.weight_decay = args.number(flag, 0, 10);
-    else if (flag == "--lr-schedule") o.schedule = args.choice(flag, {"exp", "step", "cosine", "onecycle", "plateau"});
-    else if (flag == "--warmup") o.warmup = args.integer(flag, 0, INT64_MAX);
-    else if (flag == "--clip-grad") o.clip_grad = args.number(flag, 1e-12, 1e12);
-    else if (flag == "--amp") o.amp = args.choice(flag, {"float16", "bfloat16"});
-    else if (flag == "--checkpoint") o.checkpoint = args.value(flag);
-    else if (flag == "--resume") o.resume = args.value(flag);
-    else if (flag == "--log") o.log = args.value(flag);
-    else if (flag == "--log-every") o.log_every = args.integer(flag, 1, INT64_MAX);
-    else if (flag == "--data-on-gpu") o.data_on_gpu = true;
-    else if (flag == "--help" || flag == "-h") args.usage(0);
-    else args.fail("unknown option " + flag);
-  }
+  samples::Flags()
+      .text("--data", o.data)
+      .choice("--backend", o.backend, {"nn", "cudnn"})
+      .choice("--model", o.model, {"conv", "lstm", "vit"})
+      .integer("--epochs", o.epochs, 1, 1000)
+      .integer("--batch-size", o.batch, 1, 65536)
+      .number("--lr", o.lr, 1e-8, 10)
+      .number("--lr-decay", o.lr_decay, 1e-3, 1)
+      .integer("--hidden", o.hidden, 1, 65536)
+      .integer("--seed", o.seed, 0, INT64_MAX)
+      .integer("--limit", o.limit, 0, INT64_MAX)
+      .text("--save", o.save)
+      .set("--quiet", o.quiet)
+      .integer("--gpus", o.gpus, 1, 64)
+      .choice("--optimizer", o.optimizer, {"sgd", "adam", "adamw"})
+      .number("--weight-decay", o.weight_decay, 0, 10)
+      .choice("--lr-schedule", o.schedule, {"exp", "step", "cosine", "onecycle", "plateau"})
+      .integer("--warmup", o.warmup, 0, INT64_MAX)
+      .number("--clip-grad", o.clip_grad, 1e-12, 1e12)
+      .choice("--amp", o.amp, {"float16", "bfloat16"})
+      .text("--checkpoint", o.checkpoint)
+      .text("--resume", o.resume)
+      .text("--log", o.log)
+      .integer("--log-every", o.log_every, 1, INT64_MAX)
+      .set("--data-on-gpu", o.data_on_gpu)
+      .parse(args);
   if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : o.model == "vit" ? 64 : 256;
   if (o.gpus > 0 || launched()) o.backend = "cudnn";
   // the devices asked for, before any data is read: the real cause, at once
@@ -254,8 +251,10 @@ class GpuResidentDataset : public nn::Dataset {
 std::string duration(double seconds) {
   const int s = static_cast<int>(std::lround(seconds));
   char buf[32];
-  if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ds", s);
+  if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ds", s);
   return buf;
 }
 
@@ -263,8 +262,8 @@ std::string duration(double seconds) {
 void standardise(Tensor& images, double mean, double std) { images.add_(-mean).mul_(1.0 / std); }
 
 // Accuracy of `net` (in evaluation mode) over a dataset, per class too.
-double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device, std::vector<double>& per_class,
-                DType compute) {
+double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device,
+                std::vector<double>& per_class, DType compute) {
   net.evaluate();
   const int64_t n = d.images.size(0);
   std::vector<int64_t> correct(10, 0), total(10, 0);
@@ -405,8 +404,10 @@ std::unique_ptr<nn::DataLoader> make_loader(const Options& o, const samples::Dat
   // the same order of batches either way; on the GPU they come by pinned, asynchronous copies
   // (Note [Asynchronous batches] in train/Data.h) unless --data-on-gpu gathers them there
   std::shared_ptr<nn::Dataset> dataset;
-  if (o.data_on_gpu) dataset = std::make_shared<GpuResidentDataset>(train, device);
-  else dataset = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels});
+  if (o.data_on_gpu)
+    dataset = std::make_shared<GpuResidentDataset>(train, device);
+  else
+    dataset = std::make_shared<nn::TensorDataset>(std::vector<Tensor>{train.images, train.labels});
   return std::make_unique<nn::DataLoader>(
       dataset,
       nn::DataLoader::Options{

@@ -21,7 +21,6 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,30 +83,34 @@ struct Options {
   int iterations = 20, warmup = 5;
 };
 
-// The options, or none for --help (the usage printed).
-std::optional<Options> parse(samples::Args& args) {
+// The options (--help prints the usage and exits 0).
+Options parse(int argc, char** argv) {
   Options o;
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      return std::nullopt;
-    } else if (flag == "--dtype") {
-      o.dtype_name = args.choice(flag, {"float16", "bfloat16", "float32"});
-    } else if (flag == "--iterations") {
-      o.iterations = static_cast<int>(args.integer(flag, 1, 100000));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(args.integer(flag, 0, 100000));
-    } else if (flag == "--json") {
-      o.json_path = args.value(flag);
-    } else if (flag == "--flags") {
-      o.flags = args.value(flag);
-    } else {
-      args.fail("unknown option " + flag);
-    }
-  }
+  samples::Args args(argc, argv, kUsage);
+  samples::Flags()
+      .choice("--dtype", o.dtype_name, {"float16", "bfloat16", "float32"})
+      .integer("--iterations", o.iterations, 1, 100000)
+      .integer("--warmup", o.warmup, 0, 100000)
+      .text("--json", o.json_path)
+      .text("--flags", o.flags)
+      .parse(args);
   return o;
 }
+
+// A forward pass and a training pass (the forward, then the backward) timed, each with its
+// peak memory and the path the GPU took.
+struct Passes {
+  double forward_ms = 0, forward_peak = 0, train_ms = 0, train_peak = 0;
+  std::string forward_path, backward_path;
+
+  // The --json row: what was run (`key`: `value`), then the times, peaks and paths.
+  tensor::Json row(const char* key, tensor::Json value) const {
+    return tensor::Json::Object{{key, std::move(value)},         {"forward_ms", forward_ms},
+                                {"train_ms", train_ms},          {"forward_peak_mib", forward_peak},
+                                {"train_peak_mib", train_peak},  {"forward_path", forward_path},
+                                {"backward_path", backward_path}};
+  }
+};
 
 // What every benchmark below runs with.
 struct Bench {
@@ -116,6 +119,21 @@ struct Bench {
   tensor::Device gpu;
   double measure(const std::function<void()>& fn, double& peak_mib) const {
     return timed(fn, o.iterations, o.warmup, peak_mib);
+  }
+  // `path(backward)` names the path of the last forward or backward call.
+  Passes passes(const std::function<void()>& forward, const std::function<void()>& backward,
+                const std::string& (*path)(bool backward)) const {
+    Passes p;
+    p.forward_ms = measure(forward, p.forward_peak);
+    p.forward_path = path(false);
+    p.train_ms = measure(
+        [&] {
+          forward();
+          backward();
+        },
+        p.train_peak);
+    p.backward_path = path(true);
+    return p;
   }
 };
 
@@ -134,37 +152,19 @@ tensor::Json bench_attention(const Bench& b) {
     o.causal = causal;
     nn::SdpaSaved saved;
     Tensor out;
-    double fwd_peak = 0, train_peak = 0;
-    const double fwd = b.measure(
+    const Passes p = b.passes(
         [&] {
           out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
           out = cudnn::sdpa(q, k, v, o, &saved);
         },
-        fwd_peak);
-    const std::string fwd_path = cudnn::sdpa_last_path();
-    const double fwd_bwd = b.measure(
-        [&] {
-          out = Tensor();
-          out = cudnn::sdpa(q, k, v, o, &saved);
-          cudnn::sdpa_backward(q, k, v, out, g, o, saved);
-        },
-        train_peak);
-    const std::string bwd_path = cudnn::sdpa_last_path(true);
+        [&] { cudnn::sdpa_backward(q, k, v, out, g, o, saved); }, cudnn::sdpa_last_path);
     std::printf(
         "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
         "(peak %.0f MiB) (%s; %s)\n",
         b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
-        static_cast<long long>(D), causal ? 1 : 0, fwd, fwd_peak, fwd_bwd, train_peak, fwd_path.c_str(),
-        bwd_path.c_str());
-    tensor::Json row = tensor::Json::Object{};
-    row.set("causal", tensor::Json(causal));
-    row.set("forward_ms", tensor::Json(fwd));
-    row.set("train_ms", tensor::Json(fwd_bwd));
-    row.set("forward_peak_mib", tensor::Json(fwd_peak));
-    row.set("train_peak_mib", tensor::Json(train_peak));
-    row.set("forward_path", tensor::Json(fwd_path));
-    row.set("backward_path", tensor::Json(bwd_path));
-    attention.push(row);
+        static_cast<long long>(D), causal ? 1 : 0, p.forward_ms, p.forward_peak, p.train_ms, p.train_peak,
+        p.forward_path.c_str(), p.backward_path.c_str());
+    attention.push(p.row("causal", causal));
   }
   return attention;
 }
@@ -197,12 +197,7 @@ tensor::Json bench_encoder_step(const Bench& b) {
       "steps)\n",
       static_cast<long long>(E), static_cast<long long>(heads), static_cast<long long>(F), static_cast<long long>(seq),
       static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak, held);
-  tensor::Json row = tensor::Json::Object{};
-  row.set("step_ms", tensor::Json(ms));
-  row.set("peak_mib", tensor::Json(peak));
-  row.set("held_mib", tensor::Json(held));
-  row.set("optimizer", tensor::Json(std::string("adam")));
-  return row;
+  return tensor::Json::Object{{"step_ms", ms}, {"peak_mib", peak}, {"held_mib", held}, {"optimizer", "adam"}};
 }
 
 // LayerNorm: our kernels against cuDNN's graph-API layer norm (layernorm.engine).
@@ -216,28 +211,12 @@ tensor::Json bench_layernorm(const Bench& b) {
     auto norm = nn::convert(std::make_shared<nn::LayerNorm>(tensor::Shape{E}), cudnn::backend);
     norm->to(b.gpu);
     norm->to(b.dt);
-    double fwd_peak = 0, train_peak = 0;
-    const double fwd = b.measure([&] { norm->forward(x); }, fwd_peak);
-    const std::string fwd_path = cudnn::layer_norm_last_path();
-    const double train = b.measure(
-        [&] {
-          norm->forward(x);
-          norm->backward(x, gy);
-        },
-        train_peak);
-    const std::string bwd_path = cudnn::layer_norm_last_path(true);
+    const Passes p = b.passes([&] { norm->forward(x); }, [&] { norm->backward(x, gy); }, cudnn::layer_norm_last_path);
     const char* name = cudnn::layer_norm_engine_name(engine);
     std::printf("layernorm [%lld x %lld] %s engine=%s: forward %.4f ms, forward+backward %.4f ms (%s; %s)\n",
-                static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, fwd, train,
-                fwd_path.c_str(), bwd_path.c_str());
-    tensor::Json row = tensor::Json::Object{};
-    row.set("engine", tensor::Json(std::string(name)));
-    row.set("forward_ms", tensor::Json(fwd));
-    row.set("train_ms", tensor::Json(train));
-    row.set("forward_path", tensor::Json(fwd_path));
-    row.set("backward_path", tensor::Json(bwd_path));
-    row.set("train_peak_mib", tensor::Json(train_peak));
-    norms.push(row);
+                static_cast<long long>(rows), static_cast<long long>(E), b.o.dtype_name.c_str(), name, p.forward_ms,
+                p.train_ms, p.forward_path.c_str(), p.backward_path.c_str());
+    norms.push(p.row("engine", name));
   }
   return norms;
 }
@@ -268,20 +247,13 @@ tensor::Json bench_vit_step(const Bench& b) {
   std::printf(
       "vit (fashion_mnist --model vit: dim 64, 3 layers, 17 tokens) b%lld %s Adam step: %.3f ms, peak %.0f MiB\n",
       static_cast<long long>(batch), b.o.dtype_name.c_str(), ms, peak);
-  tensor::Json row = tensor::Json::Object{};
-  row.set("step_ms", tensor::Json(ms));
-  row.set("peak_mib", tensor::Json(peak));
-  row.set("batch", tensor::Json(batch));
-  return row;
+  return tensor::Json::Object{{"step_ms", ms}, {"peak_mib", peak}, {"batch", batch}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  samples::Args args(argc, argv, kUsage);
-  const std::optional<Options> parsed = parse(args);
-  if (!parsed) return 0;
-  const Options& o = *parsed;
+  const Options o = parse(argc, argv);
   if (!tensor::cuda::is_available()) {
     std::fprintf(stderr, "transformer_benchmark: no CUDA device is visible (it times the cudnn backend only)\n");
     return 1;
@@ -291,12 +263,12 @@ int main(int argc, char** argv) {
                    : o.dtype_name == "bfloat16" ? DType::BFloat16
                                                 : DType::Float32;
   const Bench bench{o, dt, tensor::Device::cuda(0)};
-  tensor::Json results = tensor::Json::Object{};
-  results.set("dtype", tensor::Json(o.dtype_name));
-  results.set("sdpa", bench_attention(bench));
-  results.set("encoder_step", bench_encoder_step(bench));
-  results.set("layernorm", bench_layernorm(bench));
-  results.set("vit_step", bench_vit_step(bench));
+  // the benchmarks run in this order, as they are listed
+  const tensor::Json results = tensor::Json::Object{{"dtype", o.dtype_name},
+                                                    {"sdpa", bench_attention(bench)},
+                                                    {"encoder_step", bench_encoder_step(bench)},
+                                                    {"layernorm", bench_layernorm(bench)},
+                                                    {"vit_step", bench_vit_step(bench)}};
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
     f << results.dump() << "\n";

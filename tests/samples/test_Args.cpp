@@ -1,7 +1,7 @@
-// test_Args.cpp: the samples' command-line parser (samples/Args.h): `--flag value` and
-// `--flag=value`, checked ranges and choices, and what a mistake prints: one line naming it
-// and a hint to --help (not the whole usage), status 2; --help prints the usage, status 0.
-// The exits run in a child process, whose output and status are checked.
+// test_Args.cpp: the samples' command-line parser (samples/Args.h, its Flags table): `--flag
+// value` and `--flag=value`, checked ranges and choices, a flag with its own handler, and what a mistake prints: one
+// line naming it and a hint to --help (not the whole usage), status 2; --help prints the usage, status 0. The exits run
+// in a child process, whose output and status are checked.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,23 +40,14 @@ struct Parsed {
 
 Parsed parse(samples::Args& args) {
   Parsed p;
-  while (args.more()) {
-    const std::string flag = args.flag();
-    if (flag == "--epochs")
-      p.epochs = args.integer(flag, 1, 10);
-    else if (flag == "--lr")
-      p.lr = args.number(flag, 1e-8, 10);
-    else if (flag == "--mode")
-      p.mode = args.choice(flag, {"a", "b"});
-    else if (flag == "--save")
-      p.save = args.value(flag);
-    else if (flag == "--quiet")
-      p.quiet = true;
-    else if (flag == "--help")
-      args.usage(0);
-    else
-      args.fail("unknown option " + flag);
-  }
+  samples::Flags()
+      .integer("--epochs", p.epochs, 1, 10)
+      .number("--lr", p.lr, 1e-8, 10)
+      .choice("--mode", p.mode, {"a", "b"})
+      .text("--save", p.save)
+      .set("--quiet", p.quiet)
+      .on("--twice", [&p](samples::Args& a, const std::string& flag) { p.epochs = 2 * a.integer(flag, 1, 5); })
+      .parse(args);
   return p;
 }
 
@@ -121,9 +112,11 @@ TEST_CASE("values come as the next word or after '='") {
   CHECK(b.epochs == 4);
   CHECK(b.lr == 2e-3);
   CHECK(b.mode == "a");
-  CHECK(b.save == "p=q");                                 // split at the first '='
-  CHECK(parse({"--save="}).save.empty());                 // an empty value, as `--save ''`
-  CHECK(parse({"--save", "--quiet"}).save == "--quiet");  // the next word is the value, whatever it is
+  CHECK(b.save == "p=q");                                     // split at the first '='
+  CHECK(parse({"--save="}).save.empty());                     // an empty value, as `--save ''`
+  CHECK(parse({"--save", "--quiet"}).save == "--quiet");      // the next word is the value, whatever it is
+  CHECK(parse({"--twice=3"}).epochs == 6);                    // a handler reads its own value
+  CHECK(parse({"--epochs=2", "--epochs", "5"}).epochs == 5);  // the last one wins
 }
 
 TEST_CASE("a mistake prints one line naming it and a hint to --help, status 2") {
@@ -148,11 +141,18 @@ TEST_CASE("a mistake prints one line naming it and a hint to --help, status 2") 
   CHECK(e.err == "prog: --quiet takes no value, got '--quiet=yes'\n" + kHint);
   CHECK(exit_of({"--quiet=", "--epochs", "2"}).err == "prog: --quiet takes no value, got '--quiet='\n" + kHint);
   CHECK(exit_of({"--epochs", "2"}).status == 99);  // parsed, no exit
+  CHECK(exit_of({"--twice", "6"}).err == "prog: --twice expects an integer in [1, 5], got '6'\n" + kHint);
+  e = exit_of({"--epochs", "2", "epochs"});  // a word that is no flag
+  CHECK(e.status == 2);
+  CHECK(e.err == "prog: unknown option epochs\n" + kHint);
 }
 
 TEST_CASE("--help prints the usage on stdout and exits 0") {
-  const Exit e = exit_of({"--epochs", "2", "--help"});
-  CHECK(e.status == 0);
-  CHECK(e.out == kUsage);
-  CHECK(e.err.empty());
+  for (const char* help : {"--help", "-h"}) {
+    const Exit e = exit_of({"--epochs", "2", help});
+    CHECK(e.status == 0);
+    CHECK(e.out == kUsage);
+    CHECK(e.err.empty());
+  }
+  CHECK(exit_of({"--help", "--bogus"}).status == 0);  // before the rest is read
 }
