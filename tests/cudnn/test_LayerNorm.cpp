@@ -33,6 +33,8 @@ const Case kCases[] = {
     {{1000}, {3, 1000}, true},      // rows longer than a block
     {{3, 11}, {300, 3, 11}, true},  // many rows: several chunks in the parameter sums
     {{1}, {5, 1}, true},            // a row of one: xhat 0, var 0
+    {{768}, {40, 768}, true},       // a warp a row, 3 packs a lane in 16-bit (Note [Warp-per-row layer norm])
+    {{2, 32}, {9, 2, 32}, false},   // a warp a row, lanes without a pack
 };
 
 // nn.LayerNorm with weight and bias drawn (not the 1 and 0 of reset), so that they matter.
