@@ -383,7 +383,9 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     });
   }
   if (device.is_cuda()) net = nn::convert(net, cudnn::backend);
+#ifdef CUDNN_NN_HAVE_CUDA
   if (device.is_cuda() && o.fuse) cudnn::fuse(*net);
+#endif
   net->to(dtype);
   net->train();
   net->setGradInputNeeded(o.input_grad);
