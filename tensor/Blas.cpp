@@ -99,12 +99,13 @@ namespace detail {
 template <class T>
 void gemm_in_panels(int panels, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
                     int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-  // cut the longer side of C; a panel of columns keeps rows of B and C contiguous
+  // cut the longer side of C; a panel of columns keeps rows of B and C contiguous. The team is
+  // OpenMP's own: gemm asks for as many panels as it has threads, a test for more.
   const bool by_columns = N >= M;
   const int64_t length = by_columns ? N : M;
   const int64_t count = std::clamp<int64_t>(panels, 1, length);
   const int64_t step = (length + count - 1) / count;
-#pragma omp parallel for schedule(static) num_threads(static_cast <int>(count)) if (count > 1)
+#pragma omp parallel for schedule(static) if (count > 1)
   for (int64_t p = 0; p < count; ++p) {
     const int64_t first = p * step, size = std::min(step, length - first);
     if (size <= 0) continue;
