@@ -113,6 +113,70 @@ TEST_CASE("SpatialMaxPooling forward matches a naive loop (floor and ceil, paddi
   CHECK(max_abs_diff(y, pooltest::naive_pool(x, y.sizes(), {{2, 2}, {1, 1}, {0, 0}})) == 0);
 }
 
+namespace {
+// Max pooling of one [H x W] plane by the documented rule, in doubles: each window in
+// row-major order, the first maximum and the first NaN win; indices are flat in the plane.
+void rule_pool(const std::vector<double>& x, int64_t H, int64_t W, int64_t OH, int64_t OW, const int64_t k[2],
+               const int64_t d[2], const int64_t pad[2], std::vector<double>& y, std::vector<int64_t>& idx) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      int64_t best_i = -1;
+      for (int64_t h = oh * d[0] - pad[0]; h < oh * d[0] - pad[0] + k[0]; ++h) {
+        for (int64_t w = ow * d[1] - pad[1]; w < ow * d[1] - pad[1] + k[1]; ++w) {
+          if (h < 0 || h >= H || w < 0 || w >= W) continue;
+          const int64_t i = h * W + w;
+          const bool take = best_i < 0 || (!std::isnan(x[best_i]) && (std::isnan(x[i]) || x[i] > x[best_i]));
+          if (take) best_i = i;
+        }
+      }
+      y.push_back(x[best_i]);
+      idx.push_back(best_i);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("SpatialMaxPooling values and indices follow the rule on wide rows (ties, NaN, edges)") {
+  // wide enough rows for the row-at-once path (Note [Max pooling by rows]), with windows
+  // clipped at both edges; values from a small set, so ties are common
+  Generator gen(20261126);
+  struct Cfg {
+    int64_t kW, kH, dW, dH, padW, padH;
+    bool ceil;
+  };
+  const Cfg cfgs[] = {{3, 3, 2, 2, 1, 1, false}, {3, 3, 1, 1, 1, 1, false}, {3, 2, 2, 1, 1, 0, true},
+                      {5, 5, 2, 2, 2, 2, false}, {3, 3, 2, 2, 0, 0, true},  {2, 2, 1, 1, 0, 0, false},
+                      {4, 3, 3, 2, 2, 1, true}};
+  for (const Cfg& c : cfgs) {
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      for (int64_t W : {c.kW, int64_t{37}, int64_t{64}}) {
+        nn::SpatialMaxPooling m(c.kW, c.kH, c.dW, c.dH, c.padW, c.padH);
+        if (c.ceil) m.ceil();
+        const int64_t H = 11, planes = 3;
+        std::vector<double> xv = uniform({planes * H * W}, 0, 1, gen, DType::Float64).to_vector<double>();
+        for (double& v : xv) v = v < 0.05 ? NAN : v < 0.1 ? INFINITY : std::floor(v * 6) - 3;
+        const Tensor x = from_vector<double>(xv, {1, planes, H, W}).to(dt);
+        const Tensor y = m.forward(x);
+        INFO(m.str(), " on W ", W, " ", name(dt));
+        const int64_t OH = y.size(2), OW = y.size(3), k[2] = {c.kH, c.kW}, d[2] = {c.dH, c.dW},
+                      pad[2] = {c.padH, c.padW};
+        std::vector<double> want;
+        std::vector<int64_t> want_idx;
+        for (int64_t p = 0; p < planes; ++p) {
+          const std::vector<double> plane(xv.begin() + p * H * W, xv.begin() + (p + 1) * H * W);
+          rule_pool(plane, H, W, OH, OW, k, d, pad, want, want_idx);
+        }
+        const std::vector<double> got = y.to_vector<double>();
+        CHECK(m.indices.to_vector<int64_t>() == want_idx);
+        REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i]) FAIL_CHECK("output ", i);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("SpatialMaxPooling gradients: ties go to the first maximum, overlapping windows accumulate") {
   nn::SpatialMaxPooling m(2, 2);
   const Tensor ones_in = ones({1, 4, 4}, DType::Float64);
