@@ -33,8 +33,7 @@ const Tensor& Residual::updateOutput(const Tensor& input) {
                 " outputs of the same shape, got " + tensor::shape_str(y.sizes()) + " and " +
                 tensor::shape_str(s.sizes()));
   }
-  ensure(output, y.sizes(), y, tensor::suggest_memory_format(y)).copy_(y);
-  output.add_(s);
+  tensor::add_out(ensure(output, y.sizes(), y, tensor::suggest_memory_format(y)), y, s);
   return output;
 }
 
@@ -53,12 +52,11 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool 
     gradInput = Tensor();
     return;
   }
-  ensure(gradInput, gb.sizes(), gb, tensor::suggest_memory_format(gb)).copy_(gb);
-  if (modules.size() > 1) {
-    gradInput.add_(rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); }));
-  } else {
-    gradInput.add_(gradOutput);
-  }
+  // gb is the block's own gradInput, which the shortcut's step leaves alone
+  const Tensor& other =
+      modules.size() > 1 ? rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); })
+                         : gradOutput;
+  tensor::add_out(ensure(gradInput, gb.sizes(), gb, tensor::suggest_memory_format(gb)), gb, other);
 }
 
 const Tensor& Residual::updateGradInput(const Tensor& input, const Tensor& gradOutput) {

@@ -166,6 +166,21 @@ Tensor& binary_inplace(Binary op, Tensor& self, const Tensor& b, double alpha, c
   return self;
 }
 
+Tensor& binary_into(Binary op, Tensor& out, const Tensor& a, const Tensor& b, double alpha, const char* name) {
+  check_defined(out, name);
+  check_defined(a, name);
+  check_defined(b, name);
+  check_same_device(out, a, name);
+  check_same_device(a, b, name);
+  check_same_dtype(out, a, name);
+  check_same_dtype(a, b, name);
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  TENSOR_CHECK(broadcast_shapes(shape, out.sizes(), name) == out.sizes(), name, ": cannot broadcast ",
+               shape_str(a.sizes()), " and ", shape_str(b.sizes()), " into the result ", shape_str(out.sizes()));
+  kernels::backend_for(out).binary(op, a.expand(out.sizes()), b.expand(out.sizes()), out, alpha);
+  return out;
+}
+
 Tensor scalar_op(Binary op, const Tensor& a, double s, const char* name) {
   check_defined(a, name);
   const bool is_cmp = op >= Binary::Eq;
@@ -668,6 +683,9 @@ Tensor Tensor::floor() const { return unary_op(Unary::Floor, *this, "Tensor::flo
 Tensor Tensor::ceil() const { return unary_op(Unary::Ceil, *this, "Tensor::ceil"); }
 Tensor Tensor::round() const { return unary_op(Unary::Round, *this, "Tensor::round"); }
 
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
+  return binary_into(Binary::Add, out, a, b, alpha, "add_out");
+}
 Tensor& Tensor::add_(const Tensor& o, double alpha) { return binary_inplace(Binary::Add, *this, o, alpha, "Tensor::add_"); }
 Tensor& Tensor::sub_(const Tensor& o, double alpha) { return binary_inplace(Binary::Sub, *this, o, alpha, "Tensor::sub_"); }
 Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace(Binary::Mul, *this, o, 1, "Tensor::mul_"); }

@@ -214,6 +214,10 @@ inline Tensor operator*(const Tensor& a, double s) { return a.mul(s); }
 inline Tensor operator/(const Tensor& a, double s) { return a.div(s); }
 inline Tensor operator*(double s, const Tensor& a) { return a.mul(s); }
 inline Tensor operator-(const Tensor& a) { return a.neg(); }
+// out = a + alpha * b, written into an existing `out` of the same shape, dtype and device (a
+// and b broadcast to it): one pass where copy_(a) then add_(b) takes two. `out` may be a or b
+// itself, but must not partly overlap either.
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1.0);
 
 // -- creation --
 Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());

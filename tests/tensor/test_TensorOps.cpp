@@ -61,6 +61,26 @@ TEST_CASE("in-place ops, scalars and non-contiguous operands") {
   CHECK(from_vector<float>({4, 9}).pow(0.5).to_vector<float>() == std::vector<float>{2, 3});
 }
 
+TEST_CASE("add_out writes a + alpha b into an existing tensor, aliasing allowed, shapes checked") {
+  const Tensor a = arange(12, DType::Float64).view({3, 4});
+  const Tensor row = from_vector<double>({1, 2, 3, NAN});
+  Tensor out = full({3, 4}, -7.0, DType::Float64);
+  add_out(out, a, row, 2);  // row broadcast over the rows
+  CHECK(out.get({2, 1}) == 9 + 4);
+  CHECK(std::isnan(out.get({1, 3})));
+  Tensor strided = zeros({4, 3}, DType::Float64).t();  // a [3 x 4] result with transposed strides
+  add_out(strided, a, a);
+  CHECK(max_abs_diff(strided, a.mul(2)) == 0);
+  Tensor self = a.clone();
+  const Tensor finite_row = from_vector<double>({1, 2, 3, 4});
+  add_out(self, self, finite_row);  // out is a itself: an in-place add
+  CHECK(max_abs_diff(self, a.add(finite_row)) == 0);
+  Tensor small = zeros({4}, DType::Float64);
+  CHECK_THROWS_WITH_AS(add_out(small, a, row), doctest::Contains("into the result [4]"), Error);
+  Tensor f32 = zeros({3, 4});
+  CHECK_THROWS_AS(add_out(f32, a, a), Error);  // dtypes differ
+}
+
 TEST_CASE("unary ops match the C library") {
   const std::vector<double> xs = {-2.5, -1, -0.25, 0, 0.25, 1, 2.5};
   Tensor x = from_vector<double>(xs);
