@@ -47,10 +47,39 @@ bool blas_takes(bool transA, bool transB, int64_t M, int64_t N, int64_t K, int64
   return lda >= std::max<int64_t>(1, need_a) && ldb >= std::max<int64_t>(1, need_b) && ldc >= std::max<int64_t>(1, N);
 }
 
+// Note [Products with one row or column]
+// A product whose C is a single row or column (Linear at batch 1, a recurrent step of one
+// sequence) is a matrix-vector product: sgemm would first pack the whole matrix into its
+// panel layout, reading and writing it once more than gemv, which reads it once (ResNet-50's
+// 2048 -> 1000 Linear at batch 1: 0.60 ms against PyTorch's 0.19 on two cores). With beta == 0
+// C is zeroed first, so no NaN or Inf in it survives whatever gemv does with beta.
+template <class T>
+void blas_gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, T alpha, const T* A, int64_t lda, const T* x,
+               int64_t incx, T beta, T* y, int64_t incy, int64_t n) {
+  if (beta == T(0)) {
+    for (int64_t j = 0; j < n; ++j) y[j * incy] = T(0);
+  }
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemv(CblasRowMajor, t, i(rows), i(cols), alpha, A, i(lda), x, i(incx), beta, y, i(incy));
+  } else {
+    cblas_dgemv(CblasRowMajor, t, i(rows), i(cols), alpha, A, i(lda), x, i(incx), beta, y, i(incy));
+  }
+}
+
 template <class T>
 void blas_gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
                int64_t ldb, T beta, T* C, int64_t ldc) {
   const CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+  if (M == 1) {  // C^T = op(B)^T a, a read with stride lda when A is stored transposed
+    const CBLAS_TRANSPOSE t = transB ? CblasNoTrans : CblasTrans;
+    blas_gemv(t, transB ? N : K, transB ? K : N, alpha, B, ldb, A, transA ? lda : 1, beta, C, 1, N);
+    return;
+  }
+  if (N == 1) {  // C = op(A) b, b read with stride ldb unless B is stored transposed
+    blas_gemv(ta, transA ? K : M, transA ? M : K, alpha, A, lda, B, transB ? 1 : ldb, beta, C, ldc, M);
+    return;
+  }
   const auto i = [](int64_t v) { return static_cast<int>(v); };
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));

@@ -206,13 +206,14 @@ TEST_CASE("comparison helpers") {
 
 TEST_CASE(
     "blas::gemm against a plain triple loop: every transpose, alpha and beta, padded leading dims, and "
-    "products large enough for Eigen's threads") {
+    "products large enough for Eigen's threads, one-row and one-column products (gemv)") {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   struct Size {
     int64_t M, N, K;
   };
-  for (const Size& z : {Size{300, 70, 200}, Size{40, 500, 150}, Size{5, 3, 4}}) {
+  for (const Size& z : {Size{300, 70, 200}, Size{40, 500, 150}, Size{5, 3, 4}, Size{1, 700, 300}, Size{600, 1, 250},
+                        Size{1, 1, 40}}) {
     for (int trans = 0; trans < 4; ++trans) {
       const bool tA = trans & 1, tB = trans & 2;
       const auto [M, N, K] = z;
@@ -279,4 +280,15 @@ TEST_CASE(
   std::vector<float> row(N, -7.f);
   blas::gemm<float>(false, false, 1, N, K, 1.f, A.data(), 0, B.data(), N, 0.f, row.data(), N);
   for (int64_t j = 0; j < N; ++j) CHECK(row[j] == doctest::Approx(want[j]).epsilon(1e-6));
+
+  // one row and one column of C (Note [Products with one row or column]): beta 0 ignores NaN too
+  std::vector<float> first_row(N, std::numeric_limits<float>::quiet_NaN());
+  blas::gemm<float>(false, false, 1, N, K, 1.f, A.data(), K, B.data(), N, 0.f, first_row.data(), N);
+  for (int64_t j = 0; j < N; ++j) CHECK(first_row[j] == doctest::Approx(want[j]).epsilon(1e-6));
+  std::vector<float> first_col(M * 2, std::numeric_limits<float>::quiet_NaN());
+  blas::gemm<float>(false, false, M, 1, K, 1.f, A.data(), K, B.data(), N, 0.f, first_col.data(), 2);
+  for (int64_t i = 0; i < M; ++i) {
+    CHECK(first_col[i * 2] == doctest::Approx(want[i * N]).epsilon(1e-6));
+    CHECK(std::isnan(first_col[i * 2 + 1]));  // between the rows of C: left alone
+  }
 }
