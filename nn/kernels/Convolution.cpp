@@ -27,9 +27,46 @@ int conv_threads(const ConvGeometry& g) { return batch_threads(g.batch, g.outC *
 // is no larger than a column buffer (colRows x outSpatial); layers with more planes than pixels
 // go sample by sample, each gemm threaded by Eigen, instead of holding a gradient per thread.
 int weight_threads(const ConvGeometry& g) { return g.outC <= g.outSpatial() ? conv_threads(g) : 1; }
+
+
+// Note [Spatial tiles]
+// The column matrix of a large image leaves the caches between im2col writing it and the gemm
+// reading it: ResNet-50's 3x3 convolutions at 56x56 unfold to 576 x 3136 floats (7 MB), and
+// at batch 1 ran at half PyTorch's speed on the GPU host's two cores where the deeper layers
+// kept up (VGG's first layers at 224x224 held 115 MB of columns per thread). So the forward
+// pass cuts a sample's output positions into tiles of about kTileElements column elements,
+// unfolds one tile at a time and multiplies it into those columns of y (gemm with ldc = the
+// plane's size). A sample of a batch-parallel pass walks its tiles on its thread; a lone
+// sample (a batch smaller than the team) gives the tiles to the team, which shares no data.
+// The tiles depend on the geometry alone, never on the threads or the batch, so a sample gets
+// the same bits alone or in a batch, on any number of threads (the gemm of a column can
+// depend on the product's width).
+constexpr int64_t kTileElements = int64_t{1} << 17;  // 512 KB of float columns
+struct Tiles {
+  int64_t columns = 0;  // output positions per tile (the last may have fewer)
+  int64_t count = 0;    // 0: not tiled
+};
+Tiles forward_tiles(const ConvGeometry& g) {
+  const int64_t R = g.colRows(), P = g.outSpatial();
+  if (g.pointwise() || R * P <= 4 * kTileElements) return {};  // columns that stay in a core's cache
+  // a multiple of 8 tiles, so that 2, 4 or 8 threads get as many each, of at least 16 columns
+  int64_t count = (R * P + kTileElements - 1) / kTileElements;
+  count = std::min((count + 7) / 8 * 8, (P + 15) / 16);
+  if (count <= 1) return {};
+  const int64_t columns = (P + count - 1) / count;
+  return {columns, (P + columns - 1) / columns};
+}
+// Threads that hold a tile's columns at once: the batch's, or the team's over one sample's tiles.
+int64_t tile_threads(const ConvGeometry& g, const Tiles& t) {
+  const int batch = conv_threads(g);
+  return batch > 1 ? batch : std::min<int64_t>(max_threads(), t.count);
+}
 }  // namespace
 
 int64_t conv_workspace_size(const ConvGeometry& g, ConvPass pass) {
+  if (pass == ConvPass::Forward) {
+    if (const Tiles t = forward_tiles(g); t.count > 0) return tile_threads(g, t) * g.colRows() * t.columns;
+  }
   const bool weight = pass == ConvPass::BackwardFilter;
   const int64_t threads = weight ? weight_threads(g) : conv_threads(g);
   const int64_t cols = g.pointwise() ? 0 : g.colRows() * g.outSpatial();
@@ -56,13 +93,15 @@ Range valid_range(int64_t n, int64_t out, int64_t stride, int64_t off) {
 // Walks the kernelSpatial() column rows of one channel against its image plane. ToCol copies
 // the plane into the rows (zeros where the window leaves the image); otherwise the rows are
 // added into the plane. Ranges of valid outputs are computed per kernel offset, so the inner
-// loop has no bounds test.
+// loop has no bounds test. Only the output positions [p0, p1) are walked: column j of a row is
+// position p0 + j (Note [Spatial tiles]).
 template <bool ToCol, class T>
 void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditional_t<ToCol, T*, const T*> rows,
-                  const ConvGeometry& g) {
+                  const ConvGeometry& g, int64_t p0, int64_t p1) {
   const auto& [in0, in1, in2] = g.in;
   const auto& [out0, out1, out2] = g.out;
-  const int64_t P = g.outSpatial();
+  const int64_t P = p1 - p0;
+  if (P <= 0) return;
   for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
     const int64_t off0 = k0 * g.dilation[0] - g.pad[0];
     const Range r0 = valid_range(in0, out0, g.stride[0], off0);
@@ -74,40 +113,35 @@ void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditiona
         const Range r2 = valid_range(in2, out2, g.stride[2], off2);
         const int64_t s2 = g.stride[2];
         auto row = rows + ((k0 * g.k[1] + k1) * g.k[2] + k2) * P;
-        for (int64_t o0 = 0; o0 < out0; ++o0) {
-          auto row0 = row + o0 * out1 * out2;
-          if (!r0.contains(o0)) {
-            if constexpr (ToCol) std::fill(row0, row0 + out1 * out2, T(0));
+        // output row q (o0, o1 flattened) covers positions [q out2, (q + 1) out2)
+        for (int64_t q = p0 / out2; q * out2 < p1; ++q) {
+          const int64_t o0 = q / out1, o1 = q % out1;
+          const int64_t a = std::max<int64_t>(p0 - q * out2, 0), b = std::min(p1 - q * out2, out2);
+          auto dst = row + (q * out2 + a - p0);  // output o2 of this row is dst[o2 - a]
+          if (!r0.contains(o0) || !r1.contains(o1)) {
+            if constexpr (ToCol) std::fill(dst, dst + (b - a), T(0));
             continue;
           }
-          const int64_t i0 = o0 * g.stride[0] + off0;
-          for (int64_t o1 = 0; o1 < out1; ++o1) {
-            auto dst = row0 + o1 * out2;
-            if (!r1.contains(o1)) {
-              if constexpr (ToCol) std::fill(dst, dst + out2, T(0));
-              continue;
-            }
-            const int64_t i1 = o1 * g.stride[1] + off1;
-            // the image element of output o2 is plane[base + o2 * s2], in bounds for o2 in r2
-            const int64_t base = (i0 * in1 + i1) * in2 + off2;
-            const int64_t len = r2.hi - r2.lo;
-            if constexpr (ToCol) {
-              std::fill(dst, dst + r2.lo, T(0));
-              if (len > 0 && s2 == 1) {
-                std::copy_n(plane + (base + r2.lo), len, dst + r2.lo);
-              } else {
-                for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) dst[o2] = plane[base + o2 * s2];
-              }
-              std::fill(dst + r2.hi, dst + out2, T(0));
-            } else if (len > 0 && s2 == 1) {
-              T* to = plane + (base + r2.lo);
-              const T* from = dst + r2.lo;
-              // rows and planes never overlap
-#pragma omp simd
-              for (int64_t j = 0; j < len; ++j) to[j] += from[j];
+          const int64_t i0 = o0 * g.stride[0] + off0, i1 = o1 * g.stride[1] + off1;
+          // the image element of output o2 is plane[base + o2 * s2], in bounds for o2 in r2
+          const int64_t base = (i0 * in1 + i1) * in2 + off2;
+          const int64_t lo = std::clamp(r2.lo, a, b), hi = std::clamp(r2.hi, lo, b);
+          if constexpr (ToCol) {
+            std::fill(dst, dst + (lo - a), T(0));
+            if (s2 == 1) {
+              std::copy_n(plane + (base + lo), hi - lo, dst + (lo - a));
             } else {
-              for (int64_t o2 = r2.lo; o2 < r2.hi; ++o2) plane[base + o2 * s2] += dst[o2];
+              for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2 - a] = plane[base + o2 * s2];
             }
+            std::fill(dst + (hi - a), dst + (b - a), T(0));
+          } else if (s2 == 1) {
+            T* to = plane + (base + lo);
+            const T* from = dst + (lo - a);
+            // rows and planes never overlap
+#pragma omp simd
+            for (int64_t j = 0; j < hi - lo; ++j) to[j] += from[j];
+          } else {
+            for (int64_t o2 = lo; o2 < hi; ++o2) plane[base + o2 * s2] += dst[o2 - a];
           }
         }
       }
@@ -127,7 +161,7 @@ template <class T>
 void im2col(const T* im, T* col, int64_t channels, const ConvGeometry& g) {
   const int64_t S = g.inSpatial(), rows = g.kernelSpatial() * g.outSpatial();
 #pragma omp parallel for schedule(static) if (channels_in_parallel(channels, g))
-  for (int64_t c = 0; c < channels; ++c) unfold_plane<true, T>(im + c * S, col + c * rows, g);
+  for (int64_t c = 0; c < channels; ++c) unfold_plane<true, T>(im + c * S, col + c * rows, g, 0, g.outSpatial());
 }
 
 template <class T>
@@ -136,7 +170,7 @@ void col2im(const T* col, T* im, int64_t channels, const ConvGeometry& g) {
 #pragma omp parallel for schedule(static) if (channels_in_parallel(channels, g))
   for (int64_t c = 0; c < channels; ++c) {
     std::fill(im + c * S, im + (c + 1) * S, T(0));
-    unfold_plane<false, T>(im + c * S, col + c * rows, g);
+    unfold_plane<false, T>(im + c * S, col + c * rows, g, 0, g.outSpatial());
   }
 }
 
@@ -158,8 +192,45 @@ void for_sample_groups(const ConvGeometry& g, Image* image, Out* out, T* workspa
 }
 }  // namespace
 
+namespace {
+// conv_forward by spatial tiles (Note [Spatial tiles]).
+template <class T>
+void conv_forward_tiled(const ConvGeometry& g, const Tiles& t, const T* x, const T* w, const T* bias, T* y,
+                        T* workspace) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows(), P = g.outSpatial();
+  const int64_t S = g.inSpatial(), K = g.kernelSpatial();
+  // one tile of sample n, group grp, on the thread that owns workspace slot `slot`
+  auto tile = [&](int64_t n, int64_t grp, int64_t i, int64_t slot) {
+    const int64_t p0 = i * t.columns, p1 = std::min(P, p0 + t.columns), cols = p1 - p0;
+    const T* xg = x + (n * g.inC + grp * Cg) * S;
+    T* yg = y + (n * g.outC + grp * Og) * P + p0;
+    T* col = workspace + slot * R * t.columns;
+    for (int64_t c = 0; c < Cg; ++c) unfold_plane<true, T>(xg + c * S, col + c * K * cols, g, p0, p1);
+    if (bias) {
+      for (int64_t o = 0; o < Og; ++o) std::fill_n(yg + o * P, cols, bias[grp * Og + o]);
+    }
+    gemm<T>(false, false, Og, cols, R, T(1), w + grp * Og * R, R, col, cols, bias ? T(1) : T(0), yg, P);
+  };
+  if (conv_threads(g) > 1) {
+    parallel_batch(g.batch, conv_threads(g), [&](int64_t n, int tid) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        for (int64_t i = 0; i < t.count; ++i) tile(n, grp, i, tid);
+      }
+    });
+    return;
+  }
+  const int team = in_parallel() ? 1 : static_cast<int>(tile_threads(g, t));
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      parallel_batch(t.count, team, [&](int64_t i, int tid) { tile(n, grp, i, tid); });
+    }
+  }
+}
+}  // namespace
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, T* workspace) {
+  if (const Tiles t = forward_tiles(g); t.count > 0) return conv_forward_tiled(g, t, x, w, bias, y, workspace);
   const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows(), P = g.outSpatial();
   for_sample_groups(g, x, y, workspace, [&](int64_t grp, const T* xg, T* yg, T* col) {
     if (col) im2col(xg, col, Cg, g);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include <omp.h>
+
 #include "nn/SpatialConvolution.h"
 #include "tensor/Safetensors.h"
 #include "tests/support/GradCheck.h"
@@ -184,6 +186,35 @@ TEST_CASE("SpatialConvolution batch-parallel passes equal the per-sample ones") 
   nn::SpatialConvolution p(16, 16, 1, 1);
   p.to(DType::Float64);
   convref::expect_batch_matches_samples(p, uniform({4, 16, 32, 32}, -1, 1, gen, DType::Float64));
+}
+
+TEST_CASE("SpatialConvolution forward of one large image in spatial tiles matches the direct loop") {
+  // column matrices above the tiling threshold (Note [Spatial tiles] in nn/kernels/Convolution.cpp),
+  // batch 1 and 2 on the team and on one thread, with stride, asymmetric padding, groups and
+  // dilation; row counts that do not divide into the tiles
+  Generator gen(20261126);
+  const Config cfgs[] = {{16, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 61, 60}, {16, 8, 3, 5, 1, 2, 1, 2, 2, 2, 1, 1, 97, 120},
+                         {3, 8, 7, 7, 2, 2, 3, 3, 1, 1, 1, 2, 150, 131}};
+  for (const Config& c : cfgs) {
+    auto m = make(c);
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      m->to(dt);
+      const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, dt);
+      const Tensor ref = convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64),
+                                       m->bias.to(DType::Float64), params_of(*m));
+      for (int threads : {0, 1}) {
+        INFO(m->str(), " input ", shape_str(x.sizes()), " ", std::string(name(dt)) + (threads ? " on one thread" : " on the team"));
+        const int saved = omp_get_max_threads();
+        if (threads) omp_set_num_threads(threads);
+        const Tensor y = m->forward(x).clone();
+        omp_set_num_threads(saved);
+        REQUIRE(y.sizes() == ref.sizes());
+        CHECK(max_abs_diff(y.to(DType::Float64), ref) < (dt == DType::Float32 ? 1e-4 : 1e-11));
+        // a lone sample gets what it gets in the batch
+        if (c.batch > 1) CHECK(max_abs_diff(m->forward(x[1]), y[1]) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("SpatialConvolution at a realistic size (speed sanity, nothing timed)") {
