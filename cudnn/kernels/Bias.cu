@@ -8,6 +8,7 @@
 #include "tensor/Cuda.h"
 #include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
+#include "tensor/cuda/Pack.h"
 
 // Note [Bias kernels]
 // On convnet-benchmarks' L1 (3 -> 96 11x11 on [128 x 3 x 128 x 128], float16, H100) the
@@ -27,6 +28,7 @@ namespace cudnn::kernels {
 namespace {
 
 using tensor::acc_t;
+using tensor::cuda::Pack;
 using tensor::Tensor;
 
 constexpr int kThreads = 256;
@@ -63,10 +65,6 @@ int sm_count(int device) {
 // Packs of V elements (16 bytes where the layout allows) share one channel (row-major: the
 // run length S is a multiple of V) or hold V consecutive channels (channels-last: C is a
 // multiple of V), so a pack needs one index division. I: the index type (32-bit when it fits).
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 template <class T, int V, class I, bool kChannelsLast>
 __global__ void add_kernel(T* y, const T* bias, I packs, I C, I S) {

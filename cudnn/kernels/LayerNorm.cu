@@ -10,6 +10,7 @@
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
+#include "tensor/cuda/Pack.h"
 
 namespace cudnn::kernels {
 
@@ -89,11 +90,9 @@ __global__ void forward_kernel(const T* x, int64_t rows, int64_t cols, const T* 
 constexpr int kWarpRows = 4;  // rows (warps) per block
 constexpr int kMaxPacks = 8;  // packs per lane: rows up to 32 * 8 * 16 bytes (2048 16-bit values)
 
+// a row's 16-byte packs
 template <class T>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / sizeof(T);
-  T v[kSize];
-};
+using Pack = tensor::cuda::Pack<T, tensor::cuda::kPack16<T>>;
 
 template <class A>
 __device__ A warp_sum(A v) {
@@ -104,7 +103,7 @@ __device__ A warp_sum(A v) {
 template <class T, class A, int kPacks>
 __global__ void forward_warp_kernel(const T* x, int64_t rows, int64_t cols, const T* w, const T* b, A eps, T* y,
                                     A* mean, A* rstd) {
-  constexpr int V = Pack<T>::kSize;
+  constexpr int V = tensor::cuda::kPack16<T>;
   const int lane = threadIdx.x % 32;
   const int64_t packs = cols / V;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRows + threadIdx.x / 32; r < rows;
@@ -160,7 +159,7 @@ __global__ void forward_warp_kernel(const T* x, int64_t rows, int64_t cols, cons
 // where the block kernel takes the rows.
 template <class T>
 int warp_packs(int64_t cols, std::initializer_list<const void*> pointers) {
-  constexpr int V = Pack<T>::kSize;
+  constexpr int V = tensor::cuda::kPack16<T>;
   if (cols % V != 0 || cols / V > 32 * kMaxPacks) return 0;
   for (const void* p : pointers) {
     if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tensor/DType.h"
+#include "tensor/cuda/Pack.h"
 
 namespace cudnn::kernels::max_pool_cl {
 
@@ -36,10 +37,7 @@ TENSOR_HD T narrow(acc_of<T> v) {
 }
 
 // V adjacent channels, loaded and stored as one access.
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+using tensor::cuda::Pack;
 
 TENSOR_HD int64_t in_plane(const Geometry& g) { return int64_t(g.in[0]) * g.in[1] * g.in[2]; }
 TENSOR_HD int64_t out_plane(const Geometry& g) { return int64_t(g.out[0]) * g.out[1] * g.out[2]; }

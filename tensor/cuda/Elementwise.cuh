@@ -18,6 +18,7 @@
 #include "tensor/Cuda.h"
 #include "tensor/Tensor.h"
 #include "tensor/cuda/CudaCheck.h"
+#include "tensor/cuda/Pack.h"
 
 namespace tensor::cuda::elementwise {
 
@@ -125,10 +126,6 @@ __global__ void __launch_bounds__(kThreads) elementwise_kernel(Layout<N> layout,
 // registers, and stores the output's pack (an in-place operand is read whole before it is
 // written). f must only write operand 0 (the functors passed a Uniform type do). Block 0
 // takes the last numel % V elements one by one.
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 template <int N, class T, class F>
 __global__ void __launch_bounds__(kThreads) packed_kernel(Layout<N> layout, int64_t packs, int64_t tail, F f) {
