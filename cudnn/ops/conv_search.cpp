@@ -336,15 +336,20 @@ constexpr int kTimedConfigsPerEngine = 4;
 // the trials made the peak of a 3x3 convolution on 13x13 images (L5) 10.8x PyTorch's, and the
 // fastest engine, leased on every call, kept L1's and L3's steady memory 1.6-1.8x PyTorch's
 // (docs/performance.md, "Leased workspaces"). So a timed search
-//   - tries only candidates whose workspace is at most conv.search_workspace (default 4) times
-//     the bytes of the pass's tensors (x, w and y), and at least kTrialWorkspaceFloor (16 MiB,
+//   - tries only candidates whose workspace is at most conv.search_workspace times the bytes of
+//     the pass's tensors (x, w and y; by default 4 for float32/float64 data, 2 for 16-bit),
+//     and at least kTrialWorkspaceFloor (16 MiB,
 //     what small problems' good engines ask), within workspace_limit and the memory to be had:
 //     the pool then grows by at most a few times the working set of the call; over-cap
 //     candidates are left out of the list, so not even a fallback leases more (the last resort
 //     needs no workspace). Why 4: on the H100 (float16 L1-L5) a cap of 1 left out every fast
 //     engine of L2, L3 and L5 (10x slower), 16 kept L1's and L3's steady memory 1.6-1.8x
 //     PyTorch's, and 4 met the memory goals but L3's steady (1.28x) with every row still
-//     faster than PyTorch's (docs/performance.md, "Trial workspaces");
+//     faster than PyTorch's (docs/performance.md, "Trial workspaces"). Why 2 for 16-bit data:
+//     on the H200 a cap of 2 met every memory goal in float16 and bfloat16 (L3's forward
+//     leaves FFT_TILING, 204 MiB, for a tensor-core engine with 53 MiB, 0.42 -> 0.50 ms) with
+//     every row still ahead, while in float32 it put L1-L4 behind PyTorch (their fast engines
+//     need 3-4x the tensors), where 4 meets both ("Two trial caps" in docs/performance.md);
 //   - among the candidates within conv.search_tolerance (default 2 %) of the fastest time,
 //     runs the one with the smallest workspace: two timed runs differ by about that much anyway,
 //     and a workspace leased on every call is steady memory;
@@ -534,7 +539,8 @@ size_t ConvPlan::Impl::workspace_cap() const {
 
 size_t ConvPlan::Impl::search_cap(const ConvProblem& c) const {
   const size_t cap = workspace_cap();
-  const double ratio = config().conv_search_workspace;
+  const double set = config().conv_search_workspace;
+  const double ratio = set != Config::kSearchWorkspaceAuto ? set : c.sixteen_bit ? 2.0 : 4.0;
   if (use_fastest() || ratio <= 0) return cap;
   const double relative =
       std::max(static_cast<double>(kTrialWorkspaceFloor), ratio * static_cast<double>(c.tensor_bytes));
@@ -590,6 +596,7 @@ ConvProblem ConvPlan::Impl::problem(const PassTensors& t, const ConvSpec& g, cud
                 .out_tensor = &t.out,
                 .out_bytes = t.out.nbytes(),
                 .tensor_bytes = t.a.nbytes() + t.b.nbytes() + t.out.nbytes(),
+                .sixteen_bit = dtype == DType::Float16 || dtype == DType::BFloat16,
                 .device = t.a.device().index,
                 .alpha = alpha,
                 .beta = beta,
@@ -769,6 +776,27 @@ std::vector<ConvPlan::Timing> timings_of(const std::vector<Candidate>& cands) {
   return out;
 }
 
+// verbose=true: what a timed search measured, fastest first (name, ms, workspace), so that a
+// user weighing speed against memory (conv.search_workspace, conv.search_tolerance) sees the
+// candidates the choice was made among.
+void trace_timings(const Trace& trace, ConvPass pass, const std::vector<Candidate>& cands) {
+  if (!config().verbose) return;
+  std::vector<const Candidate*> timed;
+  for (const Candidate& c : cands) {
+    if (c.timed) timed.push_back(&c);
+  }
+  if (timed.empty()) return;
+  std::stable_sort(timed.begin(), timed.end(), [](const auto* a, const auto* b) { return a->time < b->time; });
+  std::string line = "timed";
+  for (const Candidate* c : timed) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " %.3f ms ", c->time);
+    line += std::string(line.size() > 5 ? "; " : " ") + (c->engine ? c->engine->name() : algo_name(pass, c->algo)) +
+            ms + bytes_str(c->memory);
+  }
+  trace.say(line);
+}
+
 // The candidate that ran, remembered for steady state.
 void remember(PassState& s, const ConvKey& key, const Candidate& cand, cudnnDataType_t compute, size_t ws_bytes) {
   s.valid = true;
@@ -897,6 +925,7 @@ bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvK
     Trace trace{.pass = P, .what = what_of(dtype, compute, t, g)};
     const std::vector<Candidate> cands = candidates<P>(c, setting, cache_key, timed, g, dtype, trace);
     s.timings = timings_of(cands);
+    trace_timings(trace, P, cands);
     if (try_in_order<P>(c, key, compute, cands, dtype, s, trace)) return true;
     if (auto last = candidate_of<P>(c, last_resort(P, config().deterministic).algo, dtype)) {
       trace.policy = "last resort";  // the algorithm that needs no workspace
@@ -956,6 +985,7 @@ bool ConvPlan::Impl::search_fused(const PassTensors& t, const ConvSpec& g, const
     cache().put(key, cands);
   }
   fused.timings = timings_of(cands);
+  trace_timings(trace, P, cands);
   if (try_in_order<P>(c, key, compute, cands, dtype, fused, trace)) return true;
   trace.say("no fused engine ran (" + (trace.tried.empty() ? std::string("none tried") : trace.tried) +
             "); computing conv, bias and activation apart");
