@@ -98,7 +98,10 @@ struct Config {
   Precision precision = Precision::AsInputF32;
   bool conv_graph = true;
   size_t conv_cache_limit = 10000;
-  double conv_search_workspace = 4.0;  // Note [Trial workspaces]
+  // Note [Trial workspaces]: a multiple of the pass's tensor bytes, or kSearchWorkspaceAuto (the
+  // default: 4 for float32/float64 data, 2 for 16-bit)
+  static constexpr double kSearchWorkspaceAuto = -1;
+  double conv_search_workspace = kSearchWorkspaceAuto;
   double conv_search_tolerance = 0.02;
   bool channels_last = false;
   bool attention_fused = true;

@@ -75,6 +75,7 @@ struct ConvProblem {
   const Tensor* out_tensor = nullptr;  // out again, for a graph engine's blend (Note [Candidates])
   size_t out_bytes = 0;
   size_t tensor_bytes = 0;  // a, b and out: what a timed search's trial cap is relative to
+  bool sixteen_bit = false;  // float16 / bfloat16 data (the cap's default ratio)
   int device = 0;
   double alpha = 1, beta = 0;
   Scalar alpha_scalar{1, DType::Float32}, beta_scalar{0, DType::Float32};  // the factors for cuDNN's legacy calls

@@ -131,7 +131,7 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
   }
   CHECK(config().conv_cache_limit == 10000);  // the default, as PyTorch's plan cache
   // the timed search's trial cap and tolerance (Note [Trial workspaces] in cudnn/ops/conv_search.cpp)
-  CHECK(config().conv_search_workspace == 4.0);
+  CHECK(config().conv_search_workspace == Config::kSearchWorkspaceAuto);  // 4x for float32, 2x for 16-bit
   CHECK(config().conv_search_tolerance == 0.02);
   {
     ScopedConfig scoped("conv.search_workspace=0.25,conv.search_tolerance=0");
@@ -142,7 +142,14 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
     set_flags(printed);  // what str() prints parses back to the same flags
     CHECK(config().str() == printed);
   }
-  CHECK(config().str().find("conv.search_workspace=4,conv.search_tolerance=0.02,") != std::string::npos);
+  CHECK(config().str().find("conv.search_workspace=auto,conv.search_tolerance=0.02,") != std::string::npos);
+  {
+    ScopedConfig fixed("conv.search_workspace=4");
+    CHECK(config().conv_search_workspace == 4.0);
+    set_flags("conv.search_workspace=auto");
+    CHECK(config().conv_search_workspace == Config::kSearchWorkspaceAuto);
+  }
+  CHECK_THROWS_WITH_AS(set_flags("conv.search_workspace=automatic"), doctest::Contains("or auto"), tensor::Error);
   for (const char* bad : {"conv.search_workspace=-1", "conv.search_workspace=lots", "conv.search_workspace=2x",
                           "conv.search_tolerance=", "conv.search_tolerance=inf", "conv.search_tolerance=nan"}) {
     CHECK_THROWS_WITH_AS(set_flags(bad), doctest::Contains("expects a non-negative number"), tensor::Error);

@@ -389,6 +389,46 @@ TEST_CASE("trial workspaces: a timed search never leases more than conv.search_w
   cudnn::clear_algorithm_cache();
 }
 
+TEST_CASE("trial workspaces: by default 4x the tensors for float32 data, 2x for 16-bit") {
+  // L3's convolution at batch 32 in float16 (about 15 MiB of tensors): FFT_TILING's workspace
+  // lies between 2x and 4x of them, so the two caps give different candidate lists
+  Generator gen(8109);
+  struct Conv16 {
+    Tensor x, w, y;
+    cudnn::ConvSpec geo;
+    cudnn::ConvPlan plan;
+    explicit Conv16(Generator& gen)
+        : x(uniform({32, 128, 32, 32}, -1, 1, gen, DType::Float16, gpu)),
+          w(uniform({128, 128, 9, 9}, -0.1, 0.1, gen, DType::Float16, gpu)),
+          y(empty({32, 128, 24, 24}, DType::Float16, gpu)) {}
+    size_t largest_timed() {
+      plan.forward(x, w, y, geo);
+      size_t largest = 0;
+      for (const auto& t : plan.timings(cudnn::ConvPass::Forward)) largest = std::max(largest, t.workspace);
+      return largest;
+    }
+  };
+  CHECK(cudnn::config().conv_search_workspace == cudnn::Config::kSearchWorkspaceAuto);
+  Conv16 wide(gen);
+  const size_t bytes = wide.x.nbytes() + wide.w.nbytes() + wide.y.nbytes();
+  {
+    cudnn::ScopedConfig flags("benchmark=true,conv.search_workspace=4");
+    cudnn::clear_algorithm_cache();
+    const size_t largest = wide.largest_timed();
+    INFO("tensors ", bytes, " bytes; largest timed workspace with the cap at 4x: ", largest);
+    CHECK(largest > 2 * bytes);  // a candidate the 16-bit default leaves out
+    CHECK(largest <= 4 * bytes);
+  }
+  cudnn::ScopedConfig flags("benchmark=true");  // conv.search_workspace=auto
+  cudnn::clear_algorithm_cache();
+  Conv16 capped(gen);
+  const size_t largest = capped.largest_timed();
+  INFO("largest timed workspace by default: ", largest);
+  CHECK(largest <= std::max(kTrialFloor, 2 * bytes));
+  CHECK(capped.plan.workspace_bytes(cudnn::ConvPass::Forward) <= std::max(kTrialFloor, 2 * bytes));
+  cudnn::clear_algorithm_cache();
+}
+
 // allow_tf32=false refuses the TF32 engines, the fastest float32 ones: a search that timed them
 // measured the tolerance from, and listed, candidates that never run (Note [Refused candidates]).
 TEST_CASE("trial workspaces: the choice is, within conv.search_tolerance of the fastest, the smallest workspace") {
