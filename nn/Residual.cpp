@@ -53,9 +53,9 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool 
     return;
   }
   // gb is the block's own gradInput, which the shortcut's step leaves alone
-  const Tensor& other =
-      modules.size() > 1 ? rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); })
-                         : gradOutput;
+  const Tensor& other = modules.size() > 1
+                            ? rethrowErrors(1, [&]() -> const Tensor& { return step(*modules[1], input, gradOutput); })
+                            : gradOutput;
   tensor::add_out(ensure(gradInput, gb.sizes(), gb, tensor::suggest_memory_format(gb)), gb, other);
 }
 

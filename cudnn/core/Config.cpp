@@ -208,8 +208,7 @@ std::string Config::str() const {
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
          ",conv.algo_bwd_data=" + algo_bwd_data.name +
          ",conv.precision=" + precision_names[static_cast<int>(precision)] + ",conv.graph=" + b(conv_graph) +
-         ",conv.cache_limit=" + std::to_string(conv_cache_limit) +
-         ",conv.search_workspace=" +
+         ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",conv.search_workspace=" +
          (conv_search_workspace == kSearchWorkspaceAuto ? std::string("auto") : number(conv_search_workspace)) +
          ",conv.search_tolerance=" + number(conv_search_tolerance) + ",channels_last=" + b(channels_last) +
          ",attention.fused=" + b(attention_fused);
@@ -267,8 +266,9 @@ void apply_flags(Config& next, const std::string& flags) {
     } else if (key == "conv.cache_limit") {
       next.conv_cache_limit = parse_count(key, value);
     } else if (key == "conv.search_workspace") {
-      next.conv_search_workspace = value == "auto" ? Config::kSearchWorkspaceAuto
-                                                   : parse_ratio(key, value, "4 or 0.5 (0: no cap but workspace_limit), or auto");
+      next.conv_search_workspace = value == "auto"
+                                       ? Config::kSearchWorkspaceAuto
+                                       : parse_ratio(key, value, "4 or 0.5 (0: no cap but workspace_limit), or auto");
     } else if (key == "conv.search_tolerance") {
       next.conv_search_tolerance = parse_ratio(key, value, "0.02 (0: the fastest)");
     } else if (key == "layernorm.engine") {

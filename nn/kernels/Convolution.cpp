@@ -28,7 +28,6 @@ int conv_threads(const ConvGeometry& g) { return batch_threads(g.batch, g.outC *
 // go sample by sample, each gemm threaded by Eigen, instead of holding a gradient per thread.
 int weight_threads(const ConvGeometry& g) { return g.outC <= g.outSpatial() ? conv_threads(g) : 1; }
 
-
 // Note [Spatial tiles]
 // The column matrix of a large image leaves the caches between im2col writing it and the gemm
 // reading it: ResNet-50's 3x3 convolutions at 56x56 unfold to 576 x 3136 floats (7 MB), and

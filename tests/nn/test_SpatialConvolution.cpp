@@ -193,17 +193,19 @@ TEST_CASE("SpatialConvolution forward of one large image in spatial tiles matche
   // batch 1 and 2 on the team and on one thread, with stride, asymmetric padding, groups and
   // dilation; row counts that do not divide into the tiles
   Generator gen(20261126);
-  const Config cfgs[] = {{16, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 61, 60}, {16, 8, 3, 5, 1, 2, 1, 2, 2, 2, 1, 1, 97, 120},
+  const Config cfgs[] = {{16, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 61, 60},
+                         {16, 8, 3, 5, 1, 2, 1, 2, 2, 2, 1, 1, 97, 120},
                          {3, 8, 7, 7, 2, 2, 3, 3, 1, 1, 1, 2, 150, 131}};
   for (const Config& c : cfgs) {
     auto m = make(c);
     for (DType dt : {DType::Float32, DType::Float64}) {
       m->to(dt);
       const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, dt);
-      const Tensor ref = convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64),
-                                       m->bias.to(DType::Float64), params_of(*m));
+      const Tensor ref =
+          convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64), m->bias.to(DType::Float64), params_of(*m));
       for (int threads : {0, 1}) {
-        INFO(m->str(), " input ", shape_str(x.sizes()), " ", std::string(name(dt)) + (threads ? " on one thread" : " on the team"));
+        INFO(m->str(), " input ", shape_str(x.sizes()), " ",
+             std::string(name(dt)) + (threads ? " on one thread" : " on the team"));
         const int saved = omp_get_max_threads();
         if (threads) omp_set_num_threads(threads);
         const Tensor y = m->forward(x).clone();

@@ -212,8 +212,8 @@ TEST_CASE(
   struct Size {
     int64_t M, N, K;
   };
-  for (const Size& z : {Size{300, 70, 200}, Size{40, 500, 150}, Size{5, 3, 4}, Size{1, 700, 300}, Size{600, 1, 250},
-                        Size{1, 1, 40}}) {
+  for (const Size& z :
+       {Size{300, 70, 200}, Size{40, 500, 150}, Size{5, 3, 4}, Size{1, 700, 300}, Size{600, 1, 250}, Size{1, 1, 40}}) {
     for (int trans = 0; trans < 4; ++trans) {
       const bool tA = trans & 1, tB = trans & 2;
       const auto [M, N, K] = z;
