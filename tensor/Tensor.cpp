@@ -166,17 +166,24 @@ Tensor& binary_inplace(Binary op, Tensor& self, const Tensor& b, double alpha, c
   return self;
 }
 
-Tensor& binary_into(Binary op, Tensor& out, const Tensor& a, const Tensor& b, double alpha, const char* name) {
-  check_defined(out, name);
+// a and b against the tensor `self` that receives the result: defined, one device and dtype,
+// both broadcasting to self's shape. `role` names self in the error.
+void check_ternary(const Tensor& self, const Tensor& a, const Tensor& b, const char* name,
+                   const char* role = "the in-place operand") {
+  check_defined(self, name);
   check_defined(a, name);
   check_defined(b, name);
-  check_same_device(out, a, name);
-  check_same_device(a, b, name);
-  check_same_dtype(out, a, name);
-  check_same_dtype(a, b, name);
-  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  TENSOR_CHECK(broadcast_shapes(shape, out.sizes(), name) == out.sizes(), name, ": cannot broadcast ",
-               shape_str(a.sizes()), " and ", shape_str(b.sizes()), " into the result ", shape_str(out.sizes()));
+  check_same_device(self, a, name);
+  check_same_device(self, b, name);
+  check_same_dtype(self, a, name);
+  check_same_dtype(self, b, name);
+  const Shape shape = broadcast_shapes(broadcast_shapes(self.sizes(), a.sizes(), name), b.sizes(), name);
+  TENSOR_CHECK(shape == self.sizes(), name, ": cannot broadcast ", shape_str(a.sizes()), " and ",
+               shape_str(b.sizes()), " into ", role, " ", shape_str(self.sizes()));
+}
+
+Tensor& binary_into(Binary op, Tensor& out, const Tensor& a, const Tensor& b, double alpha, const char* name) {
+  check_ternary(out, a, b, name, "the result");
   kernels::backend_for(out).binary(op, a.expand(out.sizes()), b.expand(out.sizes()), out, alpha);
   return out;
 }
@@ -722,20 +729,6 @@ Tensor& Tensor::neg_() {
   return *this;
 }
 
-namespace {
-void check_ternary(const Tensor& self, const Tensor& a, const Tensor& b, const char* name) {
-  check_defined(self, name);
-  check_defined(a, name);
-  check_defined(b, name);
-  check_same_device(self, a, name);
-  check_same_device(self, b, name);
-  check_same_dtype(self, a, name);
-  check_same_dtype(self, b, name);
-  const Shape shape = broadcast_shapes(broadcast_shapes(self.sizes(), a.sizes(), name), b.sizes(), name);
-  TENSOR_CHECK(shape == self.sizes(), name, ": cannot broadcast ", shape_str(a.sizes()), " and ",
-               shape_str(b.sizes()), " into the in-place operand ", shape_str(self.sizes()));
-}
-}  // namespace
 
 Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, double value) {
   check_ternary(*this, a, b, "Tensor::addcmul_");
