@@ -178,8 +178,8 @@ void check_ternary(const Tensor& self, const Tensor& a, const Tensor& b, const c
   check_same_dtype(self, a, name);
   check_same_dtype(self, b, name);
   const Shape shape = broadcast_shapes(broadcast_shapes(self.sizes(), a.sizes(), name), b.sizes(), name);
-  TENSOR_CHECK(shape == self.sizes(), name, ": cannot broadcast ", shape_str(a.sizes()), " and ",
-               shape_str(b.sizes()), " into ", role, " ", shape_str(self.sizes()));
+  TENSOR_CHECK(shape == self.sizes(), name, ": cannot broadcast ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+               " into ", role, " ", shape_str(self.sizes()));
 }
 
 Tensor& binary_into(Binary op, Tensor& out, const Tensor& a, const Tensor& b, double alpha, const char* name) {
@@ -728,7 +728,6 @@ Tensor& Tensor::neg_() {
   kernels::backend_for(*this).unary(Unary::Neg, *this, *this);
   return *this;
 }
-
 
 Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, double value) {
   check_ternary(*this, a, b, "Tensor::addcmul_");
