@@ -55,8 +55,9 @@ bool blas_takes(bool transA, bool transB, int64_t M, int64_t N, int64_t K, int64
 // C is zeroed first, so no NaN or Inf in it survives whatever gemv does with beta.
 template <class T>
 void blas_gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, T alpha, const T* A, int64_t lda, const T* x,
-               int64_t incx, T beta, T* y, int64_t incy, int64_t n) {
+               int64_t incx, T beta, T* y, int64_t incy) {
   if (beta == T(0)) {
+    const int64_t n = t == CblasNoTrans ? rows : cols;  // y's length
     for (int64_t j = 0; j < n; ++j) y[j * incy] = T(0);
   }
   const auto i = [](int64_t v) { return static_cast<int>(v); };
@@ -73,11 +74,11 @@ void blas_gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alph
   const CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
   if (M == 1) {  // C^T = op(B)^T a, a read with stride lda when A is stored transposed
     const CBLAS_TRANSPOSE t = transB ? CblasNoTrans : CblasTrans;
-    blas_gemv(t, transB ? N : K, transB ? K : N, alpha, B, ldb, A, transA ? lda : 1, beta, C, 1, N);
+    blas_gemv(t, transB ? N : K, transB ? K : N, alpha, B, ldb, A, transA ? lda : 1, beta, C, 1);
     return;
   }
   if (N == 1) {  // C = op(A) b, b read with stride ldb unless B is stored transposed
-    blas_gemv(ta, transA ? K : M, transA ? M : K, alpha, A, lda, B, transB ? 1 : ldb, beta, C, ldc, M);
+    blas_gemv(ta, transA ? K : M, transA ? M : K, alpha, A, lda, B, transB ? 1 : ldb, beta, C, ldc);
     return;
   }
   const auto i = [](int64_t v) { return static_cast<int>(v); };
