@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cudnn/core/Layout.h"
+#include "cudnn/kernels/Activation.h"
 #include "cudnn/kernels/BatchNorm.h"
 #include "cudnn/ops/batch_norm.h"
 #include "nn/Buffers.h"
@@ -56,41 +57,62 @@ void BatchNormCompute::check(const nn::BatchNormalization& m, const Tensor& inpu
   }
 }
 
-void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l,
-                               const Tensor& input) {
+void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input,
+                               const BatchNormTail& tail) {
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
-  nn::ensure(m.output, x.sizes(), x, format);
+  Tensor& out = tail.out ? *tail.out : m.output;
+  nn::ensure(out, x.sizes(), x, format);
   // counted as nn counts it, empty batches included (Note [num_batches_tracked])
   const double factor = m.isTraining() ? m.countBatch() : m.momentum;
   if (x.numel() == 0) return;
   const Shape s3{l.N, l.C, l.S};
+  const Tensor y = as_cudnn(out, s3, format);
+  // a fused tail: the sum and the relu (Note [Batch norm epilogues] in cudnn/ops/batch_norm.cpp)
+  BatchNormEpilogue epilogue{.relu = tail.out != nullptr, .z = Tensor()};
+  if (tail.addend.defined()) epilogue.z = as_cudnn(as_format(tail.addend, format), s3, format);
   if (m.isTraining()) {
     nn::ensure(m.save_mean, {l.C}, m.running_mean);
     nn::ensure(m.save_invstd, {l.C}, m.running_mean);
-    plan_->forward_train(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m), factor,
-                         m.running_mean, m.running_var, m.eps, m.save_mean, m.save_invstd);
+    plan_->forward_train(mode(m), as_cudnn(x, s3, format), y, gamma(m), beta(m), factor, m.running_mean, m.running_var,
+                         m.eps, m.save_mean, m.save_invstd, epilogue);
   } else {
-    plan_->forward_inference(mode(m), as_cudnn(x, s3, format), as_cudnn(m.output, s3, format), gamma(m), beta(m),
-                             m.running_mean, m.running_var, m.eps);
+    plan_->forward_inference(mode(m), as_cudnn(x, s3, format), y, gamma(m), beta(m), m.running_mean, m.running_var,
+                             m.eps);
+    if (epilogue.z.defined()) Tensor(y).add_(epilogue.z);
+    if (epilogue.relu) kernels::relu_forward(y, y);
   }
 }
 
 void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input,
                                 const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale,
-                                const char* method) {
+                                const char* method, const BatchNormTailGrad& tail) {
   check_cuda(where_of(m, method), gradOutput, "gradOutput");
   m.checkGradOutput(input, gradOutput, method);
   wantParams = wantParams && m.affine;
   if (wantParams) m.checkGradients(method);
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
-  const Tensor dy = as_format(gradOutput, format);
+  Tensor dy = as_format(gradOutput, format);
   if (wantGradInput) nn::ensure(m.gradInput, x.sizes(), x, format);
-  if (x.numel() == 0 || (!wantGradInput && !wantParams)) return;
+  if (tail.dAddend) nn::ensure(*tail.dAddend, x.sizes(), x, format);
+  if (x.numel() == 0 || (!wantGradInput && !wantParams && !tail.dAddend)) return;
   const Shape s3{l.N, l.C, l.S};
+  BatchNormEpilogueGrad epilogue{.relu = tail.y.defined(), .y = Tensor(), .dz = Tensor(), .beta = beta(m)};
+  if (epilogue.relu) epilogue.y = as_cudnn(as_format(tail.y, format), s3, format);
+  if (tail.dAddend) epilogue.dz = as_cudnn(*tail.dAddend, s3, format);
 
   if (!m.isTraining()) {
+    if (epilogue.relu || epilogue.dz.defined()) {  // the tail's gradient as its own pass
+      Tensor g = epilogue.dz.defined() ? *tail.dAddend : tensor::empty_like(dy);
+      if (epilogue.relu) {
+        kernels::relu_backward_from_output(as_format(tail.y, format), dy, g);
+      } else {
+        g.copy_(dy);
+      }
+      dy = g;
+    }
+    if (!wantGradInput && !wantParams) return;
     // x, dy and dx share one layout: the kernel takes its strides from the [N x C x S] view
     const Tensor x3 = x.view(s3);
     const kernels::BatchNormSizes sizes{l.N, l.C, l.S, x3.stride(0), x3.stride(1), x3.stride(2)};
@@ -112,7 +134,8 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   const Tensor dgamma = wantParams ? m.gradWeight : nn::ensure(scratchWeight_, {l.C}, m.running_mean);
   const Tensor dbeta = wantParams ? m.gradBias : nn::ensure(scratchBias_, {l.C}, m.running_mean);
   plan_->backward(mode(m), as_cudnn(x, s3, format), as_cudnn(dy, s3, format), as_cudnn(dxOut, s3, format), gamma(m),
-                  dgamma, dbeta, wantParams ? scale : 1.0, wantParams ? 1.0 : 0.0, m.eps, m.save_mean, m.save_invstd);
+                  dgamma, dbeta, wantParams ? scale : 1.0, wantParams ? 1.0 : 0.0, m.eps, m.save_mean, m.save_invstd,
+                  epilogue);
 }
 
 }  // namespace cudnn::detail

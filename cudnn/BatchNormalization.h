@@ -31,6 +31,29 @@ namespace cudnn {
 class BatchNormPlan;  // cudnn/ops/batch_norm.h (not installed)
 
 namespace detail {
+// What cudnn::FusedBatchNormalization asks of its batch norm (Note [Batch norm epilogues] in
+// cudnn/ops/batch_norm.cpp): out = relu(bn(input) + addend), the addend undefined for none,
+// in one pass where cuDNN's channels-last kernels run it. The batch norm's own output is left
+// empty. The backward takes that out as y, and writes the addend's gradient to dAddend when
+// one is given.
+class FusableBatchNorm {
+ public:
+  virtual ~FusableBatchNorm() = default;
+  virtual void forwardReLU(const Tensor& input, const Tensor& addend, Tensor& out) = 0;
+  virtual void backwardReLU(const Tensor& input, const Tensor& y, const Tensor& gradOutput, Tensor* dAddend,
+                            bool wantGradInput, bool wantParams, double scale, const char* method) = 0;
+};
+
+// The tail of a fused forward / backward (FusableBatchNorm); nullptr out: the plain module.
+struct BatchNormTail {
+  Tensor* out = nullptr;
+  Tensor addend;
+};
+struct BatchNormTailGrad {
+  Tensor y;                   // undefined: the plain module
+  Tensor* dAddend = nullptr;  // the addend's gradient, allocated like gradInput
+};
+
 // The compute of the three batch-normalisation twins over nn::BatchNormalization's fields.
 class BatchNormCompute {
  public:
@@ -38,9 +61,11 @@ class BatchNormCompute {
   ~BatchNormCompute();
   // The input's dtype against the statistics' (float32 for 16-bit data), and eps for cuDNN.
   void check(const nn::BatchNormalization& m, const Tensor& input, const char* method) const;
-  void forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input);
+  void forward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input,
+               const BatchNormTail& tail = {});
   void backward(nn::BatchNormalization& m, const nn::BatchNormalization::Layout& l, const Tensor& input,
-                const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale, const char* method);
+                const Tensor& gradOutput, bool wantGradInput, bool wantParams, double scale, const char* method,
+                const BatchNormTailGrad& tail = {});
 
  private:
   // weight and bias, or the constant ones and zeros without affine
@@ -54,7 +79,7 @@ class BatchNormCompute {
 }  // namespace detail
 
 template <std::derived_from<nn::BatchNormalization> Base>
-class BatchNormBase : public Twin<Base> {
+class BatchNormBase : public Twin<Base>, public detail::FusableBatchNorm {
  public:
   using Twin<Base>::Twin;
 
@@ -69,6 +94,15 @@ class BatchNormBase : public Twin<Base> {
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override {
     compute_.backward(*this, checked(input, "accGradParameters"), input, gradOutput, false, true, scale,
                       "accGradParameters");
+  }
+  void forwardReLU(const Tensor& input, const Tensor& addend, Tensor& out) override {
+    compute_.forward(*this, checked(input, "updateOutput"), input, {&out, addend});
+    this->output = Tensor();
+  }
+  void backwardReLU(const Tensor& input, const Tensor& y, const Tensor& gradOutput, Tensor* dAddend, bool wantGradInput,
+                    bool wantParams, double scale, const char* method) override {
+    compute_.backward(*this, checked(input, method), input, gradOutput, wantGradInput, wantParams, scale, method,
+                      {y, dAddend});
   }
   using Base::to;
   // float16/bfloat16 data: the parameters and statistics stay float32 (see above).

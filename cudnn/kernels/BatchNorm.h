@@ -35,4 +35,34 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
 void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes sizes, const tensor::Tensor& previous,
                                     const tensor::Tensor& running_mean, double factor);
 
+// Note [Fused ReLU backward and non-finite values]
+// cuDNN's BN_ACTIVATION / BN_ADD_ACTIVATION backward passes dy through where the output y is
+// NaN (its mask is not nn's y > 0), so a channel holding a NaN output gets other gradients
+// than nn's, whose relu' passes nothing there: dz and the bias gradient gain dy where nn's gain
+// 0, and dx and the weight gradient follow. So each channel whose output may hold a NaN is
+// flagged, and after the fused backward its gradients are computed again by nn's rule; the
+// others keep cuDNN's. Without the sum a NaN output needs non-finite statistics or parameters,
+// which the repair reads off [C] values itself; with the sum (z is arbitrary) the flags come
+// from a read of y after the fused forward. The parameter gradients come from cuDNN fresh
+// (alpha 1, beta 0) and the repair blends them in.
+
+// flags (4 C bytes: C ints) [c] = 1 where channels-last dense y holds a NaN in channel c, else 0.
+void batch_norm_flag_nan_channels(const tensor::Tensor& y, int64_t C, const tensor::Tensor& flags);
+
+// The [C] vectors of batch_norm_relu_backward_repair, of the statistics' dtype.
+struct BatchNormParams {
+  tensor::Tensor gamma, beta, save_mean, save_invstd;  // the forward's
+  tensor::Tensor fresh_dgamma, fresh_dbeta;            // cuDNN's gradients; rewritten where flagged
+  tensor::Tensor dgamma, dbeta;                        // blend * d + alpha * fresh
+};
+// Per channel c, flagged by flags (undefined: where save_mean, save_invstd, gamma or beta is not
+// finite): dy' = dy where y > 0, else 0; dz = dy' (when defined); dx, and the fresh parameter
+// gradients sum(dy' * xhat) and sum(dy'), by nn's batch-norm backward from the saved
+// statistics. Then for every channel dgamma = blend * dgamma + alpha * fresh_dgamma, dbeta
+// likewise (blend 0 overwrites). x, y, dy, dx, dz share `sizes`' layout.
+void batch_norm_relu_backward_repair(const tensor::Tensor& x, const tensor::Tensor& y, const tensor::Tensor& dy,
+                                     const tensor::Tensor& dx, const tensor::Tensor& dz, BatchNormSizes sizes,
+                                     const tensor::Tensor& flags, const BatchNormParams& params, double alpha,
+                                     double blend);
+
 }  // namespace cudnn::kernels
