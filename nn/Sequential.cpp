@@ -10,26 +10,41 @@ Sequential::Sequential(std::initializer_list<ModulePtr> children) {
 }
 
 const Tensor& Sequential::updateOutput(const Tensor& input) {
+  output = forwardFirst(input, modules.size());
+  return output;
+}
+
+void Sequential::checkFirst(size_t n, const char* method) const {
+  if (n > modules.size()) {
+    throw Error(where(method) + "expected at most " + std::to_string(modules.size()) + " children, got " +
+                std::to_string(n));
+  }
+}
+
+Tensor Sequential::forwardFirst(const Tensor& input, size_t n) {
+  checkFirst(n, "forwardFirst");
   inputs_.resize(modules.size());
   Tensor current = input;
-  for (size_t i = 0; i < modules.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     inputs_[i] = current;
     current =
         rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(current); });
   }
-  output = current;
-  return output;
+  if (n < modules.size()) inputs_[n] = current;
+  return current;
 }
 
+// Children n-1 down to 0; gradOutput is child n-1's output gradient.
 template <class Step>
-void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release) {
+void Sequential::backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release, size_t n) {
+  checkFirst(n, "backward");
   if (inputs_.size() != modules.size()) {
     throw Error(where("backward") + "expected a forward() first with the current " + std::to_string(modules.size()) +
                 " modules");
   }
   gradOutputs_.resize(modules.size());
   Tensor grad = gradOutput;
-  for (size_t i = modules.size(); i-- > 0;) {
+  for (size_t i = n; i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
     gradOutputs_[i] = grad;
     grad = rethrowErrors(i, [&]() { return step(child_at(*this, modules, i, "backward"), in, grad); });
@@ -49,26 +64,37 @@ void Sequential::releaseGradInput() {
 }
 
 const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  updateGradInputFirst(input, gradOutput, modules.size());
+  return gradInput;
+}
+
+Tensor Sequential::updateGradInputFirst(const Tensor& input, const Tensor& gradOutput, size_t n) {
   backwardPass(
-      input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) { return m.updateGradInput(in, g); }, false);
+      input, gradOutput, [](Module& m, const Tensor& in, const Tensor& g) { return m.updateGradInput(in, g); }, false,
+      n);
   return gradInput;
 }
 
 void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  accGradParametersFirst(input, gradOutput, modules.size(), scale);
+}
+
+void Sequential::accGradParametersFirst(const Tensor& input, const Tensor& gradOutput, size_t n, double scale) {
   // Torch's contract: updateGradInput ran first, leaving each child's gradOutput here.
-  if (modules.empty()) return;
+  checkFirst(n, "accGradParameters");
+  if (n == 0) return;
   if (gradOutputs_.size() != modules.size()) {
     throw Error(where("accGradParameters") + "expected updateGradInput() first");
   }
-  gradOutputs_.back() = gradOutput;
-  for (size_t i = 0; i + 1 < modules.size(); ++i) {
+  gradOutputs_[n - 1] = gradOutput;
+  for (size_t i = 0; i + 1 < n; ++i) {
     if (!gradOutputs_[i].defined()) {
       throw Error(where("accGradParameters") +
                   "expected updateGradInput() first (backward() freed the intermediate gradients: "
                   "setFreeIntermediateGradients)");
     }
   }
-  for (size_t i = modules.size(); i-- > 0;) {
+  for (size_t i = n; i-- > 0;) {
     const Tensor& in = i == 0 ? input : inputs_[i];
     rethrowErrors(
         i, [&]() { child_at(*this, modules, i, "accGradParameters").accGradParameters(in, gradOutputs_[i], scale); });
@@ -76,9 +102,14 @@ void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput
 }
 
 void Sequential::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  backwardFirst(input, gradOutput, modules.size(), scale);
+}
+
+Tensor Sequential::backwardFirst(const Tensor& input, const Tensor& gradOutput, size_t n, double scale) {
   backwardPass(
       input, gradOutput, [scale](Module& m, const Tensor& in, const Tensor& g) { return m.backward(in, g, scale); },
-      freesIntermediateGradients());
+      freesIntermediateGradients(), n);
+  return gradInput;
 }
 
 std::string Sequential::str() const {

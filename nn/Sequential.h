@@ -25,6 +25,16 @@ class Sequential : public Container {
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;
 
+  // The first n children alone, for a module that computes the rest itself (cudnn::FusedResidual
+  // runs a block's last batch norm fused with the sum and ReLU after it). forwardFirst returns
+  // child n-1's output (the input when n is 0) and records what updateOutput records, child n's
+  // input included, so a later whole backward still works; the backward passes take the
+  // gradient of that output and return the first child's gradInput.
+  Tensor forwardFirst(const Tensor& input, size_t n);
+  Tensor updateGradInputFirst(const Tensor& input, const Tensor& gradOutput, size_t n);
+  void accGradParametersFirst(const Tensor& input, const Tensor& gradOutput, size_t n, double scale);
+  Tensor backwardFirst(const Tensor& input, const Tensor& gradOutput, size_t n, double scale);
+
  protected:
   bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
@@ -39,7 +49,8 @@ class Sequential : public Container {
   std::vector<Tensor> inputs_;
   std::vector<Tensor> gradOutputs_;  // the gradient each child received in the last backward
   template <class Step>
-  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release);
+  void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release, size_t n);
+  void checkFirst(size_t n, const char* method) const;
 };
 
 }  // namespace nn

@@ -14,30 +14,32 @@
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
-#include "nn/BatchNormalization.h"
 #include "nn/BGRU.h"
 #include "nn/BLSTM.h"
+#include "nn/BatchNormalization.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/FusedBatchNormalization.h"
 #include "nn/FusedConvolution.h"
+#include "nn/FusedResidual.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
+#include "nn/LSTM.h"
 #include "nn/LayerNorm.h"
 #include "nn/LeakyReLU.h"
 #include "nn/Linear.h"
 #include "nn/LogSoftMax.h"
-#include "nn/LSTM.h"
 #include "nn/ModuleConfig.h"
 #include "nn/MultiheadAttention.h"
+#include "nn/RNNReLU.h"
+#include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
-#include "nn/RNNReLU.h"
-#include "nn/RNNTanh.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/SiLU.h"
@@ -286,6 +288,14 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::Residual>(make<nn::Linear>(4, 4)), {3, 4}});
   c.push_back({make<nn::FusedConvolution>(make<nn::SpatialConvolution>(2, 3, 3, 3, 1, 1, 1, 1), make<nn::Tanh>()),
                {2, 2, 4, 4}});
+  c.push_back(
+      {make<nn::FusedBatchNormalization>(make<nn::SpatialBatchNormalization>(2), make<nn::ReLU>()), {2, 2, 4, 4}});
+  c.push_back({make<nn::FusedResidual>(make<nn::Residual>(make<nn::Sequential>(std::initializer_list<ModulePtr>{
+                                                              make<nn::SpatialConvolution>(2, 2, 1, 1),
+                                                              make<nn::SpatialBatchNormalization>(2)}),
+                                                          make<nn::SpatialConvolution>(2, 2, 1, 1)),
+                                       make<nn::ReLU>()),
+               {2, 2, 4, 4}});
   auto stn_view = make<nn::View>(-1);
   stn_view->setNumInputDims(3);
   c.push_back({make<nn::SpatialTransformer>(
@@ -420,10 +430,11 @@ TEST_CASE("options survive the round trip field by field") {
   }
   {
     // The Torch constructor of SpatialDilatedConvolution has no groups, but the field does.
-    const auto doc = Json::parse(std::string("{") + kHeader +
-                                 R"(, "module": {"type": "nn.SpatialDilatedConvolution", "config": {)"
-                                 R"("nInputPlane": 4, "nOutputPlane": 2, "kW": 3, "kH": 3, "dilationW": 2, "groups": 2,)"
-                                 R"( "bias": false}}})");
+    const auto doc =
+        Json::parse(std::string("{") + kHeader +
+                    R"(, "module": {"type": "nn.SpatialDilatedConvolution", "config": {)"
+                    R"("nInputPlane": 4, "nOutputPlane": 2, "kW": 3, "kH": 3, "dilationW": 2, "groups": 2,)"
+                    R"( "bias": false}}})");
     auto m = as<nn::SpatialDilatedConvolution>(nn::build_model(doc));
     CHECK(m->groups == 2);
     CHECK(m->dilationW == 2);
@@ -566,12 +577,11 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
       nn::load_model(tmp / "absent"),
       ("nn::load_model: cannot open '" + (tmp / "absent.json") + "': No such file or directory").c_str(), Error);
   const std::string broken = std::string("{") + kHeader + R"(, "module": {"type": }})";
-  CHECK_THROWS_WITH_AS(
-      load_with(broken),
-      (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) +
-       ": syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal")
-          .c_str(),
-      Error);
+  CHECK_THROWS_WITH_AS(load_with(broken),
+                       (what + ": malformed JSON at byte " + std::to_string(broken.find(": }") + 2) +
+                        ": syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal")
+                           .c_str(),
+                       Error);
   CHECK_THROWS_WITH_AS(load_with(R"({"format": "pt", "version": 1, "module": {}})"),
                        (what + ": format is 'pt', expected 'cudnn-nn model'").c_str(), Error);
   CHECK_THROWS_WITH_AS(
@@ -613,11 +623,11 @@ TEST_CASE("malformed files, unknown types and missing files get clear errors") {
                        (what + ": at root: training: expected a boolean, got a number").c_str(), Error);
   // a well-formed structure whose weights file is missing
   write_file(tmp / "noweights.json", module(R"({"type": "nn.ReLU"})"));
-  CHECK_THROWS_WITH_AS(
-      nn::load_model(tmp / "noweights"),
-      ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") +
-       "': No such file or directory").c_str(),
-      Error);
+  CHECK_THROWS_WITH_AS(nn::load_model(tmp / "noweights"),
+                       ("nn::load_model: tensor::load_safetensors: cannot open '" + (tmp / "noweights.safetensors") +
+                        "': No such file or directory")
+                           .c_str(),
+                       Error);
   // config and training may be left out: defaults
   ModulePtr relu = load_with(module(R"({"type": "nn.ReLU"})"));
   CHECK(relu->str() == "nn.ReLU");

@@ -11,15 +11,22 @@
 #include "convert/ModelFile.h"
 #include "cudnn/ELU.h"
 #include "cudnn/Fuse.h"
+#include "cudnn/FusedBatchNormalization.h"
 #include "cudnn/FusedConvolution.h"
+#include "cudnn/FusedResidual.h"
 #include "cudnn/ReLU.h"
+#include "cudnn/Residual.h"
+#include "cudnn/SpatialBatchNormalization.h"
 #include "cudnn/SpatialConvolution.h"
 #include "cudnn/SpatialFullConvolution.h"
 #include "cudnn/Tanh.h"
+#include "nn/FusedBatchNormalization.h"
 #include "nn/FusedConvolution.h"
+#include "nn/FusedResidual.h"
 #include "nn/ReLU.h"
 #include "nn/Residual.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialBatchNormalization.h"
 #include "nn/SpatialConvolution.h"
 
 namespace {
@@ -121,5 +128,115 @@ TEST_CASE("nn.FusedConvolution refuses children that are not a convolution and a
       nn::FusedConvolution(std::make_shared<nn::ReLU>(), std::make_shared<nn::SpatialConvolution>(2, 2, 1, 1)),
       doctest::Contains("expected a convolution and an activation (nn.ConvolutionBase, nn.PointwiseBase), got 2 "
                         "modules (nn.ReLU, nn.SpatialConvolution)"),
+      tensor::Error);
+}
+
+// conv (bias fused alone), batch norm + ReLU (fuses), batch norm + Tanh (stays: cuDNN's batch
+// norm has no other activation), and inside a Residual's block a batch norm + ReLU (fuses).
+std::shared_ptr<nn::Sequential> batch_norm_network() {
+  auto block = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<cudnn::SpatialBatchNormalization>(4), std::make_shared<cudnn::ReLU>()});
+  return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<cudnn::SpatialConvolution>(3, 4, 3, 3, 1, 1, 1, 1),
+      std::make_shared<cudnn::SpatialBatchNormalization>(4), std::make_shared<cudnn::ReLU>(),
+      std::make_shared<cudnn::SpatialBatchNormalization>(4), std::make_shared<cudnn::Tanh>(),
+      std::make_shared<nn::Residual>(block)});
+}
+
+TEST_CASE("fuse rewrites batch norm + ReLU into a cudnn.FusedBatchNormalization; files, convert and unfuse see it") {
+  auto net = batch_norm_network();
+  const std::string printed = net->str();
+  CHECK(cudnn::fuse(*net) == 3);  // two batch-norm pairs and the convolution's bias
+  REQUIRE(net->size() == 5);
+  CHECK(net->get(1)->str() == "cudnn.FusedBatchNormalization(cudnn.SpatialBatchNormalization (4D) (4) + cudnn.ReLU)");
+  CHECK(net->get(2)->type_name() == "cudnn.SpatialBatchNormalization");
+  CHECK(net->get(3)->type_name() == "cudnn.Tanh");
+  auto& residual = dynamic_cast<nn::Residual&>(*net->get(4));
+  auto& block = dynamic_cast<nn::Sequential&>(*residual.block());
+  REQUIRE(block.size() == 1);
+  CHECK(block.get(0)->type_name() == "cudnn.FusedBatchNormalization");
+  CHECK(cudnn::fuse(*net) == 0);
+  std::vector<std::string> names = state_names(*net);
+  CHECK(std::find(names.begin(), names.end(), "1.0.running_mean") != names.end());  // was 1.running_mean
+  CHECK(std::find(names.begin(), names.end(), "4.0.0.0.weight") != names.end());    // was 4.0.0.weight
+
+  const tensor::Json doc = nn::describe_model(*net);
+  CHECK(doc.dump().find("\"cudnn.FusedBatchNormalization\"") != std::string::npos);
+  nn::ModulePtr back = nn::build_model(doc);
+  CHECK(back->str() == net->str());
+  CHECK(state_names(*back) == names);
+
+  nn::ModulePtr asNn = nn::convert(back, nn::backend);
+  auto& seq = dynamic_cast<nn::Sequential&>(*asNn);
+  CHECK(seq.get(1)->str() == "nn.FusedBatchNormalization(nn.SpatialBatchNormalization (4D) (4) + nn.ReLU)");
+  CHECK(dynamic_cast<nn::FusedBatchNormalization*>(seq.get(1).get()) != nullptr);
+  CHECK(seq.get(1)->backendKind() == nn::Backend::nn);
+
+  CHECK(cudnn::unfuse(*net) == 3);
+  CHECK(cudnn::unfuse(*net) == 0);
+  CHECK(net->str() == printed);
+}
+
+TEST_CASE("fuse leaves an nn batch norm or an nn ReLU (convert's exclude) unfused") {
+  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::SpatialBatchNormalization>(4), std::make_shared<cudnn::ReLU>(),
+      std::make_shared<cudnn::SpatialBatchNormalization>(4), std::make_shared<nn::ReLU>()});
+  CHECK(cudnn::fuse(*net) == 0);
+  CHECK(net->size() == 4);
+}
+
+TEST_CASE("nn.FusedBatchNormalization refuses children that are not a batch norm and an activation") {
+  CHECK_THROWS_WITH_AS(
+      nn::FusedBatchNormalization(std::make_shared<nn::SpatialConvolution>(2, 2, 1, 1), std::make_shared<nn::ReLU>()),
+      doctest::Contains("nn.FusedBatchNormalization::FusedBatchNormalization: expected a batch normalization and an "
+                        "activation (nn.BatchNormalization, nn.PointwiseBase), got 2 modules (nn.SpatialConvolution, "
+                        "nn.ReLU)"),
+      tensor::Error);
+}
+
+TEST_CASE("fuse rewrites a Residual ending in a batch norm, and the ReLU after it, into a cudnn.FusedResidual") {
+  // ResNet's unit: the block's inner batch norm + ReLU fuse first, then the unit's pair
+  auto unit = [] {
+    auto block = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+        std::make_shared<cudnn::SpatialConvolution>(4, 4, 1, 1), std::make_shared<cudnn::SpatialBatchNormalization>(4),
+        std::make_shared<cudnn::ReLU>(), std::make_shared<cudnn::SpatialConvolution>(4, 4, 3, 3, 1, 1, 1, 1),
+        std::make_shared<cudnn::SpatialBatchNormalization>(4)});
+    return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+        std::make_shared<cudnn::Residual>(block), std::make_shared<cudnn::ReLU>()});
+  };
+  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{unit(), unit()});
+  // a Residual whose block does not end in a batch norm stays
+  auto plainBlock = std::make_shared<nn::Sequential>(
+      std::initializer_list<nn::ModulePtr>{std::make_shared<cudnn::SpatialConvolution>(4, 4, 1, 1)});
+  net->add(std::make_shared<cudnn::Residual>(plainBlock)).add(std::make_shared<cudnn::ReLU>());
+  const std::string printed = net->str();
+  CHECK(cudnn::fuse(*net) == 2 * (1 + 1 + 2) + 1);  // per unit: two pairs, two biases; then the last conv's bias
+  auto& first = dynamic_cast<nn::Sequential&>(*net->get(0));
+  REQUIRE(first.size() == 1);
+  CHECK(first.get(0)->type_name() == "cudnn.FusedResidual");
+  CHECK(first.get(0)->str().rfind("cudnn.FusedResidual(cudnn.Residual {", 0) == 0);
+  CHECK(net->get(2)->type_name() == "cudnn.Residual");
+  CHECK(net->get(3)->type_name() == "cudnn.ReLU");
+  CHECK(cudnn::fuse(*net) == 0);
+
+  const tensor::Json doc = nn::describe_model(*net);
+  nn::ModulePtr back = nn::build_model(doc);
+  CHECK(back->str() == net->str());
+  CHECK(state_names(*back) == state_names(*net));
+  nn::ModulePtr asNn = nn::convert(back, nn::backend);
+  auto* fusedNn = dynamic_cast<nn::FusedResidual*>(
+      dynamic_cast<nn::Sequential&>(*dynamic_cast<nn::Sequential&>(*asNn).get(0)).get(0).get());
+  REQUIRE(fusedNn != nullptr);
+  CHECK(fusedNn->backendKind() == nn::Backend::nn);
+  CHECK(fusedNn->residual().type_name() == "nn.Residual");
+
+  CHECK(cudnn::unfuse(*net) == 2 * (1 + 1 + 2) + 1);
+  CHECK(net->str() == printed);
+}
+
+TEST_CASE("nn.FusedResidual refuses children that are not a residual unit and an activation") {
+  CHECK_THROWS_WITH_AS(
+      nn::FusedResidual(std::make_shared<nn::SpatialBatchNormalization>(2), std::make_shared<nn::ReLU>()),
+      doctest::Contains("expected a residual unit and an activation (nn.Residual, nn.PointwiseBase), got 2 modules"),
       tensor::Error);
 }

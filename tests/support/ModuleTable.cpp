@@ -12,7 +12,9 @@
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/FusedBatchNormalization.h"
 #include "nn/FusedConvolution.h"
+#include "nn/FusedResidual.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
 #include "nn/Identity.h"
@@ -97,12 +99,29 @@ const std::vector<ModuleSpec>& module_table() {
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
       {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
+      {"FusedBatchNormalization",
+       [] {
+         return ModulePtr(std::make_shared<nn::FusedBatchNormalization>(
+             std::make_shared<nn::SpatialBatchNormalization>(3), std::make_shared<nn::ReLU>()));
+       },
+       {2, 3, 4, 4}, 0, 1, {2, 3}},
       {"FusedConvolution",
        [] {
          return ModulePtr(std::make_shared<nn::FusedConvolution>(std::make_shared<nn::SpatialConvolution>(3, 4, 3, 3),
                                                                  std::make_shared<nn::ReLU>()));
        },
        {2, 3, 5, 5}, 0, 1, {2, 3}},
+      {"FusedResidual",
+       [] {
+         // no bias before the batch norm: its gradient is zero up to rounding
+         auto conv = std::make_shared<nn::SpatialConvolution>(3, 3, 1, 1);
+         conv->noBias();
+         auto block = std::make_shared<nn::Sequential>(
+             std::initializer_list<ModulePtr>{conv, std::make_shared<nn::SpatialBatchNormalization>(3)});
+         return ModulePtr(
+             std::make_shared<nn::FusedResidual>(std::make_shared<nn::Residual>(block), std::make_shared<nn::ReLU>()));
+       },
+       {2, 3, 4, 4}, 0, 1, {2, 3}},
       {"GELU", make<nn::GELU>("tanh"), {2, 3, 4}},
       {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},
