@@ -30,6 +30,15 @@ const Tensor& constant(Tensor& buf, const nn::BatchNormalization& m, double valu
   return buf;
 }
 
+// A fused tail's operand (the addend, or the fused output backward reads) must match x in
+// shape, dtype and device: cuDNN reads it with x's descriptor, and it comes from a public field
+// or another module (Note [Parameters are checked where they are used] in nn/Buffers.h).
+void check_like_input(const nn::Module& m, const char* method, const char* name, const Tensor& t, const Tensor& x) {
+  if (t.defined() && t.sizes() == x.sizes() && t.dtype() == x.dtype() && t.device() == x.device()) return;
+  throw tensor::Error(where_of(m, method) + "expected " + name + " like the input " + x.description() + ", got " +
+                      (t.defined() ? t.description() : std::string("an undefined tensor")));
+}
+
 BatchNormMode mode(const nn::BatchNormalization& m) {
   return m.nDim == 2 ? BatchNormMode::PerActivation : BatchNormMode::Spatial;
 }
@@ -61,6 +70,8 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
                                const BatchNormTail& tail) {
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
+  if (tail.addend.defined())
+    check_like_input(m, "updateOutput", "the addend (the residual's shortcut output)", tail.addend, x);
   Tensor& out = tail.out ? *tail.out : m.output;
   nn::ensure(out, x.sizes(), x, format);
   // counted as nn counts it, empty batches included (Note [num_batches_tracked])
@@ -94,19 +105,21 @@ void BatchNormCompute::backward(nn::BatchNormalization& m, const nn::BatchNormal
   const tensor::MemoryFormat format = activation_format(input);
   const Tensor x = as_format(input, format);
   Tensor dy = as_format(gradOutput, format);
+  if (tail.y.defined()) check_like_input(m, method, "the fused output (the fused module's output)", tail.y, x);
+  const Tensor y = tail.y.defined() ? as_format(tail.y, format) : Tensor();
   if (wantGradInput) nn::ensure(m.gradInput, x.sizes(), x, format);
   if (tail.dAddend) nn::ensure(*tail.dAddend, x.sizes(), x, format);
   if (x.numel() == 0 || (!wantGradInput && !wantParams && !tail.dAddend)) return;
   const Shape s3{l.N, l.C, l.S};
   BatchNormEpilogueGrad epilogue{.relu = tail.y.defined(), .y = Tensor(), .dz = Tensor(), .beta = beta(m)};
-  if (epilogue.relu) epilogue.y = as_cudnn(as_format(tail.y, format), s3, format);
+  if (epilogue.relu) epilogue.y = as_cudnn(y, s3, format);
   if (tail.dAddend) epilogue.dz = as_cudnn(*tail.dAddend, s3, format);
 
   if (!m.isTraining()) {
     if (epilogue.relu || epilogue.dz.defined()) {  // the tail's gradient as its own pass
       Tensor g = epilogue.dz.defined() ? *tail.dAddend : tensor::empty_like(dy);
       if (epilogue.relu) {
-        kernels::relu_backward_from_output(as_format(tail.y, format), dy, g);
+        kernels::relu_backward_from_output(y, dy, g);
       } else {
         g.copy_(dy);
       }

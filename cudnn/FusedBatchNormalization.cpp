@@ -25,11 +25,10 @@ bool FusedBatchNormalization::fusable() const {
   return modules.size() == 2 && detail::fusable_batch_norm(modules[0], modules[1]);
 }
 
-bool FusedBatchNormalization::forwardFused(const tensor::Tensor& input) {
+void FusedBatchNormalization::forwardFused(const tensor::Tensor& input) {
   rethrowErrors(0, [&] { detail::fusable_batch_norm(modules[0], modules[1])->forwardReLU(input, {}, output); });
   modules[1]->output = output;
   childInputs() = {input, output};
-  return true;
 }
 
 void FusedBatchNormalization::backwardFused(const tensor::Tensor& input, const tensor::Tensor& gradOutput,
@@ -37,9 +36,7 @@ void FusedBatchNormalization::backwardFused(const tensor::Tensor& input, const t
   using detail::FusedPass;
   // backward() asks for gradInput only where the batch norm would (Note [gradInput not needed])
   const bool wantGradInput = pass == FusedPass::GradInput || (pass == FusedPass::Both && modules[0]->gradInputNeeded());
-  const char* method = pass == FusedPass::GradInput    ? "updateGradInput"
-                       : pass == FusedPass::Parameters ? "accGradParameters"
-                                                       : "backward";
+  const char* method = method_of(pass);
   rethrowErrors(0, [&] {
     detail::fusable_batch_norm(modules[0], modules[1])
         ->backwardReLU(input, output, gradOutput, nullptr, wantGradInput, pass != FusedPass::GradInput, scale, method);

@@ -25,7 +25,7 @@ class FusedBatchNormalization : public detail::FusedTwin<nn::FusedBatchNormaliza
 
  protected:
   bool fusable() const override;
-  bool forwardFused(const tensor::Tensor& input) override;
+  void forwardFused(const tensor::Tensor& input) override;
   void backwardFused(const tensor::Tensor& input, const tensor::Tensor& gradOutput, detail::FusedPass pass,
                      double scale) override;
 };

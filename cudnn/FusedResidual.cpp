@@ -32,7 +32,7 @@ bool detail::fusable_residual(const nn::ModulePtr& residual, const nn::ModulePtr
 
 bool FusedResidual::fusable() const { return modules.size() == 2 && detail::fusable_residual(modules[0], modules[1]); }
 
-bool FusedResidual::forwardFused(const tensor::Tensor& input) {
+void FusedResidual::forwardFused(const tensor::Tensor& input) {
   auto& r = dynamic_cast<nn::Residual&>(*modules[0]);
   nn::Sequential& block = *block_of(r);
   const size_t k = block.modules.size() - 1;
@@ -52,7 +52,6 @@ bool FusedResidual::forwardFused(const tensor::Tensor& input) {
   block.output = tensor::Tensor();
   modules[1]->output = output;
   childInputs() = {input, output};
-  return true;
 }
 
 void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Tensor& gradOutput, detail::FusedPass pass,
@@ -63,9 +62,7 @@ void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Ten
   const size_t k = block.modules.size() - 1;
   nn::Module& bnModule = *block.modules[k];
   auto* bn = detail::fusable_batch_norm(block.modules[k], modules[1]);
-  const char* method = pass == FusedPass::GradInput    ? "updateGradInput"
-                       : pass == FusedPass::Parameters ? "accGradParameters"
-                                                       : "backward";
+  const char* method = method_of(pass);
   rethrowErrors(0, [&] {
     // the batch norm's gradInput feeds the rest of the block; accGradParameters reuses the one
     // updateGradInput left

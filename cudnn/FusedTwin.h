@@ -20,8 +20,10 @@ class FusedTwin : public Twin<Base> {
 
   const Tensor& updateOutput(const Tensor& input) override {
     this->checkModules("updateOutput");
-    forwardFused_ = input.is_cuda() && fusable() && forwardFused(input);
-    return forwardFused_ ? this->output : Base::updateOutput(input);
+    forwardFused_ = input.is_cuda() && fusable();
+    if (!forwardFused_) return Base::updateOutput(input);
+    forwardFused(input);
+    return this->output;
   }
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
     if (!backwardFusable()) return Base::updateGradInput(input, gradOutput);
@@ -41,10 +43,16 @@ class FusedTwin : public Twin<Base> {
 
   // Whether the children fit the fused computation (checked before each pass).
   virtual bool fusable() const = 0;
-  // The fused forward into output; false where it cannot run (nothing computed then).
-  virtual bool forwardFused(const Tensor& input) = 0;
+  // The fused forward into output.
+  virtual void forwardFused(const Tensor& input) = 0;
   // gradInput (GradInput, Both) and the parameter gradients (Parameters, Both) of it.
   virtual void backwardFused(const Tensor& input, const Tensor& gradOutput, FusedPass pass, double scale) = 0;
+  // The Module method a pass stands for, for errors.
+  static const char* method_of(FusedPass pass) {
+    return pass == FusedPass::GradInput    ? "updateGradInput"
+           : pass == FusedPass::Parameters ? "accGradParameters"
+                                           : "backward";
+  }
 
  private:
   bool backwardFusable() const { return forwardFused_ && fusable(); }

@@ -35,36 +35,42 @@ using namespace testing;
 
 namespace {
 
-// conv, bn + ReLU (fuses), conv, bn without affine + in-place ReLU (fuses), bn + Tanh (stays).
-// The convolutions have no bias, as before a batch norm in ResNet: the bias gradient there is
-// zero up to rounding, which no relative tolerance can check.
+// The module types of the nn networks (Twin false) and the twin ones.
 template <bool Twin>
-std::shared_ptr<nn::Sequential> network() {
+struct Modules {
   using Conv = std::conditional_t<Twin, cudnn::SpatialConvolution, nn::SpatialConvolution>;
   using BN = std::conditional_t<Twin, cudnn::SpatialBatchNormalization, nn::SpatialBatchNormalization>;
   using ReLU = std::conditional_t<Twin, cudnn::ReLU, nn::ReLU>;
   using Tanh = std::conditional_t<Twin, cudnn::Tanh, nn::Tanh>;
-  auto first = std::make_shared<Conv>(3, 8, 3, 3, 1, 1, 1, 1), second = std::make_shared<Conv>(8, 8, 1, 1);
-  first->noBias();
-  second->noBias();
+  using Residual = std::conditional_t<Twin, cudnn::Residual, nn::Residual>;
+  // k x k, stride 1, same padding, no bias, as before a batch norm in ResNet: the bias gradient
+  // there is zero up to rounding, which no relative tolerance can check
+  static std::shared_ptr<Conv> conv(int64_t in, int64_t out, int64_t k) {
+    auto c = std::make_shared<Conv>(in, out, k, k, 1, 1, k / 2, k / 2);
+    c->noBias();
+    return c;
+  }
+};
+
+// conv, bn + ReLU (fuses), conv, bn without affine + in-place ReLU (fuses), bn + Tanh (stays).
+template <bool Twin>
+std::shared_ptr<nn::Sequential> network() {
+  using M = Modules<Twin>;
   return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      first, std::make_shared<BN>(8), std::make_shared<ReLU>(), second, std::make_shared<BN>(8, 1e-5, 0.2, false),
-      std::make_shared<ReLU>(true), std::make_shared<BN>(8), std::make_shared<Tanh>()});
+      M::conv(3, 8, 3), std::make_shared<typename M::BN>(8), std::make_shared<typename M::ReLU>(), M::conv(8, 8, 1),
+      std::make_shared<typename M::BN>(8, 1e-5, 0.2, false), std::make_shared<typename M::ReLU>(true),
+      std::make_shared<typename M::BN>(8), std::make_shared<typename M::Tanh>()});
 }
 
 // A small ResNet: a stem (conv, bn + ReLU), a unit with a projection shortcut and one with the
 // identity, each relu(block(x) + shortcut(x)) with the block ending in a batch norm.
 template <bool Twin>
 std::shared_ptr<nn::Sequential> residual_network() {
-  using Conv = std::conditional_t<Twin, cudnn::SpatialConvolution, nn::SpatialConvolution>;
-  using BN = std::conditional_t<Twin, cudnn::SpatialBatchNormalization, nn::SpatialBatchNormalization>;
-  using ReLU = std::conditional_t<Twin, cudnn::ReLU, nn::ReLU>;
-  using Residual = std::conditional_t<Twin, cudnn::Residual, nn::Residual>;
-  auto conv = [](int64_t in, int64_t out, int64_t k) {
-    auto c = std::make_shared<Conv>(in, out, k, k, 1, 1, k / 2, k / 2);
-    c->noBias();
-    return c;
-  };
+  using M = Modules<Twin>;
+  using BN = typename M::BN;
+  using ReLU = typename M::ReLU;
+  using Residual = typename M::Residual;
+  const auto conv = M::conv;
   auto seq = [](std::initializer_list<nn::ModulePtr> m) { return std::make_shared<nn::Sequential>(m); };
   auto unit = [&](int64_t in, int64_t out, bool projection) {
     auto block = seq({conv(in, 4, 1), std::make_shared<BN>(4), std::make_shared<ReLU>(), conv(4, out, 3),
@@ -321,4 +327,22 @@ TEST_CASE("fused batch norm + ReLU and residual units: the Torch split equals ba
       CHECK(rel_norm_error(std::get<2>(split)[i], std::get<2>(whole)[i]) < 1e-6);
     }
   }
+}
+
+TEST_CASE("fused batch norm: an output field replaced between forward and backward is refused, not read") {
+  // cuDNN reads the fused output with the input's descriptor (Note [Parameters are checked where
+  // they are used]): a smaller tensor there would be read past its end
+  cudnn::ScopedConfig flags("channels_last=true");
+  cudnn::FusedBatchNormalization pair(std::make_shared<cudnn::SpatialBatchNormalization>(8),
+                                      std::make_shared<cudnn::ReLU>());
+  pair.to(Device::cuda(0));
+  Generator gen(6106);
+  const Tensor x = uniform({4, 8, 6, 6}, -1, 1, gen, DType::Float32, Device::cuda(0));
+  const Tensor g = uniform({4, 8, 6, 6}, -1, 1, gen, DType::Float32, Device::cuda(0));
+  pair.forward(x);
+  pair.output = tensor::zeros({4, 8, 3, 3}, DType::Float32, Device::cuda(0));
+  CHECK_THROWS_WITH_AS(pair.backward(x, g),
+                       doctest::Contains("expected the fused output (the fused module's output) "
+                                         "like the input"),
+                       tensor::Error);
 }
