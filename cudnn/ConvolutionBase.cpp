@@ -67,12 +67,18 @@ std::optional<Activation> epilogue_of(const nn::PointwiseBase& act) {
   }
 }
 
-// The weight in the activations' layout: m.weight itself when row-major, else a copy in
-// `copy` (Note [Channels-last filters] in cudnn/ops/conv_search.cpp).
+// The layout the filter (and its gradient) should have for activations in `format`.
+tensor::MemoryFormat filter_format(const Tensor& filter, tensor::MemoryFormat format) {
+  return filter.dim() >= 4 ? format : tensor::MemoryFormat::Contiguous;
+}
+
+// The weight in the activations' layout: m.weight itself when already so (a channels-last
+// network's filters after Module::to(MemoryFormat::ChannelsLast)), else a copy in `copy`
+// (Note [Channels-last filters] in cudnn/ops/conv_search.cpp).
 Tensor weight_in(const nn::ConvolutionBase& m, tensor::MemoryFormat format, Tensor& copy) {
-  if (format == tensor::MemoryFormat::Contiguous || m.weight.dim() < 4) return m.weight.contiguous();
-  if (m.weight.is_contiguous(format)) return m.weight;
-  nn::ensure(copy, m.weight.sizes(), m.weight, format).copy_(m.weight);
+  const tensor::MemoryFormat f = filter_format(m.weight, format);
+  if (m.weight.is_contiguous(f)) return m.weight;
+  nn::ensure(copy, m.weight.sizes(), m.weight, f).copy_(m.weight);
   return copy;
 }
 
@@ -182,12 +188,13 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   const Tensor x = as_batch(as_format(input, format), s.nd);
   const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);
   if (dy.numel() == 0) return;
-  // channels-last activations: the filter gradient is taken channels-last, then added
-  const bool filterInFormat =
-      format != tensor::MemoryFormat::Contiguous && m.gradWeight.dim() >= 4 && !m.gradWeight.is_contiguous(format);
-  Tensor gw = filterInFormat ? nn::ensure(state_->gradWeightInFormat, m.gradWeight.sizes(), m.gradWeight, format)
-                             : m.gradWeight.contiguous();
-  const double gwAlpha = filterInFormat ? 1 : scale, gwBeta = filterInFormat ? 0 : 1;
+  // The filter gradient is taken in the activations' layout: accumulated in place when gradWeight
+  // has it, else taken into a buffer and blended in.
+  const tensor::MemoryFormat gwFormat = filter_format(m.gradWeight, format);
+  const bool blend = !m.gradWeight.is_contiguous(gwFormat);
+  Tensor gw =
+      blend ? nn::ensure(state_->gradWeightInFormat, m.gradWeight.sizes(), m.gradWeight, gwFormat) : m.gradWeight;
+  const double gwAlpha = blend ? 1 : scale, gwBeta = blend ? 0 : 1;
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();
   ModulePlan& plan = state_->plan;
   plan.sync(m, m.algo, method);
@@ -199,11 +206,7 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
     }
     if (gb.defined()) plan->backward_bias(dy, gb, scale, 1);
   });
-  if (filterInFormat) {
-    m.gradWeight.add_(gw, scale);
-  } else if (!gw.is_same_view(m.gradWeight)) {
-    m.gradWeight.copy_(gw);
-  }
+  if (blend) m.gradWeight.add_(gw, scale);
   if (gb.defined() && !gb.is_same_view(m.gradBias)) m.gradBias.copy_(gb);
 }
 

@@ -327,6 +327,15 @@ nn::Module& DataParallelTable::to(nn::DType dtype) {
   return *this;
 }
 
+nn::Module& DataParallelTable::to(tensor::MemoryFormat format) {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    tensor::cuda::DeviceGuard guard(gpus_[i]);
+    replicas_[i]->to(format);
+  }
+  needSync_ = true;
+  return *this;
+}
+
 std::string DataParallelTable::str() const {
   return type_name() + " on GPUs " + gpu_list(gpus_) +
          " {\n  (1): " + nn::indent_lines(nn::child_at(*this, modules, 0, "str").str(), "  ") + "\n}";

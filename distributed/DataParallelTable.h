@@ -36,6 +36,7 @@ class DataParallelTable : public nn::Container {
   // Replicas stay on their GPUs: only the first GPU (or where they are) is accepted.
   nn::Module& to(nn::Device device) override;
   nn::Module& to(nn::DType dtype) override;
+  nn::Module& to(tensor::MemoryFormat format) override;  // every replica's
 
   // The name model files know it by (kept from its cudnn/ days).
   static constexpr std::string_view kTypeName = "cudnn.DataParallelTable";

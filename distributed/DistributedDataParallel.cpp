@@ -104,11 +104,17 @@ DistributedDataParallel::Owners DistributedDataParallel::collectParameters() {
       const Tensor& v = values[i].second;
       const Tensor& g = grads[i].second;
       const std::string name = prefix + values[i].first;
-      if (!g.defined() || g.device() != dev || !g.is_contiguous() || g.sizes() != v.sizes() || g.dtype() != v.dtype()) {
+      // row-major: the buckets and the broadcast pair elements up by position on every rank, and
+      // channels-last filters (Module::to(MemoryFormat)) would need every rank's layout to agree
+      if (!g.defined() || g.device() != dev || !g.is_contiguous() || !v.is_contiguous() || g.sizes() != v.sizes() ||
+          g.dtype() != v.dtype()) {
+        auto layout = [](const Tensor& t) { return t.is_contiguous() ? "" : " (not contiguous)"; };
         throw tensor::Error(where("DistributedDataParallel") + "expected parameter '" + name +
                             "' and its gradient contiguous on " + dev.str() +
-                            " (convert and move the network before wrapping it), got " + v.description() +
-                            " with gradient " + (g.defined() ? g.description() : "undefined"));
+                            " (convert and move the network before wrapping it; to(MemoryFormat::Contiguous) undoes "
+                            "channels-last filters), got " +
+                            v.description() + layout(v) + " with gradient " +
+                            (g.defined() ? g.description() + layout(g) : std::string("undefined")));
       }
       own.push_back(params_.size());
       params_.push_back(Param{name, g});

@@ -42,23 +42,28 @@ void check_matches(const std::string& where, const Tensor& t, const Tensor& para
 }
 
 namespace {
-bool dense_of(const Tensor& t, const tensor::Shape& expected) {
-  return t.defined() && t.sizes() == expected && t.is_contiguous();
+bool dense_of(const Tensor& t, const tensor::Shape& expected, bool channelsLastToo) {
+  return t.defined() && t.sizes() == expected &&
+         (t.is_contiguous() || (channelsLastToo && is_channels_last_parameter(t)));
 }
 }  // namespace
 
+bool is_channels_last_parameter(const Tensor& t) {
+  return (t.dim() == 4 || t.dim() == 5) && t.is_contiguous(tensor::MemoryFormat::ChannelsLast);
+}
+
 void check_parameter(const Module& m, const char* method, const char* name, const Tensor& value,
-                     const tensor::Shape& expected, const Tensor* grad) {
+                     const tensor::Shape& expected, const Tensor* grad, bool channelsLastToo) {
   auto fail = [&](const std::string& what, const Tensor& t) {
     throw tensor::Error(m.where(method) + "expected " + what + " of " + tensor::shape_str(expected) +
-                        " (contiguous), got " +
+                        (channelsLastToo ? " (contiguous or channels-last), got " : " (contiguous), got ") +
                         (t.defined() ? t.description() + (t.is_contiguous() ? "" : " (not contiguous)")
                                      : std::string("an undefined tensor")) +
                         " (was the field replaced by hand?)");
   };
-  if (!dense_of(value, expected)) fail(name, value);
+  if (!dense_of(value, expected, channelsLastToo)) fail(name, value);
   if (!grad) return;
-  if (!dense_of(*grad, expected)) fail(std::string(name) + "'s gradient", *grad);
+  if (!dense_of(*grad, expected, channelsLastToo)) fail(std::string(name) + "'s gradient", *grad);
   if (grad->dtype() != value.dtype() || grad->device() != value.device()) {
     throw tensor::Error(m.where(method) + "expected " + name + "'s gradient of its dtype and device (" +
                         tensor::name(value.dtype()) + " on " + value.device().str() + "), got " + grad->description() +

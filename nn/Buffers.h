@@ -34,8 +34,14 @@ void check_matches(const std::string& where, const tensor::Tensor& t, const tens
 //
 // Throws "<type>::<method>: expected <name> of [..] (contiguous), got <description>" unless
 // `value` is defined, contiguous and of shape `expected`; with `grad`, the same for *grad,
-// which must also have value's dtype and device ("<name>'s gradient").
+// which must also have value's dtype and device ("<name>'s gradient"). With `channelsLastToo`
+// (the convolutions' filters: Module::to(MemoryFormat)) a 4-d or 5-d value or gradient may be
+// dense channels-last instead ("(contiguous or channels-last)"); each may have its own layout.
+// A 4-d or 5-d tensor laid out dense channels-last (what Module::to(MemoryFormat::ChannelsLast)
+// makes of a filter).
+bool is_channels_last_parameter(const tensor::Tensor& t);
+
 void check_parameter(const Module& m, const char* method, const char* name, const tensor::Tensor& value,
-                     const tensor::Shape& expected, const tensor::Tensor* grad = nullptr);
+                     const tensor::Shape& expected, const tensor::Tensor* grad = nullptr, bool channelsLastToo = false);
 
 }  // namespace nn

@@ -32,7 +32,8 @@ double partial_norm(const Tensor& g, double p) {
 bool fusable(const std::vector<Tensor>& grads, double normType) {
   if (normType != 2 && !std::isinf(normType)) return false;
   for (const Tensor& g : grads) {
-    if (!g.is_cuda() || !g.is_contiguous() || g.device() != grads[0].device() || g.dtype() != grads[0].dtype()) {
+    if (!g.is_cuda() || !g.is_non_overlapping_and_dense() || g.device() != grads[0].device() ||
+        g.dtype() != grads[0].dtype()) {
       return false;
     }
   }

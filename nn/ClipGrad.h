@@ -4,8 +4,9 @@
 // tensor (float64 for float64 gradients, float32 otherwise) on the first gradient's device.
 // A NaN or Inf total makes every gradient NaN (PyTorch's behaviour) unless errorIfNonfinite,
 // which throws instead and leaves the gradients untouched.
-// Note [Fused clipping]: when the gradients are contiguous CUDA tensors of one device and
-// dtype and normType is 2 or inf, the norm is one multi-tensor reduction and the scaling one
+// Note [Fused clipping]: when the gradients are dense CUDA tensors (row-major or channels-last)
+// of one device and dtype and normType is 2 or inf, the norm is one multi-tensor reduction and
+// the scaling one
 // multi-tensor pass reading the factor on the device (tensor::cuda::clip_by_norm): a few
 // launches for the whole network and no host synchronisation (errorIfNonfinite reads the norm:
 // one synchronisation). Other gradients (CPU, strided, mixed devices) take per-tensor norms

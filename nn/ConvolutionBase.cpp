@@ -109,10 +109,12 @@ void ConvolutionBase::checkConfig(const ConvSpec& s, const char* method) const {
     }
     return true;
   };
-  // the kernels and cuDNN read them densely (Note [Parameters are checked where they are used])
-  if (weight.defined() && (!weight_ok() || !weight.is_contiguous())) {
-    throw Error(at() + "expected weight of " + tensor::shape_str(weightShape(s)) + " (contiguous), got " +
-                weight.description() + (weight.is_contiguous() ? "" : " (not contiguous)"));
+  // the kernels and cuDNN read them densely (Note [Parameters are checked where they are used]),
+  // the filter in either layout (Module::to(MemoryFormat))
+  if (weight.defined() && (!weight_ok() || !(weight.is_contiguous() || is_channels_last_parameter(weight)))) {
+    throw Error(at() + "expected weight of " + tensor::shape_str(weightShape(s)) +
+                " (contiguous or channels-last), got " + weight.description() +
+                (weight.is_contiguous() ? "" : " (not contiguous)"));
   }
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != nOutputPlane || !bias.is_contiguous())) {
     throw Error(at() + "expected bias of [" + std::to_string(nOutputPlane) + "] (contiguous), got " +
@@ -121,7 +123,7 @@ void ConvolutionBase::checkConfig(const ConvSpec& s, const char* method) const {
 }
 
 void ConvolutionBase::checkGradients(const ConvSpec& s, const char* method) const {
-  check_parameter(*this, method, "weight", weight, weightShape(s), &gradWeight);
+  check_parameter(*this, method, "weight", weight, weightShape(s), &gradWeight, true);
   if (bias.defined()) check_parameter(*this, method, "bias", bias, {nOutputPlane}, &gradBias);
 }
 

@@ -104,6 +104,8 @@ class ConvolutionBase : public Module, public WithConvAlgorithms<ConvolutionBase
   // initialises the parameters.
   void initParameters();
   void visitState(StateVisitor& v) override;
+  // The filter and its gradient may be channels-last (Module::to(MemoryFormat)).
+  bool takesChannelsLastParameters() const override { return true; }
   // Throws unless the fields describe a valid convolution whose parameters have the right
   // shapes, naming `method` (nullptr: the module alone, as its constructor does).
   void checkConfig(const ConvSpec& s, const char* method) const;

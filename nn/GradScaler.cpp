@@ -87,13 +87,13 @@ void GradScaler::unscale(const std::vector<Tensor>& grads) {
       }
     }
   }
-  // Contiguous CUDA gradients by device and dtype (Note [One synchronisation per step]); on the
-  // device path only those of the state's device.
+  // Dense CUDA gradients (row-major or channels-last: the unscale is element-wise) by device and
+  // dtype (Note [One synchronisation per step]); on the device path only those of the state's device.
   std::map<std::tuple<int, DType>, std::vector<Tensor>> groups;
   std::vector<Tensor> rest;
   for (const Tensor& g : grads) {
     if (g.numel() == 0) continue;
-    if (g.is_cuda() && g.is_contiguous() && (!onDevice() || g.device() == deviceScale_.device())) {
+    if (g.is_cuda() && g.is_non_overlapping_and_dense() && (!onDevice() || g.device() == deviceScale_.device())) {
       groups[{g.device().index, g.dtype()}].push_back(g);
     } else {
       rest.push_back(g);

@@ -6,8 +6,9 @@
 // backoffFactor (0.5); after growthInterval (2000) clean steps in a row it multiplies it by
 // growthFactor (2). bfloat16 has float32's range: build the scaler with enabled = false
 // (scale 1, no check, every step taken), as PyTorch's autocast recipes do.
-// Note [One synchronisation per step]: on the host path, contiguous CUDA gradients of one device
-// and dtype are unscaled and checked by one multi-tensor pass (tensor::cuda::unscale_and_check)
+// Note [One synchronisation per step]: on the host path, dense CUDA gradients (row-major or
+// channels-last) of one device and dtype are unscaled and checked by one multi-tensor pass
+// (tensor::cuda::unscale_and_check)
 // writing a found-Inf flag on the device; step() reads the flags once to decide. Other gradients
 // (CPU, strided) take tensor ops, checked in float64.
 // Note [Capturable loss scaling]: the rule is where the tensors are. The scaler starts on the
@@ -28,7 +29,7 @@
 // step() then cannot know whether the optimizer stepped and returns true (it called it; PyTorch's
 // fused path returns the optimizer's value too); foundInf(), scale(), growthTracker(),
 // skippedSteps() and stateDict() read the device values when asked (a synchronisation each).
-// Gradients that are not contiguous CUDA tensors of the state's device still work: they are
+// Gradients that are not dense CUDA tensors of the state's device still work: they are
 // unscaled with tensor ops after reading the inverse to the host (not capturable).
 // Use with Torch's modules:
 //   const Tensor& gy = criterion.backward(out, target);

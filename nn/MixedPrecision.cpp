@@ -18,8 +18,10 @@ MasterWeights::MasterWeights(Module& net, DType master) {
     modelGrads_.push_back(g);
     const bool copy = p.dtype() != master;
     copied_.push_back(copy);
-    params_.push_back(copy ? p.to(master).contiguous() : p);
-    grads_.push_back(copy ? tensor::zeros(p.sizes(), master, p.device()) : g);
+    // the parameter's layout (channels-last filters too), so the copies pair elements as flat blocks
+    const tensor::MemoryFormat format = tensor::suggest_memory_format(p);
+    params_.push_back(copy ? p.to(master).contiguous(format) : p);
+    grads_.push_back(copy ? tensor::empty(p.sizes(), master, p.device(), format).fill_(0) : g);
   }
 }
 

@@ -263,6 +263,27 @@ Module& Module::to(DType dtype) {
   return *this;
 }
 
+Module& Module::to(tensor::MemoryFormat format) {
+  if (auto* kids = children()) {
+    for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(format);
+  }
+  if (format != tensor::MemoryFormat::Contiguous && !takesChannelsLastParameters()) return *this;
+  struct Layout : StateVisitor {
+    tensor::MemoryFormat f;
+    explicit Layout(tensor::MemoryFormat fmt) : f(fmt) {}
+    void lay(Tensor& v) const {
+      if (v.defined() && (v.dim() == 4 || v.dim() == 5)) v = v.contiguous(f);
+    }
+    void parameter(const std::string&, Tensor& v, Tensor& g) override {
+      lay(v);
+      lay(g);
+    }
+    void buffer(const std::string&, Tensor&) override {}
+  } layout(format);
+  visitState(layout);
+  return *this;
+}
+
 void Module::apply(const std::function<void(Module&)>& fn) {
   fn(*this);
   if (auto* kids = children()) {

@@ -100,6 +100,14 @@ class Module {
   virtual Module& to(Device device);
   // Converts floating parameters, gradients and buffers (and later outputs) to `dtype`.
   virtual Module& to(DType dtype);
+  // Lays out every parameter of 4 or 5 dimensions, and its gradient, in `format`, in the modules
+  // that read such parameters in either layout (takesChannelsLastParameters: the convolutions);
+  // PyTorch's model.to(memory_format=...). Values and shapes stay; ChannelsLast spares the cudnn
+  // convolutions of a channels-last network a filter copy per pass and a gradient blend per
+  // backward (Note [Channels-last filters] in cudnn/ops/conv_search.cpp). Like to(device), it
+  // replaces the tensors: build the optimizer afterwards. Containers recurse.
+  virtual Module& to(tensor::MemoryFormat format);
+  virtual bool takesChannelsLastParameters() const { return false; }
   virtual bool computesOn(Device device) const { return device.is_cpu(); }
   Device device() const { return device_; }
 

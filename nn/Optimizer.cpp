@@ -185,9 +185,9 @@ std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_lis
   std::map<std::tuple<size_t, int, DType>, size_t> groupOf;  // (param group, device, dtype) -> position
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
+    // dense and laid out as p (row-major, or a channels-last filter: Module::to(MemoryFormat))
     auto fits = [&](const Tensor& t) {
-      return t.is_cuda() && t.is_contiguous() && t.dtype() == p.dtype() && t.device() == p.device() &&
-             t.numel() == p.numel();
+      return t.is_cuda() && t.dtype() == p.dtype() && t.device() == p.device() && tensor::same_dense_layout(t, p);
     };
     bool ok = !shared[i] && fits(p) && fits(grads_[i]);
     for (const char* name : stateNames) {
@@ -235,7 +235,7 @@ void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
         throw Error(where("loadStateDict") + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) + ", expected " +
                     tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
       }
-      Tensor copy = tensor::empty(p.sizes(), p.dtype(), p.device());
+      Tensor copy = tensor::empty_like(p);  // the parameter's layout, so the fused kernels still take it
       copy.copy_(t);
       loaded[i][name] = copy;
     }

@@ -10,13 +10,15 @@
 // of memory (tensor::cuda::allocate throws) leaves parameters, state and counters as they
 // were, and the same step can be retried. Its peak memory is one temporary per parameter on the
 // per-tensor path, none on the fused one.
-// Note [Fused optimizer steps]: with `fused` set (the default), contiguous CUDA parameters whose
-// gradients and state are contiguous too are updated together, per device and dtype, by the
+// Note [Fused optimizer steps]: with `fused` set (the default), dense CUDA parameters whose
+// gradients and state share their layout (row-major, or channels-last filters after
+// Module::to(MemoryFormat)) are updated together, per device and dtype, by the
 // multi-tensor kernels of tensor/MultiTensor.h: ceil(n / 48) launches for n parameters, where the
 // tensor ops take 3-11 launches per parameter (483-1771 for ResNet-50's 161), with no host
 // synchronisation (the pointer tables travel as kernel arguments). Contiguous CPU float32/float64
 // parameters take the CPU kernels of nn/kernels/Optimizer.h where there is one (Adam). Every
-// other parameter (strided ones) takes the tensor ops. All paths give the same bits: the
+// other parameter (strided ones, or one whose gradient is laid out otherwise) takes the tensor
+// ops. All paths give the same bits: the
 // kernels repeat the tensor ops' arithmetic, operation by operation, 16-bit roundings included.
 // Parameters that share memory with another one (a tensor listed twice, overlapping views) take
 // the tensor ops, one after the other as before, after the fused launches (which touch only

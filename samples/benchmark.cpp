@@ -28,7 +28,8 @@
 // loss scaling] in nn/GradScaler.h); without --graph it is timed eagerly.
 // --channels-last (cudnn): the input is made channels-last (NHWC / NDHWC) once, before any
 // timing, and the twins keep that layout throughout (Note [Channels-last twins] in
-// cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout.
+// cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout. The network's
+// filters are laid out channels-last too (Module::to(MemoryFormat)), as PyTorch's side does.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -121,7 +122,8 @@ const char* kOptions =
     "                    other convolution + bias where faster, as one cuDNN graph operation\n"
     "                    (cudnn/Fuse.h)\n"
     "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
-    "                    the cudnn layers then compute and keep that layout\n"
+    "                    the cudnn layers then compute and keep that layout; the filters are laid\n"
+    "                    out channels-last too (nn::Module::to(MemoryFormat::ChannelsLast))\n"
     "  --rnn-persist     (cudnn) recurrent modules run cuDNN's persistent kernels where cuDNN takes the\n"
     "                    shape (nn::RNNBase::setPersist; the lstm row)\n";
 
@@ -387,6 +389,8 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   if (device.is_cuda() && o.fuse) cudnn::fuse(*net);
 #endif
   net->to(dtype);
+  // the filters too, as PyTorch's model.to(memory_format=torch.channels_last): no per-pass copy
+  if (o.channels_last) net->to(tensor::MemoryFormat::ChannelsLast);
   net->train();
   net->setGradInputNeeded(o.input_grad);
   net->setFreeIntermediateGradients(!o.keep_grad_inputs);

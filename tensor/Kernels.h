@@ -48,10 +48,6 @@ struct Backend {
 // (Note [Random fills in CUDA graphs] in Cuda.h).
 void cuda_set_random_state(uint64_t* state, uint64_t seed, uint64_t base, int device);
 
-// Both tensors are non-overlapping and dense with the same strides (size-1 dims aside), so
-// their elements pair up as two flat blocks of numel() items from raw_data().
-bool same_dense_layout(const Tensor& a, const Tensor& b);
-
 const Backend& cpu();
 const Backend& cuda();  // throws "built without CUDA" in a CPU-only build
 inline const Backend& backend_for(const Tensor& t) { return t.is_cuda() ? cuda() : cpu(); }

@@ -1,7 +1,8 @@
 // MultiTensor.h: optimizer updates of many CUDA tensors in a few kernel launches (a
 // multi-tensor apply), for nn::SGD, nn::Adam and nn::AdamW: see Note [Fused optimizer steps] in
-// nn/Optimizer.h. Every list holds contiguous tensors of one floating dtype (float32, float64,
-// float16, bfloat16) on one CUDA device; element i of each list has params[i]'s element count.
+// nn/Optimizer.h. Every list holds dense tensors of one floating dtype (float32, float64,
+// float16, bfloat16) on one CUDA device; element i of each list has params[i]'s shape and layout
+// (same_dense_layout: row-major, or channels-last filters), so they pair up as flat blocks.
 // The values are those of nn's per-tensor path (the same tensor ops' operations in their order,
 // 16-bit values rounded after each op as the ops store them), bit for bit. In a CPU-only build
 // these throw "built without CUDA" (tensor/cuda/Unavailable.cpp).

@@ -312,7 +312,6 @@ MemoryFormat suggest_memory_format(const Tensor& t) {
   return MemoryFormat::Contiguous;
 }
 
-namespace kernels {
 bool same_dense_layout(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes() || !a.is_non_overlapping_and_dense() || !b.is_non_overlapping_and_dense()) return false;
   for (int64_t d = 0; d < a.dim(); ++d) {
@@ -320,7 +319,6 @@ bool same_dense_layout(const Tensor& a, const Tensor& b) {
   }
   return true;
 }
-}  // namespace kernels
 
 void* Tensor::raw_data() const {
   check_defined(*this, "Tensor::raw_data");
@@ -504,8 +502,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   TENSOR_CHECK(from.is_cpu() || is_cpu(), "Tensor::copy_: copies between two CUDA devices (",
                from.device().str(), " -> ", device().str(), ") are not supported");
   Tensor packed = from.to(dtype_);
-  if (!kernels::same_dense_layout(packed, *this)) packed = packed.contiguous();
-  Tensor target = kernels::same_dense_layout(packed, *this) ? *this : empty(sizes_, dtype_, device());
+  if (!same_dense_layout(packed, *this)) packed = packed.contiguous();
+  Tensor target = same_dense_layout(packed, *this) ? *this : empty(sizes_, dtype_, device());
   const int cuda_index = is_cuda() ? device().index : packed.device().index;
   cuda::copy_bytes(target.raw_data(), target.is_cuda(), packed.raw_data(), packed.is_cuda(),
                    nbytes(), cuda_index);

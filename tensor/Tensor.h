@@ -233,6 +233,10 @@ Tensor zeros_like(const Tensor& t);
 // ChannelsLast when t is a 4-d or 5-d tensor laid out channels-last (and not also
 // row-major, as a tensor with C == 1 or H == W == 1 can be), else Contiguous.
 MemoryFormat suggest_memory_format(const Tensor& t);
+// Both tensors are non-overlapping and dense with the same shape and strides (size-1 dims
+// aside), so their elements pair up as two flat blocks of numel() items from raw_data(): what
+// element-wise kernels over many tensors (the fused optimizers) need of each pair.
+bool same_dense_layout(const Tensor& a, const Tensor& b);
 Tensor arange(double end, DType dtype = DType::Float32, Device device = Device::cpu());
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
               Device device = Device::cpu());

@@ -43,13 +43,23 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw tensor::Error("testkit::check_gradients: " + what);
 }
 
-// Perturbs `target` (a contiguous float64 CPU tensor the loss reads) entry by entry and
-// compares with `analytic`.
+// Where the entry of row-major position `flat` lies in `t`'s storage, from its data pointer.
+int64_t storage_index(const Tensor& t, int64_t flat) {
+  int64_t at = 0;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    at += (flat % t.size(d)) * t.strides()[d];
+    flat /= t.size(d);
+  }
+  return at;
+}
+
+// Perturbs `target` (a dense float64 CPU tensor the loss reads: row-major, or a channels-last
+// filter) entry by entry and compares with `analytic`.
 void check_tensor(const std::string& name, Tensor target, const Tensor& analytic, const std::function<double()>& loss,
                   const GradCheckOptions& o, tensor::Generator& gen, GradCheckReport& report) {
   require(target.dtype() == DType::Float64 && target.is_cpu(),
           "expected " + name + " float64 on the CPU, got " + target.description());
-  require(target.is_contiguous(), "expected " + name + " contiguous, got " + target.description());
+  require(target.is_non_overlapping_and_dense(), "expected " + name + " dense, got " + target.description());
   require(analytic.defined(), "expected a gradient of " + name + ", got none");
   require(analytic.sizes() == target.sizes(), "expected the gradient of " + name + " of its shape " +
                                                   tensor::shape_str(target.sizes()) + ", got " +
@@ -57,13 +67,14 @@ void check_tensor(const std::string& name, Tensor target, const Tensor& analytic
   const std::vector<double> grad = analytic.contiguous().to_vector<double>();
   double* x = target.data<double>();
   for (int64_t i : sample_indices(target.numel(), o.max_samples, gen)) {
-    const double saved = x[i];
+    double& entry = x[storage_index(target, i)];
+    const double saved = entry;
     const double l0 = loss();
-    x[i] = saved + o.eps;
+    entry = saved + o.eps;
     const double lp = loss();
-    x[i] = saved - o.eps;
+    entry = saved - o.eps;
     const double lm = loss();
-    x[i] = saved;
+    entry = saved;
     if (std::abs(lp - 2 * l0 + lm) > o.kink_threshold * std::max(1.0, std::abs(l0))) {
       ++report.skipped;
       continue;

@@ -410,9 +410,12 @@ float time_on_stream(Run&& run) {
 // A channels-last convolution (NHWC activations) runs fastest with its filter in the same
 // layout: with a row-major filter cuDNN's NHWC engines transpose it, and a 3-channel 11x11
 // filter gradient took 11.6 ms against PyTorch's 5.3 (L1, float16, H100). So the twins hand
-// the passes a channels-last copy of the weight (and take the weight gradient in that layout)
-// when the activations are channels-last; the filter descriptor and the graph's filter
-// strides say which layout it is, and the key holds it.
+// the passes the filter in the activations' layout: the weight itself where it already is (a
+// network after Module::to(MemoryFormat::ChannelsLast), as PyTorch's model.to(memory_format=...)),
+// else a copy made for each pass; likewise the filter gradient is accumulated in place (beta 1)
+// or taken into a buffer and added. A copy per forward and backward-data pass, and a blend per
+// filter gradient, cost a ResNet-50 step about 0.5 ms (docs/performance.md). The filter
+// descriptor and the graph's filter strides say which layout it is, and the key holds it.
 bool filter_channels_last(const Tensor& w) {
   return w.dim() >= 4 && !w.is_contiguous() && w.is_contiguous(tensor::MemoryFormat::ChannelsLast);
 }

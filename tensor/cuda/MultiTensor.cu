@@ -338,8 +338,10 @@ std::vector<Entry<T>> plain_entries(const std::vector<Tensor>& tensors) {
 
 // ------------------------------------------------------------------ checks
 
-// Every list as long as params, every tensor a contiguous CUDA tensor of params[0]'s dtype and
-// device with params[i]'s element count (`lists` may hold empty lists where allowed).
+// Every list as long as params, every tensor a dense CUDA tensor of params[0]'s dtype and
+// device laid out as params[i] (row-major, or channels-last for a filter:
+// Module::to(MemoryFormat)), so element k of each flat block is the same element (`lists` may
+// hold empty lists where allowed).
 void check_lists(const char* op, const std::vector<Tensor>& params,
                  std::initializer_list<std::pair<const char*, const std::vector<Tensor>*>> lists) {
   if (params.empty()) return;
@@ -347,11 +349,13 @@ void check_lists(const char* op, const std::vector<Tensor>& params,
   TENSOR_CHECK(p0.defined() && p0.is_cuda() && is_floating(p0.dtype()), op, ": expected floating CUDA parameters, got ",
                p0.defined() ? p0.description() : "an undefined tensor");
   auto check = [&](const char* what, size_t i, const Tensor& t) {
-    TENSOR_CHECK(t.defined() && t.is_cuda() && t.is_contiguous() && t.dtype() == p0.dtype() &&
-                     t.device() == p0.device() && t.numel() == params[i].numel(),
-                 op, ": expected ", what, " ", i, " to be a contiguous ", name(p0.dtype()), " tensor of ",
-                 params[i].numel(), " elements on ", p0.device().str(), ", got ",
-                 t.defined() ? t.description() + (t.is_contiguous() ? "" : " (strided)") : "an undefined tensor");
+    TENSOR_CHECK(
+        t.defined() && t.is_cuda() && t.dtype() == p0.dtype() && t.device() == p0.device() && params[i].defined() &&
+            same_dense_layout(t, params[i]),
+        op, ": expected ", what, " ", i, " to be a dense ", name(p0.dtype()), " tensor on ", p0.device().str(),
+        " of parameter ", i, "'s shape and layout (",
+        params[i].defined() ? shape_str(params[i].sizes()) : std::string("undefined"), "), got ",
+        t.defined() ? t.description() + (t.is_non_overlapping_and_dense() ? "" : " (strided)") : "an undefined tensor");
   };
   for (size_t i = 0; i < params.size(); ++i) check("parameter", i, params[i]);
   for (const auto& [what, list] : lists) {

@@ -5,8 +5,9 @@
 // small ResNet-like network, in float32 (TF32 off) and float16, against nn in float64 on the
 // row-major input. Every 4-d / 5-d output and gradInput must BE channels-last, so a layer that
 // silently goes back to NCHW fails. Then the switch (flag channels_last=true) on a row-major
-// input, against the row-major run of the same twins; and the tensor layer's element-wise
-// kernels on channels-last CUDA tensors.
+// input, against the row-major run of the same twins; channels-last filters
+// (Module::to(MemoryFormat)) in both activation layouts and under the fused optimizer; and the
+// tensor layer's element-wise kernels on channels-last CUDA tensors.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -15,9 +16,11 @@
 
 #include "convert/Convert.h"
 #include "cudnn/core/Config.h"
+#include "nn/Buffers.h"
 #include "nn/Linear.h"
 #include "nn/ReLU.h"
 #include "nn/Residual.h"
+#include "nn/SGD.h"
 #include "nn/Sequential.h"
 #include "nn/Sigmoid.h"
 #include "nn/SpatialAveragePooling.h"
@@ -232,7 +235,7 @@ TEST_CASE("channels-last convolutions: plain, strided and padded, grouped, 1x1, 
 TEST_CASE(
     "channels-last convolution: the weight and its gradient stay row-major, gradients accumulate with the scale") {
   // The passes run on a channels-last copy of the filter and take the filter gradient in that
-  // layout (Note [Channels-last filters] in cudnn/ops/conv.cpp); what the module exposes does not change.
+  // layout (Note [Channels-last filters] in cudnn/ops/conv_search.cpp); what the module exposes does not change.
   cudnn::ScopedConfig flags("allow_tf32=false");
   Generator gen(5108);
   auto ref = std::make_shared<nn::SpatialConvolution>(6, 16, 3, 3, 1, 1, 1, 1);
@@ -355,6 +358,71 @@ TEST_CASE("the switch: channels_last=true runs a row-major input channels-last, 
   }
   cudnn::ScopedConfig bad("channels_last=false");
   CHECK_THROWS_WITH_AS(cudnn::set_flags("channels_last=maybe"), doctest::Contains("channels_last"), Error);
+}
+
+TEST_CASE("channels-last filters (Module::to(MemoryFormat::ChannelsLast)): read and accumulated in place, any input") {
+  // The filters laid out as the activations spare the passes their copy; the twins must give
+  // nn's values with them in both activation layouts, keep them channels-last, and train with
+  // the fused optimizer as the row-major filters do.
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    INFO(name(dt));
+    Generator gen(5701);
+    nn::ModulePtr ref = small_resnet();
+    nn::ModulePtr plain = nn::convert(small_resnet(), nn::Backend::cudnn);
+    nn::ModulePtr cl = nn::convert(small_resnet(), nn::Backend::cudnn);
+    ref->to(DType::Float64);
+    for (auto& m : {plain, cl}) {
+      m->to(gpu);
+      m->to(dt);
+      m->loadStateDict(ref->stateDict());
+    }
+    cl->to(MemoryFormat::ChannelsLast);
+    auto filters = [](nn::Module& net) {
+      std::vector<nn::ConvolutionBase*> out;
+      net.apply([&](nn::Module& m) {
+        if (auto* c = dynamic_cast<nn::ConvolutionBase*>(&m)) out.push_back(c);
+      });
+      return out;
+    };
+    REQUIRE_FALSE(filters(*cl).empty());
+    for (nn::ConvolutionBase* c : filters(*cl)) {
+      CHECK(nn::is_channels_last_parameter(c->weight));
+      CHECK(nn::is_channels_last_parameter(c->gradWeight));
+    }
+    const Tensor x = uniform({4, 3, 16, 16}, -1, 1, gen, DType::Float64);
+    const Tensor g = uniform({4, 5}, -1, 1, gen, DType::Float64);
+    const Tensor xg = x.to(gpu, dt), gg = g.to(gpu, dt);
+    const Run want = run(*ref, x, g);
+    for (bool channelsLastInput : {true, false}) {
+      INFO("channels_last=", channelsLastInput);
+      cudnn::ScopedConfig on(channelsLastInput ? "channels_last=true" : "channels_last=false");
+      const Run rowMajor = run(*plain, xg, gg);
+      const Run got = run(*cl, xg, gg);
+      compare_runs(got, want, network_tolerance(dt), &rowMajor);
+      for (nn::ConvolutionBase* c : filters(*cl)) {  // still laid out as they were
+        CHECK(nn::is_channels_last_parameter(c->weight));
+        CHECK(nn::is_channels_last_parameter(c->gradWeight));
+      }
+    }
+    // three SGD steps (fused kernels over the channels-last filters) against the row-major ones
+    cudnn::ScopedConfig on("channels_last=true");
+    nn::SGD sgdPlain(*plain, 0.05, 0.9), sgdCl(*cl, 0.05, 0.9);
+    for (int step = 0; step < 3; ++step) {
+      for (auto [net, sgd] : {std::pair{plain.get(), &sgdPlain}, std::pair{cl.get(), &sgdCl}}) {
+        net->zeroGradParameters();
+        net->forward(xg);
+        net->backward(xg, gg);
+        sgd->step();
+      }
+    }
+    const auto a = plain->stateDict(), b = cl->stateDict();
+    for (const auto& [key, t] : a) {
+      INFO(key);
+      CHECK(rel_norm_error(b.at(key), t) <= 10 * TwinTolerance::for_dtype(dt).backward);
+    }
+    for (nn::ConvolutionBase* c : filters(*cl)) CHECK(nn::is_channels_last_parameter(c->weight));
+  }
 }
 
 TEST_CASE("tensor kernels on channels-last CUDA tensors: values, layouts, copies across devices") {

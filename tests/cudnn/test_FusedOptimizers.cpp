@@ -43,6 +43,9 @@ std::vector<Shape> shapes() {
   return s;
 }
 constexpr size_t kStrided = 3;  // the [60 x 70] parameter: a transposed view, so the tensor ops
+// the [2 x 3 x 8 x 9] parameter and its gradient: channels-last (Module::to(MemoryFormat)), so
+// the fused kernels, over flat blocks laid out alike
+constexpr size_t kChannelsLast = 8;
 
 struct Params {
   std::vector<Tensor> p, g;
@@ -58,6 +61,9 @@ Params make_params(Device device, DType dtype, uint64_t seed, bool strided = tru
       const Shape st{s[1], s[0]};
       out.p.push_back(uniform(st, -1, 1, gen, DType::Float64).to(device, dtype).t());
       out.g.push_back(zeros(st, dtype, device).t());
+    } else if (i == kChannelsLast && strided) {
+      out.p.push_back(uniform(s, -1, 1, gen, DType::Float64).to(device, dtype).contiguous(MemoryFormat::ChannelsLast));
+      out.g.push_back(zeros(s, dtype, device).contiguous(MemoryFormat::ChannelsLast));
     } else {
       out.p.push_back(uniform(s, -1, 1, gen, DType::Float64).to(device, dtype));
       out.g.push_back(zeros(s, dtype, device));
@@ -156,6 +162,8 @@ TEST_CASE("fused CUDA optimizer steps give the tensor ops' bits on the GPU, in e
       INFO(o.name, " in ", name(dt));
       Params fused = make_params(gpu, dt, 81), ops = make_params(gpu, dt, 81);
       REQUIRE_FALSE(fused.p[kStrided].is_contiguous());
+      REQUIRE_FALSE(fused.p[kChannelsLast].is_contiguous());
+      REQUIRE(fused.p[kChannelsLast].is_contiguous(MemoryFormat::ChannelsLast));
       const Tensor start = fused.p[4].clone();
       auto opt_fused = o.make(fused);
       auto opt_ops = o.make(ops);
@@ -320,4 +328,40 @@ TEST_CASE("the multi-tensor entry points check their lists") {
   CHECK_THROWS_AS(cuda::adam_step({p}, {g}, {g.clone()}, {g.clone()}, {0.1}, {}, {.lr = 0.1}), Error);
   CHECK_THROWS_AS(cuda::adam_step({p.cpu()}, {g.cpu()}, {g.cpu()}, {g.cpu()}, {0.1}, {0.1}, {.lr = 0.1}), Error);
   CHECK_NOTHROW(cuda::sgd_step({}, {}, {}, {}, {.lr = 0.1}));
+  // channels-last tensors pair up with tensors laid out alike, not with row-major ones
+  const Tensor q = zeros({2, 3, 4, 5}, DType::Float32, gpu).contiguous(MemoryFormat::ChannelsLast);
+  CHECK_NOTHROW(cuda::sgd_step({q}, {zeros_like(q)}, {}, {}, {.lr = 0.1}));
+  CHECK_THROWS_WITH_AS(cuda::sgd_step({q}, {zeros({2, 3, 4, 5}, DType::Float32, gpu)}, {}, {}, {.lr = 0.1}),
+                       doctest::Contains("gradient 0 to be a dense float32 tensor on cuda:0 of parameter 0's shape "
+                                         "and layout ([2 x 3 x 4 x 5])"),
+                       Error);
+}
+
+TEST_CASE("channels-last parameters take the fused kernels: the row-major parameters' bits, state laid out alike") {
+  // What Module::to(MemoryFormat::ChannelsLast) makes of a filter; a gradient laid out otherwise
+  // sends the parameter through the tensor ops, with the same bits again.
+  Generator gen(92);
+  const Tensor value = uniform({8, 3, 5, 5}, -1, 1, gen).to(gpu);
+  const Tensor grad = uniform({8, 3, 5, 5}, -1, 1, gen).to(gpu);
+  for (const Named& o : optimizers()) {
+    if (o.name.ends_with("groups")) continue;  // two groups need two parameters
+    INFO(o.name);
+    Params rowMajor{{value.clone()}, {grad.clone()}};
+    Params channelsLast{{value.contiguous(MemoryFormat::ChannelsLast)}, {grad.contiguous(MemoryFormat::ChannelsLast)}};
+    Params mixed{{value.contiguous(MemoryFormat::ChannelsLast)}, {grad.clone()}};
+    auto a = o.make(rowMajor), b = o.make(channelsLast), c = o.make(mixed);
+    for (int k = 0; k < kSteps; ++k) {
+      a->step();
+      b->step();
+      c->step();
+    }
+    CHECK(same_bits(channelsLast.p[0], rowMajor.p[0]));
+    CHECK(same_bits(mixed.p[0], rowMajor.p[0]));
+    CHECK(channelsLast.p[0].is_contiguous(MemoryFormat::ChannelsLast));
+    for (const auto& [key, t] : b->stateDict()) {
+      INFO(key);
+      if (t.dim() == 4) CHECK(t.is_contiguous(MemoryFormat::ChannelsLast));  // momentum, moments
+    }
+    check_same(channelsLast, rowMajor, *b, *a);
+  }
 }

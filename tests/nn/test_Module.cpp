@@ -1,9 +1,13 @@
 // test_Module.cpp: what the base class derives from visitState: state dicts, loading with
-// mismatch reports, dtype conversion, train/evaluate, apply.
+// mismatch reports, dtype conversion, memory format, train/evaluate, apply.
 #include <doctest/doctest.h>
 
+#include "nn/Buffers.h"
+#include "nn/LayerNorm.h"
 #include "nn/Linear.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/VolumetricConvolution.h"
 
 using namespace tensor;
 
@@ -73,4 +77,35 @@ TEST_CASE("to(dtype), train/evaluate, apply, zeroGradParameters") {
   const Tensor w = net.parameters()[0];
   net.to(Device::cpu());
   CHECK(net.parameters()[0].is_same_view(w));
+}
+
+TEST_CASE("to(MemoryFormat): the convolutions' filters and gradients, nothing else; values and identity of the rest") {
+  auto conv = std::make_shared<nn::SpatialConvolution>(3, 4, 3, 3);
+  auto conv3d = std::make_shared<nn::VolumetricConvolution>(2, 3, 3, 3, 3);
+  auto norm = std::make_shared<nn::LayerNorm>(Shape{2, 3, 4, 5});  // 4-d parameters it reads row-major
+  auto linear = std::make_shared<nn::Linear>(4, 3);
+  nn::Sequential net{conv, conv3d, norm, linear};
+  const auto before = net.stateDict();
+  const Tensor linearWeight = linear->weight, convBias = conv->bias;
+  net.to(MemoryFormat::ChannelsLast);
+  for (nn::ConvolutionBase* c :
+       {static_cast<nn::ConvolutionBase*>(conv.get()), static_cast<nn::ConvolutionBase*>(conv3d.get())}) {
+    CHECK(nn::is_channels_last_parameter(c->weight));
+    CHECK(nn::is_channels_last_parameter(c->gradWeight));
+    CHECK_FALSE(c->weight.is_contiguous());
+  }
+  CHECK(norm->weight.is_contiguous());
+  CHECK(norm->gradWeight.is_contiguous());
+  CHECK(linear->weight.is_same_view(linearWeight));
+  CHECK(conv->bias.is_same_view(convBias));
+  for (const auto& [name, t] : net.stateDict()) {
+    INFO(name);
+    CHECK(max_abs_diff(t, before.at(name)) == 0);
+  }
+  // loading values keeps the layout; to(Contiguous) lays the filters back out row-major
+  net.loadStateDict(before);
+  CHECK(nn::is_channels_last_parameter(conv->weight));
+  net.to(MemoryFormat::Contiguous);
+  for (auto& p : net.parameters()) CHECK(p.is_contiguous());
+  for (auto& g : net.gradParameters()) CHECK(g.is_contiguous());
 }

@@ -6,10 +6,11 @@
 
 #include <omp.h>
 
+#include "nn/Buffers.h"
 #include "nn/SpatialConvolution.h"
 #include "tensor/Safetensors.h"
-#include "tests/support/GradCheck.h"
 #include "tests/support/ConvReference.h"
+#include "tests/support/GradCheck.h"
 
 using namespace tensor;
 using namespace testing;
@@ -176,6 +177,46 @@ TEST_CASE("SpatialConvolution accumulates parameter gradients") {
   CHECK(max_abs_diff(f.gradWeight, d.gradWeight) < 1e-5);
   CHECK(max_abs_diff(f.gradBias, d.gradBias) < 1e-5);
   CHECK(max_abs_diff(f.gradInput, d.gradInput) < 1e-5);
+}
+
+TEST_CASE("SpatialConvolution with channels-last filters (Module::to(MemoryFormat)): the row-major filters' bits") {
+  Generator gen(20261126);
+  const Config& c = configs[1];  // groups 2, stride, padding, a non-square kernel
+  auto rowMajor = make(c), channelsLast = make(c);
+  channelsLast->loadStateDict(rowMajor->stateDict());
+  channelsLast->to(MemoryFormat::ChannelsLast);
+  CHECK(nn::is_channels_last_parameter(channelsLast->weight));
+  CHECK_FALSE(channelsLast->weight.is_contiguous());
+  CHECK(nn::is_channels_last_parameter(channelsLast->gradWeight));
+  CHECK(channelsLast->bias.is_contiguous());
+  CHECK(max_abs_diff(channelsLast->weight, rowMajor->weight) == 0);
+  const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen);
+  const Tensor gy = uniform(rowMajor->forward(x).sizes(), -1, 1, gen);
+  for (nn::SpatialConvolution* m : {rowMajor.get(), channelsLast.get()}) {
+    m->zeroGradParameters();
+    m->forward(x);
+    m->backward(x, gy, 0.5);
+    m->backward(x, gy, 0.25);  // accumulates into the channels-last gradient
+  }
+  CHECK(max_abs_diff(channelsLast->output, rowMajor->output) == 0);
+  CHECK(max_abs_diff(channelsLast->gradInput, rowMajor->gradInput) == 0);
+  CHECK(max_abs_diff(channelsLast->gradWeight, rowMajor->gradWeight) == 0);
+  CHECK(max_abs_diff(channelsLast->gradBias, rowMajor->gradBias) == 0);
+  CHECK(nn::is_channels_last_parameter(channelsLast->gradWeight));  // still laid out as it was
+  // finite differences through the channels-last filter
+  channelsLast->to(DType::Float64);
+  channelsLast->to(MemoryFormat::ChannelsLast);
+  expect_gradients_ok(*channelsLast, x.to(DType::Float64));
+  // and back: the same values, row-major
+  channelsLast->to(MemoryFormat::Contiguous);
+  CHECK(channelsLast->weight.is_contiguous());
+  CHECK(channelsLast->gradWeight.is_contiguous());
+  // another strided layout is still refused (Note [Parameters are checked where they are used])
+  channelsLast->weight = empty({6, 2, 3, 2}, DType::Float64).transpose(2, 3);
+  CHECK_THROWS_WITH_AS(channelsLast->forward(x.to(DType::Float64)),
+                       "nn.SpatialConvolution::updateOutput: expected weight of [6 x 2 x 2 x 3] (contiguous or "
+                       "channels-last), got float64 [6 x 2 x 2 x 3] on cpu (not contiguous)",
+                       Error);
 }
 
 TEST_CASE("SpatialConvolution batch-parallel passes equal the per-sample ones") {
@@ -352,8 +393,9 @@ TEST_CASE("SpatialConvolution errors name the module, the contract and the sizes
                        doctest::Contains("expected non-negative padding"), Error);
   // fields edited after construction are checked against the parameters before any compute
   m.kW = 3;
-  CHECK_THROWS_WITH_AS(m.forward(x),
-                       "nn.SpatialConvolution::updateOutput: expected weight of [4 x 3 x 5 x 3] (contiguous), got "
-                       "float32 [4 x 3 x 5 x 5] on cpu",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.forward(x),
+      "nn.SpatialConvolution::updateOutput: expected weight of [4 x 3 x 5 x 3] (contiguous or channels-last), got "
+      "float32 [4 x 3 x 5 x 5] on cpu",
+      Error);
 }
