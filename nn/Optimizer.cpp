@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <tuple>
 #include <utility>
 
 #include "tensor/Cuda.h"
+#include "tensor/MultiTensor.h"
 
 namespace nn {
 
@@ -102,7 +104,19 @@ void Optimizer::setLr(double value) {
 }
 
 void Optimizer::zeroGrad() {
-  for (auto& g : grads_) g.zero_();
+  // Dense CUDA gradients by device and dtype in a few multi-tensor launches (a ResNet-50 has
+  // 161 gradients: 161 fills, a node each in a captured step), the others one by one. Zeroing
+  // twice is harmless, so gradients sharing memory need no care here.
+  std::map<std::pair<int, DType>, std::vector<Tensor>> groups;
+  for (auto& g : grads_) {
+    if (g.numel() == 0) continue;
+    if (fused && g.is_cuda() && tensor::is_floating(g.dtype()) && g.is_non_overlapping_and_dense()) {
+      groups[{g.device().index, g.dtype()}].push_back(g);
+    } else {
+      g.zero_();
+    }
+  }
+  for (auto& [key, list] : groups) tensor::cuda::zero_tensors(list);
 }
 
 bool Optimizer::foundOnHost(const Tensor& foundInf, const char* method) const {

@@ -69,7 +69,8 @@ class Optimizer {
   // inside its fused kernels, so its step can be captured in a CUDA graph (Note [Capturable loss
   // scaling] in nn/GradScaler.h). A skipped step changes nothing (parameters, state, counters).
   virtual void stepIfFinite(const Tensor& foundInf);
-  // Zeroes every gradient (Module::zeroGradParameters for the optimised tensors).
+  // Zeroes every gradient (Module::zeroGradParameters for the optimised tensors); with `fused`,
+  // dense CUDA gradients in a few multi-tensor launches (tensor::cuda::zero_tensors).
   void zeroGrad();
   virtual std::string type_name() const = 0;  // "nn.SGD"
 

@@ -53,6 +53,9 @@ void unscale_and_check(const std::vector<Tensor>& tensors, const Tensor& foundIn
 // (float32 for float32/float16/bfloat16 lists, float64 for float64 ones): the product a tensor op
 // x.mul_(s) gives for a host scalar s of that value (GradScaler::scaleGrad on the device).
 void scale_by(const std::vector<Tensor>& tensors, const Tensor& factor);
+// Every tensor zeroed (+0, zero_()'s bits) in ceil(n / 48) launches rather than n: the fused
+// path of Optimizer::zeroGrad. Lists as above (any element counts).
+void zero_tensors(const std::vector<Tensor>& tensors);
 
 // GradScaler's device state (Note [Capturable loss scaling] in nn/GradScaler.h): `scale` and
 // `invScale` one-element float32 tensors, `foundInf` float32, `counts` two int64 {growth tracker,

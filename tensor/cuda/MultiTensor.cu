@@ -315,6 +315,12 @@ struct ScaleOp {
   __device__ void operator()(const Entry<T>& e, int64_t i) const { store(e.p, i, load(e.p, i) * *factor); }
 };
 
+// Optimizer::zeroGrad: x = +0 (the bits zero_() writes).
+template <class T>
+struct ZeroOp {
+  __device__ void operator()(const Entry<T>& e, int64_t i) const { store(e.p, i, acc_t<T>(0)); }
+};
+
 // GradScaler's unscale: x *= invScale[0], and found[0] = 1 where any x is not finite.
 template <class T>
 struct UnscaleOp {
@@ -551,6 +557,16 @@ void scale_by(const std::vector<Tensor>& tensors, const Tensor& factor) {
   dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     launch(plain_entries<T>(tensors), ScaleOp<T>{static_cast<const acc_t<T>*>(factor.raw_data())}, device.index);
+  });
+}
+
+void zero_tensors(const std::vector<Tensor>& tensors) {
+  constexpr const char* op = "tensor::cuda::zero_tensors";
+  check_lists(op, tensors, {});
+  if (tensors.empty()) return;
+  dispatch_floating(tensors[0].dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    launch(plain_entries<T>(tensors), ZeroOp<T>{}, tensors[0].device().index);
   });
 }
 

@@ -52,6 +52,7 @@ void unscale_and_check(const std::vector<Tensor>&, const Tensor&, const Tensor&)
   unavailable("tensor::cuda::unscale_and_check");
 }
 void scale_by(const std::vector<Tensor>&, const Tensor&) { unavailable("tensor::cuda::scale_by"); }
+void zero_tensors(const std::vector<Tensor>&) { unavailable("tensor::cuda::zero_tensors"); }
 void scaler_prepare_unscale(const Tensor&, const Tensor&, const Tensor&) {
   unavailable("tensor::cuda::scaler_prepare_unscale");
 }

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -317,6 +318,58 @@ TEST_CASE("a steady-state fused SGD step records into a CUDA graph (no host sync
   CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
   CHECK(cudaGraphDestroy(graph) == cudaSuccess);
   check_same(graphed, eager, opt_graphed, opt_eager);
+}
+
+TEST_CASE("zeroGrad: every gradient +0 (NaN, -0 and Inf too), fused or not, strided and channels-last ones as well") {
+  for (DType dt : kAllFloating) {
+    INFO(name(dt));
+    for (bool fused : {true, false}) {
+      INFO("fused ", fused);
+      Params ps = make_params(gpu, dt, 83);
+      ps.p.push_back(zeros({3}, DType::Float32, Device::cpu()));  // another device and dtype in the list
+      ps.g.push_back(zeros({3}, DType::Float32, Device::cpu()));
+      nn::SGD sgd(ps.p, ps.g, 0.1);
+      sgd.fused = fused;
+      set_grads(ps, 0);
+      ps.g[0].fill_(std::nan(""));
+      ps.g[1].fill_(-0.0);
+      ps.g[2].fill_(-INFINITY);
+      ps.g.back().fill_(std::nan(""));
+      sgd.zeroGrad();
+      for (size_t i = 0; i < ps.g.size(); ++i) {
+        INFO("gradient ", i, " ", ps.g[i].description());
+        CHECK(same_bits(ps.g[i], zeros(ps.g[i].sizes(), ps.g[i].dtype())));
+      }
+      CHECK(ps.g[kChannelsLast].is_contiguous(MemoryFormat::ChannelsLast));
+    }
+  }
+  // captured: 58 non-empty gradients of one dtype, two launches of at most 48 tensors
+  Params ps = make_params(gpu, DType::Float16, 84, false);
+  nn::SGD sgd(ps.p, ps.g, 0.1);
+  cuda::synchronize(0);
+  const auto stream = static_cast<cudaStream_t>(cuda::stream(0));
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  std::string error;
+  try {
+    sgd.zeroGrad();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  CHECK(error == "");
+  REQUIRE(ended == cudaSuccess);
+  size_t nodes = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+  CHECK(nodes == 2);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  set_grads(ps, 1);
+  REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+  cuda::synchronize(0);
+  for (const Tensor& g : ps.g) CHECK(same_bits(g, zeros(g.sizes(), g.dtype())));
+  CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(cudaGraphDestroy(graph) == cudaSuccess);
 }
 
 TEST_CASE("the multi-tensor entry points check their lists") {
