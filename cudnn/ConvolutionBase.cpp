@@ -30,6 +30,7 @@
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/conv.h"
 #include "nn/Buffers.h"
+#include "tensor/Cuda.h"
 
 namespace cudnn::detail {
 
@@ -199,12 +200,30 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   ModulePlan& plan = state_->plan;
   plan.sync(m, m.algo, method);
   with_where(m, method, [&] {
-    if (m.transposed()) {
-      plan->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
-    } else {
-      plan->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);
+    const auto filter = [&] {
+      if (m.transposed()) {
+        plan->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
+      } else {
+        plan->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);
+      }
+    };
+    if (!gb.defined()) return filter();
+    // The bias gradient, a read of dy, runs on the side stream beside the filter gradient's
+    // compute-bound kernels, joined before anything it used is released (Note [A side stream
+    // joined before release] in tensor/Cuda.h).
+    const int device = dy.device().index;
+    void* side = tensor::cuda::fork_side(device);
+    Tensor keep;
+    bool aside = false;
+    try {
+      aside = plan->backward_bias_on(side, dy, gb, scale, 1, keep);
+      filter();
+    } catch (...) {
+      tensor::cuda::join_side(device);
+      throw;
     }
-    if (gb.defined()) plan->backward_bias(dy, gb, scale, 1);
+    tensor::cuda::join_side(device);
+    if (!aside) plan->backward_bias(dy, gb, scale, 1);
   });
   if (blend) m.gradWeight.add_(gw, scale);
   if (gb.defined() && !gb.is_same_view(m.gradBias)) m.gradBias.copy_(gb);

@@ -23,6 +23,16 @@ int current_device();
 void set_device(int index);
 void synchronize(int index = -1);  // -1: the current device
 void* stream(int index = -1);       // the device's cudaStream_t, as void*
+// Note [A side stream joined before release]: one exception to Note [One stream per device],
+// for independent work that can overlap the device's stream (a convolution's bias gradient beside
+// its filter gradient). fork_side makes the device's side stream wait for everything enqueued on
+// its stream so far and returns it (a cudaStream_t as void*); join_side makes the device's stream
+// wait for everything enqueued on the side stream. The caller joins before it releases any
+// buffer the side stream touched (so the allocator's next user, on the device's stream, is
+// ordered after that work) and before returning. Both are enqueued, so a CUDA graph capture
+// records the fork and the join as branches of the graph.
+void* fork_side(int index);
+void join_side(int index);
 
 // The caching allocator. Its counters mean what PyTorch's do: allocated is what requests
 // hold (each rounded to the allocator's granularity, as torch.cuda.memory_allocated), reserved

@@ -219,13 +219,14 @@ bool bias_add(const Tensor& y, const Tensor& bias) {
   });
 }
 
-bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta) {
+bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, void* on, Tensor* keep) {
   const Layout l = layout_of(dy);
   if (!l.ok || !db.is_contiguous() || db.dtype() != dy.dtype() || db.numel() != l.C) return false;
   if (l.C == 0) return true;
+  if (on && dy.numel() == 0) return false;
   const int device = dy.device().index;
   tensor::cuda::DeviceGuard guard(device);
-  auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(device));
+  auto stream = static_cast<cudaStream_t>(on ? on : tensor::cuda::stream(device));
   const int64_t resident = int64_t(sm_count(device)) * 2048 / kThreads;
   return tensor::dispatch(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -266,6 +267,7 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta) {
           partial.data<A>(), static_cast<T*>(db.raw_data()), outer, outer_stride, inner, c_stride,
           static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
       CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
+      if (keep) *keep = partial;
       return true;
     }
   });

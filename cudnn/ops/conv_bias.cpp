@@ -101,4 +101,9 @@ void ConvPlan::backward_bias(const Tensor& dy, const Tensor& db, double alpha, d
   backward_bias_with(impl_->bias_data_desc, impl_->bias_desc, dy, db, alpha, beta);
 }
 
+bool ConvPlan::backward_bias_on(void* stream, const Tensor& dy, const Tensor& db, double alpha, double beta,
+                                Tensor& keep) {
+  return kernels::bias_grad(dy, db.view({db.numel()}), alpha, beta, stream, &keep);
+}
+
 }  // namespace cudnn

@@ -66,6 +66,9 @@ struct UsedBlock {
 
 struct DeviceState {
   cudaStream_t stream = nullptr;
+  // Note [A side stream joined before release] in Cuda.h: the second stream and its two events
+  cudaStream_t side = nullptr;
+  cudaEvent_t forked = nullptr, joined = nullptr;
   FreeBlocks free_blocks;
   std::unordered_map<void*, UsedBlock> used_blocks;  // in tensors
   MemoryStats stats;
@@ -225,6 +228,14 @@ void release_all(bool at_exit) noexcept {
       }
       state.stats.cached_bytes = 0;
       state.free_blocks.clear();
+      if (state.side) {
+        ignore_status(cudaStreamSynchronize(state.side));
+        ignore_status(cudaStreamDestroy(state.side));
+        ignore_status(cudaEventDestroy(state.forked));
+        ignore_status(cudaEventDestroy(state.joined));
+      }
+      state.side = nullptr;
+      state.forked = state.joined = nullptr;
       if (state.stream) ignore_status(cudaStreamDestroy(state.stream));
       state.stream = nullptr;
     }
@@ -279,6 +290,34 @@ void* stream(int index) {
   Runtime& runtime = Runtime::get();
   std::lock_guard<std::mutex> lock(runtime.mutex);
   return stream_locked(runtime.devices[static_cast<size_t>(index)], index);
+}
+
+void* fork_side(int index) {
+  index = resolve(index, "tensor::cuda::fork_side");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+  const cudaStream_t main = stream_locked(state, index);
+  DeviceGuard guard(index);
+  if (!state.side) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&state.side, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&state.forked, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&state.joined, cudaEventDisableTiming));
+  }
+  CUDA_CHECK(cudaEventRecord(state.forked, main));
+  CUDA_CHECK(cudaStreamWaitEvent(state.side, state.forked, 0));
+  return state.side;
+}
+
+void join_side(int index) {
+  index = resolve(index, "tensor::cuda::join_side");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+  TENSOR_CHECK(state.side, "tensor::cuda::join_side: no fork_side on cuda:", index, " to join");
+  DeviceGuard guard(index);
+  CUDA_CHECK(cudaEventRecord(state.joined, state.side));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_locked(state, index), state.joined, 0));
 }
 
 void synchronize(int index) {

@@ -24,6 +24,8 @@ int current_device() { unavailable("tensor::cuda::current_device"); }
 void set_device(int) { unavailable("tensor::cuda::set_device"); }
 void synchronize(int) { unavailable("tensor::cuda::synchronize"); }
 void* stream(int) { unavailable("tensor::cuda::stream"); }
+void* fork_side(int) { unavailable("tensor::cuda::fork_side"); }
+void join_side(int) { unavailable("tensor::cuda::join_side"); }
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) { unavailable("tensor::cuda::reset_peak_memory_stats"); }
 void empty_cache() { unavailable("tensor::cuda::empty_cache"); }

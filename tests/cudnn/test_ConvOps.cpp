@@ -4,8 +4,10 @@
 // <conv(x, w), g> = <x, conv_grad_input(w, g)> = <w, conv_grad_weight(x, g)>.
 #include <doctest/doctest.h>
 
+#include "convert/Convert.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/conv.h"
+#include "nn/SpatialConvolution.h"
 #include "tensor/Cuda.h"
 #include "tests/support/NonFinite.h"
 #include "tests/support/OpReference.h"
@@ -411,6 +413,43 @@ TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha
         cudnn::add_bias(shifted, bias_host.to(dtype).to(gpu));
         testing::expect_values("shifted y + bias", shifted.cpu(), want, 2 * u * 2);
       }
+    }
+  }
+}
+
+TEST_CASE("a convolution twin's bias gradient on the side stream: backward_bias's bits, eager and captured") {
+  // The twin sums the bias gradient on the side stream beside the filter gradient (Note [A side
+  // stream joined before release] in tensor/Cuda.h); the same kernel on the device's stream is
+  // the reference, bit for bit, in both layouts, accumulating with the scale.
+  for (DType dt : {DType::Float32, DType::Float16}) {
+    for (MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      INFO(name(dt), format == MemoryFormat::ChannelsLast ? " channels-last" : " row-major");
+      Generator gen(3391);
+      nn::ModulePtr m = nn::convert(std::make_shared<nn::SpatialConvolution>(16, 32, 3, 3, 1, 1, 1, 1),
+                                    nn::Backend::cudnn);
+      m->to(gpu);
+      m->to(dt);
+      auto& conv = dynamic_cast<nn::ConvolutionBase&>(*m);
+      const Tensor x = uniform({8, 16, 20, 20}, -1, 1, gen, dt, gpu).contiguous(format);
+      const Tensor dy = uniform({8, 32, 20, 20}, -1, 1, gen, dt, gpu).contiguous(format);
+      m->forward(x);
+      Tensor want = zeros({32}, dt, gpu);
+      cudnn::backward_bias(dy, want, 0.5, 1);
+      cudnn::backward_bias(dy, want, 0.25, 1);
+      m->zeroGradParameters();
+      m->accGradParameters(x, dy, 0.5);
+      m->accGradParameters(x, dy, 0.25);
+      CHECK(max_abs_diff(conv.gradBias.cpu().to(DType::Float64), want.cpu().to(DType::Float64)) == 0);
+      // captured: the fork and the join are branches of the graph
+      m->zeroGradParameters();
+      cuda::Graph g = cuda::Graph::capture([&] { m->accGradParameters(x, dy, 0.5); }, 0);
+      g.replay();
+      g.replay();
+      cuda::synchronize(0);
+      Tensor twice = zeros({32}, dt, gpu);
+      cudnn::backward_bias(dy, twice, 0.5, 1);
+      cudnn::backward_bias(dy, twice, 0.5, 1);
+      CHECK(max_abs_diff(conv.gradBias.cpu().to(DType::Float64), twice.cpu().to(DType::Float64)) == 0);
     }
   }
 }

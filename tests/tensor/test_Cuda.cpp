@@ -3,6 +3,7 @@
 // caching allocator. Linked with tests/support/gpu_main.cpp, which skips the whole
 // executable when no GPU is visible. Tolerances (scaled relative error, Caffe's) are in
 // `tolerance`: a few ulps of the dtype, since exp, log, pow, ... come from CUDA's libdevice.
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -91,6 +92,30 @@ TEST_CASE("cuda: runtime queries, device guard and streams") {
   CHECK_NOTHROW(cuda::synchronize(0));
   CHECK_THROWS_AS(cuda::set_device(cuda::device_count()), Error);
   CHECK_THROWS_AS(cuda::stream(cuda::device_count()), Error);
+}
+
+TEST_CASE("cuda: the side stream is forked from the device's stream and joined back, eager and captured") {
+  // Note [A side stream joined before release]: what the side stream runs sees the device
+  // stream's work before the fork, and the device stream's work after the join sees its work.
+  Tensor y = zeros({1 << 20}, DType::Float32, kGpu), z = zeros({1 << 20}, DType::Float32, kGpu);
+  auto forked_copy = [&](double value) {
+    y.fill_(value);  // on the device's stream, before the fork
+    auto side = static_cast<cudaStream_t>(cuda::fork_side(0));
+    CHECK(side != static_cast<cudaStream_t>(cuda::stream(0)));
+    REQUIRE(cudaMemcpyAsync(z.raw_data(), y.raw_data(), y.nbytes(), cudaMemcpyDeviceToDevice, side) == cudaSuccess);
+    cuda::join_side(0);
+    z.mul_(3);  // after the join
+  };
+  forked_copy(1);
+  CHECK(z.min().item() == 3);
+  CHECK(z.max().item() == 3);
+  cuda::Graph g = cuda::Graph::capture([&] { forked_copy(2); }, 0);
+  z.fill_(0);
+  g.replay();
+  cuda::synchronize(0);
+  CHECK(z.min().item() == 6);
+  CHECK(z.max().item() == 6);
+  CHECK_THROWS_AS(cuda::fork_side(cuda::device_count()), Error);
 }
 
 TEST_CASE("cuda: cpu -> cuda -> cpu round trips every dtype") {
