@@ -425,8 +425,8 @@ TEST_CASE("a convolution twin's bias gradient on the side stream: backward_bias'
     for (MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
       INFO(name(dt), format == MemoryFormat::ChannelsLast ? " channels-last" : " row-major");
       Generator gen(3391);
-      nn::ModulePtr m = nn::convert(std::make_shared<nn::SpatialConvolution>(16, 32, 3, 3, 1, 1, 1, 1),
-                                    nn::Backend::cudnn);
+      nn::ModulePtr m =
+          nn::convert(std::make_shared<nn::SpatialConvolution>(16, 32, 3, 3, 1, 1, 1, 1), nn::Backend::cudnn);
       m->to(gpu);
       m->to(dt);
       auto& conv = dynamic_cast<nn::ConvolutionBase&>(*m);
