@@ -7,7 +7,7 @@
 //   fastest            true/false: ignore workspace_limit (never the memory actually free)
 //   verbose            true/false: say on stderr which algorithm was chosen, and why
 //   deterministic      true/false: deterministic algorithms only, deterministic max pooling
-//   allow_tf32         true/false: float32 convolutions and GEMMs may use TF32 tensor cores
+//   allow_tf32         true/false: float32 convolutions, GEMMs and RNNs may use TF32 tensor cores
 //   workspace_limit    bytes, with an optional K/M/G suffix (default 4G)
 //   conv.algo_fwd / conv.algo_bwd_filter / conv.algo_bwd_data
 //                      an algorithm name (see ConvAlgorithm) or a policy: guess_once,

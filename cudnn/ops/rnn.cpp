@@ -54,16 +54,17 @@ cudnnRNNMode_t cell_mode(nn::RNNMode m) { return tensor::lookup(kCellModes, m).v
 cudnnDataType_t math_precision(DType d) { return d == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
 // Note [float32 RNN math]
-// float32 RNNs use FMA math whatever allow_tf32 says. Measured on the H100 (cuDNN 9.14,
-// 2-layer LSTM, hidden 512, sequence 50, batch 64, convnet_benchmark --nets lstm):
-// CUDNN_DEFAULT_MATH, which lets cuDNN pick TF32 kernels, took 4.06 ms forward and 9.47 ms
-// forward+backward; CUDNN_FMA_MATH 1.73 ms and 4.89 ms, and it is exact float32 besides.
-// (PyTorch 2.11 gains nothing from TF32 there either: 2.79 ms on, 2.62 ms off.) 16-bit data
-// uses tensor cores with float32 accumulation.
+// float32 RNNs follow allow_tf32, as PyTorch's do: allowed (the default), cuDNN's tensor cores
+// take the GEMMs with their inputs rounded to TF32 (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+// not allowed, exact float32 FMA math. CUDNN_DEFAULT_MATH, which also lets cuDNN use TF32, picks
+// slower kernels. Measured on the H100 (cuDNN 9.14, 2-layer LSTM, hidden 512, sequence 50,
+// batch 64, convnet_benchmark --nets lstm --step --graph, docs/performance.md): the graphed
+// training step 1.27 ms with ALLOW_CONVERSION, 2.20 with DEFAULT, 3.82 with FMA; PyTorch 2.26 ms
+// with TF32 allowed, 3.85 without. 16-bit data uses tensor cores with float32 accumulation.
 cudnnMathType_t math_type(DType d) {
   switch (d) {
     case DType::Float32:
-      return CUDNN_FMA_MATH;
+      return config().allow_tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH;
     case DType::Float16:
     case DType::BFloat16:
       return CUDNN_TENSOR_OP_MATH;

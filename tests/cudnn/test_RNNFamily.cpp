@@ -135,13 +135,33 @@ TEST_CASE(
   CHECK(tensor::max_abs_diff(twin.forward(x).cpu(), tensor::full({T, B, H}, level)) < 1e-7);
 }
 
-TEST_CASE("cudnn.LSTM float32 is exact float32 math even where TF32 is allowed (Note [float32 RNN math])") {
-  // TF32 rounds the GEMM inputs to 10 mantissa bits (relative error ~1e-3 on hidden 64):
-  // float32's tolerances hold only if cuDNN runs FMA math, as it must for RNNs.
-  cudnn::ScopedConfig flags("allow_tf32=true");
-  const RNNCase c{"2 layers, hidden 64, TF32 allowed", 64, 64, 2, false, 8, 5, {}, true};
-  expect_rnn_twin_matches<nn::LSTM, cudnn::LSTM>(c, false, tensor::DType::Float32,
-                                                 TwinTolerance::for_dtype(tensor::DType::Float32), 3640);
+TEST_CASE("cudnn.LSTM float32 follows allow_tf32: TF32 tensor cores when allowed, exact FMA math when not") {
+  // Note [float32 RNN math]: TF32 rounds the GEMM inputs to 10 mantissa bits (relative error
+  // ~1e-3 on hidden 64), so allowed it holds TF32's tolerance (the convolutions'), and off it
+  // holds float32's; the two runs must differ, or the flag changed nothing.
+  const RNNCase c{"2 layers, hidden 64", 64, 64, 2, false, 8, 5, {}, true};
+  {
+    cudnn::ScopedConfig flags("allow_tf32=true");
+    expect_rnn_twin_matches<nn::LSTM, cudnn::LSTM>(c, false, tensor::DType::Float32, TwinTolerance{5e-3, 1e-2}, 3640);
+  }
+  {
+    cudnn::ScopedConfig flags("allow_tf32=false");
+    expect_rnn_twin_matches<nn::LSTM, cudnn::LSTM>(c, false, tensor::DType::Float32,
+                                                   TwinTolerance::for_dtype(tensor::DType::Float32), 3640);
+  }
+  auto [ref, twin] = rnn_pair<nn::LSTM, cudnn::LSTM>(c, false, tensor::DType::Float32);
+  tensor::Generator gen(3641);
+  const tensor::Tensor x = tensor::uniform({c.seq, c.batch, c.inputDim}, -1, 1, gen).to(tensor::Device::cuda(0));
+  tensor::Tensor tf32, fma;
+  {
+    cudnn::ScopedConfig flags("allow_tf32=true");
+    tf32 = twin->forward(x).clone();
+  }
+  {
+    cudnn::ScopedConfig flags("allow_tf32=false");
+    fma = twin->forward(x).clone();
+  }
+  CHECK(tensor::max_abs_diff(tf32.cpu(), fma.cpu()) > 0);
 }
 
 TEST_CASE("cudnn.LSTM persistent kernels: used where cuDNN takes them, the standard algorithm otherwise") {
