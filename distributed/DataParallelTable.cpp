@@ -318,22 +318,21 @@ nn::Module& DataParallelTable::to(nn::Device device) {
   return *this;
 }
 
-nn::Module& DataParallelTable::to(nn::DType dtype) {
+nn::Module& DataParallelTable::convertReplicas(const std::function<void(nn::Module&)>& convert) {
   for (size_t i = 0; i < replicas_.size(); ++i) {
     tensor::cuda::DeviceGuard guard(gpus_[i]);
-    replicas_[i]->to(dtype);
+    convert(*replicas_[i]);
   }
   needSync_ = true;
   return *this;
 }
 
+nn::Module& DataParallelTable::to(nn::DType dtype) {
+  return convertReplicas([&](nn::Module& m) { m.to(dtype); });
+}
+
 nn::Module& DataParallelTable::to(tensor::MemoryFormat format) {
-  for (size_t i = 0; i < replicas_.size(); ++i) {
-    tensor::cuda::DeviceGuard guard(gpus_[i]);
-    replicas_[i]->to(format);
-  }
-  needSync_ = true;
-  return *this;
+  return convertReplicas([&](nn::Module& m) { m.to(format); });
 }
 
 std::string DataParallelTable::str() const {

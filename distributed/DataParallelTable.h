@@ -63,6 +63,8 @@ class DataParallelTable : public nn::Container {
     int64_t offset = 0, length = 0;
   };
   void replicate();      // (re)builds replicas_ 1.. from modules[0]
+  // `convert` applied to every replica on its GPU; the next forward syncs them from the first
+  nn::Module& convertReplicas(const std::function<void(nn::Module&)>& convert);
   void checkReplicas();  // rebuilds when modules[0] was replaced (convert)
   std::vector<Chunk> split(int64_t n) const;
   // Each chunk of `t` (CPU, or CUDA on the first GPU) on its GPU, NCCL moving the bytes.

@@ -210,6 +210,22 @@ nn::ModulePtr small_resnet() {
                      std::make_shared<nn::View>(-1, 16 * 2 * 2), std::make_shared<nn::Linear>(16 * 2 * 2, 5)});
 }
 
+// The small ResNet three times on the same weights: nn in float64, and two cudnn twins in `dt`.
+struct ResNetTwins {
+  nn::ModulePtr ref, plain, cl;
+};
+ResNetTwins resnet_twins(DType dt) {
+  ResNetTwins t{small_resnet(), nn::convert(small_resnet(), nn::Backend::cudnn),
+                nn::convert(small_resnet(), nn::Backend::cudnn)};
+  t.ref->to(DType::Float64);
+  for (auto& m : {t.plain, t.cl}) {
+    m->to(gpu);
+    m->to(dt);
+    m->loadStateDict(t.ref->stateDict());
+  }
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("channels-last convolutions: plain, strided and padded, grouped, 1x1, no bias, 3-d") {
@@ -323,15 +339,7 @@ TEST_CASE("the switch: channels_last=true runs a row-major input channels-last, 
   for (DType dt : {DType::Float32, DType::Float16}) {
     INFO(name(dt));
     Generator gen(5601);
-    nn::ModulePtr ref = small_resnet();
-    nn::ModulePtr plain = nn::convert(small_resnet(), nn::Backend::cudnn);
-    nn::ModulePtr cl = nn::convert(small_resnet(), nn::Backend::cudnn);
-    ref->to(DType::Float64);
-    for (auto& m : {plain, cl}) {
-      m->to(gpu);
-      m->to(dt);
-      m->loadStateDict(ref->stateDict());
-    }
+    auto [ref, plain, cl] = resnet_twins(dt);
     const Tensor x = uniform({4, 3, 16, 16}, -1, 1, gen, DType::Float64);
     const Tensor g = uniform({4, 5}, -1, 1, gen, DType::Float64);
     const Tensor xg = x.to(gpu, dt), gg = g.to(gpu, dt);
@@ -368,15 +376,7 @@ TEST_CASE("channels-last filters (Module::to(MemoryFormat::ChannelsLast)): read 
   for (DType dt : {DType::Float32, DType::Float16}) {
     INFO(name(dt));
     Generator gen(5701);
-    nn::ModulePtr ref = small_resnet();
-    nn::ModulePtr plain = nn::convert(small_resnet(), nn::Backend::cudnn);
-    nn::ModulePtr cl = nn::convert(small_resnet(), nn::Backend::cudnn);
-    ref->to(DType::Float64);
-    for (auto& m : {plain, cl}) {
-      m->to(gpu);
-      m->to(dt);
-      m->loadStateDict(ref->stateDict());
-    }
+    auto [ref, plain, cl] = resnet_twins(dt);
     cl->to(MemoryFormat::ChannelsLast);
     auto filters = [](nn::Module& net) {
       std::vector<nn::ConvolutionBase*> out;

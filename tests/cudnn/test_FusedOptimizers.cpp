@@ -155,6 +155,31 @@ void check_same(const Params& a, const Params& b, const nn::Optimizer& oa, const
 }
 
 constexpr int kSteps = 5;
+
+// `work` captured from device 0's stream with the runtime's own calls (no tensor::cuda::Graph, so
+// a host synchronisation inside would show as a failed capture): the graph, for the caller to
+// instantiate and destroy.
+cudaGraph_t capture_raw(const std::function<void()>& work) {
+  const auto stream = static_cast<cudaStream_t>(cuda::stream(0));
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  std::string error;
+  try {
+    work();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  CHECK(error == "");
+  REQUIRE(ended == cudaSuccess);
+  return graph;
+}
+
+size_t node_count(cudaGraph_t graph) {
+  size_t nodes = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+  return nodes;
+}
 }  // namespace
 
 TEST_CASE("fused CUDA optimizer steps give the tensor ops' bits on the GPU, in every floating dtype") {
@@ -294,20 +319,8 @@ TEST_CASE("a steady-state fused SGD step records into a CUDA graph (no host sync
   cuda::synchronize(0);
 
   const auto stream = static_cast<cudaStream_t>(cuda::stream(0));
-  cudaGraph_t graph = nullptr;
-  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-  std::string error;
-  try {
-    opt_graphed.step();
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  CHECK(error == "");
-  REQUIRE(ended == cudaSuccess);
-  size_t nodes = 0;
-  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
-  CHECK(nodes == 2);  // 58 non-empty parameters: two launches of at most 48 tensors
+  cudaGraph_t graph = capture_raw([&] { opt_graphed.step(); });
+  CHECK(node_count(graph) == 2);  // 58 non-empty parameters: two launches of at most 48 tensors
   cudaGraphExec_t exec = nullptr;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
   for (int k = 0; k < 3; ++k) {
@@ -348,20 +361,8 @@ TEST_CASE("zeroGrad: every gradient +0 (NaN, -0 and Inf too), fused or not, stri
   nn::SGD sgd(ps.p, ps.g, 0.1);
   cuda::synchronize(0);
   const auto stream = static_cast<cudaStream_t>(cuda::stream(0));
-  cudaGraph_t graph = nullptr;
-  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-  std::string error;
-  try {
-    sgd.zeroGrad();
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  CHECK(error == "");
-  REQUIRE(ended == cudaSuccess);
-  size_t nodes = 0;
-  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
-  CHECK(nodes == 2);
+  cudaGraph_t graph = capture_raw([&] { sgd.zeroGrad(); });
+  CHECK(node_count(graph) == 2);
   cudaGraphExec_t exec = nullptr;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
   set_grads(ps, 1);
