@@ -125,6 +125,15 @@ TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is ref
   twice->add(shared);
   CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(twice, group.group); }),
             "shared modules are not supported"));
+  // Channels-last filters (Module::to(MemoryFormat)): refused, saying how to undo them
+  auto channelsLast = testing::small_convnet(1, gpu, false);
+  channelsLast->to(tensor::MemoryFormat::ChannelsLast);
+  const std::string refused = testing::error_of([&] { DistributedDataParallel ddp(channelsLast, group.group); });
+  CHECK(has(refused, "expected parameter '0.weight' and its gradient contiguous on cuda:0"));
+  CHECK(has(refused, "to(MemoryFormat::Contiguous)"));
+  CHECK(has(refused, "(not contiguous)"));
+  channelsLast->to(tensor::MemoryFormat::Contiguous);
+  CHECK_NOTHROW(DistributedDataParallel(channelsLast, group.group));
 }
 
 TEST_CASE("DDP: bucket assignment") {
