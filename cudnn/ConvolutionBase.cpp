@@ -209,8 +209,8 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
     };
     if (!gb.defined()) return filter();
     // The bias gradient, a read of dy, runs on the side stream beside the filter gradient's
-    // compute-bound kernels, joined before anything it used is released (Note [A side stream
-    // joined before release] in tensor/Cuda.h).
+    // compute-bound kernels, joined before anything it used is released (Note [The device's side
+    // stream] in tensor/Cuda.h).
     const int device = dy.device().index;
     void* side = tensor::cuda::fork_side(device);
     Tensor keep;

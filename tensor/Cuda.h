@@ -23,14 +23,15 @@ int current_device();
 void set_device(int index);
 void synchronize(int index = -1);  // -1: the current device
 void* stream(int index = -1);       // the device's cudaStream_t, as void*
-// Note [A side stream joined before release]: one exception to Note [One stream per device],
-// for independent work that can overlap the device's stream (a convolution's bias gradient beside
-// its filter gradient). fork_side makes the device's side stream wait for everything enqueued on
-// its stream so far and returns it (a cudaStream_t as void*); join_side makes the device's stream
-// wait for everything enqueued on the side stream. The caller joins before it releases any
-// buffer the side stream touched (so the allocator's next user, on the device's stream, is
-// ordered after that work) and before returning. Both are enqueued, so a CUDA graph capture
-// records the fork and the join as branches of the graph.
+// Note [The device's side stream]: one side stream per device, owned by the runtime like the
+// device's stream, for independent work that can overlap it (a convolution's bias gradient beside
+// its filter gradient), under Note [Side streams and the caching allocator] in CudaAsync.h (the
+// DataLoader's copies use streams of their own from there). fork_side makes the side stream wait
+// for everything enqueued on the device's stream so far and returns it (a cudaStream_t as void*);
+// join_side makes the device's stream wait for everything enqueued on the side stream. The caller
+// joins before it releases any buffer the side stream touched (so the allocator's next user, on
+// the device's stream, is ordered after that work) and before returning. Both are enqueued, so a
+// CUDA graph capture records the fork and the join as branches of the graph.
 void* fork_side(int index);
 void join_side(int index);
 

@@ -7,7 +7,8 @@
 // in Cuda.h). Work on a side stream is outside that rule, so its user orders it by events:
 // before a side stream first writes a block it waits for the device stream (the block's
 // previous owner may still be read there), and before such a block is freed the side stream's
-// work on it is waited for.
+// work on it is waited for. The device's side stream (Note [The device's side stream] in
+// Cuda.h) keeps the same rule with a fork and a join.
 #pragma once
 
 #include <cstddef>

@@ -16,9 +16,9 @@ bool bias_add(const tensor::Tensor& y, const tensor::Tensor& bias);
 // held (NaN included). Sums accumulate in float32 (double for float64 data) in a fixed order,
 // so the result is deterministic. db [C] contiguous with dy's dtype. `stream` (a cudaStream_t;
 // nullptr: the device's) takes the kernels; with `keep`, the partial sums' buffer is handed back
-// there for a caller that forked them onto the side stream to hold until it has joined (Note [A
-// side stream joined before release] in tensor/Cuda.h). On a stream of its own it refuses an
-// empty batch (whose sums it fills on the device's stream).
+// there for a caller that forked them onto the side stream to hold until it has joined (Note
+// [The device's side stream] in tensor/Cuda.h). On a stream of its own it refuses an empty batch
+// (whose sums it fills on the device's stream).
 bool bias_grad(const tensor::Tensor& dy, const tensor::Tensor& db, double alpha, double beta, void* stream = nullptr,
                tensor::Tensor* keep = nullptr);
 

@@ -102,8 +102,8 @@ class ConvPlan {
   // backward_bias below, with descriptors the plan keeps (no cuDNN setup in steady state).
   void add_bias(const Tensor& y, const Tensor& bias);
   void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
-  // backward_bias on `stream` (the device's side stream: Note [A side stream joined before
-  // release] in tensor/Cuda.h) where our kernels take dy's layout, the buffer the kernels read
+  // backward_bias on `stream` (the device's side stream: Note [The device's side stream] in
+  // tensor/Cuda.h) where our kernels take dy's layout, the buffer the kernels read
   // handed back in `keep` for the caller to hold until it has joined; false: nothing was done
   // (call backward_bias).
   bool backward_bias_on(void* stream, const Tensor& dy, const Tensor& db, double alpha, double beta, Tensor& keep);

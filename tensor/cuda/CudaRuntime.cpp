@@ -66,7 +66,7 @@ struct UsedBlock {
 
 struct DeviceState {
   cudaStream_t stream = nullptr;
-  // Note [A side stream joined before release] in Cuda.h: the second stream and its two events
+  // Note [The device's side stream] in Cuda.h: the second stream and its two events
   cudaStream_t side = nullptr;
   cudaEvent_t forked = nullptr, joined = nullptr;
   FreeBlocks free_blocks;

@@ -418,8 +418,8 @@ TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha
 }
 
 TEST_CASE("a convolution twin's bias gradient on the side stream: backward_bias's bits, eager and captured") {
-  // The twin sums the bias gradient on the side stream beside the filter gradient (Note [A side
-  // stream joined before release] in tensor/Cuda.h); the same kernel on the device's stream is
+  // The twin sums the bias gradient on the side stream beside the filter gradient (Note [The device's
+  // side stream] in tensor/Cuda.h); the same kernel on the device's stream is
   // the reference, bit for bit, in both layouts, accumulating with the scale.
   for (DType dt : {DType::Float32, DType::Float16}) {
     for (MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {

@@ -95,7 +95,7 @@ TEST_CASE("cuda: runtime queries, device guard and streams") {
 }
 
 TEST_CASE("cuda: the side stream is forked from the device's stream and joined back, eager and captured") {
-  // Note [A side stream joined before release]: what the side stream runs sees the device
+  // Note [The device's side stream]: what the side stream runs sees the device
   // stream's work before the fork, and the device stream's work after the join sees its work.
   Tensor y = zeros({1 << 20}, DType::Float32, kGpu), z = zeros({1 << 20}, DType::Float32, kGpu);
   auto forked_copy = [&](double value) {
