@@ -112,6 +112,20 @@ TEST_CASE("empty_like and zeros_like keep a dense input's layout") {
   CHECK(zeros_like(iota({2, 3})).is_contiguous());
 }
 
+TEST_CASE("same_dense_layout: pairs of dense tensors whose elements line up as flat blocks") {
+  const Tensor a = iota({2, 3, 4, 5});
+  const Tensor cl = a.contiguous(MemoryFormat::ChannelsLast);
+  CHECK(same_dense_layout(a, a.clone()));
+  CHECK(same_dense_layout(cl, empty_like(cl)));
+  CHECK_FALSE(same_dense_layout(a, cl));                                 // both dense, laid out otherwise
+  CHECK_FALSE(same_dense_layout(a, iota({2, 3, 5, 4})));                 // another shape
+  CHECK_FALSE(same_dense_layout(a.narrow(3, 0, 4), a.narrow(3, 1, 4)));  // not dense
+  // a size-1 dim's stride does not matter
+  const Tensor one = iota({2, 1, 4, 5});
+  CHECK(same_dense_layout(one, one.contiguous(MemoryFormat::ChannelsLast)));
+  CHECK(same_dense_layout(empty({0, 3}, DType::Float32, Device::cpu()), empty({0, 3}, DType::Float32, Device::cpu())));
+}
+
 TEST_CASE("resize_ with a memory format") {
   Tensor t = empty({2, 3, 4, 5});
   const void* before = t.raw_data();
