@@ -42,6 +42,31 @@ namespace {
 cudaStream_t compute_stream(int device) { return static_cast<cudaStream_t>(tensor::cuda::stream(device)); }
 #endif
 
+// Note [Parameter layouts across ranks]
+// A parameter and its gradient may be row-major or, after Module::to(MemoryFormat::ChannelsLast),
+// channels-last: either is dense, so the buckets and the broadcast move its elements in memory
+// order (memory_order), and averaging pairs them up by position. That is right only where
+// every rank lays out each parameter alike, so the constructor sums the layouts over the ranks
+// (row-major 0, channels-last 1: a sum of world size x one's own on every rank only where all
+// agree) and refuses the network, on every rank, naming the first parameter that differs.
+enum class Layout : int64_t { RowMajor = 0, ChannelsLast = 1 };
+
+std::optional<Layout> dense_layout(const Tensor& t) {
+  if (t.is_contiguous()) return Layout::RowMajor;
+  if (t.is_contiguous(tensor::MemoryFormat::ChannelsLast)) return Layout::ChannelsLast;
+  return std::nullopt;
+}
+
+// A dense tensor's elements as a 1-d view in memory order.
+Tensor memory_order(const Tensor& t) {
+  if (t.is_contiguous()) return t.view({-1});
+  const int64_t d = t.dim();  // channels-last: N, (D,) H, W, C outermost first
+  std::vector<int64_t> order{0};
+  for (int64_t i = 2; i < d; ++i) order.push_back(i);
+  order.push_back(1);
+  return t.permute(order).view({-1});
+}
+
 // Where the network's parameters are (the group's device when it has none).
 tensor::Device network_device(nn::Module& net, const tensor::Device& fallback) {
   const auto params = net.parameters();
@@ -80,6 +105,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr net, Options opti
   }
   device_ = dev;
   const Owners owners = collectParameters();
+  checkLayouts();
   checkBuffers();
   makeBuckets();
   broadcastState(true);
@@ -104,20 +130,24 @@ DistributedDataParallel::Owners DistributedDataParallel::collectParameters() {
       const Tensor& v = values[i].second;
       const Tensor& g = grads[i].second;
       const std::string name = prefix + values[i].first;
-      // row-major: the buckets and the broadcast pair elements up by position on every rank, and
-      // channels-last filters (Module::to(MemoryFormat)) would need every rank's layout to agree
-      if (!g.defined() || g.device() != dev || !g.is_contiguous() || !v.is_contiguous() || g.sizes() != v.sizes() ||
+      // Note [Parameter layouts across ranks]
+      const std::optional<Layout> layout = dense_layout(v);
+      if (!g.defined() || g.device() != dev || !layout || dense_layout(g) != layout || g.sizes() != v.sizes() ||
           g.dtype() != v.dtype()) {
-        auto layout = [](const Tensor& t) { return t.is_contiguous() ? "" : " (not contiguous)"; };
+        auto describe = [](const Tensor& t) {
+          const std::optional<Layout> l = dense_layout(t);
+          return t.description() + (!l                          ? " (neither row-major nor channels-last)"
+                                    : l == Layout::ChannelsLast ? " (channels-last)"
+                                                                : "");
+        };
         throw tensor::Error(where("DistributedDataParallel") + "expected parameter '" + name +
-                            "' and its gradient contiguous on " + dev.str() +
-                            " (convert and move the network before wrapping it; to(MemoryFormat::Contiguous) undoes "
-                            "channels-last filters), got " +
-                            v.description() + layout(v) + " with gradient " +
-                            (g.defined() ? g.description() + layout(g) : std::string("undefined")));
+                            "' and its gradient on " + dev.str() +
+                            ", both row-major or both channels-last (convert and move the network before wrapping "
+                            "it), got " +
+                            describe(v) + " with gradient " + (g.defined() ? describe(g) : std::string("undefined")));
       }
       own.push_back(params_.size());
-      params_.push_back(Param{name, g});
+      params_.push_back(Param{name, g, static_cast<int64_t>(*layout)});
     }
     if (!own.empty()) owners.emplace_back(&m, std::move(own));
     if (auto* kids = m.children()) {
@@ -128,6 +158,29 @@ DistributedDataParallel::Owners DistributedDataParallel::collectParameters() {
   };
   walk(module(), "");
   return owners;
+}
+
+// Note [Parameter layouts across ranks]: one all-reduce, on every rank alike.
+void DistributedDataParallel::checkLayouts() {
+  if (group_->worldSize() == 1 || params_.empty()) return;
+  const auto count = static_cast<int64_t>(params_.size());
+  Tensor mine = tensor::empty({count}, tensor::DType::Int64, tensor::Device::cpu());
+  for (int64_t i = 0; i < count; ++i) mine.data<int64_t>()[i] = params_[static_cast<size_t>(i)].layout;
+  Tensor sum = mine.to(device_);
+  if (sum.shares_storage(mine)) sum = mine.clone();
+  group_->allReduce(sum, ReduceOp::Sum);
+  group_->wait(device_, "the parameter layouts' all-reduce");
+  const Tensor all = sum.cpu();
+  const int64_t n = group_->worldSize();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t own = params_[static_cast<size_t>(i)].layout, channels_last = all.data<int64_t>()[i];
+    if (channels_last == n * own) continue;
+    throw tensor::Error(where("DistributedDataParallel") + "expected parameter '" +
+                        params_[static_cast<size_t>(i)].name + "' laid out alike on every rank, got channels-last on " +
+                        std::to_string(channels_last) + " of " + std::to_string(n) +
+                        " ranks and row-major on the others (this rank's is " + (own ? "channels-last" : "row-major") +
+                        "; call Module::to(MemoryFormat) on every rank or on none)");
+  }
 }
 
 void DistributedDataParallel::checkBuffers() {
@@ -197,8 +250,8 @@ DistributedDataParallel::~DistributedDataParallel() {
 void DistributedDataParallel::broadcastState(bool parameters) {
   if (group_->worldSize() == 1) return;
   std::vector<Tensor> tensors;
-  if (parameters) {
-    for (auto& [name, t] : module().namedParameters()) tensors.push_back(t);
+  if (parameters) {  // as their memory lies (Note [Parameter layouts across ranks])
+    for (auto& [name, t] : module().namedParameters()) tensors.push_back(memory_order(t));
   }
   for (auto& [name, t] : module().namedBuffers()) tensors.push_back(t);
   if (tensors.empty()) return;
@@ -282,7 +335,7 @@ void DistributedDataParallel::launch(Bucket& b) {
   if (device_.is_cpu()) {  // Note [CPU buckets]
     for (size_t p : b.params) {
       const Param& q = params_[p];
-      b.buffer.narrow(0, q.offset, q.grad.numel()).copy_(q.grad.reshape({-1}));
+      b.buffer.narrow(0, q.offset, q.grad.numel()).copy_(memory_order(q.grad));
     }
     group_->allReduce(b.buffer, ReduceOp::Avg);
     return;
@@ -318,7 +371,7 @@ void DistributedDataParallel::finishBackward() {
     group_->wait(device_, "the gradient all-reduce");
     for (const Param& q : params_) {
       const Bucket& b = buckets_[q.bucket];
-      q.grad.view({-1}).copy_(b.buffer.narrow(0, q.offset, q.grad.numel()));
+      memory_order(q.grad).copy_(b.buffer.narrow(0, q.offset, q.grad.numel()));
     }
     return;
   }

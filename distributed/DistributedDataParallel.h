@@ -10,6 +10,8 @@
 // step, a copy to the host) sees the same averaged gradients on every rank, and the replicas
 // stay identical. A lost rank or a stuck collective aborts the group within its timeout (its
 // watchdog); the next forward() or backward() throws that error.
+// Parameters may be row-major or channels-last (Module::to(MemoryFormat)), laid out alike on
+// every rank: the constructor checks that (Note [Parameter layouts across ranks] in the .cpp).
 // A container of the one network: printing shows it; save module(), not the wrapper.
 #pragma once
 
@@ -73,6 +75,7 @@ class DistributedDataParallel : public nn::Container {
   struct Param {
     std::string name;
     tensor::Tensor grad;
+    int64_t layout = 0;  // 0 row-major, 1 channels-last (Note [Parameter layouts across ranks])
     size_t bucket = 0;
     int64_t offset = 0;  // elements into the bucket's buffer
   };
@@ -87,6 +90,7 @@ class DistributedDataParallel : public nn::Container {
   using Owners = std::vector<std::pair<nn::Module*, std::vector<size_t>>>;
   // The constructor's steps, in order.
   Owners collectParameters();
+  void checkLayouts();
   void checkBuffers();
   void makeBuckets();
   void hookOwners(const Owners& owners);

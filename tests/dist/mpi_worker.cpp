@@ -8,6 +8,11 @@
 //                buckets launched from the backward hooks, and the parameters after an SGD
 //                step equal bit for bit those of one process on the whole global batch (values
 //                on a dyadic grid, so every sum is exact whatever its order)
+//   ddp-channels-last  the same with a convolution network whose filters are channels-last
+//                (Module::to(MemoryFormat)) on every rank and in the one process: the same bits,
+//                and the filters keep their layout
+//   layouts-differ  channels-last filters on rank 0 only: every rank refuses the network,
+//                naming the filter
 //   killed       the last rank kills itself (SIGKILL) in the second step: the others fail
 //                with an error naming it, long before the timeout
 //   hung         the last rank sleeps through the second step: the others fail at the
@@ -29,6 +34,8 @@
 #include "nn/ReLU.h"
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/View.h"
 
 namespace {
 
@@ -51,9 +58,24 @@ std::shared_ptr<nn::Sequential> network(uint64_t seed) {
   return net;
 }
 
-std::pair<tensor::Tensor, tensor::Tensor> batch(int step) {
+// [2 x 4 x 4] images: a 3x3 convolution (2 -> 3 planes), ReLU, and a Linear to 4 outputs.
+std::shared_ptr<nn::Sequential> conv_network(uint64_t seed, tensor::MemoryFormat format) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::SpatialConvolution>(2, 3, 3, 3, 1, 1, 1, 1));
+  net->add(std::make_shared<nn::ReLU>());
+  net->add(std::make_shared<nn::View>(tensor::Shape{3 * 4 * 4}));
+  net->add(std::make_shared<nn::Linear>(3 * 4 * 4, 4));
+  net->to(tensor::DType::Float64);
+  for (tensor::Tensor& p : net->parameters()) to_grid(p, 8);
+  net->to(format);
+  return net;
+}
+
+std::pair<tensor::Tensor, tensor::Tensor> batch(int step, bool images = false) {
   tensor::Generator gen(300 + static_cast<uint64_t>(step));
-  tensor::Tensor x = tensor::uniform({kGlobalBatch, 4}, -2, 2, gen, tensor::DType::Float64);
+  tensor::Tensor x = images ? tensor::uniform({kGlobalBatch, 2, 4, 4}, -2, 2, gen, tensor::DType::Float64)
+                            : tensor::uniform({kGlobalBatch, 4}, -2, 2, gen, tensor::DType::Float64);
   tensor::Tensor y = tensor::uniform({kGlobalBatch, 4}, -2, 2, gen, tensor::DType::Float64);
   to_grid(x, 4);
   to_grid(y, 4);
@@ -61,8 +83,8 @@ std::pair<tensor::Tensor, tensor::Tensor> batch(int step) {
 }
 
 // One step on rows [begin, begin + rows) of the global batch: forward, backward, SGD (lr 1/8).
-void step(nn::Module& net, int s, int64_t begin, int64_t rows, bool update = true) {
-  auto [x, y] = batch(s);
+void step(nn::Module& net, int s, int64_t begin, int64_t rows, bool update = true, bool images = false) {
+  auto [x, y] = batch(s, images);
   const tensor::Tensor xs = x.narrow(0, begin, rows).contiguous();
   const tensor::Tensor ys = y.narrow(0, begin, rows).contiguous();
   nn::MSECriterion mse;
@@ -136,6 +158,42 @@ std::string ddp(dist::ProcessGroup& g) {
   return "ddp bit-identical to one process, " + std::to_string(buckets) + " buckets from hooks";
 }
 
+std::string ddp_channels_last(dist::ProcessGroup& g) {
+  const int r = g.rank(), n = g.worldSize();
+  const auto cl = tensor::MemoryFormat::ChannelsLast;
+  auto net = conv_network(200 + static_cast<uint64_t>(r), cl);
+  dist::DistributedDataParallel::Options options;
+  options.firstBucketBytes = 1;  // a bucket per parameter: every one copied in and out
+  options.bucketBytes = 1;
+  dist::DistributedDataParallel model(net, options);
+  auto alone = conv_network(200, cl);
+  if (!bit_equal(net->parameters(), alone->parameters())) return "error: rank 0's parameters were not broadcast";
+  const int64_t rows = kGlobalBatch / n;
+  step(model, 0, r * rows, rows, /*update=*/false, /*images=*/true);
+  step(*alone, 0, 0, kGlobalBatch, /*update=*/false, /*images=*/true);
+  if (!bit_equal(net->gradParameters(), alone->gradParameters())) return "error: averaged gradients differ";
+  step(model, 1, r * rows, rows, true, true);
+  step(*alone, 1, 0, kGlobalBatch, true, true);
+  if (!bit_equal(net->parameters(), alone->parameters())) return "error: parameters after a step differ";
+  const tensor::Tensor filter = net->parameters().front(), grad = net->gradParameters().front();
+  if (filter.is_contiguous() || !filter.is_contiguous(cl) || !grad.is_contiguous(cl))
+    return "error: the filter or its gradient lost its channels-last layout";
+  return "ddp channels-last bit-identical to one process";
+}
+
+std::string layouts_differ(dist::ProcessGroup& g) {
+  const int r = g.rank();
+  auto net = conv_network(5, r == 0 ? tensor::MemoryFormat::ChannelsLast : tensor::MemoryFormat::Contiguous);
+  try {
+    dist::DistributedDataParallel model(net);
+  } catch (const tensor::Error& e) {
+    if (std::strstr(e.what(), "expected parameter '0.weight' laid out alike on every rank, got channels-last on 1 of"))
+      return "layouts refused";
+    return std::string("error: ") + e.what();
+  }
+  return "error: rank-dependent layouts were accepted";
+}
+
 std::string failure(dist::ProcessGroup& g, bool kill) {
   const int r = g.rank(), n = g.worldSize();
   auto net = network(7);
@@ -172,6 +230,10 @@ int main(int argc, char** argv) {
       result = collectives(*g);
     else if (which == "ddp")
       result = ddp(*g);
+    else if (which == "ddp-channels-last")
+      result = ddp_channels_last(*g);
+    else if (which == "layouts-differ")
+      result = layouts_differ(*g);
     else if (which == "killed" || which == "hung")
       result = failure(*g, which == "killed");
     else

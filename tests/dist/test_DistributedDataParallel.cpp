@@ -12,6 +12,8 @@
 #include "cudnn/core/Config.h"
 #include "distributed/Dist.h"
 #include "distributed/DistributedDataParallel.h"
+#include "nn/ConvolutionBase.h"
+#include "nn/Sequential.h"
 #include "tests/dist/Training.h"
 #include "tests/support/ErrorText.h"
 
@@ -111,7 +113,7 @@ TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is ref
   mixed->add(std::make_shared<nn::Linear>(2, 2));
   mixed->get(0)->to(gpu);
   CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(mixed, group.group); }),
-            "expected parameter '1.weight' and its gradient contiguous on cuda:0"));
+            "expected parameter '1.weight' and its gradient on cuda:0, both row-major or both channels-last"));
   // A CPU network needs the MPI backend (CPU tensors): refused by name without it.
   auto cpuNet = std::make_shared<nn::Sequential>();
   cpuNet->add(std::make_shared<nn::Linear>(3, 2));
@@ -125,15 +127,35 @@ TEST_CASE("DDP: a network not on the group's GPU, or with a module twice, is ref
   twice->add(shared);
   CHECK(has(testing::error_of([&] { DistributedDataParallel ddp(twice, group.group); }),
             "shared modules are not supported"));
-  // Channels-last filters (Module::to(MemoryFormat)): refused, saying how to undo them
-  auto channelsLast = testing::small_convnet(1, gpu, false);
-  channelsLast->to(tensor::MemoryFormat::ChannelsLast);
-  const std::string refused = testing::error_of([&] { DistributedDataParallel ddp(channelsLast, group.group); });
-  CHECK(has(refused, "expected parameter '0.weight' and its gradient contiguous on cuda:0"));
-  CHECK(has(refused, "to(MemoryFormat::Contiguous)"));
-  CHECK(has(refused, "(not contiguous)"));
-  channelsLast->to(tensor::MemoryFormat::Contiguous);
-  CHECK_NOTHROW(DistributedDataParallel(channelsLast, group.group));
+  // A filter in neither layout the buckets move (a user's field): refused, saying what it is
+  auto odd = testing::small_convnet(1, gpu, false);
+  auto& conv = dynamic_cast<nn::ConvolutionBase&>(*std::dynamic_pointer_cast<nn::Sequential>(odd)->get(0));
+  const tensor::Tensor w = conv.weight;
+  conv.weight = w.transpose(2, 3).contiguous().transpose(2, 3);
+  const std::string refused = testing::error_of([&] { DistributedDataParallel ddp(odd, group.group); });
+  CHECK(has(refused, "expected parameter '0.weight' and its gradient on cuda:0, both row-major or both channels-last"));
+  CHECK(has(refused, "(neither row-major nor channels-last) with gradient"));
+  conv.weight = w;
+  CHECK_NOTHROW(DistributedDataParallel(odd, group.group));
+}
+
+TEST_CASE("DDP: channels-last filters train exactly as the network alone, and keep their layout") {
+  cudnn::ScopedConfig deterministic("deterministic=true");
+  SingleGroup group;
+  auto alone = testing::small_convnet(5, gpu);
+  auto wrapped = testing::small_convnet(5, gpu);
+  alone->to(tensor::MemoryFormat::ChannelsLast);
+  wrapped->to(tensor::MemoryFormat::ChannelsLast);
+  DistributedDataParallel::Options options;
+  options.firstBucketBytes = 1;  // a bucket per parameter: every copy in and out
+  options.bucketBytes = 1;
+  auto ddp = std::make_shared<DistributedDataParallel>(wrapped, options, group.group);
+  CHECK(testing::train(*alone, gpu, 4, 16, 0, 16) == testing::train(*ddp, gpu, 4, 16, 0, 16));
+  CHECK(testing::state_diff(*alone, *wrapped) == 0);
+  const auto filter = wrapped->parameters().front();
+  CHECK(filter.dim() == 4);
+  CHECK(!filter.is_contiguous());
+  CHECK(filter.is_contiguous(tensor::MemoryFormat::ChannelsLast));
 }
 
 TEST_CASE("DDP: bucket assignment") {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The MPI backend as real processes under mpirun (tests/dist/mpi_worker): collectives and
 # DistributedDataParallel on CPU tensors at world sizes 2 and 4 (bit-identical to one process,
-# buckets launched from the backward hooks), then a killed rank and a hung rank, each an error
+# buckets launched from the backward hooks; channels-last filters too, and refused where the
+# ranks' layouts differ), then a killed rank and a hung rank, each an error
 # on the others within a bounded time. Usage: test_Mpi.sh MPIRUN WORKER
 set -u
 mpirun="$1"
@@ -33,7 +34,17 @@ for np in 2 4; do
   echo "$out"
   check "DDP at world size $np: bit-identical to one process, buckets from hooks" \
     '[ $st -eq 0 ] && [ "$(grep -c "ddp bit-identical to one process, [0-9]* buckets from hooks" <<<"$out")" -eq $np ]'
+  out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np ddp-channels-last 60); st=$?
+  echo "$out"
+  check "DDP at world size $np with channels-last filters: bit-identical to one process" \
+    '[ $st -eq 0 ] && [ "$(grep -c "ddp channels-last bit-identical to one process" <<<"$out")" -eq $np ]'
 done
+
+out=$(CUDNN_NN_DIST_TIMEOUT=20 run 2 layouts-differ 60); st=$?
+echo "$out"
+check "DDP with channels-last filters on one rank only: refused on every rank, naming the filter" \
+  '[ $st -eq 0 ] && [ "$(grep -c "layouts refused" <<<"$out")" -eq 2 ]'
+
 
 for np in 2 4; do
   last=$((np - 1))
