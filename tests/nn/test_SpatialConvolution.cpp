@@ -83,6 +83,74 @@ TEST_CASE("SpatialConvolution forward matches the direct loop") {
   }
 }
 
+// The same-size stride-1 geometries that im2col and the backward-data fold take as shifted
+// runs (Note [Shifted runs] in nn/kernels/Convolution.cpp): square and non-square kernels and
+// images, dilation, rows or columns without padding, a kernel larger than the image. Values
+// against the direct loops, and non-finite values at the rows' first and last columns (where a
+// shifted run reads the neighbouring row) reach exactly the outputs and gradients whose windows
+// hold them (for the weight gradient, a non-finite gradOutput also meets the zeros outside the
+// image: 0 x NaN and 0 x Inf are NaN in the product).
+TEST_CASE("SpatialConvolution with output size = input size, stride 1: values, and where NaN and Inf reach") {
+  const std::vector<Config> same = {
+      {3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2, 5, 6}, {2, 3, 5, 3, 1, 1, 2, 1, 1, 1, 1, 2, 4, 7},
+      {2, 2, 3, 3, 1, 1, 2, 2, 1, 2, 2, 1, 6, 5}, {2, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 2, 3, 4},
+      {2, 3, 1, 3, 1, 1, 0, 1, 1, 1, 1, 2, 4, 3}, {3, 2, 5, 5, 1, 1, 2, 2, 1, 1, 1, 1, 2, 3},
+      {4, 4, 3, 3, 1, 1, 1, 1, 2, 1, 1, 2, 4, 4},
+  };
+  Generator gen(20261126);
+  for (const Config& c : same) {
+    auto m = make(c);
+    m->to(DType::Float64);
+    INFO(m->str(), " dilation ", c.dilationW, ",", c.dilationH, " input ", c.batch, "x", c.nIn, "x", c.iH, "x", c.iW);
+    Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, DType::Float64);
+    const Tensor y = m->forward(x).clone();
+    REQUIRE(y.sizes() == Shape{c.batch, c.nOut, c.iH, c.iW});
+    CHECK(max_abs_diff(y, convref::conv(x, m->weight, m->bias, params_of(*m))) < 1e-12);
+    const Tensor gy = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+    CHECK(max_abs_diff(m->updateGradInput(x, gy), convref::full_conv(gy, m->weight, Tensor(), params_of(*m))) < 1e-12);
+    // non-finite values in the first and last column of rows, in the input and in gradOutput
+    x.set({0, 0, 0, c.iW - 1}, std::nan(""));
+    x.set({c.batch - 1, c.nIn - 1, c.iH - 1, 0}, INFINITY);
+    Tensor g = gy.clone();
+    g.set({0, 0, c.iH - 1, 0}, std::nan(""));
+    g.set({c.batch - 1, c.nOut - 1, 0, c.iW - 1}, -INFINITY);
+    const auto same_nonfinite = [](const std::string& what, const Tensor& got, const Tensor& want) {
+      INFO(what);
+      const auto a = got.to_vector<double>(), b = want.to_vector<double>();
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::isnan(a[i]) == std::isnan(b[i]));
+        CHECK(std::isinf(a[i]) == std::isinf(b[i]));
+        if (std::isfinite(b[i])) CHECK(std::abs(a[i] - b[i]) < 1e-12);
+      }
+    };
+    same_nonfinite("output", m->forward(x), convref::conv(x, m->weight, m->bias, params_of(*m)));
+    same_nonfinite("gradInput", m->updateGradInput(x, g), convref::full_conv(g, m->weight, Tensor(), params_of(*m)));
+    // the weight gradient: gw[o, c, k] = sum over samples and positions of g[n, o, p] x[n, c, p + offset(k)],
+    // x zero outside the image: a product (im2col + gemm), so a NaN or Inf in g meets those zeros
+    m->zeroGradParameters();
+    m->accGradParameters(x, g, 1.0);
+    Tensor want = zeros_like(m->gradWeight);
+    for (int64_t o = 0; o < c.nOut; ++o)
+      for (int64_t ci = 0; ci < c.nIn / c.groups; ++ci)
+        for (int64_t kh = 0; kh < c.kH; ++kh)
+          for (int64_t kw = 0; kw < c.kW; ++kw) {
+            double acc = 0;
+            const int64_t cin = o / (c.nOut / c.groups) * (c.nIn / c.groups) + ci;
+            for (int64_t n = 0; n < c.batch; ++n)
+              for (int64_t h = 0; h < c.iH; ++h)
+                for (int64_t w = 0; w < c.iW; ++w) {
+                  const int64_t ih = h - c.padH + kh * c.dilationH, iw = w - c.padW + kw * c.dilationW;
+                  const bool inside = ih >= 0 && ih < c.iH && iw >= 0 && iw < c.iW;
+                  acc += g.get({n, o, h, w}) * (inside ? x.get({n, cin, ih, iw}) : 0.0);
+                }
+            want.set({o, ci, kh, kw}, acc);
+          }
+    same_nonfinite("gradWeight", m->gradWeight, want);
+  }
+}
+
 TEST_CASE("SpatialConvolution matches PyTorch's conv2d with groups and dilation") {
   // scripts/make_conv_reference.py: stride (2, 1), padding (1, 0), dilation (2, 1), groups 2
   const auto ref = load_safetensors(std::string(CUDNN_NN_TEST_DATA) + "/nn/conv_reference.safetensors").tensors;

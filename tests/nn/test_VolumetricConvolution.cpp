@@ -27,8 +27,10 @@ convref::Params params_of(const nn::VolumetricConvolution& m) {
 }
 
 // stride (also larger than the kernel), padding per dim, groups, 1x1x1 kernels, batch 1,
-// kernels as large as the volume, odd and unequal sizes
+// kernels as large as the volume, odd and unequal sizes; the first two keep the volume's size at
+// stride 1 (the shifted runs of Note [Shifted runs] in nn/kernels/Convolution.cpp)
 const std::vector<Config> configs = {
+    {2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 5}, {2, 2, 3, 1, 3, 1, 1, 1, 1, 0, 1, 1, 1, 4, 3, 5},
     {2, 3, 2, 3, 3, 1, 1, 1, 0, 0, 0, 1, 2, 4, 5, 5}, {3, 2, 3, 2, 1, 2, 1, 2, 1, 0, 1, 1, 1, 5, 4, 6},
     {4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2, 2, 3, 3, 4}, {2, 4, 2, 2, 2, 3, 2, 2, 0, 1, 0, 2, 2, 6, 5, 5},
     {1, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 3, 3, 4, 3}, {2, 2, 4, 3, 2, 1, 1, 1, 0, 0, 0, 1, 1, 4, 2, 3},
