@@ -87,14 +87,18 @@ int64_t pool_output_size(int64_t in, int64_t k, int64_t d, int64_t pad, bool cei
 // first maximum wins ties, the first NaN wins over numbers and stays: v != v is isnan).
 // GCC turns a ternary on a float comparison back into a branch, so the select is done on the
 // bits, with masks.
+// I: the index type (int64_t, or a window position of the data's width: Lane<T>).
 template <class T>
-inline void take_max(T v, int64_t i, T& best, int64_t& best_i) {
+using Lane = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+template <class T, class I = int64_t>
+inline void take_max(T v, I i, T& best, I& best_i) {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  using IBits = std::make_unsigned_t<I>;
   const Bits take = static_cast<Bits>((v > best) | ((v != v) & (best == best)));
   const Bits m = Bits{0} - take;
   best = std::bit_cast<T>((std::bit_cast<Bits>(best) & ~m) | (std::bit_cast<Bits>(v) & m));
-  const uint64_t mi = uint64_t{0} - static_cast<uint64_t>(take);
-  best_i = static_cast<int64_t>((static_cast<uint64_t>(best_i) & ~mi) | (static_cast<uint64_t>(i) & mi));
+  const IBits mi = IBits{0} - static_cast<IBits>(take);
+  best_i = static_cast<I>((static_cast<IBits>(best_i) & ~mi) | (static_cast<IBits>(i) & mi));
 }
 
 // 2x2 windows at stride 2 without padding (VGG's, the samples'): straight-line code per
@@ -112,18 +116,20 @@ bool max_pool_2x2(const PoolGeometry& g, const Windows& win, const T* input, T* 
     T* y = output + p * win.out_plane;
     int64_t* idx = indices + p * win.out_plane;
     for (int64_t oh = 0; oh < OH; ++oh) {
-      const int64_t row = 2 * oh * W;
-      // simd: the compiler must if-convert the selects (and vectorises the row)
+      const T* top = x + 2 * oh * W;
+      const T* bottom = top + W;
+      // simd: the compiler must if-convert the selects (and vectorises the row). The window's
+      // element is chosen as 0..3 in an integer of the data's width, so the selects run as wide
+      // as the floats (64-bit indices halved the lanes), and becomes an index at the store.
 #pragma omp simd
       for (int64_t ow = 0; ow < OW; ++ow) {
-        const int64_t i = row + 2 * ow;
-        T best = x[i];
-        int64_t best_i = i;
-        take_max(x[i + 1], i + 1, best, best_i);
-        take_max(x[i + W], i + W, best, best_i);
-        take_max(x[i + W + 1], i + W + 1, best, best_i);
+        T best = top[2 * ow];
+        Lane<T> which = 0;
+        take_max(top[2 * ow + 1], Lane<T>{1}, best, which);
+        take_max(bottom[2 * ow], Lane<T>{2}, best, which);
+        take_max(bottom[2 * ow + 1], Lane<T>{3}, best, which);
         y[oh * OW + ow] = best;
-        idx[oh * OW + ow] = best_i;
+        idx[oh * OW + ow] = 2 * oh * W + 2 * ow + (which & 1) + (which >> 1) * W;
       }
     }
   }

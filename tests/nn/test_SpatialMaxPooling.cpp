@@ -138,7 +138,8 @@ void rule_pool(const std::vector<double>& x, int64_t H, int64_t W, int64_t OH, i
 
 TEST_CASE("SpatialMaxPooling values and indices follow the rule on wide rows (ties, NaN, edges)") {
   // wide enough rows for the row-at-once path (Note [Max pooling by rows]), with windows
-  // clipped at both edges; values from a small set, so ties are common
+  // clipped at both edges, and the 2x2 stride-2 path on odd and even sizes; values from a small
+  // set, so ties are common
   Generator gen(20261126);
   struct Cfg {
     int64_t kW, kH, dW, dH, padW, padH;
@@ -146,7 +147,7 @@ TEST_CASE("SpatialMaxPooling values and indices follow the rule on wide rows (ti
   };
   const Cfg cfgs[] = {{3, 3, 2, 2, 1, 1, false}, {3, 3, 1, 1, 1, 1, false}, {3, 2, 2, 1, 1, 0, true},
                       {5, 5, 2, 2, 2, 2, false}, {3, 3, 2, 2, 0, 0, true},  {2, 2, 1, 1, 0, 0, false},
-                      {4, 3, 3, 2, 2, 1, true}};
+                      {4, 3, 3, 2, 2, 1, true},  {2, 2, 2, 2, 0, 0, false}};  // the last: max_pool_2x2
   for (const Cfg& c : cfgs) {
     for (DType dt : {DType::Float32, DType::Float64}) {
       for (int64_t W : {c.kW, int64_t{37}, int64_t{64}}) {
