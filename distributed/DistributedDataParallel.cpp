@@ -166,8 +166,7 @@ void DistributedDataParallel::checkLayouts() {
   const auto count = static_cast<int64_t>(params_.size());
   Tensor mine = tensor::empty({count}, tensor::DType::Int64, tensor::Device::cpu());
   for (int64_t i = 0; i < count; ++i) mine.data<int64_t>()[i] = params_[static_cast<size_t>(i)].layout;
-  Tensor sum = mine.to(device_);
-  if (sum.shares_storage(mine)) sum = mine.clone();
+  Tensor sum = mine.to(device_);  // on the CPU, mine itself: summed in place
   group_->allReduce(sum, ReduceOp::Sum);
   group_->wait(device_, "the parameter layouts' all-reduce");
   const Tensor all = sum.cpu();
