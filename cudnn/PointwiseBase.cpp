@@ -14,7 +14,7 @@ namespace {
 // Element-wise work sees one flat vector in memory order: any rank, one descriptor shape.
 // Every operand of a pass is dense in one memory format (row-major or channels-last: Note
 // [Channels-last twins]), so the flat vectors pair up element for element.
-Tensor flat(const Tensor& t) { return flat_view(t); }
+Tensor flat(const Tensor& t) { return tensor::flat_view(t); }
 }  // namespace
 
 PointwiseCompute::PointwiseCompute() : plan_(std::make_unique<ActivationPlan>()) {}

@@ -45,7 +45,7 @@ cudaStream_t compute_stream(int device) { return static_cast<cudaStream_t>(tenso
 // Note [Parameter layouts across ranks]
 // A parameter and its gradient may be row-major or, after Module::to(MemoryFormat::ChannelsLast),
 // channels-last: either is dense, so the buckets and the broadcast move its elements in memory
-// order (memory_order), and averaging pairs them up by position. That is right only where
+// order (tensor::flat_view), and averaging pairs them up by position. That is right only where
 // every rank lays out each parameter alike, so the constructor sums the layouts over the ranks
 // (row-major 0, channels-last 1: a sum of world size x one's own on every rank only where all
 // agree) and refuses the network, on every rank, naming the first parameter that differs.
@@ -55,16 +55,6 @@ std::optional<Layout> dense_layout(const Tensor& t) {
   if (t.is_contiguous()) return Layout::RowMajor;
   if (t.is_contiguous(tensor::MemoryFormat::ChannelsLast)) return Layout::ChannelsLast;
   return std::nullopt;
-}
-
-// A dense tensor's elements as a 1-d view in memory order.
-Tensor memory_order(const Tensor& t) {
-  if (t.is_contiguous()) return t.view({-1});
-  const int64_t d = t.dim();  // channels-last: N, (D,) H, W, C outermost first
-  std::vector<int64_t> order{0};
-  for (int64_t i = 2; i < d; ++i) order.push_back(i);
-  order.push_back(1);
-  return t.permute(order).view({-1});
 }
 
 // Where the network's parameters are (the group's device when it has none).
@@ -250,7 +240,7 @@ void DistributedDataParallel::broadcastState(bool parameters) {
   if (group_->worldSize() == 1) return;
   std::vector<Tensor> tensors;
   if (parameters) {  // as their memory lies (Note [Parameter layouts across ranks])
-    for (auto& [name, t] : module().namedParameters()) tensors.push_back(memory_order(t));
+    for (auto& [name, t] : module().namedParameters()) tensors.push_back(tensor::flat_view(t));
   }
   for (auto& [name, t] : module().namedBuffers()) tensors.push_back(t);
   if (tensors.empty()) return;
@@ -334,7 +324,7 @@ void DistributedDataParallel::launch(Bucket& b) {
   if (device_.is_cpu()) {  // Note [CPU buckets]
     for (size_t p : b.params) {
       const Param& q = params_[p];
-      b.buffer.narrow(0, q.offset, q.grad.numel()).copy_(memory_order(q.grad));
+      b.buffer.narrow(0, q.offset, q.grad.numel()).copy_(tensor::flat_view(q.grad));
     }
     group_->allReduce(b.buffer, ReduceOp::Avg);
     return;
@@ -370,7 +360,7 @@ void DistributedDataParallel::finishBackward() {
     group_->wait(device_, "the gradient all-reduce");
     for (const Param& q : params_) {
       const Bucket& b = buckets_[q.bucket];
-      memory_order(q.grad).copy_(b.buffer.narrow(0, q.offset, q.grad.numel()));
+      tensor::flat_view(q.grad).copy_(b.buffer.narrow(0, q.offset, q.grad.numel()));
     }
     return;
   }

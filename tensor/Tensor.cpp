@@ -320,6 +320,15 @@ bool same_dense_layout(const Tensor& a, const Tensor& b) {
   return true;
 }
 
+Tensor flat_view(const Tensor& t) {
+  if (t.is_contiguous()) return t.view({t.numel()});
+  if (!t.is_non_overlapping_and_dense()) {
+    throw Error("flat_view: expected a dense tensor, got " + t.description() + " with strides " +
+                shape_str(t.strides()));
+  }
+  return Tensor(t.storage(), t.storage_offset(), {t.numel()}, {1}, t.dtype());
+}
+
 void* Tensor::raw_data() const {
   check_defined(*this, "Tensor::raw_data");
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));

@@ -237,6 +237,10 @@ MemoryFormat suggest_memory_format(const Tensor& t);
 // aside), so their elements pair up as two flat blocks of numel() items from raw_data(): what
 // element-wise kernels over many tensors (the fused optimizers) need of each pair.
 bool same_dense_layout(const Tensor& a, const Tensor& b);
+// A 1-d view of all of a dense tensor's elements in memory order (row-major, channels-last, any
+// dense permutation): element-wise work where every operand shares one layout, and collectives
+// that pair elements by position. Throws for a tensor that is not dense.
+Tensor flat_view(const Tensor& t);
 Tensor arange(double end, DType dtype = DType::Float32, Device device = Device::cpu());
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
               Device device = Device::cpu());

@@ -15,13 +15,4 @@ tensor::MemoryFormat activation_format(const tensor::Tensor& input) {
   return tensor::suggest_memory_format(input);
 }
 
-tensor::Tensor flat_view(const tensor::Tensor& t) {
-  if (t.is_contiguous()) return t.view({t.numel()});
-  if (!t.is_non_overlapping_and_dense()) {
-    throw tensor::Error("cudnn::flat_view: expected a dense tensor, got " + t.description() + " with strides " +
-                        tensor::shape_str(t.strides()));
-  }
-  return tensor::Tensor(t.storage(), t.storage_offset(), {t.numel()}, {1}, t.dtype());
-}
-
 }  // namespace cudnn

@@ -28,8 +28,4 @@ tensor::MemoryFormat activation_format(const tensor::Tensor& input);
 // `t` dense in `format`: t itself when it already is, else one copy.
 inline tensor::Tensor as_format(const tensor::Tensor& t, tensor::MemoryFormat format) { return t.contiguous(format); }
 
-// A 1-d view of all of a dense tensor's elements in memory order (element-wise work, where
-// every operand shares one layout).
-tensor::Tensor flat_view(const tensor::Tensor& t);
-
 }  // namespace cudnn

@@ -126,6 +126,20 @@ TEST_CASE("same_dense_layout: pairs of dense tensors whose elements line up as f
   CHECK(same_dense_layout(empty({0, 3}, DType::Float32, Device::cpu()), empty({0, 3}, DType::Float32, Device::cpu())));
 }
 
+TEST_CASE("flat_view: a dense tensor's elements in memory order, a strided one refused") {
+  const Tensor a = iota({2, 3, 4, 5});
+  const Tensor cl = a.contiguous(MemoryFormat::ChannelsLast);
+  CHECK(flat_view(a).sizes() == Shape{120});
+  CHECK(flat_view(a).raw_data() == a.raw_data());
+  CHECK(flat_view(cl).sizes() == Shape{120});
+  CHECK(flat_view(cl).raw_data() == cl.raw_data());
+  // memory order: channels-last puts the channels innermost
+  CHECK(flat_view(cl).to_vector<float>() == a.permute({0, 2, 3, 1}).contiguous().view({-1}).to_vector<float>());
+  flat_view(cl).narrow(0, 0, 1).fill_(-1);  // a view: writes reach the tensor
+  CHECK(cl.get({0, 0, 0, 0}) == -1);
+  CHECK_THROWS_WITH_AS(flat_view(a.narrow(3, 0, 2)), doctest::Contains("flat_view: expected a dense tensor"), Error);
+}
+
 TEST_CASE("resize_ with a memory format") {
   Tensor t = empty({2, 3, 4, 5});
   const void* before = t.raw_data();
