@@ -3,7 +3,10 @@
 #include "nn/kernels/Convolution.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "nn/kernels/Parallel.h"
 #include "tensor/Blas.h"
@@ -352,6 +355,77 @@ void conv_backward_data(const ConvGeometry& g, const T* gy, const T* w, const T*
   });
 }
 
+namespace {
+// Note [Weight gradient past the image]
+// The weight gradient is a product over im2col's columns, where the positions a window takes
+// outside the image are zeros, so a NaN or Inf in gradOutput would meet them: 0 x NaN and
+// 0 x Inf are NaN, and every weight-gradient entry of that output plane would be NaN. The sum
+// the gradient stands for runs over the image's pixels only, and cuDNN's engines compute it so
+// (an entry whose windows never reach a pixel at the non-finite position stays finite). A
+// sample whose gradOutput plane holds a non-finite value therefore has that plane's rows of the
+// gradient computed again as direct sums over the pixels inside (the rows as they were before
+// the product are kept and put back first). Finite gradOutput takes the product alone, bit for
+// bit as before; a convolution without padding has no zeros in its columns.
+bool has_padding(const ConvGeometry& g) { return g.pad[0] != 0 || g.pad[1] != 0 || g.pad[2] != 0; }
+
+template <class T>
+bool all_finite(const T* p, int64_t n) {
+  int wild = 0;
+#pragma omp simd reduction(| : wild)
+  for (int64_t i = 0; i < n; ++i) wild |= !(std::abs(p[i]) <= std::numeric_limits<T>::max());
+  return wild == 0;
+}
+
+// sum over output positions p whose window's tap k falls inside the image of gyo[p] * xc[p + k]:
+// one weight-gradient entry of one sample, for one output plane gyo and one input plane xc
+template <class T>
+T weight_sum_inside(const ConvGeometry& g, const T* xc, const T* gyo, int64_t k) {
+  const int64_t tap[3] = {k / (g.k[1] * g.k[2]), k / g.k[2] % g.k[1], k % g.k[2]};
+  int64_t off[3];
+  Range r[3];
+  for (int d = 0; d < 3; ++d) {
+    off[d] = tap[d] * g.dilation[d] - g.pad[d];
+    r[d] = valid_range(g.in[d], g.out[d], g.stride[d], off[d]);
+  }
+  T s = 0;
+  for (int64_t o0 = r[0].lo; o0 < r[0].hi; ++o0) {
+    for (int64_t o1 = r[1].lo; o1 < r[1].hi; ++o1) {
+      const T* gyrow = gyo + (o0 * g.out[1] + o1) * g.out[2];
+      const T* xrow = xc + ((o0 * g.stride[0] + off[0]) * g.in[1] + o1 * g.stride[1] + off[1]) * g.in[2] + off[2];
+      for (int64_t o2 = r[2].lo; o2 < r[2].hi; ++o2) s += gyrow[o2] * xrow[o2 * g.stride[2]];
+    }
+  }
+  return s;
+}
+
+// acc (Og x R) += alpha * gyg (Og x P) times the columns of xg: the product, with the rows of
+// planes holding a non-finite value summed over the pixels inside (Note [Weight gradient past
+// the image]).
+template <class T>
+void add_weight_product(const ConvGeometry& g, const T* xg, const T* col, const T* gyg, T alpha, T* acc) {
+  const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows(), P = g.outSpatial();
+  std::vector<int64_t> wild;
+  if (has_padding(g)) {
+    for (int64_t o = 0; o < Og; ++o) {
+      if (!all_finite(gyg + o * P, P)) wild.push_back(o);
+    }
+  }
+  std::vector<T> kept;
+  for (const int64_t o : wild) kept.insert(kept.end(), acc + o * R, acc + (o + 1) * R);
+  gemm<T>(false, true, Og, R, P, alpha, gyg, P, col, P, T(1), acc, R);
+  const int64_t K = g.kernelSpatial(), S = g.inSpatial();
+  for (size_t i = 0; i < wild.size(); ++i) {
+    const int64_t o = wild[i];
+    for (int64_t c = 0; c < Cg; ++c) {
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t e = c * K + k;
+        acc[o * R + e] = kept[i * R + e] + alpha * weight_sum_inside(g, xg + c * S, gyg + o * P, k);
+      }
+    }
+  }
+}
+}  // namespace
+
 template <class T>
 void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scale, T* gw, T* workspace) {
   const int64_t Cg = g.inC / g.groups, Og = g.outC / g.groups, R = g.colRows();
@@ -370,8 +444,7 @@ void conv_backward_weight(const ConvGeometry& g, const T* x, const T* gy, T scal
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* xg = x + (n * g.inC + grp * Cg) * S;
       if (!pointwise) im2col(xg, col, Cg, g);
-      gemm<T>(false, true, Og, R, P, alpha, gy + (n * g.outC + grp * Og) * P, P, pointwise ? xg : col, P, T(1),
-              acc + grp * Og * R, R);
+      add_weight_product(g, xg, pointwise ? xg : col, gy + (n * g.outC + grp * Og) * P, alpha, acc + grp * Og * R);
     }
   });
   if (threads > 1) reduce_partials(gw, partials, threads, wSize, scale);

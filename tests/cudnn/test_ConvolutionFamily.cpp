@@ -371,6 +371,42 @@ TEST_CASE("convolution twins accumulate parameter gradients with a scale") {
   }
 }
 
+// A NaN or Inf in gradOutput reaches the same entries of gradInput, the weight and the bias
+// gradient on both sides: the weight gradient sums over the image's pixels only, so it does
+// not meet the zeros outside the image (0 x NaN), on cuDNN's engines as in nn (Note [Weight
+// gradient past the image] in nn/kernels/Convolution.cpp; this case found the difference).
+TEST_CASE("convolution twins: NaN and Inf in gradOutput reach the gradients nn's reach") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (const ConvolutionTwin& t : convolutions()) {
+    for (const ConvTwinCase& c : t.cases) {
+      for (const DType dt : {DType::Float32, DType::Float64}) {
+        INFO(t.name, ", case ", c.name, ", input ", shape_str(c.input.sizes()), ", ", std::string(name(dt)));
+        nn::ModulePtr ref = c.make(false), twin = c.make(true);
+        ref->to(DType::Float64);
+        twin->to(gpu);
+        twin->to(dt);
+        twin->loadStateDict(ref->stateDict());
+        ref->zeroGradParameters();
+        twin->zeroGradParameters();
+        const Tensor x = c.input.to(DType::Float64), xt = c.input.to(dt).to(gpu);
+        const Tensor y = ref->forward(x);
+        twin->forward(xt);
+        Generator gen(29);
+        const Tensor gy = with_nonfinite(uniform(y.sizes(), -1, 1, gen, DType::Float64));
+        ref->backward(x, gy);
+        twin->backward(xt, gy.to(dt).to(gpu));
+        const TwinTolerance tol = TwinTolerance::for_dtype(dt);
+        expect_same_nonfinite("gradInput", twin->gradInput, ref->gradInput, tol.backward);
+        const auto want = ref->gradParameters(), got = twin->gradParameters();
+        REQUIRE(want.size() == got.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          expect_same_nonfinite(i == 0 ? "gradWeight" : "gradBias", got[i], want[i], tol.backward);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("convolution twins steady state: no allocation, no algorithm search") {
   for (const ConvolutionTwin& t : convolutions()) {
     for (const ConvTwinCase& c : t.steady) {

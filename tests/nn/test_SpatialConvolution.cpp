@@ -88,8 +88,9 @@ TEST_CASE("SpatialConvolution forward matches the direct loop") {
 // images, dilation, rows or columns without padding, a kernel larger than the image. Values
 // against the direct loops, and non-finite values at the rows' first and last columns (where a
 // shifted run reads the neighbouring row) reach exactly the outputs and gradients whose windows
-// hold them (for the weight gradient, a non-finite gradOutput also meets the zeros outside the
-// image: 0 x NaN and 0 x Inf are NaN in the product).
+// hold them (for the weight gradient, the sum over the pixels inside the image: a non-finite
+// gradOutput does not meet the zeros im2col writes outside it, Note [Weight gradient past the
+// image] in nn/kernels/Convolution.cpp).
 TEST_CASE("SpatialConvolution with output size = input size, stride 1: values, and where NaN and Inf reach") {
   const std::vector<Config> same = {
       {3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2, 5, 6}, {2, 3, 5, 3, 1, 1, 2, 1, 1, 1, 1, 2, 4, 7},
@@ -127,8 +128,8 @@ TEST_CASE("SpatialConvolution with output size = input size, stride 1: values, a
     };
     same_nonfinite("output", m->forward(x), convref::conv(x, m->weight, m->bias, params_of(*m)));
     same_nonfinite("gradInput", m->updateGradInput(x, g), convref::full_conv(g, m->weight, Tensor(), params_of(*m)));
-    // the weight gradient: gw[o, c, k] = sum over samples and positions of g[n, o, p] x[n, c, p + offset(k)],
-    // x zero outside the image: a product (im2col + gemm), so a NaN or Inf in g meets those zeros
+    // the weight gradient: gw[o, c, k] = sum over samples and the positions p whose tap k falls inside
+    // the image of g[n, o, p] x[n, c, p + offset(k)]
     m->zeroGradParameters();
     m->accGradParameters(x, g, 1.0);
     Tensor want = zeros_like(m->gradWeight);
@@ -142,8 +143,8 @@ TEST_CASE("SpatialConvolution with output size = input size, stride 1: values, a
               for (int64_t h = 0; h < c.iH; ++h)
                 for (int64_t w = 0; w < c.iW; ++w) {
                   const int64_t ih = h - c.padH + kh * c.dilationH, iw = w - c.padW + kw * c.dilationW;
-                  const bool inside = ih >= 0 && ih < c.iH && iw >= 0 && iw < c.iW;
-                  acc += g.get({n, o, h, w}) * (inside ? x.get({n, cin, ih, iw}) : 0.0);
+                  if (ih >= 0 && ih < c.iH && iw >= 0 && iw < c.iW)
+                    acc += g.get({n, o, h, w}) * x.get({n, cin, ih, iw});
                 }
             want.set({o, ci, kh, kw}, acc);
           }
