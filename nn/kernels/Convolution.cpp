@@ -365,7 +365,10 @@ namespace {
 // sample whose gradOutput plane holds a non-finite value therefore has that plane's rows of the
 // gradient computed again as direct sums over the pixels inside (the rows as they were before
 // the product are kept and put back first). Finite gradOutput takes the product alone, bit for
-// bit as before; a convolution without padding has no zeros in its columns.
+// bit as before; a convolution without padding has no zeros in its columns. A transposed
+// convolution passes its input here as `gy`, so the same holds for a NaN in its input. One
+// known exception on the GPU: the engine cuDNN 9.14 picks for a grouped, strided transposed
+// convolution with adj does multiply the padding (tests/cudnn/test_ConvolutionFamily.cpp).
 bool has_padding(const ConvGeometry& g) { return g.pad[0] != 0 || g.pad[1] != 0 || g.pad[2] != 0; }
 
 template <class T>

@@ -134,6 +134,55 @@ TEST_CASE("SpatialFullConvolution gradients, accumulation, initialisation") {
   CHECK(m.weight.abs().max().item() > 0.95 / 12);
 }
 
+// The weight gradient of a transposed convolution multiplies the input with the unfolded
+// gradOutput, which holds zeros where a window leaves the output's padded border; a NaN or Inf
+// in the input must reach only the entries whose windows land inside (Note [Weight gradient
+// past the image] in nn/kernels/Convolution.cpp), as the direct sum below and cuDNN give.
+TEST_CASE("SpatialFullConvolution: a NaN or Inf in the input reaches the weight gradient through pixels inside only") {
+  Generator gen(20261126);
+  for (const Config& c : {configs[1], configs[2], configs[5], configs[6]}) {
+    auto m = make(c);
+    m.to(DType::Float64);
+    INFO(m.str(), " input ", c.batch, "x", c.nIn, "x", c.iH, "x", c.iW);
+    Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, DType::Float64);
+    x.set({0, 0, 0, 0}, std::nan(""));
+    x.set({c.batch - 1, c.nIn - 1, c.iH - 1, c.iW - 1}, INFINITY);
+    x.set({0, c.nIn - 1, 0, c.iW - 1}, -INFINITY);
+    const Tensor y = m.forward(x);
+    const Tensor gy = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+    m.zeroGradParameters();
+    m.accGradParameters(x, gy, 1.0);
+    const int64_t inG = c.nIn / c.groups, outG = c.nOut / c.groups, oH = y.size(2), oW = y.size(3);
+    Tensor want = zeros_like(m.gradWeight);
+    for (int64_t i = 0; i < c.nIn; ++i)
+      for (int64_t o = 0; o < outG; ++o)
+        for (int64_t kh = 0; kh < c.kH; ++kh)
+          for (int64_t kw = 0; kw < c.kW; ++kw) {
+            double acc = 0;
+            for (int64_t n = 0; n < c.batch; ++n)
+              for (int64_t h = 0; h < c.iH; ++h)
+                for (int64_t w = 0; w < c.iW; ++w) {
+                  const int64_t oh = h * c.dH - c.padH + kh, ow = w * c.dW - c.padW + kw;
+                  if (oh >= 0 && oh < oH && ow >= 0 && ow < oW)
+                    acc += x.get({n, i, h, w}) * gy.get({n, i / inG * outG + o, oh, ow});
+                }
+            want.set({i, o, kh, kw}, acc);
+          }
+    const auto a = m.gradWeight.to_vector<double>(), b = want.to_vector<double>();
+    REQUIRE(a.size() == b.size());
+    int64_t nonfinite = 0;
+    for (size_t k = 0; k < a.size(); ++k) {
+      CAPTURE(k);
+      CHECK(std::isnan(a[k]) == std::isnan(b[k]));
+      CHECK(std::isinf(a[k]) == std::isinf(b[k]));
+      if (std::isfinite(b[k])) CHECK(std::abs(a[k] - b[k]) < 1e-12);
+      nonfinite += !std::isfinite(b[k]);
+    }
+    CHECK(nonfinite > 0);
+    CHECK(nonfinite < static_cast<int64_t>(b.size()));
+  }
+}
+
 TEST_CASE("SpatialFullConvolution batch-parallel passes equal the per-sample ones") {
   Generator gen(13);
   nn::SpatialFullConvolution m(8, 8, 4, 4, 2, 2, 1, 1, 1, 1, 2);
