@@ -421,7 +421,7 @@ const Tensor& RNNBase::updateOutput(const Tensor& input) {
     }
   }
   if (batchFirst_) ensure(output, {B, S, C}, input).copy_(top.transpose(0, 1));
-  forward_ = ForwardRecord{input.sizes(), input.dtype(), sequenceLengths, training_};
+  forward_ = ForwardRecord{input.sizes(), input.dtype(), sequenceLengths, training_, !h0.defined()};
   return output;
 }
 
@@ -501,6 +501,43 @@ const Tensor& RNNBase::updateGradInput(const Tensor& input, const Tensor& gradOu
   return gradInput;
 }
 
+// Note [The zero initial state in the recurrent weight gradient]
+// Without a hiddenInput each sequence starts from zeros, and cuDNN (given no hx) leaves the
+// first step out of the recurrent weight gradient dW_hh = sum_t gh_t^T h_{t-1}, where h_{t-1}
+// is that zero state, rather than multiplying by it: a NaN or Inf reaching the first step's gate
+// gradients makes NaN there in a product (Inf x 0) and nothing in cuDNN's sum (measured by
+// tests/cudnn/test_BadInput.cpp, NaN and Inf in gradOutput). So where those rows hold a
+// non-finite value they are left out here too; otherwise the product runs over every row as
+// before, bit for bit (a zero row adds nothing).
+template <class T>
+void RNNBase::add_recurrent_weight_gradient(bool reverse, int64_t S, int64_t B, int64_t G, int64_t H, T scale,
+                                            const T* gh, const T* hprev, T* grad) const {
+  const int64_t N = S * B;
+  // the row (t * B + b) of each sequence's first step
+  std::vector<int64_t> first;
+  if (forward_.zeroInitialState && N > 0) {
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = forward_.lengths.empty() ? S : forward_.lengths[static_cast<size_t>(b)];
+      if (len > 0) first.push_back((reverse ? len - 1 : 0) * B + b);
+    }
+  }
+  bool wild = false;
+  for (const int64_t r : first) {
+    for (int64_t j = 0; j < G; ++j) wild = wild || !std::isfinite(gh[r * G + j]);
+  }
+  if (!wild) return gemm<T>(true, false, G, H, N, scale, gh, G, hprev, H, T(1), grad, H);
+  std::vector<char> skip(static_cast<size_t>(N), 0);
+  for (const int64_t r : first) skip[static_cast<size_t>(r)] = 1;
+  std::vector<T> rows_gh, rows_h;
+  for (int64_t r = 0; r < N; ++r) {
+    if (skip[static_cast<size_t>(r)]) continue;
+    rows_gh.insert(rows_gh.end(), gh + r * G, gh + (r + 1) * G);
+    rows_h.insert(rows_h.end(), hprev + r * H, hprev + (r + 1) * H);
+  }
+  const int64_t kept = static_cast<int64_t>(rows_h.size()) / std::max<int64_t>(H, 1);
+  if (kept > 0) gemm<T>(true, false, G, H, kept, scale, rows_gh.data(), G, rows_h.data(), H, T(1), grad, H);
+}
+
 void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   checkGradOutput(input, gradOutput, "accGradParameters");
   checkTrainingForward(input, "accGradParameters");
@@ -529,7 +566,7 @@ void RNNBase::accGradParameters(const Tensor& input, const Tensor& gradOutput, d
         const T* gh = gru ? gi + N * G : gi;
         const T* hprev = saved_[slot.dir(l, d, 1)].template data<T>();
         gemm<T>(true, false, G, in, N, sc, gi, G, x, in, T(1), params[i].grad.data<T>(), in);
-        gemm<T>(true, false, G, H, N, sc, gh, G, hprev, H, T(1), params[i + 1].grad.data<T>(), H);
+        add_recurrent_weight_gradient(d == 1, S, B, G, H, sc, gh, hprev, params[i + 1].grad.data<T>());
         if (!bias_) continue;
         T* bi = params[i + 2].grad.data<T>();
         T* bh = params[i + 3].grad.data<T>();

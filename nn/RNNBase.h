@@ -188,8 +188,15 @@ class RNNBase : public Module {
     DType dtype = DType::Float32;
     std::vector<int64_t> lengths;
     bool training = false;  // false also when there was no forward since construction / to()
+    bool zeroInitialState = true;  // no hiddenInput: each sequence starts from zeros
   };
   ForwardRecord forward_;
+  // grad += scale * gh^T hprev over the N = S * B rows of one layer and direction, the first
+  // step of each sequence left out where it meets the zero initial state with a non-finite
+  // gate gradient (Note [The zero initial state in the recurrent weight gradient]).
+  template <class T>
+  void add_recurrent_weight_gradient(bool reverse, int64_t S, int64_t B, int64_t G, int64_t H, T scale, const T* gh,
+                                     const T* hprev, T* grad) const;
   // "expected a forward() in training mode with input [..] first": throws unless the last
   // forward was a training one on `input`'s shape, dtype and the current sequenceLengths.
   void checkTrainingForward(const Tensor& input, const char* method) const;

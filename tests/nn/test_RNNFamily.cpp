@@ -7,7 +7,9 @@
 // printing and errors. A new recurrent type is one row; its own cases follow the table.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <limits>
+#include <memory>
 
 #include "nn/BGRU.h"
 #include "nn/BLSTM.h"
@@ -356,4 +358,50 @@ TEST_CASE("recurrent parameters replaced by hand: the count and each shape are c
   CHECK(has(error_of([&] { n.forward(x); }), "expected weight_hh_l0 of [4 x 4] (contiguous), got float32 [4 x 3]"));
   n.params[1].value = zeros({4, 4}).t();  // the right shape, not dense as the kernels read it
   CHECK(has(error_of([&] { n.forward(x); }), "(not contiguous)"));
+}
+
+// Note [The zero initial state in the recurrent weight gradient]: without a hiddenInput, the
+// first step of each sequence meets the zero state, and a NaN or Inf in its gate gradients must
+// not turn into NaN in weight_hh's gradient through Inf x 0 (cuDNN leaves that step out).
+TEST_CASE("every recurrent type: NaN and Inf at a sequence's first step stay out of weight_hh's gradient") {
+  Generator gen(20261126);
+  manual_seed(20261126);  // the modules' initial weights
+  const std::vector<std::function<std::shared_ptr<nn::RNNBase>()>> makers = {
+      [] { return std::make_shared<nn::RNNTanh>(3, 4); }, [] { return std::make_shared<nn::RNNReLU>(3, 4); },
+      [] { return std::make_shared<nn::LSTM>(3, 4); },    [] { return std::make_shared<nn::GRU>(3, 4); },
+      [] { return std::make_shared<nn::BLSTM>(3, 4); },   [] { return std::make_shared<nn::BGRU>(3, 4); }};
+  for (const auto& make : makers) {
+    auto m = make();
+    m->to(DType::Float64);
+    const bool bidirectional = m->numDirections() == 2;
+    INFO(m->str());
+    const int64_t S = 4, H = 4;
+    const Tensor x = uniform({S, 2, 3}, -1, 1, gen, DType::Float64);
+    const Tensor y = m->forward(x).clone();
+    // the forward direction's first step is t = 0; the reverse direction's, t = S - 1, its
+    // output the second half of the features
+    const int64_t t = bidirectional ? S - 1 : 0, j = bidirectional ? H : 0;
+    Tensor g = uniform(y.sizes(), -1, 1, gen, DType::Float64);
+    g.select(0, t).narrow(1, j, H).zero_();  // its term in weight_hh is gh h_{-1} = 0 then
+    const std::string name = bidirectional ? "weight_hh_l0_reverse" : "weight_hh_l0";
+    const auto grad_of = [&](const Tensor& gy) {
+      m->forward(x);
+      m->zeroGradParameters();
+      m->backward(x, gy);
+      for (const nn::RNNParameter& p : m->params) {
+        if (p.name == name) return p.grad.clone();
+      }
+      FAIL("no parameter ", name);
+      return Tensor();
+    };
+    const Tensor want = grad_of(g);
+    Tensor bad = g.clone();
+    bad.set({t, 0, j + 1}, std::nan(""));
+    bad.set({t, 1, j + 2}, INFINITY);
+    const Tensor got = grad_of(bad);
+    CHECK_FALSE(has_nonfinite(got));
+    CHECK(max_abs_diff(got, want) < 1e-12);
+    // the input's gradient at that step does see it (ReLU's may mask it: a gate at or below 0)
+    if (m->type_name() != "nn.RNNReLU") CHECK(has_nonfinite(m->gradInput));
+  }
 }
