@@ -27,7 +27,6 @@ const Tensor& SpatialCrossMapLRN::updateOutput(const Tensor& input) {
   const Tensor x = input.contiguous();
   nn::ensure(output, x.sizes(), x);
   if (x.numel() > 0) plan_->forward(n, alpha, beta, k, batched(x), batched(output));
-  nn::ensure(y_, x.sizes(), x).copy_(output);
   return output;
 }
 
@@ -36,14 +35,11 @@ const Tensor& SpatialCrossMapLRN::updateGradInput(const Tensor& input, const Ten
   checkShape(input, "updateGradInput");
   checkGradOutput(input, gradOutput, "updateGradInput");
   const int n = checkedSize(where);
-  // y comes from updateOutput on this input (Torch's contract); recomputed when it cannot be
-  if (!y_.defined() || y_.sizes() != input.sizes() || y_.dtype() != input.dtype() || y_.device() != input.device()) {
-    updateOutput(input);
-  }
+  // the backward reads x alone (Note [LRN backward] in cudnn/kernels/LRN.cu)
   const Tensor x = input.contiguous();
   const Tensor dy = gradOutput.contiguous();
   nn::ensure(gradInput, x.sizes(), x);
-  if (x.numel() > 0) plan_->backward(n, alpha, beta, k, batched(x), batched(y_), batched(dy), batched(gradInput));
+  if (x.numel() > 0) plan_->backward(n, alpha, beta, k, batched(x), batched(dy), batched(gradInput));
   return gradInput;
 }
 

@@ -2,6 +2,7 @@
 #include "cudnn/ops/lrn.h"
 
 #include "cudnn/core/Handle.h"
+#include "cudnn/kernels/LRN.h"
 #include "tensor/Cuda.h"
 
 namespace cudnn {
@@ -21,6 +22,7 @@ void check_lrn_arguments(const std::string& where, int64_t size, double beta, do
 // nn), a refused 16-bit dtype is computed in float32 copies of its operands, which is also
 // what as_input_f32 means for convolutions; the result is rounded once, into the caller's
 // dtype. The refusal is remembered per plan and dtype, so steady state makes one cuDNN call.
+// The backward is our kernel in every dtype (Note [LRN backward] in cudnn/kernels/LRN.cu).
 
 bool LRNPlan::computes_in_float32(DType dtype) const {
   return (refused_dtypes_ >> static_cast<unsigned>(dtype)) & 1u;
@@ -49,25 +51,10 @@ void LRNPlan::forward(int size, double alpha, double beta, double k, const Tenso
   Tensor(y).copy_(y32);  // a handle on the caller's storage
 }
 
-void LRNPlan::backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y,
-                       const Tensor& dy, const Tensor& dx) {
-  tensor::cuda::DeviceGuard guard(x.device().index);
-  desc_.set(static_cast<unsigned>(size), alpha, beta, k);
-  const DType t = x.dtype();
-  if (!computes_in_float32(t)) {
-    const cudnnStatus_t status = cudnnLRNCrossChannelBackward(
-        handle(), desc_.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, Scalar(1, t).ptr(), y_desc_.set(y), y.raw_data(),
-        y_desc_.get(), dy.raw_data(), x_desc_.set(x), x.raw_data(), Scalar(0, t).ptr(), x_desc_.get(), dx.raw_data());
-    if (status == CUDNN_STATUS_SUCCESS) return;
-    refuse(status, t, "cudnnLRNCrossChannelBackward");
-  }
-  // y is recomputed in float32 rather than widened from its rounded 16-bit copy
-  const Tensor x32 = x.to(DType::Float32);
-  Tensor y32 = tensor::empty(y.sizes(), DType::Float32, y.device());
-  Tensor dx32 = tensor::empty(dx.sizes(), DType::Float32, dx.device());
-  forward(size, alpha, beta, k, x32, y32);
-  backward(size, alpha, beta, k, x32, y32, dy.to(DType::Float32), dx32);
-  Tensor(dx).copy_(dx32);
+// Ours, for every dtype: Note [LRN backward] in cudnn/kernels/LRN.cu.
+void LRNPlan::backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& dy,
+                       const Tensor& dx) {
+  kernels::lrn_backward(x, dy, dx, size, alpha, beta, k);
 }
 
 }  // namespace cudnn

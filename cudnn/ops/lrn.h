@@ -12,8 +12,8 @@ namespace cudnn {
 class LRNPlan {
  public:
   void forward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y);
-  void backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& y, const Tensor& dy,
-                const Tensor& dx);
+  // dx from x and dy alone, by our kernel (Note [LRN backward] in cudnn/kernels/LRN.cu)
+  void backward(int size, double alpha, double beta, double k, const Tensor& x, const Tensor& dy, const Tensor& dx);
 
  private:
   // true once cuDNN said NOT_SUPPORTED for this dtype: later calls go straight to float32
