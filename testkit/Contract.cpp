@@ -46,6 +46,8 @@ Report check_twin_contract(const std::function<nn::ModulePtr()>& makeReference,
   if (o.nonfinite) {
     nn::ModulePtr ref = makeReference(), twin = makeTwin();
     r.merge(check_twin_nonfinite(*ref, *twin, input, {}, options(DType::Float32, false)));
+    nn::ModulePtr ref2 = makeReference(), twin2 = makeTwin();
+    r.merge(check_twin_nonfinite_gradient(*ref2, *twin2, input, {}, options(DType::Float32, false)));
   }
   if (o.batchDim >= 0 && o.batchDim < input.dim()) {
     tensor::Shape empty = input.sizes();

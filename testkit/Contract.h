@@ -18,7 +18,7 @@ struct ContractOptions {
                                        tensor::DType::BFloat16};
   std::function<TwinTolerance(tensor::DType)> tolerance = TwinTolerance::for_dtype;
   int64_t batchDim = 0;   // the dimension an empty batch empties
-  bool nonfinite = true;  // NaN/Inf parity (off for modules that define no such parity)
+  bool nonfinite = true;  // NaN/Inf parity, in the input and in gradOutput (off for modules that define no such parity)
   bool convert = true;    // the pair is registered with nn::register_twin
   bool modelFile = true;  // the type is registered with nn::register_model_type
   std::string twinType;   // for check_convert_roundtrip

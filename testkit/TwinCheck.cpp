@@ -190,6 +190,29 @@ Report check_twin_nonfinite(nn::Module& reference, nn::Module& twin, const Tenso
   return r;
 }
 
+Report check_twin_nonfinite_gradient(nn::Module& reference, nn::Module& twin, const Tensor& input,
+                                     const std::vector<int64_t>& positions, const TwinOptions& o) {
+  Report r;
+  r.subject = subject_of(twin, reference, o, " with NaN and Inf in gradOutput");
+  prepare(reference, twin, o);
+  const Tensor x = input.to(Device::cpu(), DType::Float64);
+  const Tensor xt = x.to(o.device, o.dtype);
+  tensor::manual_seed(99);
+  const Tensor y = reference.forward(x.clone()).clone();
+  tensor::manual_seed(99);
+  twin.forward(xt.clone());
+  tensor::Generator gen(4244);
+  const Tensor g = with_nonfinite(tensor::uniform(y.sizes(), -1, 1, gen, DType::Float64), positions);
+  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
+  const Tensor gxt = twin.backward(xt.clone(), g.to(o.device, o.dtype)).clone();
+  r.merge(compare_nonfinite("gradInput", gxt, gx, o.tol().backward));
+  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
+  if (!r.expect(rp.size() == tp.size(), "different numbers of parameters")) return r;
+  for (size_t i = 0; i < rp.size(); ++i)
+    r.merge(compare_nonfinite("grad of " + rp[i].first, tp[i].second, rp[i].second, o.tol().backward));
+  return r;
+}
+
 Report check_twin_criterion_nonfinite(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
                                       const Tensor& target, const std::vector<int64_t>& positions,
                                       const TwinOptions& o) {

@@ -49,6 +49,11 @@ Report check_twin_criterion(nn::Criterion& reference, nn::Criterion& twin, const
 // tolerance.
 Report check_twin_nonfinite(nn::Module& reference, nn::Module& twin, const tensor::Tensor& input,
                             const std::vector<int64_t>& positions = {}, const TwinOptions& options = {});
+// Twin against nn on a finite `input` with NaN, +Inf and -Inf written into a random gradOutput
+// (with_nonfinite at `positions`): the same kinds at the same places of gradInput and every
+// parameter gradient; finite values within the tolerance.
+Report check_twin_nonfinite_gradient(nn::Module& reference, nn::Module& twin, const tensor::Tensor& input,
+                                     const std::vector<int64_t>& positions = {}, const TwinOptions& options = {});
 // The same for a criterion: the losses are both NaN, the same infinity, or close; the gradients
 // agree element by element.
 Report check_twin_criterion_nonfinite(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,

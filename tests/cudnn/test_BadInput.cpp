@@ -3,7 +3,8 @@
 // or dtype is an error naming the twin and the input; a CPU input is an error for the twin,
 // while the nn module bridges a CUDA input (the same values, on the input's device); an empty
 // batch gives nn's empty shapes; a non-contiguous input gives nn's values; NaN and +-Inf give
-// nn's values element by element (Note [NaN and Inf]), an input NaN everywhere included.
+// nn's values element by element (Note [NaN and Inf]), an input NaN everywhere included, and in
+// gradOutput give nn's gradInput and parameter gradients element by element.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -198,6 +199,10 @@ void expect_nonfinite_match(const char* flags) {
     INFO(s.type);
     nn::ModulePtr ref = build(s), twin = build_twin(s);
     expect_twin_nonfinite_matches(*ref, *twin, uniform(s.input, -1, 1, gen, DType::Float64));
+    {
+      nn::ModulePtr ref2 = build(s), twin2 = build_twin(s);
+      expect_twin_nonfinite_gradient_matches(*ref2, *twin2, uniform(s.input, -1, 1, gen, DType::Float64));
+    }
     // NaN everywhere
     const Tensor nan = full(s.input, std::numeric_limits<double>::quiet_NaN(), DType::Float64);
     expect_same_nonfinite("output for an input NaN everywhere", twin->forward(nan.to(gpu, twin->output.dtype())),
@@ -214,7 +219,7 @@ TEST_CASE("bad-input matrix (cudnn): a non-contiguous input gives nn's values (f
   expect_noncontiguous_match("");
 }
 
-TEST_CASE("bad-input matrix (cudnn): NaN and +-Inf give nn's values element by element, forward and backward") {
+TEST_CASE("bad-input matrix (cudnn): NaN and +-Inf in the input or in gradOutput give nn's values element by element") {
   expect_nonfinite_match("allow_tf32=false");
 }
 

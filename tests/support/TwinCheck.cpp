@@ -35,6 +35,11 @@ void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, cons
   expect_ok(nn::testkit::check_twin_nonfinite(reference, twin, input, positions, on_gpu(dtype, tol)));
 }
 
+void expect_twin_nonfinite_gradient_matches(nn::Module& reference, nn::Module& twin, const Tensor& input,
+                                            const std::vector<int64_t>& positions, DType dtype, TwinTolerance tol) {
+  expect_ok(nn::testkit::check_twin_nonfinite_gradient(reference, twin, input, positions, on_gpu(dtype, tol)));
+}
+
 void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Criterion& twin, const Tensor& input,
                                              const Tensor& target, const std::vector<int64_t>& positions, DType dtype,
                                              TwinTolerance tol) {

@@ -37,6 +37,13 @@ void expect_twin_nonfinite_matches(nn::Module& reference, nn::Module& twin, cons
                                    tensor::DType dtype = tensor::DType::Float32,
                                    TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
 
+// nn::testkit::check_twin_nonfinite_gradient: a finite input, NaN, +Inf and -Inf in gradOutput;
+// the same kinds at the same places of gradInput and every parameter gradient.
+void expect_twin_nonfinite_gradient_matches(nn::Module& reference, nn::Module& twin, const tensor::Tensor& input,
+                                            const std::vector<int64_t>& positions = {},
+                                            tensor::DType dtype = tensor::DType::Float32,
+                                            TwinTolerance tol = TwinTolerance::for_dtype(tensor::DType::Float32));
+
 // nn::testkit::check_twin_criterion_nonfinite: the same for a criterion.
 void expect_twin_criterion_nonfinite_matches(nn::Criterion& reference, nn::Criterion& twin, const tensor::Tensor& input,
                                              const tensor::Tensor& target, const std::vector<int64_t>& positions = {},
