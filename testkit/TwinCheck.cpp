@@ -160,6 +160,23 @@ Report check_twin_criterion(nn::Criterion& reference, nn::Criterion& twin, const
   return r;
 }
 
+namespace {
+// Both backwards on gradOutput g (float64 on the CPU; the twin gets it in its dtype and device):
+// gradInput and every parameter gradient compared kind by kind into r; false where the
+// parameter lists differ.
+bool backward_nonfinite(Report& r, nn::Module& reference, nn::Module& twin, const Tensor& x, const Tensor& xt,
+                        const Tensor& g, const TwinOptions& o) {
+  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
+  const Tensor gxt = twin.backward(xt.clone(), g.to(o.device, o.dtype)).clone();
+  r.merge(compare_nonfinite("gradInput", gxt, gx, o.tol().backward));
+  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
+  if (!r.expect(rp.size() == tp.size(), "different numbers of parameters")) return false;
+  for (size_t i = 0; i < rp.size(); ++i)
+    r.merge(compare_nonfinite("grad of " + rp[i].first, tp[i].second, rp[i].second, o.tol().backward));
+  return true;
+}
+}  // namespace
+
 Report check_twin_nonfinite(nn::Module& reference, nn::Module& twin, const Tensor& input,
                             const std::vector<int64_t>& positions, const TwinOptions& o) {
   Report r;
@@ -176,13 +193,7 @@ Report check_twin_nonfinite(nn::Module& reference, nn::Module& twin, const Tenso
   r.merge(compare_nonfinite("output", yt, y, o.tol().forward));
   tensor::Generator gen(4243);
   const Tensor g = tensor::uniform(y.sizes(), -1, 1, gen, DType::Float64);
-  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
-  const Tensor gxt = twin.backward(xt.clone(), g.to(o.device, o.dtype)).clone();
-  r.merge(compare_nonfinite("gradInput", gxt, gx, o.tol().backward));
-  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
-  if (!r.expect(rp.size() == tp.size(), "different numbers of parameters")) return r;
-  for (size_t i = 0; i < rp.size(); ++i)
-    r.merge(compare_nonfinite("grad of " + rp[i].first, tp[i].second, rp[i].second, o.tol().backward));
+  if (!backward_nonfinite(r, reference, twin, x, xt, g, o)) return r;
   const auto rb = reference.namedBuffers(), tb = twin.namedBuffers();
   if (!r.expect(rb.size() == tb.size(), "different numbers of buffers")) return r;
   for (size_t i = 0; i < rb.size(); ++i)
@@ -203,13 +214,7 @@ Report check_twin_nonfinite_gradient(nn::Module& reference, nn::Module& twin, co
   twin.forward(xt.clone());
   tensor::Generator gen(4244);
   const Tensor g = with_nonfinite(tensor::uniform(y.sizes(), -1, 1, gen, DType::Float64), positions);
-  const Tensor gx = reference.backward(x.clone(), g.clone()).clone();
-  const Tensor gxt = twin.backward(xt.clone(), g.to(o.device, o.dtype)).clone();
-  r.merge(compare_nonfinite("gradInput", gxt, gx, o.tol().backward));
-  const auto rp = reference.namedGradParameters(), tp = twin.namedGradParameters();
-  if (!r.expect(rp.size() == tp.size(), "different numbers of parameters")) return r;
-  for (size_t i = 0; i < rp.size(); ++i)
-    r.merge(compare_nonfinite("grad of " + rp[i].first, tp[i].second, rp[i].second, o.tol().backward));
+  backward_nonfinite(r, reference, twin, x, xt, g, o);
   return r;
 }
 

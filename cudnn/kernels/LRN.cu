@@ -3,6 +3,7 @@
 #include "cudnn/kernels/LRN.h"
 
 #include <limits>
+#include <utility>
 
 namespace cudnn::kernels {
 
@@ -14,11 +15,11 @@ namespace cudnn::kernels {
 // backward is this kernel, nn's formula term by term with every window summed afresh. One
 // thread walks the channels of one (sample, position), coalesced across positions, keeping the
 // last `size` values of x, of the ratio r_j = dy_j s_j^-beta x_j / s_j and of dy_j s_j^-beta in
-// rings: channel t's x is read at step t, s_j and r_j at step j + size / 2 (once the window's
+// registers shifted each step: channel t's x is read at step t, s_j and r_j at step j + size / 2 (once the window's
 // last x is in), and channel c's gradient is written at step c + size - 1 (once the ratios of
 // every window holding c are in). Accumulated in float (double for float64), rounded once.
 namespace {
-constexpr int kMaxSize = 16;  // cuDNN's CUDNN_LRN_MAX_N, which check_lrn_arguments enforces (a power of 2)
+constexpr int kMaxSize = 16;  // cuDNN's CUDNN_LRN_MAX_N, which check_lrn_arguments enforces
 
 // s^-beta; beta = 0.75 (AlexNet's, Caffe's default) as s^-1/2 (s^-1/2)^1/2, as nn's pow_neg
 template <class A>
@@ -30,45 +31,12 @@ __device__ A pow_neg(A s, A beta, bool three_quarters) {
   return pow(s, -beta);
 }
 
-template <class T, class A>
-__global__ void lrn_backward_kernel(const T* x, const T* dy, T* dx, int64_t N, int C, int64_t HW, int size, A alpha,
-                                    A beta, A k) {
-  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (e >= N * HW) return;
-  const int64_t n = e / HW, p = e % HW;
-  const T* xp = x + n * C * HW + p;
-  const T* gp = dy + n * C * HW + p;
-  T* op = dx + n * C * HW + p;
-  const int before = (size - 1) / 2, after = size / 2;
-  const A a = alpha / static_cast<A>(size), coef = 2 * alpha * beta / static_cast<A>(size);
-  const bool tq = beta == A(0.75);
-  constexpr int ring = kMaxSize - 1;                  // index mask
-  A xs[kMaxSize], ratio[kMaxSize], scaled[kMaxSize];  // rings, index i & ring
-  for (int t = 0; t < C + size - 1; ++t) {
-    if (t < C) xs[t & ring] = static_cast<A>(xp[t * HW]);
-    if (const int j = t - after; j >= 0 && j < C) {
-      A s = 0;
-      const int lo = max(j - before, 0), hi = min(j + after, C - 1);
-      for (int i = lo; i <= hi; ++i) s += xs[i & ring] * xs[i & ring];
-      s = k + a * s;
-      const A g = static_cast<A>(gp[j * HW]) * pow_neg(s, beta, tq);
-      scaled[j & ring] = g;
-      ratio[j & ring] = g * xs[j & ring] / s;
-    }
-    if (const int c = t - (size - 1); c >= 0 && c < C) {
-      A g = scaled[c & ring];
-      const A xc = xs[c & ring];
-      const int lo = max(c - after, 0), hi = min(c + before, C - 1);
-      for (int j = lo; j <= hi; ++j) g -= coef * xc * ratio[j & ring];
-      op[c * HW] = static_cast<T>(g);
-    }
-  }
-}
-// The same walk for a size known at compile time (AlexNet's 5, and 3): the windows shift through
-// registers instead of rings in local memory: AlexNet's first LRN backward (128 x 96 x 55 x 55,
-// float32, H200) 0.41 -> 0.21 ms, against cuDNN's own 0.14 (.data/lrnprobe.cu).
+// SIZE is a template argument (every size cuDNN takes is instantiated), so the windows shift
+// through registers: with rings indexed at run time they lived in local memory, and AlexNet's
+// first LRN backward (128 x 96 x 55 x 55, float32, H200) took 0.41 ms, now 0.21 against
+// cuDNN's own 0.14 (.data/lrnprobe.cu).
 template <class T, class A, int SIZE>
-__global__ void lrn_backward_kernel_sized(const T* x, const T* dy, T* dx, int64_t N, int C, int64_t HW, A alpha,
+__global__ void lrn_backward_kernel(const T* x, const T* dy, T* dx, int64_t N, int C, int64_t HW, A alpha,
                                           A beta, A k) {
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= N * HW) return;
@@ -134,13 +102,14 @@ void lrn_backward(const tensor::Tensor& x, const tensor::Tensor& dy, const tenso
     auto* od = static_cast<T*>(dx.raw_data());
     const auto c = static_cast<int>(C);
     const A al = static_cast<A>(alpha), be = static_cast<A>(beta), kk = static_cast<A>(k);
-    if (size == 5) {
-      lrn_backward_kernel_sized<T, A, 5><<<blocks, threads, 0, stream>>>(xd, gd, od, N, c, HW, al, be, kk);
-    } else if (size == 3) {
-      lrn_backward_kernel_sized<T, A, 3><<<blocks, threads, 0, stream>>>(xd, gd, od, N, c, HW, al, be, kk);
-    } else {
-      lrn_backward_kernel<T, A><<<blocks, threads, 0, stream>>>(xd, gd, od, N, c, HW, size, al, be, kk);
-    }
+    const auto launch = [&]<int SIZE>() {
+      lrn_backward_kernel<T, A, SIZE><<<blocks, threads, 0, stream>>>(xd, gd, od, N, c, HW, al, be, kk);
+      return true;
+    };
+    // size as a template argument: the first of 1 .. kMaxSize that equals it
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((size == S + 1 && launch.template operator()<S + 1>()) || ...);
+    }(std::make_integer_sequence<int, kMaxSize>{});
   });
 }
 
