@@ -126,7 +126,7 @@ inline void cell_backward(RNNCell cell, int64_t H, const T* gates, const T* hpre
       for (int64_t j = 0; j < H; ++j) {
         const T r = gates[j], z = gates[H + j], n = gates[2 * H + j], hn = extra[j];
         const T dn = dh[j] * (T(1) - z) * (T(1) - n * n);
-        // dh h_{t-1} - dh n rather than dh (h_{t-1} - n): the same number for a finite dh, and
+        // dh h_{t-1} - dh n rather than dh (h_{t-1} - n): equal up to rounding for a finite dh, and
         // for an infinite one the NaN cuDNN's GRU backward gives (Inf - Inf where h_{t-1} and n
         // share a sign; tests/cudnn/test_BadInput.cpp, NaN and Inf in gradOutput, measured
         // against both forms on the H200 with cuDNN 9.14)
