@@ -15,19 +15,27 @@
 namespace nn {
 
 // The hyperparameters of Adam and AdamW, torch.optim's defaults; the two differ only in
-// weightDecay's (0 and 1e-2), so each names its own Options type.
-template <double DefaultWeightDecay>
+// weightDecay's (0 and 1e-2), so each names its own Options type. The default comes from a type
+// (Defaults::weightDecay) rather than a double template argument, which clang 14 (the fuzz
+// builds, clangd) does not take yet.
+template <class Defaults>
 struct AdamOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weightDecay = DefaultWeightDecay;
+  double weightDecay = Defaults::weightDecay;
+};
+struct AdamDefaults {
+  static constexpr double weightDecay = 0;
+};
+struct AdamWDefaults {
+  static constexpr double weightDecay = 1e-2;
 };
 
 class Adam : public Optimizer {
  public:
-  using Options = AdamOptions<0.0>;
+  using Options = AdamOptions<AdamDefaults>;
 
   Adam(std::vector<Tensor> params, std::vector<Tensor> grads, double lr = 1e-3, double beta1 = 0.9,
        double beta2 = 0.999, double eps = 1e-8, double weightDecay = 0);

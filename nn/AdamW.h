@@ -13,7 +13,7 @@ namespace nn {
 
 class AdamW : public Adam {
  public:
-  using Options = AdamOptions<1e-2>;
+  using Options = AdamOptions<AdamWDefaults>;
 
   // (an Options{} default argument inside the class is refused by GCC: overloads instead)
   AdamW(std::vector<Tensor> params, std::vector<Tensor> grads);

@@ -81,7 +81,9 @@ void LayerNorm::checkGradOutput(const Tensor& input, const Tensor& gradOutput, c
 const Tensor& LayerNorm::updateOutput(const Tensor& input) {
   check_float(where("updateOutput"), input);
   if (weight.defined()) check_matches(where("updateOutput"), input, weight);
-  const auto [rows, cols] = rowsCols(input, "updateOutput");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const std::pair<int64_t, int64_t> shape = rowsCols(input, "updateOutput");
+  const int64_t rows = shape.first, cols = shape.second;
   const Tensor x = input.contiguous();
   ensure(output, x.sizes(), x);
   ensure(saveMean, {rows}, x);
@@ -121,7 +123,9 @@ const Tensor& LayerNorm::updateOutput(const Tensor& input) {
 const Tensor& LayerNorm::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   check_float(where("updateGradInput"), input);
   checkGradOutput(input, gradOutput, "updateGradInput");
-  const auto [rows, cols] = rowsCols(input, "updateGradInput");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const std::pair<int64_t, int64_t> shape = rowsCols(input, "updateGradInput");
+  const int64_t rows = shape.first, cols = shape.second;
   const Tensor x = input.contiguous(), gy = gradOutput.contiguous();
   ensure(gradInput, x.sizes(), x);
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
@@ -158,7 +162,9 @@ void LayerNorm::accGradParameters(const Tensor& input, const Tensor& gradOutput,
   if (!weight.defined()) return;
   check_float(where("accGradParameters"), input);
   checkGradOutput(input, gradOutput, "accGradParameters");
-  const auto [rows, cols] = rowsCols(input, "accGradParameters");
+  // plain variables, not a structured binding: clang 14 cannot capture those in a lambda
+  const std::pair<int64_t, int64_t> shape = rowsCols(input, "accGradParameters");
+  const int64_t rows = shape.first, cols = shape.second;
   checkParameters("accGradParameters", true);
   const Tensor x = input.contiguous(), gy = gradOutput.contiguous();
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {

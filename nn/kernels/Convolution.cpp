@@ -175,7 +175,8 @@ void unfold_plane(std::conditional_t<ToCol, const T*, T*> plane, std::conditiona
 
 template <bool ToCol, class T>
 void unfold_plane_shifted(std::conditional_t<ToCol, const T*, T*> plane, T* rows, const ConvGeometry& g) {
-  const auto& [n0, n1, n2] = g.out;  // = g.in
+  const int64_t n0 = g.out[0], n1 = g.out[1], n2 = g.out[2];  // = g.in (not a structured binding: clang 14
+  // cannot capture one in a lambda)
   const int64_t S = n0 * n1 * n2, rowLength = n1 * n2;
   for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
     const int64_t off0 = k0 * g.dilation[0] - g.pad[0];
