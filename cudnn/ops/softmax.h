@@ -4,7 +4,9 @@
 // x is [N x C x (D x H x W)]; mode instance: over C*D*H*W for each n; mode channel: over
 // C at each (n, d, h, w). algo fast (no max subtraction), accurate (default), log (log-softmax;
 // the gradient then takes log-softmax output). nn's SoftMax/LogSoftMax on [batch x n] are
-// channel mode on [batch x n x 1 x 1]; the Spatial and Volumetric ones are channel mode.
+// channel mode on [batch x n x 1 x 1]; the Spatial and Volumetric ones are channel mode. With one
+// position per sample cuDNN is asked for instance mode, the same softmax (See Note [Softmax over
+// the channels of one position] in softmax.cpp).
 #pragma once
 
 #include "cudnn/core/Descriptors.h"
