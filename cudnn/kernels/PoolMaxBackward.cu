@@ -23,6 +23,9 @@
 //     the one-pass gather that found every window's maximum again (up to 4 windows x 9 loads
 //     per input at 3x3/2) was slower than cuDNN's call on AlexNet's step (4.38 ms against
 //     3.78 on the H100, docs/performance.md).
+// Each thread splits its index into channels, position and image by division; in 64-bit
+// arithmetic that made the two passes compute-bound and only level with cuDNN's call, in 32-bit
+// (tensors below 2^30 elements) they beat it, so pool.backward=auto takes them too.
 // One thread's work is in PoolMaxBackward.h, for host and device: tests/cudnn/
 // test_PoolMaxBackward.cpp checks it against nn's kernels on the CPU.
 #include <cuda_runtime.h>
@@ -43,22 +46,26 @@ namespace {
 
 using max_pool_cl::Geometry;
 
-template <class T, int V>
-__global__ void cell_kernel(Geometry g, int64_t total, const T* x, const T* dy, T* dx) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    max_pool_cl::cell_thread<T, V>(g, i, x, dy, dx);
+// Idx: the index arithmetic's type. Each thread splits its index into channel group, position
+// and image by division; 64-bit divisions made these kernels compute-bound (the two passes took
+// 0.39 ms on ResNet-50's stem pool at batch 64, 3.5x its bytes' time), so tensors that allow it
+// take 32-bit indices (Note [Channels-last max-pooling backward]).
+template <class T, int V, class Idx>
+__global__ void cell_kernel(Geometry g, Idx total, const T* x, const T* dy, T* dx) {
+  for (Idx i = Idx(blockIdx.x) * Idx(blockDim.x) + Idx(threadIdx.x); i < total; i += Idx(gridDim.x) * Idx(blockDim.x))
+    max_pool_cl::cell_thread<T, V, Idx>(g, i, x, dy, dx);
 }
 
-template <class T, class I, int V>
-__global__ void argmax_kernel(Geometry g, int64_t total, const T* x, I* arg) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    max_pool_cl::argmax_thread<T, I, V>(g, i, x, arg);
+template <class T, class I, int V, class Idx>
+__global__ void argmax_kernel(Geometry g, Idx total, const T* x, I* arg) {
+  for (Idx i = Idx(blockIdx.x) * Idx(blockDim.x) + Idx(threadIdx.x); i < total; i += Idx(gridDim.x) * Idx(blockDim.x))
+    max_pool_cl::argmax_thread<T, I, V, Idx>(g, i, x, arg);
 }
 
-template <class T, class I, int V>
-__global__ void gather_kernel(Geometry g, int64_t total, const I* arg, const T* dy, T* dx) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    max_pool_cl::gather_thread<T, I, V>(g, i, arg, dy, dx);
+template <class T, class I, int V, class Idx>
+__global__ void gather_kernel(Geometry g, Idx total, const I* arg, const T* dy, T* dx) {
+  for (Idx i = Idx(blockIdx.x) * Idx(blockDim.x) + Idx(threadIdx.x); i < total; i += Idx(gridDim.x) * Idx(blockDim.x))
+    max_pool_cl::gather_thread<T, I, V, Idx>(g, i, arg, dy, dx);
 }
 
 Geometry make_geometry(const Tensor& x, const Tensor& dy, const PoolParams& p) {
@@ -84,29 +91,39 @@ int vector_width(const Geometry& g, const Tensor& x, const Tensor& dy, const Ten
   return 1;
 }
 
-template <class T, class I, int V>
+template <class T, class I, int V, class Idx>
 void two_passes(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
   const int64_t outputs = max_pool_cl::argmax_threads(g, V), inputs = max_pool_cl::threads(g, V);
   // given back when this returns: the stream orders the gather before any reuse (Note [Workspaces])
   Workspace scratch(static_cast<size_t>(outputs * V) * sizeof(I));
   auto* arg = static_cast<I*>(scratch.data());
-  argmax_kernel<T, I, V><<<blocks_for(outputs), 256, 0, stream>>>(g, outputs, x, arg);
+  argmax_kernel<T, I, V, Idx><<<blocks_for(outputs), 256, 0, stream>>>(g, static_cast<Idx>(outputs), x, arg);
   CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (argmax)");
-  gather_kernel<T, I, V><<<blocks_for(inputs), 256, 0, stream>>>(g, inputs, arg, dy, dx);
+  gather_kernel<T, I, V, Idx><<<blocks_for(inputs), 256, 0, stream>>>(g, static_cast<Idx>(inputs), arg, dy, dx);
   CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (gather)");
 }
 
-template <class T, int V>
-void launch(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
+template <class T, int V, class Idx>
+void launch_indexed(const Geometry& g, const T* x, const T* dy, T* dx, cudaStream_t stream) {
   if (!max_pool_cl::overlapping(g)) {
     const int64_t n = max_pool_cl::threads(g, V);
-    cell_kernel<T, V><<<blocks_for(n), 256, 0, stream>>>(g, n, x, dy, dx);
+    cell_kernel<T, V, Idx><<<blocks_for(n), 256, 0, stream>>>(g, static_cast<Idx>(n), x, dy, dx);
     CUDA_CHECK_LAUNCH("max_pool_backward_channels_last (cells)");
   } else if (max_pool_cl::byte_offsets(g)) {
-    two_passes<T, uint8_t, V>(g, x, dy, dx, stream);
+    two_passes<T, uint8_t, V, Idx>(g, x, dy, dx, stream);
   } else {
-    two_passes<T, int32_t, V>(g, x, dy, dx, stream);
+    two_passes<T, int32_t, V, Idx>(g, x, dy, dx, stream);
   }
+}
+
+// 32-bit indices where every element offset, and the grid-stride loop's last step past the
+// end (at most blocks_for's 2^20 blocks of 256 threads), stay below 2^31.
+template <class T, int V>
+void launch(const Geometry& g, int64_t largest, const T* x, const T* dy, T* dx, cudaStream_t stream) {
+  if (largest < (int64_t(1) << 30))
+    launch_indexed<T, V, int32_t>(g, x, dy, dx, stream);
+  else
+    launch_indexed<T, V, int64_t>(g, x, dy, dx, stream);
 }
 
 }  // namespace
@@ -127,6 +144,7 @@ void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Te
                         x.description());
   }
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(x.device().index));
+  const int64_t largest = std::max(x.numel(), dy.numel());
   dispatch_floating("cudnn::pool_grad", x, [&](auto tag) {
     using T = decltype(tag);
     const auto* xp = static_cast<const T*>(x.raw_data());
@@ -134,16 +152,16 @@ void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Te
     auto* dxp = static_cast<T*>(dx.raw_data());
     switch (vector_width<T>(g, x, dy, dx)) {
       case 8:
-        if constexpr (sizeof(T) <= 2) launch<T, 8>(g, xp, dyp, dxp, stream);
+        if constexpr (sizeof(T) <= 2) launch<T, 8>(g, largest, xp, dyp, dxp, stream);
         break;
       case 4:
-        if constexpr (sizeof(T) <= 4) launch<T, 4>(g, xp, dyp, dxp, stream);
+        if constexpr (sizeof(T) <= 4) launch<T, 4>(g, largest, xp, dyp, dxp, stream);
         break;
       case 2:
-        launch<T, 2>(g, xp, dyp, dxp, stream);
+        launch<T, 2>(g, largest, xp, dyp, dxp, stream);
         break;
       default:
-        launch<T, 1>(g, xp, dyp, dxp, stream);
+        launch<T, 1>(g, largest, xp, dyp, dxp, stream);
         break;
     }
   });

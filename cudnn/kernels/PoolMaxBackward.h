@@ -109,20 +109,20 @@ TENSOR_HD void window_argmax(const Geometry& g, const T* x, const int o[3], cons
 // Thread i of the cell scheme (windows that do not overlap, kernel <= stride): cell o holds
 // window o and the gap after it; the thread writes every element of its cell, the gradient at
 // the window's maximum and zero elsewhere (also in cells past the last window).
-template <class T, int V>
-TENSOR_HD void cell_thread(const Geometry& g, int64_t i, const T* x, const T* dy, T* dx) {
+template <class T, int V, class Idx = int64_t>
+TENSOR_HD void cell_thread(const Geometry& g, Idx i, const T* x, const T* dy, T* dx) {
   using A = acc_of<T>;
-  const int64_t C = g.channels, groups = C / V;
-  const int64_t c = (i % groups) * V;
-  int64_t rest = i / groups;
+  const Idx C = static_cast<Idx>(g.channels), groups = C / V;
+  const Idx c = (i % groups) * V;
+  Idx rest = i / groups;
   int o[3];
   for (int d = 2; d >= 0; --d) {
     o[d] = static_cast<int>(rest % cells(g, d));
     rest /= cells(g, d);
   }
-  const int64_t n = rest;
-  const T* xn = x + n * in_plane(g) * C + c;
-  T* dxn = dx + n * in_plane(g) * C + c;
+  const Idx n = rest;
+  const T* xn = x + n * static_cast<Idx>(in_plane(g)) * C + c;
+  T* dxn = dx + n * static_cast<Idx>(in_plane(g)) * C + c;
   int cb[3], ce[3], wb[3], we[3];
   bool has_window = true;
   for (int d = 0; d < 3; ++d) {
@@ -136,8 +136,8 @@ TENSOR_HD void cell_thread(const Geometry& g, int64_t i, const T* x, const T* dy
   A gy[V];
   if (has_window) {
     window_argmax<T, V>(g, xn, o, wb, we, arg);
-    const int64_t oo = (int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
-    const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dy + (n * out_plane(g) + oo) * C + c);
+    const Idx oo = (Idx(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
+    const Pack<T, V> gp = *reinterpret_cast<const Pack<T, V>*>(dy + (n * static_cast<Idx>(out_plane(g)) + oo) * C + c);
     for (int j = 0; j < V; ++j) gy[j] = A(0) + widen(gp.v[j]);  // nn's 0 + gradOutput (-0 becomes +0)
   } else {
     for (int j = 0; j < V; ++j) {
@@ -165,39 +165,40 @@ TENSOR_HD void covering(const Geometry& g, int d, int i, int& lo, int& hi) {
 
 // Pass (a) of the two-pass scheme (overlapping windows), thread i: one output and V channels;
 // writes each channel's argmax as its window_offset into `arg` (dy's layout, index type I).
-template <class T, class I, int V>
-TENSOR_HD void argmax_thread(const Geometry& g, int64_t i, const T* x, I* arg) {
-  const int64_t C = g.channels, groups = C / V;
-  const int64_t c = (i % groups) * V;
-  int64_t rest = i / groups;
+template <class T, class I, int V, class Idx = int64_t>
+TENSOR_HD void argmax_thread(const Geometry& g, Idx i, const T* x, I* arg) {
+  const Idx C = static_cast<Idx>(g.channels), groups = C / V;
+  const Idx c = (i % groups) * V;
+  Idx rest = i / groups;
   int o[3], b[3], e[3];
   for (int d = 2; d >= 0; --d) {
     o[d] = static_cast<int>(rest % g.out[d]);
     rest /= g.out[d];
   }
-  const int64_t n = rest;
+  const Idx n = rest;
   for (int d = 0; d < 3; ++d) clipped(g, d, o[d], b[d], e[d]);
   int best[V];
-  window_argmax<T, V, true>(g, x + n * in_plane(g) * C + c, o, b, e, best);
+  window_argmax<T, V, true>(g, x + n * static_cast<Idx>(in_plane(g)) * C + c, o, b, e, best);
   Pack<I, V> r;
   for (int j = 0; j < V; ++j) r.v[j] = static_cast<I>(best[j]);
-  const int64_t oo = (int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
-  *reinterpret_cast<Pack<I, V>*>(arg + (n * out_plane(g) + oo) * C + c) = r;
+  const Idx oo = (Idx(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2];
+  *reinterpret_cast<Pack<I, V>*>(arg + (n * static_cast<Idx>(out_plane(g)) + oo) * C + c) = r;
 }
 
 // Pass (b), thread i: one input element and V channels, summing over the windows that contain
 // it in increasing output order (nn's order of accumulation) the gradients of those whose
 // argmax (pass (a)'s) it is: V bytes of `arg` per window instead of pass (a)'s window scans.
-template <class T, class I, int V>
-TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const I* arg, const T* dy, T* dx) {
+template <class T, class I, int V, class Idx = int64_t>
+TENSOR_HD void gather_thread(const Geometry& g, Idx i, const I* arg, const T* dy, T* dx) {
   using A = acc_of<T>;
-  const int64_t C = g.channels, groups = C / V;
-  const int64_t c = (i % groups) * V;
-  const int64_t pos = i / groups;
-  const int self = static_cast<int>(pos % in_plane(g));
-  const int64_t n = pos / in_plane(g);
+  const Idx C = static_cast<Idx>(g.channels), groups = C / V;
+  const Idx c = (i % groups) * V;
+  const Idx pos = i / groups;
+  const Idx plane = static_cast<Idx>(in_plane(g));
+  const int self = static_cast<int>(pos % plane);
+  const Idx n = pos / plane;
   const int at[3] = {self / (g.in[1] * g.in[2]), (self / g.in[2]) % g.in[1], self % g.in[2]};
-  const int64_t first = n * out_plane(g) * C + c;
+  const Idx first = n * static_cast<Idx>(out_plane(g)) * C + c;
   int lo[3], hi[3];
   for (int d = 0; d < 3; ++d) covering(g, d, at[d], lo[d], hi[d]);
   A grad[V];
@@ -207,7 +208,7 @@ TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const I* arg, const T
     for (o[1] = lo[1]; o[1] <= hi[1]; ++o[1])
       for (o[2] = lo[2]; o[2] <= hi[2]; ++o[2]) {
         const int off = window_offset(g, o, at);
-        const int64_t at_o = first + ((int64_t(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2]) * C;
+        const Idx at_o = first + ((Idx(o[0]) * g.out[1] + o[1]) * g.out[2] + o[2]) * C;
         const Pack<I, V> a = *reinterpret_cast<const Pack<I, V>*>(arg + at_o);
         bool any = false;
         for (int j = 0; j < V; ++j) any = any || int(a.v[j]) == off;
@@ -218,7 +219,7 @@ TENSOR_HD void gather_thread(const Geometry& g, int64_t i, const I* arg, const T
       }
   Pack<T, V> r;
   for (int j = 0; j < V; ++j) r.v[j] = narrow<T>(grad[j]);
-  *reinterpret_cast<Pack<T, V>*>(dx + (n * in_plane(g) + self) * C + c) = r;
+  *reinterpret_cast<Pack<T, V>*>(dx + (n * plane + self) * C + c) = r;
 }
 
 }  // namespace cudnn::kernels::max_pool_cl

@@ -81,21 +81,13 @@ double sum_scale(const PoolParams& p, const Resolved& r) {
 
 bool is_max(const PoolParams& p) { return p.mode == PoolMode::Max || p.mode == PoolMode::MaxDeterministic; }
 
-// Whether some input lies in two windows (kernel > stride in a dim).
-bool overlapping(const PoolParams& p) {
-  for (size_t i = 0; i < p.ws.size(); ++i) {
-    if (p.ws[i] > (p.stride.empty() ? p.ws[i] : p.stride[i])) return true;
-  }
-  return false;
-}
-
 // Whether the max gradient runs on our kernel (flag pool.backward), channels-last or row-major.
 bool own_max_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
   switch (pool_backward()) {
     case PoolBackward::Cudnn:
       return false;
-    case PoolBackward::Auto:  // overlapping windows: cuDNN's call was faster on the H100 (docs/performance.md)
-      return kernels::channels_last_max_backward_applies(x, dy, dx, p) && !overlapping(p);
+    case PoolBackward::Auto:  // overlapping windows too since 32-bit indices (docs/performance.md)
+      return kernels::channels_last_max_backward_applies(x, dy, dx, p);
     case PoolBackward::Ours:
       return kernels::channels_last_max_backward_applies(x, dy, dx, p) ||
              (is_max(p) && x.is_contiguous() && dy.is_contiguous() && dx.is_contiguous());

@@ -10,8 +10,7 @@
 // gradient of channels-last data runs on our own kernel (cudnn/kernels/PoolMaxBackward.cu), which
 // finds each window's maximum again from img by nn's rule and so reads no `out`; the flag
 // pool.backward chooses where:
-//   auto  (default) ours for channels-last data whose windows do not overlap (kernel <= stride),
-//         cuDNN's call for overlapping windows and for row-major data;
+//   auto  (default) ours for channels-last data, cuDNN's call for row-major data;
 //   ours  ours for both layouts (row-major data as [N*C x 1 x spatial] channels-last);
 //   cudnn cuDNN's call for both (ceil-mode shapes that add windows: PoolCeil.cu), as before.
 // Set it with set_flags("pool.backward=ours") or CUDNN_NN_FLAGS; ScopedConfig does not restore

@@ -38,29 +38,30 @@ struct Config {
 };
 
 // Runs every thread of the scheme the kernels pick (the two passes' scratch of offsets in I),
-// the scratch starting as garbage as a leased block does.
-template <class T, class I, int V>
+// the scratch starting as garbage as a leased block does; Idx is the threads' index type (the
+// kernels take int32 where the tensors allow it).
+template <class T, class I, int V, class Idx>
 void run_threads(const cl::Geometry& g, const T* x, const T* dy, T* dx) {
-  const int64_t n = cl::threads(g, V);
+  const Idx n = static_cast<Idx>(cl::threads(g, V)), outputs = static_cast<Idx>(cl::argmax_threads(g, V));
   if (!cl::overlapping(g)) {
-    for (int64_t i = 0; i < n; ++i) cl::cell_thread<T, V>(g, i, x, dy, dx);
+    for (Idx i = 0; i < n; ++i) cl::cell_thread<T, V, Idx>(g, i, x, dy, dx);
     return;
   }
   // packs, so that the block is aligned as the kernels' accesses (and the allocator's blocks) are
   std::vector<cl::Pack<I, V>> packs(static_cast<size_t>(cl::argmax_threads(g, V)));
   I* arg = packs.front().v;
   std::fill(arg, arg + packs.size() * V, I(77));
-  for (int64_t i = 0; i < cl::argmax_threads(g, V); ++i) cl::argmax_thread<T, I, V>(g, i, x, arg);
-  for (int64_t i = 0; i < n; ++i) cl::gather_thread<T, I, V>(g, i, arg, dy, dx);
+  for (Idx i = 0; i < outputs; ++i) cl::argmax_thread<T, I, V, Idx>(g, i, x, arg);
+  for (Idx i = 0; i < n; ++i) cl::gather_thread<T, I, V, Idx>(g, i, arg, dy, dx);
 }
 
-// The index type the kernels pick, or int32 where `wide` asks for it.
-template <class T, int V>
+// The offset type the kernels pick, or int32 where `wide` asks for it.
+template <class T, int V, class Idx>
 void run_threads(const cl::Geometry& g, const T* x, const T* dy, T* dx, bool wide) {
   if (cl::byte_offsets(g) && !wide)
-    run_threads<T, uint8_t, V>(g, x, dy, dx);
+    run_threads<T, uint8_t, V, Idx>(g, x, dy, dx);
   else
-    run_threads<T, int32_t, V>(g, x, dy, dx);
+    run_threads<T, int32_t, V, Idx>(g, x, dy, dx);
 }
 
 // nn's gradient (float32 or float64 references; 16-bit data through float32, rounded once
@@ -106,14 +107,19 @@ bool matches_nn(const Config& cf, std::mt19937& rng, bool nonfinite, bool wide =
     for (int64_t i = 0; i < ip; ++i) xc[(n * ip + i) * cf.c + c] = T(x[pl * ip + i]);
     for (int64_t o = 0; o < op; ++o) dyc[(n * op + o) * cf.c + c] = T(dy[pl * op + o]);
   }
-  run_threads<T, V>(g, xc.data(), dyc.data(), dxc.data(), wide);
+  std::vector<T> dx32(dxc);
+  run_threads<T, V, int64_t>(g, xc.data(), dyc.data(), dxc.data(), wide);
+  run_threads<T, V, int32_t>(g, xc.data(), dyc.data(), dx32.data(), wide);
   for (int64_t pl = 0; pl < planes; ++pl) {
     const int64_t n = pl / cf.c, c = pl % cf.c;
     for (int64_t i = 0; i < ip; ++i) {
-      const R got = R(dxc[(n * ip + i) * cf.c + c]), want = R(T(dx[pl * ip + i]));
-      if (!(got == want)) {
-        INFO(cf.str(), " V ", V, nonfinite ? " with NaN and +-Inf" : "", ": element ", i, " of plane ", pl, " is ",
-             double(got), ", nn's ", double(want));
+      const int64_t at = (n * ip + i) * cf.c + c;
+      const R want = R(T(dx[pl * ip + i]));
+      for (const auto* indices : {&dxc, &dx32}) {
+        const R got = R((*indices)[at]);
+        if (got == want) continue;
+        INFO(cf.str(), " V ", V, nonfinite ? " with NaN and +-Inf" : "", indices == &dx32 ? " (32-bit indices)" : "",
+             ": element ", i, " of plane ", pl, " is ", double(got), ", nn's ", double(want));
         CHECK(got == want);
         return false;
       }

@@ -109,7 +109,7 @@ TEST_CASE("pool argument errors and deterministic max pooling") {
 TEST_CASE("channels-last max pooling gradient through PoolPlan: every dtype, ties, no output read") {
   // Torch's first maximum takes a tie's gradient (Note [Channels-last max-pooling backward]);
   // values on a coarse grid tie in most windows. y is undefined: only our kernel runs without it
-  // (overlapping windows: under pool.backward=ours alone).
+  // (under auto as well, for channels-last data).
   cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
   Generator gen(32);
   const std::vector<Case> cases = {
