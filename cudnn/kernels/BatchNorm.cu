@@ -64,23 +64,31 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSi
   }
 }
 
-// One block per channel (blockIdx.x); channels whose running mean is finite return at once.
+// One block per channel (blockIdx.x); x is read only for a channel whose mean increment is not
+// finite (uniform across the block).
 template <class T, class P>
-__global__ void repair_running_mean_kernel(const T* x, BatchNormSizes s, const P* previous, P* running_mean,
-                                           double factor) {
+__global__ void fold_running_stats_kernel(const T* x, BatchNormSizes s, P* increments, P* running_mean, P* running_var,
+                                          double factor) {
   __shared__ double partial[kThreads];
   const int64_t c = blockIdx.x;
-  if (isfinite(static_cast<double>(running_mean[c]))) return;  // uniform across the block
-  double sum = 0;
-  const int64_t total = s.N * s.S;
-  for (int64_t i = threadIdx.x; i < total; i += kThreads) {
-    sum += widen(x[(i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS]);
+  const double mean_increment = static_cast<double>(increments[c]);
+  double mean_term = mean_increment;
+  if (!isfinite(mean_increment)) {
+    double sum = 0;
+    const int64_t total = s.N * s.S;
+    for (int64_t i = threadIdx.x; i < total; i += kThreads) {
+      sum += widen(x[(i / s.S) * s.strideN + c * s.strideC + (i % s.S) * s.strideS]);
+    }
+    partial[threadIdx.x] = sum;
+    tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) { partial[i] += partial[j]; });
+    mean_term = factor * (partial[0] / static_cast<double>(total));
   }
-  partial[threadIdx.x] = sum;
-  tensor::cuda::block_fold<kThreads>([&](unsigned i, unsigned j) { partial[i] += partial[j]; });
   if (threadIdx.x == 0) {
-    const double mean = partial[0] / static_cast<double>(total);
-    running_mean[c] = static_cast<P>((1 - factor) * static_cast<double>(previous[c]) + factor * mean);
+    running_mean[c] = static_cast<P>((1 - factor) * static_cast<double>(running_mean[c]) + mean_term);
+    running_var[c] =
+        static_cast<P>((1 - factor) * static_cast<double>(running_var[c]) + static_cast<double>(increments[s.C + c]));
+    increments[c] = P(0);
+    increments[s.C + c] = P(0);
   }
 }
 
@@ -225,12 +233,14 @@ void batch_norm_relu_backward_repair(const tensor::Tensor& x, const tensor::Tens
   });
 }
 
-void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& previous,
-                                    const tensor::Tensor& running_mean, double factor) {
-  if (s.N * s.C * s.S == 0) return;
-  launch_floating("batch_norm_repair_running_mean", x, [&]<class T, class P>(cudaStream_t stream) {
-    repair_running_mean_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
-        static_cast<const T*>(x.raw_data()), s, previous.data<P>(), running_mean.data<P>(), factor);
+void batch_norm_fold_running_stats(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& increments,
+                                   const tensor::Tensor& running_mean, const tensor::Tensor& running_var,
+                                   double factor) {
+  if (s.C == 0) return;
+  launch_floating("batch_norm_fold_running_stats", x, [&]<class T, class P>(cudaStream_t stream) {
+    fold_running_stats_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
+        static_cast<const T*>(x.raw_data()), s, increments.data<P>(), running_mean.data<P>(), running_var.data<P>(),
+        factor);
   });
 }
 

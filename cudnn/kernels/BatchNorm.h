@@ -28,12 +28,16 @@ void batch_norm_eval_backward(const tensor::Tensor& x, const tensor::Tensor& dy,
 
 // Note [Persistent batch norm and Inf]: cuDNN's channels-last (persistent) training forward
 // folds x into its mean with a running update, which turns a channel holding +-Inf into NaN;
-// nn's plain mean (and cuDNN's NCHW kernels) give +-Inf. For each channel c whose running_mean
-// came out NaN or +-Inf, this recomputes it from x and `previous` (a copy of running_mean taken
-// before the call): running_mean[c] = (1 - factor) * previous[c] + factor * mean(x[:, c]).
-// Finite channels are left alone; the check costs one read per channel.
-void batch_norm_repair_running_mean(const tensor::Tensor& x, BatchNormSizes sizes, const tensor::Tensor& previous,
-                                    const tensor::Tensor& running_mean, double factor);
+// nn's plain mean (and cuDNN's NCHW kernels) give +-Inf. So that forward is handed `increments`
+// (2 C zeros) in place of the running statistics, which its update turns into factor * the batch
+// mean and factor * the unbiased batch variance, and this folds them in:
+// running = (1 - factor) * running + increment, the mean's from x where its increment is not
+// finite: running_mean[c] = (1 - factor) * running_mean[c] + factor * mean(x[:, c]). It zeroes
+// the increments again for the next call (under a CUDA graph too). Reading the batch statistics
+// this way needs no copy of the running mean before the call (a device copy per batch norm).
+void batch_norm_fold_running_stats(const tensor::Tensor& x, BatchNormSizes sizes, const tensor::Tensor& increments,
+                                   const tensor::Tensor& running_mean, const tensor::Tensor& running_var,
+                                   double factor);
 
 // Note [Fused ReLU backward and non-finite values]
 // cuDNN's BN_ACTIVATION / BN_ADD_ACTIVATION backward passes dy through where the output y is

@@ -140,32 +140,40 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
   const Shape ps = param_shape(x, mode);
   reserve_x_ = nullptr;
   const bool persistent = training_mode(mode, x) == CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-  // Note [Persistent batch norm and Inf]: the persistent kernels' running update turns a channel
-  // holding +-Inf into NaN where nn's plain mean gives +-Inf; such channels are recomputed from
-  // the running mean held before the call.
-  const Tensor previous_mean = persistent && running_mean.defined() && running_mean.numel() > 0 && x.numel() > 0
-                                   ? running_mean.clone()
-                                   : Tensor();
-  const auto repair = [&] {
-    if (!previous_mean.defined()) return;
+  // Note [Persistent batch norm and Inf]: the persistent kernels update `increments` (zeros) in
+  // place of the running statistics, and a kernel folds them in, mending channels holding +-Inf.
+  const bool fold =
+      persistent && running_mean.defined() && running_var.defined() && running_mean.numel() > 0 && x.numel() > 0;
+  if (fold) {
+    const int64_t C = running_mean.numel();
+    if (!increments_clean_ || !increments_.defined() || increments_.numel() != 2 * C ||
+        increments_.dtype() != running_mean.dtype() || increments_.device() != x.device()) {
+      increments_ = tensor::zeros({2 * C}, running_mean.dtype(), x.device());
+    }
+    increments_clean_ = false;  // until the fold has zeroed them again
+  }
+  const Tensor cudnn_mean = fold ? increments_.narrow(0, 0, running_mean.numel()) : running_mean;
+  const Tensor cudnn_var = fold ? increments_.narrow(0, running_mean.numel(), running_mean.numel()) : running_var;
+  const auto fold_in = [&] {
+    if (!fold) return;
     const int64_t N = x.size(0), C = x.size(1);
-    kernels::batch_norm_repair_running_mean(x, {N, C, x.numel() / (N * C), x.stride(0), x.stride(1), C}, previous_mean,
-                                            running_mean, factor);
+    kernels::batch_norm_fold_running_stats(x, {N, C, x.numel() / (N * C), x.stride(0), x.stride(1), C}, increments_,
+                                           running_mean, running_var, factor);
+    increments_clean_ = true;
   };
-  if (persistent && forward_train_ex(x, y, gamma, beta, factor, running_mean, running_var, epsilon, save_mean,
-                                     save_invstd, ps, epilogue)) {
-    repair();
+  if (persistent && forward_train_ex(x, y, gamma, beta, factor, cudnn_mean, cudnn_var, epsilon, save_mean, save_invstd,
+                                     ps, epilogue)) {
+    fold_in();
     return;
   }
   CUDNN_CHECK(run_training(mode, x, [&](cudnnBatchNormMode_t m) {
-    return cudnnBatchNormalizationForwardTraining(handle(), m, Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x),
-                                                  x.raw_data(), y_desc_.set(y), y.raw_data(),
-                                                  param_desc_.set(gamma.dtype(), ps), gamma.raw_data(), beta.raw_data(),
-                                                  factor, running_mean.defined() ? running_mean.raw_data() : nullptr,
-                                                  running_var.defined() ? running_var.raw_data() : nullptr, epsilon,
-                                                  save_mean.raw_data(), save_invstd.raw_data());
+    return cudnnBatchNormalizationForwardTraining(
+        handle(), m, Scalar(1, t).ptr(), Scalar(0, t).ptr(), x_desc_.set(x), x.raw_data(), y_desc_.set(y), y.raw_data(),
+        param_desc_.set(gamma.dtype(), ps), gamma.raw_data(), beta.raw_data(), factor,
+        cudnn_mean.defined() ? cudnn_mean.raw_data() : nullptr, cudnn_var.defined() ? cudnn_var.raw_data() : nullptr,
+        epsilon, save_mean.raw_data(), save_invstd.raw_data());
   }));
-  repair();
+  fold_in();
   if (epilogue.z.defined()) Tensor(y).add_(epilogue.z);
   if (epilogue.relu) kernels::relu_forward(y, y);
 }

@@ -62,6 +62,8 @@ class BatchNormPlan {
   ActivationDescriptor relu_desc_;
   Tensor fresh_params_;              // cuDNN's dgamma, dbeta of a fused ReLU backward, before the blend
   Tensor nan_flags_;                 // C ints: the fused forward's channels that may hold a NaN
+  Tensor increments_;                // 2 C zeros the persistent forward updates (Note [Persistent batch norm and Inf])
+  bool increments_clean_ = false;    // zero since the last fold (false while a call is under way)
   int reserve_ops_ = 0;              // the cudnnBatchNormOps_t of the Ex forward that filled it
   Tensor reserve_;                   // the Ex forward's reserve space, read by its backward
   const void* reserve_x_ = nullptr;  // the x it belongs to (address and size); null: none

@@ -105,37 +105,45 @@ void expect_batch_norm_parameter_dtypes(int64_t C) {
 }
 
 // Several training steps move the running statistics as nn's do (unbiased variance,
-// momentum), the saved batch statistics agree, and evaluation then agrees.
+// momentum), the saved batch statistics agree, and evaluation then agrees. A 4-d input runs
+// channels-last too: cuDNN's persistent kernels, whose statistics arrive through increments
+// that must be zero again for every next step (Note [Persistent batch norm and Inf]).
 template <class Nn, class Cu>
 void expect_batch_norm_running_statistics(const tensor::Shape& s, tensor::DType dt, uint64_t seed = 37) {
   const tensor::Device gpu = tensor::Device::cuda(0);
   const TwinTolerance tol = TwinTolerance::for_dtype(dt);
-  tensor::Generator gen(seed);
-  INFO("input ", tensor::shape_str(s), " in ", std::string(tensor::name(dt)), ", seed ", seed);
-  const int64_t C = s[1];
-  Nn ref(C, 1e-5, 0.2, true);
-  ref.to(tensor::DType::Float64);
-  randomize_batch_norm(ref, gen, false);
-  Cu twin(C, 1e-5, 0.2, true);
-  twin.to(gpu);
-  twin.to(dt);
-  twin.loadStateDict(ref.stateDict());  // after to(dt): no detour through float32
-  for (int step = 0; step < 4; ++step) {
-    INFO("step ", step);
-    const tensor::Tensor x = batch_norm_input(s, true, gen).add(0.5 * step);
-    ref.forward(x);
-    twin.forward(x.to(gpu, dt));
-    CHECK(tensor::rel_norm_error(twin.running_mean, ref.running_mean) < tol.forward);
-    CHECK(tensor::rel_norm_error(twin.running_var, ref.running_var) < tol.forward);
-    CHECK(tensor::rel_norm_error(twin.save_mean, ref.save_mean) < tol.forward);
-    CHECK(tensor::rel_norm_error(twin.save_invstd, ref.save_invstd) < tol.forward);
-    // the one count of nn's base (Note [num_batches_tracked] in nn/BatchNormalization.h)
-    CHECK(twin.num_batches_tracked.item() == ref.num_batches_tracked.item());
+  for (bool channels_last : {false, true}) {
+    if (channels_last && s.size() != 4) continue;
+    const tensor::MemoryFormat format =
+        channels_last ? tensor::MemoryFormat::ChannelsLast : tensor::MemoryFormat::Contiguous;
+    tensor::Generator gen(seed);
+    INFO("input ", tensor::shape_str(s), " in ", std::string(tensor::name(dt)), ", seed ", seed,
+         (channels_last ? ", channels-last" : ""));
+    const int64_t C = s[1];
+    Nn ref(C, 1e-5, 0.2, true);
+    ref.to(tensor::DType::Float64);
+    randomize_batch_norm(ref, gen, false);
+    Cu twin(C, 1e-5, 0.2, true);
+    twin.to(gpu);
+    twin.to(dt);
+    twin.loadStateDict(ref.stateDict());  // after to(dt): no detour through float32
+    for (int step = 0; step < 4; ++step) {
+      INFO("step ", step);
+      const tensor::Tensor x = batch_norm_input(s, true, gen).add(0.5 * step);
+      ref.forward(x);
+      twin.forward(x.to(gpu, dt).contiguous(format));
+      CHECK(tensor::rel_norm_error(twin.running_mean, ref.running_mean) < tol.forward);
+      CHECK(tensor::rel_norm_error(twin.running_var, ref.running_var) < tol.forward);
+      CHECK(tensor::rel_norm_error(twin.save_mean, ref.save_mean) < tol.forward);
+      CHECK(tensor::rel_norm_error(twin.save_invstd, ref.save_invstd) < tol.forward);
+      // the one count of nn's base (Note [num_batches_tracked] in nn/BatchNormalization.h)
+      CHECK(twin.num_batches_tracked.item() == ref.num_batches_tracked.item());
+    }
+    ref.evaluate();
+    twin.evaluate();
+    const tensor::Tensor x = batch_norm_input(s, true, gen);
+    CHECK(tensor::rel_norm_error(twin.forward(x.to(gpu, dt).contiguous(format)), ref.forward(x)) < tol.forward);
   }
-  ref.evaluate();
-  twin.evaluate();
-  const tensor::Tensor x = batch_norm_input(s, true, gen);
-  CHECK(tensor::rel_norm_error(twin.forward(x.to(gpu, dt)), ref.forward(x)) < tol.forward);
 }
 
 // updateGradInput leaves the parameter gradients alone; accGradParameters(scale) adds
