@@ -23,9 +23,10 @@
 //     the one-pass gather that found every window's maximum again (up to 4 windows x 9 loads
 //     per input at 3x3/2) was slower than cuDNN's call on AlexNet's step (4.38 ms against
 //     3.78 on the H100, docs/performance.md).
-// Each thread splits its index into channels, position and image by division; in 64-bit
-// arithmetic that made the two passes compute-bound and only level with cuDNN's call, in 32-bit
-// (tensors below 2^30 elements) they beat it, so pool.backward=auto takes them too.
+// Each thread splits its index into channels, position and image by division, in 32-bit
+// arithmetic where the tensors allow it (0.386 -> 0.336 ms for the two passes of ResNet-50's stem
+// pool at batch 64, H100); cuDNN's call took 0.442 ms, and the step is faster with ours, so
+// pool.backward=auto takes them for overlapping windows too (docs/performance.md).
 // One thread's work is in PoolMaxBackward.h, for host and device: tests/cudnn/
 // test_PoolMaxBackward.cpp checks it against nn's kernels on the CPU.
 #include <cuda_runtime.h>
@@ -46,9 +47,7 @@ namespace {
 
 using max_pool_cl::Geometry;
 
-// Idx: the index arithmetic's type. Each thread splits its index into channel group, position
-// and image by division; 64-bit divisions made these kernels compute-bound (the two passes took
-// 0.39 ms on ResNet-50's stem pool at batch 64, 3.5x its bytes' time), so tensors that allow it
+// Idx: the index arithmetic's type; 32-bit divisions are the cheaper, so tensors that allow it
 // take 32-bit indices (Note [Channels-last max-pooling backward]).
 template <class T, int V, class Idx>
 __global__ void cell_kernel(Geometry g, Idx total, const T* x, const T* dy, T* dx) {
