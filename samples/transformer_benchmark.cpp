@@ -11,7 +11,9 @@
 //     cuDNN's graph-API layer norm (layernorm.engine=ours / cudnn), to pick the default;
 //   - the Fashion-MNIST sample's Vision Transformer (samples/VisionTransformer.h: 7x7 patches,
 //     3 pre-norm layers of width 64, dropout 0.1) training step at batch 128: forward, the
-//     cross-entropy loss and its gradient, backward and a fused Adam step, all on the GPU.
+//     cross-entropy loss and its gradient, backward and a fused Adam step, all on the GPU;
+//   - a language model's loss: CrossEntropyCriterion over a 32000-word vocabulary for 16 x 512
+//     tokens, the loss and the loss with its gradient.
 // Every row reports the peak device memory of its timed iterations (inputs included).
 // Usage: transformer_benchmark [--dtype float16|bfloat16|float32] [--iterations N] [--warmup N]
 //                              [--json FILE] [--flags KEY=VALUE,...]
@@ -44,8 +46,9 @@ const char* kUsage =
     "Times cudnn::sdpa (batch 8, 12 heads, sequence 1024, head size 64; causal and not) forward and\n"
     "forward+backward, and a TransformerEncoderLayer(768, 12, 3072, GELU) training step at batch 16,\n"
     "sequence 512 (Adam), LayerNorm(768) over 8192 rows on both engines (layernorm.engine=ours and\n"
-    "cudnn), and the Fashion-MNIST ViT sample's step at batch 128 (Adam), on the GPU, each with its\n"
-    "peak device memory. scripts/bench_torch_transformer.py --ours FILE times PyTorch's twins in the\n"
+    "cudnn), the Fashion-MNIST ViT sample's step at batch 128 (Adam), and cross-entropy over a\n"
+    "32000-word vocabulary for 8192 tokens, on the GPU, each with its peak device memory. "
+    "scripts/bench_torch_transformer.py --ours FILE times PyTorch's twins in the\n"
     "same way and prints the ratios.\n";
 
 using tensor::DType;
@@ -250,6 +253,31 @@ tensor::Json bench_vit_step(const Bench& b) {
   return tensor::Json::Object{{"step_ms", ms}, {"peak_mib", peak}, {"batch", batch}};
 }
 
+const std::string& lm_loss_path(bool) {
+  static const std::string path = "cudnn.CrossEntropyCriterion";
+  return path;
+}
+
+// A language model's loss: cross-entropy over a 32000-word vocabulary for 16 x 512 tokens, the
+// loss alone and with its gradient (the scores' row count is the case of Note [Softmax over the
+// channels of one position] in cudnn/ops/softmax.cpp).
+tensor::Json bench_lm_loss(const Bench& b) {
+  const int64_t tokens = 16 * 512, vocab = 32000;
+  nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+  const Tensor scores = tensor::normal({tokens, vocab}, 0, 1, tensor::default_generator(), b.dt, b.gpu);
+  const Tensor labels =
+      tensor::uniform({tokens}, 0, vocab, tensor::default_generator(), DType::Float64).floor().to(b.gpu, DType::Int64);
+  const Passes p =
+      b.passes([&] { criterion->forward(scores, labels); }, [&] { criterion->backward(scores, labels); }, lm_loss_path);
+  std::printf(
+      "cross-entropy [%lld x %lld] %s: loss %.3f ms (peak %.0f MiB), loss and gradient %.3f ms (peak %.0f MiB)\n",
+      static_cast<long long>(tokens), static_cast<long long>(vocab), b.o.dtype_name.c_str(), p.forward_ms,
+      p.forward_peak, p.train_ms, p.train_peak);
+  tensor::Json row = p.row("vocab", vocab);
+  row.set("tokens", tokens);
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -268,7 +296,8 @@ int main(int argc, char** argv) {
                                                     {"sdpa", bench_attention(bench)},
                                                     {"encoder_step", bench_encoder_step(bench)},
                                                     {"layernorm", bench_layernorm(bench)},
-                                                    {"vit_step", bench_vit_step(bench)}};
+                                                    {"vit_step", bench_vit_step(bench)},
+                                                    {"lm_loss", bench_lm_loss(bench)}};
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
     f << results.dump() << "\n";

@@ -9,7 +9,8 @@ Attention rows take PyTorch's fastest SDPA backend on this GPU (each of cuDNN, f
 and the default pick is timed; the fastest counts). The encoder step uses the optimizer ours
 used (Adam, fused) and set_to_none gradients. The ViT row is the Fashion-MNIST sample's network
 (samples/VisionTransformer.h) written in PyTorch, eager (and under torch.compile with --compile;
-the faster counts). Every row's peak memory is printed beside ours. PyTorch is a reference
+the faster counts). The language-model loss row is F.cross_entropy over the same [tokens x vocab]
+scores. Every row's peak memory is printed beside ours. PyTorch is a reference
 here, never a dependency.
 """
 import argparse
@@ -172,6 +173,27 @@ def main():
             best = min(best, compiled)
         rows.append((f'vit step (fashion_mnist --model vit, b{b}, Adam)', vit['step_ms'], best[0], best[2]))
         peaks.append(('vit step', vit['peak_mib'], best[1]))
+    if 'lm_loss' in ours:  # a language model's loss over a large vocabulary
+        lm = ours['lm_loss']
+        T, V = lm['tokens'], lm['vocab']
+        logits = torch.randn(T, V, device='cuda', dtype=dt, requires_grad=True)
+        targets = torch.randint(0, V, (T,), device='cuda')
+
+        def lm_loss():
+            with torch.no_grad():
+                F.cross_entropy(logits, targets)
+
+        def lm_train():
+            logits.grad = None
+            F.cross_entropy(logits, targets).backward()
+
+        t_loss, p_loss = timed(lm_loss, args.iterations, args.warmup)
+        t_train, p_train = timed(lm_train, args.iterations, args.warmup)
+        rows.append((f'cross-entropy [{T} x {V}] loss', lm['forward_ms'], t_loss, 'F.cross_entropy'))
+        rows.append((f'cross-entropy [{T} x {V}] loss and gradient', lm['train_ms'], t_train, 'F.cross_entropy'))
+        peaks.append(('cross-entropy loss', lm.get('forward_peak_mib'), p_loss))
+        peaks.append(('cross-entropy loss and gradient', lm.get('train_peak_mib'), p_train))
+        del logits, targets
     print(f"{ours['dtype']} on {torch.cuda.get_device_name()} (PyTorch {torch.__version__}); ratio = PyTorch / ours")
     print(f"{'row':60s} {'ours ms':>9s} {'torch ms':>9s} {'ratio':>6s}  torch path")
     for name, o, t, how in rows:
