@@ -21,8 +21,10 @@ constexpr long long kNoBad = INT64_MAX;
 
 template <class T>
 __device__ inline double widen(T v) {
-  if constexpr (sizeof(T) == 8) return v;
-  else return static_cast<double>(static_cast<float>(v));
+  if constexpr (sizeof(T) == 8)
+    return v;
+  else
+    return static_cast<double>(static_cast<float>(v));
 }
 
 // One block. out[0] = loss sum, out[1] = weight sum, out[2] = first bad flat index (or -1).
@@ -78,8 +80,39 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
     const int64_t t = target[sample * inner + pos];
     double g = 0;
     if (t == c && t != ignore) g = -(weights ? widen(weights[t]) : 1.0) * scale;
-    if constexpr (sizeof(T) == 8) dlogp[i] = g;
-    else dlogp[i] = T(static_cast<float>(g));
+    if constexpr (sizeof(T) == 8)
+      dlogp[i] = g;
+    else
+      dlogp[i] = T(static_cast<float>(g));
+  }
+}
+
+// Cross entropy's gradient for [N x C] log-probabilities, one block per sample (row i):
+// dx[i, c] = dlogp[i, c] - exp(logp[i, c]) * sum_c dlogp[i, c], the log-softmax backward of
+// the NLL gradient dlogp (row i: -w[t] * scale / norm at its target t, 0 elsewhere, as
+// nll_backward_kernel writes it, rounded to L), in L's precision, written in dx's type D.
+template <class L, class D>
+__global__ void cross_entropy_backward_kernel(const L* logp, const int64_t* target, const L* weights, int64_t classes,
+                                              int64_t ignore, const double* sums, bool size_average, D* dx) {
+  double scale = 1.0;
+  if (sums && size_average && sums[1] > 0) scale = 1.0 / sums[1];
+  const int64_t row = blockIdx.x;
+  const int64_t t = target[row];
+  double g = 0;
+  if (t != ignore && t >= 0 && t < classes) g = -(weights ? widen(weights[t]) : 1.0) * scale;
+  const L* in = logp + row * classes;
+  D* out = dx + row * classes;
+  if constexpr (sizeof(L) == 8) {
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      const double v = (c == t ? g : 0.0) - exp(in[c]) * g;
+      out[c] = static_cast<D>(v);
+    }
+  } else {
+    const float gf = static_cast<float>(g);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      const float v = (c == t ? gf : 0.f) - expf(static_cast<float>(in[c])) * gf;
+      out[c] = D(v);
+    }
   }
 }
 
@@ -106,7 +139,9 @@ Layout layout_of(const tensor::Tensor& logp) {
   return l;
 }
 
-cudaStream_t stream_of(const tensor::Tensor& t) { return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index)); }
+cudaStream_t stream_of(const tensor::Tensor& t) {
+  return static_cast<cudaStream_t>(tensor::cuda::stream(t.device().index));
+}
 
 int blocks_for(int64_t work) { return static_cast<int>(std::clamp<int64_t>((work + 255) / 256, 1, 65535)); }
 
@@ -130,8 +165,8 @@ void launch_backward(const tensor::Tensor& target, const tensor::Tensor& weights
   dispatch_floating("cudnn criteria (NLL backward)", dlogp, [&](auto tag) {
     using T = decltype(tag);
     nll_backward_kernel<T><<<blocks_for(dlogp.numel()), 256, 0, stream_of(dlogp)>>>(
-        target.data<int64_t>(), weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n,
-        l.classes, l.inner, ignore_index, scale, sums, size_average, static_cast<T*>(dlogp.raw_data()));
+        target.data<int64_t>(), weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n, l.classes,
+        l.inner, ignore_index, scale, sums, size_average, static_cast<T*>(dlogp.raw_data()));
     CUDA_CHECK_LAUNCH("nll_backward");
   });
 }
@@ -175,6 +210,36 @@ void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor&
   if (size_average) launch_sums(nullptr, dlogp, target, weights, ignore_index, sums);
   launch_backward(target, weights, ignore_index, 1.0, size_average ? sums.data<double>() : nullptr, size_average,
                   dlogp);
+}
+
+bool cross_entropy_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
+                            bool size_average, const tensor::Tensor& logp, const tensor::Tensor& dx) {
+  const Layout l = layout_of(logp);
+  if (l.inner != 1 || !logp.is_contiguous() || !dx.is_contiguous() || dx.numel() != logp.numel() || l.n > 2147483647) {
+    return false;
+  }
+  if (dx.numel() == 0) return true;
+  tensor::cuda::DeviceGuard guard(logp.device().index);
+  const tensor::Tensor sums =
+      tensor::empty({3}, tensor::DType::Float64, logp.device());  // as in nll_backward_normalized
+  if (size_average) launch_sums(nullptr, logp, target, weights, ignore_index, sums);
+  const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((l.classes + 31) / 32 * 32, 32, 256));
+  dispatch_floating("cudnn criteria (cross-entropy backward)", logp, [&](auto ltag) {
+    using L = decltype(ltag);
+    dispatch_floating("cudnn criteria (cross-entropy backward)", dx, [&](auto dtag) {
+      using D = decltype(dtag);
+      if constexpr (sizeof(L) >= sizeof(D)) {  // dx in logp's dtype or a narrower one
+        cross_entropy_backward_kernel<L, D><<<static_cast<unsigned>(l.n), threads, 0, stream_of(logp)>>>(
+            static_cast<const L*>(logp.raw_data()), target.data<int64_t>(),
+            weights.defined() ? static_cast<const L*>(weights.raw_data()) : nullptr, l.classes, ignore_index,
+            size_average ? sums.data<double>() : nullptr, size_average, static_cast<D*>(dx.raw_data()));
+        CUDA_CHECK_LAUNCH("cross_entropy_backward");
+      } else {
+        throw tensor::Error("cudnn criteria (cross-entropy backward): dx wider than the log-probabilities");
+      }
+    });
+  });
+  return true;
 }
 
 void class_indices(const tensor::Tensor& target, const tensor::Tensor& indices) {

@@ -34,6 +34,14 @@ void nll_backward(const tensor::Tensor& target, const tensor::Tensor& weights, i
 void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
                              bool size_average, const tensor::Tensor& dlogp);
 
+// Cross entropy's gradient in one pass for [N x C] log-probabilities logp (contiguous):
+// dx = the log-softmax backward of nll_backward_normalized's dlogp, dlogp - exp(logp) * (the
+// row's sum of dlogp), computed in logp's precision as cuDNN's softmax backward computed it
+// from that dlogp, written in dx's dtype (logp's or a narrower one). False, having done
+// nothing, for other layouts (inner > 1): the caller takes the two passes.
+bool cross_entropy_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
+                            bool size_average, const tensor::Tensor& logp, const tensor::Tensor& dx);
+
 // The value an index that is not an integer becomes in class_indices: out of every class range.
 inline constexpr int64_t kNotAnIndex = INT64_MIN;
 // indices (contiguous Int64) = target (contiguous, any dtype, as many elements), on the
