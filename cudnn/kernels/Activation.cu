@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cudnn/kernels/DeviceMath.cuh"
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/cuda/Elementwise.cuh"
 
@@ -51,13 +52,6 @@ constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kGeluCubic = 0.044715;
-
-__device__ inline float erf_of(float v) { return erff(v); }
-__device__ inline double erf_of(double v) { return erf(v); }
-__device__ inline float exp_of(float v) { return expf(v); }
-__device__ inline double exp_of(double v) { return exp(v); }
-__device__ inline float tanh_of(float v) { return tanhf(v); }
-__device__ inline double tanh_of(double v) { return tanh(v); }
 
 struct GeluOp {
   template <class A>

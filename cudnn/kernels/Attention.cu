@@ -9,6 +9,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "cudnn/kernels/DeviceMath.cuh"
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/BlockFold.cuh"
@@ -19,11 +20,6 @@ namespace cudnn::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <class A>
-__device__ inline A nan_max(A a, A b) {
-  return (b > a || b != b) && a == a ? b : a;
-}
 
 // Block-wide reduction of one value per thread; every thread gets the result.
 template <class A, bool kMax>
@@ -42,21 +38,6 @@ __device__ inline int64_t key_limit(int64_t r, const AttentionRows& g) {
   int64_t limit = g.keyLengths ? g.keyLengths[b] : g.sk;
   if (g.causal && i + 1 < limit) limit = i + 1;
   return limit;
-}
-
-template <class A>
-__device__ inline A exp_of(A x) {
-  if constexpr (std::is_same_v<A, double>)
-    return exp(x);
-  else
-    return expf(x);
-}
-template <class A>
-__device__ inline A log_of(A x) {
-  if constexpr (std::is_same_v<A, double>)
-    return log(x);
-  else
-    return logf(x);
 }
 
 template <class T, class A>

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
+#include "cudnn/kernels/DeviceMath.cuh"
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
+#include "tensor/cuda/Pack.h"
 
 namespace cudnn::kernels {
 
@@ -19,12 +22,30 @@ namespace {
 constexpr int kThreads = 512;
 constexpr long long kNoBad = INT64_MAX;
 
-template <class T>
-__device__ inline double widen(T v) {
+// v in A: float32 and the 16-bit types through float, float64 as it is.
+template <class A, class T>
+__device__ inline A to_acc(T v) {
   if constexpr (sizeof(T) == 8)
     return v;
   else
-    return static_cast<double>(static_cast<float>(v));
+    return static_cast<A>(static_cast<float>(v));
+}
+
+template <class T>
+__device__ inline double widen(T v) {
+  return to_acc<double>(v);
+}
+
+// The NLL gradient's scale: `scale` divided by the counted targets' total weight sums[1] under
+// size_average when that is positive (nn's normalisation).
+__device__ inline double normalized(double scale, const double* sums, bool size_average) {
+  return sums && size_average && sums[1] > 0 ? scale * (1.0 / sums[1]) : scale;
+}
+
+// The NLL gradient at a counted target t: -w[t] * scale.
+template <class T>
+__device__ inline double target_gradient(const T* weights, int64_t t, double scale) {
+  return -(weights ? widen(weights[t]) : 1.0) * scale;
 }
 
 // One block. out[0] = loss sum, out[1] = weight sum, out[2] = first bad flat index (or -1).
@@ -71,7 +92,7 @@ __global__ void nll_sums_kernel(const T* logp, const int64_t* target, const T* w
 template <class T>
 __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int64_t n, int64_t classes, int64_t inner,
                                     int64_t ignore, double scale, const double* sums, bool size_average, T* dlogp) {
-  if (sums && size_average && sums[1] > 0) scale *= 1.0 / sums[1];
+  scale = normalized(scale, sums, size_average);
   const int64_t total = n * classes * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t pos = i % inner;
@@ -79,7 +100,7 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
     const int64_t sample = i / (inner * classes);
     const int64_t t = target[sample * inner + pos];
     double g = 0;
-    if (t == c && t != ignore) g = -(weights ? widen(weights[t]) : 1.0) * scale;
+    if (t == c && t != ignore) g = target_gradient(weights, t, scale);
     if constexpr (sizeof(T) == 8)
       dlogp[i] = g;
     else
@@ -87,33 +108,177 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
   }
 }
 
-// Cross entropy's gradient for [N x C] log-probabilities, one block per sample (row i):
-// dx[i, c] = dlogp[i, c] - exp(logp[i, c]) * sum_c dlogp[i, c], the log-softmax backward of
-// the NLL gradient dlogp (row i: -w[t] * scale / norm at its target t, 0 elsewhere, as
-// nll_backward_kernel writes it, rounded to L), in L's precision, written in dx's type D.
-template <class L, class D>
-__global__ void cross_entropy_backward_kernel(const L* logp, const int64_t* target, const L* weights, int64_t classes,
-                                              int64_t ignore, const double* sums, bool size_average, D* dx) {
-  double scale = 1.0;
-  if (sums && size_average && sums[1] > 0) scale = 1.0 / sums[1];
-  const int64_t row = blockIdx.x;
-  const int64_t t = target[row];
-  double g = 0;
-  if (t != ignore && t >= 0 && t < classes) g = -(weights ? widen(weights[t]) : 1.0) * scale;
-  const L* in = logp + row * classes;
-  D* out = dx + row * classes;
-  if constexpr (sizeof(L) == 8) {
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      const double v = (c == t ? g : 0.0) - exp(in[c]) * g;
-      out[c] = static_cast<D>(v);
-    }
-  } else {
-    const float gf = static_cast<float>(g);
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      const float v = (c == t ? gf : 0.f) - expf(static_cast<float>(in[c])) * gf;
-      out[c] = D(v);
+// The type cross entropy computes in and writes its log-probabilities in, for scores of type
+// T: float, or double for float64 (NLLPlan::cross_entropy_dtype).
+template <class T>
+using acc_of = std::conditional_t<sizeof(T) == 8, double, float>;
+
+// Cross entropy over [N x C] scores x (S), one block per row: logp = (x - max) -
+// log(sum exp(x - max)) in L's precision (A), and, when dx is given, the gradient
+// dx = g * onehot(t) - exp(logp) * g written in D, g = -w[t] / norm for a counted target t (0
+// otherwise), norm the total weight in sums[1] under size_average when positive: the
+// log-softmax backward of the NLL gradient, in the precision cuDNN's softmax backward had when
+// it computed it from logp. A row's middle is read and written in 16-byte packs (the caller
+// checks every base's alignment), its unaligned ends element by element. Two kernels: the row
+// held in registers, K packs a thread (rows up to kRowThreads * 8 packs), and the row read
+// twice, the second time from L2, with an online log-sum-exp, for longer rows. Columns are
+// row-relative ints (the caller checks C < 2^31): fewer registers, two blocks an SM.
+
+// Row blockIdx.x of C classes: `head` unaligned columns, then `packs` packs of V from column
+// `head`, then the columns from `tail` to C.
+template <int V>
+struct RowSpan {
+  int64_t begin;
+  int head, packs, tail;
+  __device__ explicit RowSpan(int64_t classes) : begin(int64_t(blockIdx.x) * classes) {
+    head = static_cast<int>(min(classes, (V - begin % V) % V));
+    packs = static_cast<int>((classes - head) / V);
+    tail = head + packs * V;
+  }
+};
+
+// What a row's second pass writes, given its max m and log(sum exp(x - m)); columns are the
+// row's.
+template <class A, class L, class D>
+struct RowOutput {
+  A m, log_sum;
+  L* logp;     // the row's
+  D* dx;       // the row's; null: the log-probabilities alone
+  A g = 0;     // the gradient's weight at the target
+  int t = -1;  // the target's column, -1 when it counts for nothing
+
+  __device__ RowOutput(A m_, A log_sum_, L* logp_, D* dx_, int64_t classes, const int64_t* target, const L* weights,
+                       int64_t ignore, const double* sums, bool size_average)
+      : m(m_), log_sum(log_sum_), logp(logp_), dx(dx_) {
+    if (!dx) return;
+    const int64_t c = target[blockIdx.x];
+    if (c != ignore && c >= 0 && c < classes) {
+      g = static_cast<A>(target_gradient(weights, c, normalized(1.0, sums, size_average)));
+      t = static_cast<int>(c);
     }
   }
+  // Column c's log-probability, rounded to L, and its gradient from that rounded value.
+  __device__ void value(int c, A xc, L& y, D& d) const {
+    y = static_cast<L>((xc - m) - log_sum);
+    if (dx) d = D((c == t ? g : A(0)) - exp_of(static_cast<A>(y)) * g);
+  }
+  __device__ void element(int c, A xc) const {
+    D d;
+    value(c, xc, logp[c], d);
+    if (dx) dx[c] = d;
+  }
+  // The pack of V columns from c0 (16-byte aligned in x), its values from at(j).
+  template <int V, class At>
+  __device__ void pack(int c0, At&& at) const {
+    tensor::cuda::Pack<L, V> y;
+    tensor::cuda::Pack<D, V> d;
+#pragma unroll
+    for (int j = 0; j < V; ++j) value(c0 + j, at(j), y.v[j], d.v[j]);
+    *reinterpret_cast<tensor::cuda::Pack<L, V>*>(logp + c0) = y;
+    if (dx) *reinterpret_cast<tensor::cuda::Pack<D, V>*>(dx + c0) = d;
+  }
+};
+
+// Element j of the 16-byte pack w holding S values, in A. Float16 converts with the GPU's cvt,
+// which turns a NaN's payload into the canonical NaN: the row's values are all NaN then anyway.
+template <class S, class A>
+__device__ inline A pack_value(const uint4& w, int j) {
+  const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+  if constexpr (sizeof(S) == 8) {
+    return __hiloint2double(static_cast<int>(words[2 * j + 1]), static_cast<int>(words[2 * j]));
+  } else if constexpr (sizeof(S) == 4) {
+    return __uint_as_float(words[j]);
+  } else {
+    const uint32_t word = words[j / 2];
+    const uint16_t bits = static_cast<uint16_t>(j % 2 ? word >> 16 : word & 0xffffu);
+    if constexpr (std::is_same_v<S, tensor::Half>)
+      return __half2float(__ushort_as_half(bits));
+    else
+      return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+  }
+}
+
+constexpr int kRowThreads = 512;  // the register kernel's most threads a block
+
+template <class S, class L, class D, int K>
+__global__ void __launch_bounds__(kRowThreads, 2)
+    cross_entropy_rows_in_registers_kernel(const S* x, int64_t classes, L* logp, const int64_t* target,
+                                           const L* weights, int64_t ignore, const double* sums, bool size_average,
+                                           D* dx) {
+  using A = acc_of<L>;
+  constexpr int V = 16 / sizeof(S);
+  __shared__ A shared[32];
+  const RowSpan<V> r(classes);
+  const S* row = x + r.begin;
+  const uint4* packs = reinterpret_cast<const uint4*>(row + r.head);
+  const int c = threadIdx.x, ct = r.tail + threadIdx.x;
+  const bool has_head = c < r.head, has_tail = ct < classes;
+  const A hx = has_head ? to_acc<A>(row[c]) : A(0), tx = has_tail ? to_acc<A>(row[ct]) : A(0);
+  uint4 q[K];  // the raw words, converted where used: half the registers of converted values
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int p = threadIdx.x + k * blockDim.x;
+    if (p < r.packs) q[k] = packs[p];
+  }
+  // f(v) over the thread's values
+  auto each = [&](auto&& f) {
+    if (has_head) f(hx);
+    if (has_tail) f(tx);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (threadIdx.x + k * blockDim.x >= r.packs) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) f(pack_value<S, A>(q[k], j));
+    }
+  };
+  // the two-pass formula over registers: a NaN max, or x - max NaN at an infinity, makes the
+  // sum NaN and so the row (Note [Online log-sum-exp])
+  A m = -INFINITY;
+  each([&](A v) { m = nan_max(m, v); });
+  m = warp_block_reduce(
+      m, [](A a, A b) { return nan_max(a, b); }, A(-INFINITY), shared);
+  A sum = 0;
+  each([&](A v) { sum += exp_of(v - m); });
+  sum = warp_block_reduce(
+      sum, [](A a, A b) { return a + b; }, A(0), shared);
+  const RowOutput<A, L, D> out(m, log_of(sum), logp + r.begin, dx ? dx + r.begin : nullptr, classes, target, weights,
+                               ignore, sums, size_average);
+  if (has_head) out.element(c, hx);
+  if (has_tail) out.element(ct, tx);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int p = threadIdx.x + k * blockDim.x;
+    if (p < r.packs) out.template pack<V>(r.head + p * V, [&](int j) { return pack_value<S, A>(q[k], j); });
+  }
+}
+
+// V: the elements of a pack, 16 / sizeof(S), or 1 where a base is not 16-byte aligned.
+template <class S, class L, class D, int V>
+__global__ void cross_entropy_rows_kernel(const S* x, int64_t classes, L* logp, const int64_t* target, const L* weights,
+                                          int64_t ignore, const double* sums, bool size_average, D* dx) {
+  using A = acc_of<L>;
+  using Pk = tensor::cuda::Pack<S, V>;
+  __shared__ A shared[64];
+  const RowSpan<V> r(classes);
+  const S* row = x + r.begin;
+  const Pk* packs = reinterpret_cast<const Pk*>(row + r.head);
+  OnlineLse<A> st;
+  for (int c = threadIdx.x; c < r.head; c += blockDim.x) st.add(to_acc<A>(row[c]));
+  for (int p = threadIdx.x; p < r.packs; p += blockDim.x) {
+    const Pk q = packs[p];
+#pragma unroll
+    for (int j = 0; j < V; ++j) st.add(to_acc<A>(q.v[j]));
+  }
+  for (int c = r.tail + threadIdx.x; c < classes; c += blockDim.x) st.add(to_acc<A>(row[c]));
+  const OnlineLse<A> merged = block_merge(st, shared);
+  const RowOutput<A, L, D> out(merged.m, merged.log_sum(), logp + r.begin, dx ? dx + r.begin : nullptr, classes, target,
+                               weights, ignore, sums, size_average);
+  for (int c = threadIdx.x; c < r.head; c += blockDim.x) out.element(c, to_acc<A>(row[c]));
+  for (int p = threadIdx.x; p < r.packs; p += blockDim.x) {
+    const Pk q = packs[p];
+    out.template pack<V>(r.head + p * V, [&](int j) { return to_acc<A>(q.v[j]); });
+  }
+  for (int c = r.tail + threadIdx.x; c < classes; c += blockDim.x) out.element(c, to_acc<A>(row[c]));
 }
 
 template <class S>
@@ -212,34 +377,120 @@ void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor&
                   dlogp);
 }
 
-bool cross_entropy_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
-                            bool size_average, const tensor::Tensor& logp, const tensor::Tensor& dx) {
-  const Layout l = layout_of(logp);
-  if (l.inner != 1 || !logp.is_contiguous() || !dx.is_contiguous() || dx.numel() != logp.numel() || l.n > 2147483647) {
+namespace {
+
+bool aligned(const tensor::Tensor& t, size_t bytes) { return reinterpret_cast<uintptr_t>(t.raw_data()) % bytes == 0; }
+
+// The row kernels over scores [N x C] into logp, and into dx when `gradient` is given (target,
+// weights, ignore_index, size_average): in registers where the row fits, read twice otherwise
+// or where a base is not 16-byte aligned (packs of one element then). False, having done
+// nothing, for other layouts and dtypes: logp in cross_entropy_dtype's dtype (float32 for
+// 16-bit scores), dx in the scores' own.
+struct Gradient {
+  const tensor::Tensor& target;
+  const tensor::Tensor& weights;
+  int64_t ignore_index;
+  bool size_average;
+  const tensor::Tensor& dx;
+};
+
+bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp, const Gradient* gradient) {
+  const Layout l = layout_of(scores);
+  if (l.inner != 1 || !scores.is_contiguous() || !logp.is_contiguous() || logp.numel() != scores.numel() ||
+      l.n > 2147483647 || l.classes > 2147483647) {
     return false;
   }
-  if (dx.numel() == 0) return true;
-  tensor::cuda::DeviceGuard guard(logp.device().index);
-  const tensor::Tensor sums =
-      tensor::empty({3}, tensor::DType::Float64, logp.device());  // as in nll_backward_normalized
-  if (size_average) launch_sums(nullptr, logp, target, weights, ignore_index, sums);
-  const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((l.classes + 31) / 32 * 32, 32, 256));
-  dispatch_floating("cudnn criteria (cross-entropy backward)", logp, [&](auto ltag) {
-    using L = decltype(ltag);
-    dispatch_floating("cudnn criteria (cross-entropy backward)", dx, [&](auto dtag) {
-      using D = decltype(dtag);
-      if constexpr (sizeof(L) >= sizeof(D)) {  // dx in logp's dtype or a narrower one
-        cross_entropy_backward_kernel<L, D><<<static_cast<unsigned>(l.n), threads, 0, stream_of(logp)>>>(
-            static_cast<const L*>(logp.raw_data()), target.data<int64_t>(),
-            weights.defined() ? static_cast<const L*>(weights.raw_data()) : nullptr, l.classes, ignore_index,
-            size_average ? sums.data<double>() : nullptr, size_average, static_cast<D*>(dx.raw_data()));
-        CUDA_CHECK_LAUNCH("cross_entropy_backward");
-      } else {
-        throw tensor::Error("cudnn criteria (cross-entropy backward): dx wider than the log-probabilities");
-      }
-    });
+  if (gradient && (!gradient->dx.is_contiguous() || gradient->dx.numel() != scores.numel() ||
+                   gradient->dx.dtype() != scores.dtype())) {
+    return false;
+  }
+  const tensor::DType wide = scores.dtype() == tensor::DType::Float64 ? tensor::DType::Float64 : tensor::DType::Float32;
+  if (logp.dtype() != wide || scores.dtype() == tensor::DType::Int64 || scores.dtype() == tensor::DType::UInt8) {
+    return false;
+  }
+  if (scores.numel() == 0) return true;
+  tensor::cuda::DeviceGuard guard(scores.device().index);
+  const int64_t n = l.n, classes = l.classes;
+  // freed at the end of this call but still in use by the queued kernels: safe, as in
+  // nll_backward_normalized
+  tensor::Tensor sums;
+  if (gradient && gradient->size_average) {
+    sums = tensor::empty({3}, tensor::DType::Float64, scores.device());
+    launch_sums(nullptr, logp, gradient->target, gradient->weights, gradient->ignore_index, sums);
+  }
+  dispatch_floating("cudnn criteria (cross entropy)", scores, [&](auto tag) {
+    using S = decltype(tag);
+    using L = acc_of<S>;
+    constexpr int kV = tensor::cuda::kPack16<S>;
+    const bool packs = aligned(scores, 16) && aligned(logp, sizeof(tensor::cuda::Pack<L, kV>)) &&
+                       (!gradient || aligned(gradient->dx, sizeof(tensor::cuda::Pack<S, kV>)));
+    const int64_t most_packs = classes / kV + 1;  // a row's, whatever its alignment
+    auto args = [&] {
+      return std::make_tuple(
+          static_cast<const S*>(scores.raw_data()), classes, static_cast<L*>(logp.raw_data()),
+          gradient ? gradient->target.data<int64_t>() : nullptr,
+          gradient && gradient->weights.defined() ? static_cast<const L*>(gradient->weights.raw_data()) : nullptr,
+          gradient ? gradient->ignore_index : int64_t(0), sums.defined() ? sums.data<double>() : nullptr,
+          gradient && gradient->size_average, gradient ? static_cast<S*>(gradient->dx.raw_data()) : nullptr);
+    };
+    const cudaStream_t stream = stream_of(scores);
+    constexpr int kMostK = sizeof(S) == 8 ? 4 : 8;  // float64 spills beyond 4 packs (64 registers)
+    if (packs && most_packs <= kRowThreads * kMostK) {
+      // the row in registers: K packs a thread, K the smallest power of two that fits
+      int k = 1;
+      while (int64_t(k) * kRowThreads < most_packs) k *= 2;
+      const unsigned threads =
+          static_cast<unsigned>(std::clamp<int64_t>(((most_packs + k - 1) / k + 31) / 32 * 32, 32, kRowThreads));
+      auto launch = [&](auto kk) {
+        constexpr int K = decltype(kk)::value;
+        std::apply(
+            [&](auto... a) {
+              cross_entropy_rows_in_registers_kernel<S, L, S, K>
+                  <<<static_cast<unsigned>(n), threads, 0, stream>>>(a...);
+            },
+            args());
+      };
+      if (k == 1)
+        launch(std::integral_constant<int, 1>{});
+      else if (k == 2)
+        launch(std::integral_constant<int, 2>{});
+      else if (k == 4)
+        launch(std::integral_constant<int, 4>{});
+      else if constexpr (kMostK == 8)
+        launch(std::integral_constant<int, 8>{});
+    } else {
+      const int64_t per_thread = packs ? kV : 1;
+      const unsigned threads =
+          static_cast<unsigned>(std::clamp<int64_t>((classes / per_thread + 31) / 32 * 32, 32, 1024));
+      auto launch = [&](auto v) {
+        constexpr int V = decltype(v)::value;
+        std::apply(
+            [&](auto... a) {
+              cross_entropy_rows_kernel<S, L, S, V><<<static_cast<unsigned>(n), threads, 0, stream>>>(a...);
+            },
+            args());
+      };
+      if (packs)
+        launch(std::integral_constant<int, kV>{});
+      else
+        launch(std::integral_constant<int, 1>{});
+    }
+    CUDA_CHECK_LAUNCH("cross_entropy_rows");
   });
   return true;
+}
+
+}  // namespace
+
+bool log_softmax_rows(const tensor::Tensor& scores, const tensor::Tensor& logp) {
+  return cross_entropy_rows(scores, logp, nullptr);
+}
+
+bool cross_entropy_backward(const tensor::Tensor& scores, const tensor::Tensor& target, const tensor::Tensor& weights,
+                            int64_t ignore_index, bool size_average, const tensor::Tensor& logp,
+                            const tensor::Tensor& dx) {
+  const Gradient gradient{target, weights, ignore_index, size_average, dx};
+  return cross_entropy_rows(scores, logp, &gradient);
 }
 
 void class_indices(const tensor::Tensor& target, const tensor::Tensor& indices) {

@@ -34,13 +34,19 @@ void nll_backward(const tensor::Tensor& target, const tensor::Tensor& weights, i
 void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
                              bool size_average, const tensor::Tensor& dlogp);
 
-// Cross entropy's gradient in one pass for [N x C] log-probabilities logp (contiguous):
-// dx = the log-softmax backward of nll_backward_normalized's dlogp, dlogp - exp(logp) * (the
-// row's sum of dlogp), computed in logp's precision as cuDNN's softmax backward computed it
-// from that dlogp, written in dx's dtype (logp's or a narrower one). False, having done
-// nothing, for other layouts (inner > 1): the caller takes the two passes.
-bool cross_entropy_backward(const tensor::Tensor& target, const tensor::Tensor& weights, int64_t ignore_index,
-                            bool size_average, const tensor::Tensor& logp, const tensor::Tensor& dx);
+// Cross entropy over [N x C] scores (contiguous, inner = 1), one block a row, the scores read
+// once from memory (Note [Online log-sum-exp] in cudnn/kernels/DeviceMath.cuh), nothing
+// converted first. logp (contiguous, as many elements) gets their log-softmax over C in
+// NLLPlan::cross_entropy_dtype's dtype: float32 for float16, bfloat16 and float32 scores,
+// float64 for float64. False, having done nothing, for other layouts or dtypes.
+bool log_softmax_rows(const tensor::Tensor& scores, const tensor::Tensor& logp);
+// The same, and in the same pass cross entropy's gradient into dx (contiguous, the scores'
+// dtype): dlogp - exp(logp) * (the row's sum of dlogp), the log-softmax backward of
+// nll_backward_normalized's dlogp, computed in logp's precision from logp rounded to its
+// dtype (as cuDNN's softmax backward computed it from logp). weights in logp's dtype.
+bool cross_entropy_backward(const tensor::Tensor& scores, const tensor::Tensor& target, const tensor::Tensor& weights,
+                            int64_t ignore_index, bool size_average, const tensor::Tensor& logp,
+                            const tensor::Tensor& dx);
 
 // The value an index that is not an integer becomes in class_indices: out of every class range.
 inline constexpr int64_t kNotAnIndex = INT64_MIN;

@@ -59,21 +59,27 @@ DType NLLPlan::cross_entropy_dtype(DType scores) {
   return scores == DType::Float16 || scores == DType::BFloat16 ? DType::Float32 : scores;
 }
 
+void NLLPlan::log_softmax(const Tensor& scores, const Tensor& logp) {
+  if (kernels::log_softmax_rows(scores, logp)) return;  // [N x C]: one read, no converted copy
+  softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel,
+                   scores.dtype() == logp.dtype() ? scores : scores.to(logp.dtype()), logp);
+}
+
 double NLLPlan::cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target,
                              const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& logp) {
-  softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
+  log_softmax(scores, logp);
   return nll(where, logp, target, as(weights, logp.dtype()), sizeAverage, ignoreIndex);
 }
 
 void NLLPlan::cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                                int64_t ignoreIndex, const Tensor& logp, const Tensor& dx) {
-  softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores, logp);
-  // [N x C] scores: the NLL gradient and the log-softmax backward in one pass, written in dx's
-  // dtype (four passes over [N x C] fewer; docs/performance.md, the cross-entropy row)
-  if (kernels::cross_entropy_backward(indices(target), contiguous(as(weights, logp.dtype())), ignoreIndex, sizeAverage,
-                                      logp, dx)) {
+  // [N x C] scores: the log-softmax, the NLL gradient and the log-softmax backward in one
+  // kernel, written in dx's dtype (docs/performance.md, the cross-entropy row)
+  if (kernels::cross_entropy_backward(scores, indices(target), contiguous(as(weights, logp.dtype())), ignoreIndex,
+                                      sizeAverage, logp, dx)) {
     return;
   }
+  log_softmax(scores, logp);
   nn::ensure(dlogp_, logp.sizes(), logp);
   nll_grad(target, as(weights, logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
   // log-softmax backward: dx = dlogp - softmax * sum_c dlogp

@@ -4,8 +4,9 @@
 // ignored index, and sizeAverage dividing by the counted targets' total weight (by 1 when
 // that is 0: all targets ignored give loss 0 and zero gradients). Scores and
 // log-probabilities are contiguous [N x C x inner] CUDA tensors (inner = 1 for [N x C]);
-// log-softmax over C is cuDNN's (SoftmaxAlgo::Log, channel mode on [N x C x inner x 1]) and
-// the NLL is cudnn/kernels/ClassNLL.h. A loss costs one host read (it comes back as a
+// log-softmax over C is our one-read kernel for [N x C] (cudnn/kernels/ClassNLL.h, the gradient
+// in the same pass) and cuDNN's otherwise (SoftmaxAlgo::Log, channel mode on
+// [N x C x inner x 1]); the NLL is cudnn/kernels/ClassNLL.h. A loss costs one host read (it comes back as a
 // double), a gradient none. A bad target gets nn's own error message, position included.
 #pragma once
 
@@ -33,8 +34,8 @@ class NLLPlan {
   // The dtype cross entropy computes in: float32 for float16/bfloat16 scores (the loss and
   // the log-probabilities would otherwise round to 16 bits), the scores' own otherwise.
   static DType cross_entropy_dtype(DType scores);
-  // The loss of scores (CrossEntropy), given in cross_entropy_dtype: logp (scores' shape and
-  // dtype) gets their log-softmax over C. Weights of another dtype are converted.
+  // The loss of scores (CrossEntropy), in any cuDNN dtype: logp (scores' shape, in
+  // cross_entropy_dtype) gets their log-softmax over C. Weights of another dtype are converted.
   double cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
                       bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
   // Its gradient into dx (scores' shape, in the criterion input's dtype); logp is recomputed
@@ -45,6 +46,8 @@ class NLLPlan {
  private:
   // The target as contiguous Int64 class indices on its device (itself when it already is).
   Tensor indices(const Tensor& target);
+  // logp = log-softmax over C of scores (logp's dtype may be wider).
+  void log_softmax(const Tensor& scores, const Tensor& logp);
 
   Tensor indices_, dlogp_, dx_;
   SoftmaxPlan softmax_;

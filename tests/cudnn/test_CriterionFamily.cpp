@@ -194,6 +194,67 @@ TEST_CASE("cudnn.CrossEntropyCriterion is stable for large scores and keeps logP
   CHECK(h.backward(xh, from_vector<int64_t>({2, 0}).to(gpu)).dtype() == DType::Float16);
 }
 
+TEST_CASE(
+    "cudnn.CrossEntropyCriterion over many classes: rows in registers and rows read twice (Note [Online "
+    "log-sum-exp]), NaN and +-Inf at a row's unaligned ends and inside it; loss, gradient and logProbs as nn's") {
+  // 2001 and 4099 classes: each row held in a block's registers (float64's 4099 read twice);
+  // 40007: too long for them, read twice. Every row but the first starts off a 16-byte boundary,
+  // so the kernels read each row's ends element by element and its middle in packs, over
+  // several warps.
+  for (const int64_t classes : {int64_t(2001), int64_t(4099), int64_t(40007)}) {
+    const int64_t rows = 7;
+    Generator gen(3903);
+    const Tensor base = uniform({rows, classes}, -3, 3, gen, DType::Float64);
+    Tensor t = class_targets(gen, {rows}, classes);
+    t.set({3}, 1500);  // row 3's target is one of its -Inf scores: an infinite loss, finite gradients
+    Tensor odd = base.clone();
+    odd.set({1, 1}, NAN);                  // row 1: NaN near its start
+    odd.set({2, 2000}, INFINITY);          // row 2: +Inf in its middle
+    odd.set({3, 1500}, -INFINITY);         // row 3: -Inf scores leave the row finite
+    odd.set({3, classes - 1}, -INFINITY);  //        (its last element too)
+    odd.select(0, 4).fill_(-INFINITY);     // row 4: all -Inf
+    odd.set({5, 0}, -INFINITY);            // row 5: -Inf first, before any finite score
+    odd.set({6, classes - 1}, INFINITY);   // row 6: +Inf last
+    for (bool finite : {true, false}) {
+      const Tensor& x = finite ? base : odd;
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+        for (bool avg : {true, false}) {
+          INFO(classes, " classes ", name(dt), avg ? " sizeAverage" : " sum", finite ? " finite" : " NaN and +-Inf");
+          const Tensor xd = x.to(dt);
+          nn::CrossEntropyCriterion ref({}, avg);
+          ref.to(DType::Float64);
+          cudnn::CrossEntropyCriterion twin({}, avg);
+          twin.to(gpu);
+          const double want = ref.forward(xd.to(DType::Float64), t);
+          const double got = twin.forward(xd.to(gpu), t.to(gpu));
+          const double tol = dt == DType::Float64 ? 1e-12 : 1e-5;  // the log-probabilities are float32 or float64
+          if (std::isnan(want)) {
+            CHECK(std::isnan(got));
+          } else {
+            CHECK(got == doctest::Approx(want).epsilon(tol));
+          }
+          expect_same_nonfinite("logProbs", twin.logProbs, ref.logProbs, tol);
+          const Tensor gwant = ref.backward(xd.to(DType::Float64), t).clone();
+          const Tensor g = twin.backward(xd.to(gpu), t.to(gpu));
+          CHECK(g.dtype() == dt);
+          expect_same_nonfinite("gradInput", g, gwant, TwinTolerance::for_dtype(dt).backward);
+          expect_same_nonfinite("logProbs after backward", twin.logProbs, ref.logProbs, tol);
+          if (classes != 2001) continue;
+          // rows 1.. of the same storage: a base off every 16-byte boundary, so packs of one
+          const Tensor rest = xd.to(gpu).narrow(0, 1, rows - 1), trest = t.narrow(0, 1, rows - 1);
+          const double want_rest = ref.forward(xd.to(DType::Float64).narrow(0, 1, rows - 1), trest);
+          const double got_rest = twin.forward(rest, trest.to(gpu));
+          CHECK((std::isnan(want_rest) ? std::isnan(got_rest) : got_rest == doctest::Approx(want_rest).epsilon(tol)));
+          expect_same_nonfinite("gradInput of rows 1..", twin.backward(rest, trest.to(gpu)),
+                                ref.backward(xd.to(DType::Float64).narrow(0, 1, rows - 1), trest),
+                                TwinTolerance::for_dtype(dt).backward);
+          expect_same_nonfinite("logProbs of rows 1..", twin.logProbs, ref.logProbs, tol);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("cudnn.CrossEntropyCriterion printing and errors") {
   cudnn::CrossEntropyCriterion ce;
   CHECK(ce.str() == "cudnn.CrossEntropyCriterion");
