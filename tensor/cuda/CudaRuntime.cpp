@@ -25,6 +25,7 @@
 #include "tensor/Generator.h"
 #include "tensor/Kernels.h"
 #include "tensor/cuda/CudaCheck.h"
+#include "tensor/cuda/GraphMemsets.h"
 
 namespace tensor::cuda {
 
@@ -604,6 +605,14 @@ Graph Graph::capture(const std::function<void()>& work, int index) {
         (failure.empty() ? std::string("the capture was invalidated (") + cudaGetErrorString(ended) + ")" : failure) +
         "; the captured work may not wait for the device (a value read to the host such as a criterion's "
         "loss, synchronize(), a copy to host memory): warm up first, then capture the steady-state work");
+  }
+  try {
+    memset_nodes_to_kernels(graph);  // Note [Memset nodes in CUDA graphs] in GraphMemsets.cu
+  } catch (const std::exception& e) {
+    cudaGetLastError();  // the failed call's status, so that the next launch does not report it
+    ignore_status(cudaGraphDestroy(graph));
+    finish(true);
+    throw Error(where + e.what());
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);

@@ -18,6 +18,7 @@
 #include "tensor/Cuda.h"
 #include "tensor/Kernels.h"
 #include "tensor/Tensor.h"
+#include "tensor/cuda/GraphMemsets.h"
 
 using namespace tensor;
 
@@ -735,6 +736,122 @@ TEST_CASE("cuda graph: replay runs the recorded work on the values the tensors h
   CHECK_FALSE(g.defined());
   CHECK_THROWS_WITH_AS(g.replay(), doctest::Contains("the graph is empty"), Error);
   moved.replay();
+  cuda::synchronize(0);
+}
+
+TEST_CASE(
+    "cuda graph: memset nodes become kernel nodes with the same bytes, values and edges (Note [Memset nodes "
+    "in CUDA graphs])") {
+  // A graph built by hand: A = 0x11 (bytes) -> A = 0x22 (bytes) -> rows of 16-bit 0xbeef in B
+  // -> 32-bit 0xdeadbeef in C -> 1 MiB of 0x5a in D, a chain whose order decides A; B's rows
+  // have a pitch wider than their width, so the bytes between them must stay as they were. D is
+  // beyond the 64 KiB rewritten: it stays a memset node.
+  uint8_t* a = nullptr;
+  uint16_t* b = nullptr;
+  uint32_t* c = nullptr;
+  uint8_t* d = nullptr;
+  REQUIRE(cudaMalloc(&d, 1 << 20) == cudaSuccess);
+  REQUIRE(cudaMalloc(&a, 1000) == cudaSuccess);
+  REQUIRE(cudaMalloc(&b, 7 * 512) == cudaSuccess);
+  REQUIRE(cudaMalloc(&c, 300 * 4) == cudaSuccess);
+  REQUIRE(cudaMemset(b, 0x77, 7 * 512) == cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaGraphCreate(&graph, 0) == cudaSuccess);
+  const cudaMemsetParams params[] = {{a, 0, 0x11, 1, 1000, 1},
+                                     {a, 0, 0x22, 1, 1000, 1},
+                                     {b, 512, 0xbeef, 2, 100, 7},
+                                     {c, 0, 0xdeadbeefu, 4, 300, 1},
+                                     {d, 0, 0x5a, 1, 1 << 20, 1}};
+  cudaGraphNode_t previous = nullptr;
+  for (const cudaMemsetParams& p : params) {
+    cudaGraphNode_t node = nullptr;
+    REQUIRE(cudaGraphAddMemsetNode(&node, graph, previous ? &previous : nullptr, previous ? 1 : 0, &p) == cudaSuccess);
+    previous = node;
+  }
+  CHECK(cuda::memset_nodes_to_kernels(graph) == 4);
+  size_t n = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(n);
+  REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &n) == cudaSuccess);
+  CHECK(n == 5);
+  size_t roots = 0, edges = 0, kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    REQUIRE(cudaGraphNodeGetType(node, &type) == cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel;
+    size_t deps = 0;
+    REQUIRE(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &deps) == cudaSuccess);
+    roots += deps == 0;
+    edges += deps;
+  }
+  CHECK(kernels == 4);
+  CHECK(roots == 1);  // still one chain
+  CHECK(edges == 4);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, nullptr) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  std::vector<uint8_t> ha(1000);
+  std::vector<uint16_t> hb(7 * 256);
+  std::vector<uint32_t> hc(300);
+  REQUIRE(cudaMemcpy(ha.data(), a, 1000, cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(hb.data(), b, 7 * 512, cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(hc.data(), c, 300 * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(std::all_of(ha.begin(), ha.end(), [](uint8_t v) { return v == 0x22; }));
+  for (int row = 0; row < 7; ++row) {
+    for (int i = 0; i < 256; ++i) CHECK(hb[row * 256 + i] == (i < 100 ? 0xbeef : 0x7777));
+  }
+  CHECK(std::all_of(hc.begin(), hc.end(), [](uint32_t v) { return v == 0xdeadbeefu; }));
+  std::vector<uint8_t> hd(1 << 20);
+  REQUIRE(cudaMemcpy(hd.data(), d, 1 << 20, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(std::all_of(hd.begin(), hd.end(), [](uint8_t v) { return v == 0x5a; }));
+  CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+  CHECK(cudaFree(a) == cudaSuccess);
+  CHECK(cudaFree(b) == cudaSuccess);
+  CHECK(cudaFree(c) == cudaSuccess);
+  CHECK(cudaFree(d) == cudaSuccess);
+}
+
+TEST_CASE("cuda graph: a graph with allocation nodes keeps its memset nodes (CUDA cannot remove edges there)") {
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaGraphCreate(&graph, 0) == cudaSuccess);
+  cudaMemAllocNodeParams alloc{};
+  alloc.poolProps.allocType = cudaMemAllocationTypePinned;
+  alloc.poolProps.location.type = cudaMemLocationTypeDevice;
+  alloc.poolProps.location.id = 0;
+  alloc.bytesize = 4096;
+  cudaGraphNode_t allocated = nullptr, set = nullptr, freed = nullptr;
+  REQUIRE(cudaGraphAddMemAllocNode(&allocated, graph, nullptr, 0, &alloc) == cudaSuccess);
+  const cudaMemsetParams zero{alloc.dptr, 0, 0, 1, 4096, 1};
+  REQUIRE(cudaGraphAddMemsetNode(&set, graph, &allocated, 1, &zero) == cudaSuccess);
+  REQUIRE(cudaGraphAddMemFreeNode(&freed, graph, &set, 1, alloc.dptr) == cudaSuccess);
+  CHECK(cuda::memset_nodes_to_kernels(graph) == 0);
+  cudaGraphNodeType type;
+  REQUIRE(cudaGraphNodeGetType(set, &type) == cudaSuccess);
+  CHECK(type == cudaGraphNodeTypeMemset);
+  size_t n = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &n) == cudaSuccess);
+  CHECK(n == 3);
+  CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("cuda graph: a memset captured between kernels runs in its place on every replay") {
+  Tensor y = full({4096}, 5.0, DType::Float32, kGpu);
+  auto work = [&] {
+    y.mul_(3);  // overwritten by the memset: it must not run after it
+    REQUIRE(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), static_cast<cudaStream_t>(cuda::stream(0))) == cudaSuccess);
+    y.add_(1);
+  };
+  work();
+  CHECK(identical(y.cpu(), full({4096}, 1.0, DType::Float32)));
+  cuda::Graph g = cuda::Graph::capture(work);
+  for (double start : {5.0, -2.0}) {
+    y.fill_(start);
+    g.replay();
+    CHECK(identical(y.cpu(), full({4096}, 1.0, DType::Float32)));
+  }
   cuda::synchronize(0);
 }
 
