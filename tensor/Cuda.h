@@ -111,6 +111,8 @@ void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_devi
 // Memory allocated while capturing comes from a pool private to the graph, and a block freed
 // while capturing joins that pool too: the graph's addresses are never handed to other
 // tensors while it lives. Destroying the graph gives its pool back to the caching allocator.
+// Before instantiating, small memset nodes (cuDNN's counters) become kernel nodes, which
+// replay faster (Note [Memset nodes in CUDA graphs] in tensor/cuda/GraphMemsets.cu).
 // One capture at a time per device, from one thread; no other thread may use the device
 // meanwhile.
 class Graph {
