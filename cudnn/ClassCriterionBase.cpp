@@ -6,19 +6,6 @@
 
 namespace cudnn::detail {
 
-namespace {
-// The log-probabilities buffer, in NLLPlan::cross_entropy_dtype on x's device (the scores go
-// to the plan unconverted).
-void ensure_log_probs(Tensor& buf, const tensor::Shape& shape, const Tensor& x) {
-  const tensor::DType dtype = NLLPlan::cross_entropy_dtype(x.dtype());
-  if (buf.defined() && buf.dtype() == dtype && buf.device() == x.device() && buf.sizes() == shape &&
-      buf.is_contiguous()) {
-    return;  // the steady state: nothing to make
-  }
-  nn::ensure(buf, shape, tensor::empty({0}, dtype, x.device()));
-}
-}  // namespace
-
 ClassCriterionCompute::ClassCriterionCompute() : plan_(std::make_unique<NLLPlan>()) {}
 ClassCriterionCompute::~ClassCriterionCompute() = default;
 
@@ -26,7 +13,8 @@ double ClassCriterionCompute::loss(const std::string& where, const Tensor& input
                                    const ClassCriterionFields& f) {
   const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
   if (!f.logProbs) return plan_->nll(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex);
-  ensure_log_probs(*f.logProbs, input.sizes(), x);
+  // the log-probabilities in cross_entropy_dtype; the scores go to the plan unconverted
+  nn::ensure(*f.logProbs, input.sizes(), NLLPlan::cross_entropy_dtype(x.dtype()), x.device());
   return plan_->cross_entropy(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()));
 }
 
@@ -35,7 +23,8 @@ void ClassCriterionCompute::gradient(const std::string& where, const Tensor& inp
   const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
   const Tensor dx = nn::ensure(gradInput, input.sizes(), x).view(x.sizes());
   if (!f.logProbs) return plan_->nll_grad(target, f.weights, f.sizeAverage, f.ignoreIndex, dx);
-  ensure_log_probs(*f.logProbs, input.sizes(), x);
+  // the log-probabilities in cross_entropy_dtype; the scores go to the plan unconverted
+  nn::ensure(*f.logProbs, input.sizes(), NLLPlan::cross_entropy_dtype(x.dtype()), x.device());
   plan_->cross_entropy_grad(x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()), dx);
 }
 

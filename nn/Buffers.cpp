@@ -8,8 +8,12 @@ namespace nn {
 using tensor::Tensor;
 
 Tensor& ensure(Tensor& buf, const tensor::Shape& shape, const Tensor& like) {
-  if (!buf.defined() || buf.dtype() != like.dtype() || buf.device() != like.device()) {
-    buf = tensor::empty(shape, like.dtype(), like.device());
+  return ensure(buf, shape, like.dtype(), like.device());
+}
+
+Tensor& ensure(Tensor& buf, const tensor::Shape& shape, tensor::DType dtype, tensor::Device device) {
+  if (!buf.defined() || buf.dtype() != dtype || buf.device() != device) {
+    buf = tensor::empty(shape, dtype, device);
   } else if (buf.sizes() != shape || !buf.is_contiguous()) {
     buf.resize_(shape);
   }

@@ -14,6 +14,8 @@ class Module;
 // Makes `buf` a contiguous tensor of `shape` with `like`'s dtype and device, reusing its
 // storage when it can (no allocation in steady state). Returns buf.
 tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like);
+// The same with `dtype` on `device` (a buffer of another dtype than any tensor at hand).
+tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, tensor::DType dtype, tensor::Device device);
 // The same, dense in `format` (Note [Memory formats] in tensor/Tensor.h): the cudnn twins keep
 // a channels-last input's layout in their outputs and gradients.
 tensor::Tensor& ensure(tensor::Tensor& buf, const tensor::Shape& shape, const tensor::Tensor& like,

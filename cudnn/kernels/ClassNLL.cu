@@ -108,11 +108,6 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
   }
 }
 
-// The type cross entropy computes in and writes its log-probabilities in, for scores of type
-// T: float, or double for float64 (NLLPlan::cross_entropy_dtype).
-template <class T>
-using acc_of = std::conditional_t<sizeof(T) == 8, double, float>;
-
 // Cross entropy over [N x C] scores x (S), one block per row: logp = (x - max) -
 // log(sum exp(x - max)) in L's precision (A), and, when dx is given, the gradient
 // dx = g * onehot(t) - exp(logp) * g written in D, g = -w[t] / norm for a counted target t (0
@@ -205,7 +200,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     cross_entropy_rows_in_registers_kernel(const S* x, int64_t classes, L* logp, const int64_t* target,
                                            const L* weights, int64_t ignore, const double* sums, bool size_average,
                                            D* dx) {
-  using A = acc_of<L>;
+  using A = L;  // float or double: the log-probabilities compute in their own type
   constexpr int V = 16 / sizeof(S);
   __shared__ A shared[32];
   const RowSpan<V> r(classes);
@@ -256,7 +251,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
 template <class S, class L, class D, int V>
 __global__ void cross_entropy_rows_kernel(const S* x, int64_t classes, L* logp, const int64_t* target, const L* weights,
                                           int64_t ignore, const double* sums, bool size_average, D* dx) {
-  using A = acc_of<L>;
+  using A = L;  // float or double: the log-probabilities compute in their own type
   using Pk = tensor::cuda::Pack<S, V>;
   __shared__ A shared[64];
   const RowSpan<V> r(classes);
@@ -420,7 +415,7 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp
   }
   dispatch_floating("cudnn criteria (cross entropy)", scores, [&](auto tag) {
     using S = decltype(tag);
-    using L = acc_of<S>;
+    using L = tensor::acc_t<S>;  // NLLPlan::cross_entropy_dtype: float, double for float64
     constexpr int kV = tensor::cuda::kPack16<S>;
     const bool packs = aligned(scores, 16) && aligned(logp, sizeof(tensor::cuda::Pack<L, kV>)) &&
                        (!gradient || aligned(gradient->dx, sizeof(tensor::cuda::Pack<S, kV>)));
