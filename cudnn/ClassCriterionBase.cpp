@@ -13,8 +13,7 @@ double ClassCriterionCompute::loss(const std::string& where, const Tensor& input
                                    const ClassCriterionFields& f) {
   const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
   if (!f.logProbs) return plan_->nll(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex);
-  // the log-probabilities in cross_entropy_dtype; the scores go to the plan unconverted
-  nn::ensure(*f.logProbs, input.sizes(), NLLPlan::cross_entropy_dtype(x.dtype()), x.device());
+  nn::ensure(*f.logProbs, input.sizes(), x);
   return plan_->cross_entropy(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()));
 }
 
@@ -23,8 +22,7 @@ void ClassCriterionCompute::gradient(const std::string& where, const Tensor& inp
   const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
   const Tensor dx = nn::ensure(gradInput, input.sizes(), x).view(x.sizes());
   if (!f.logProbs) return plan_->nll_grad(target, f.weights, f.sizeAverage, f.ignoreIndex, dx);
-  // the log-probabilities in cross_entropy_dtype; the scores go to the plan unconverted
-  nn::ensure(*f.logProbs, input.sizes(), NLLPlan::cross_entropy_dtype(x.dtype()), x.device());
+  nn::ensure(*f.logProbs, input.sizes(), x);
   plan_->cross_entropy_grad(x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()), dx);
 }
 

@@ -1,9 +1,11 @@
 // ClassCriterionBase.h: what the four cudnn classification criteria share. ClassNLL takes
 // log-probabilities; CrossEntropy and its Spatial/Volumetric forms take scores and apply a
-// log-softmax over the classes first (our one-read kernel for [N x C], cuDNN's otherwise). All keep their nn criterion's weights,
-// sizeAverage and ignoreIndex, check shapes with nn's own checks, and compute with
-// cudnn::NLLPlan (cudnn/ops/nll.h, behind detail::ClassCriterionCompute): the loss costs one host read, the gradient
-// none. Cross entropy of float16/bfloat16 scores computes in float32 (logProbs is then float32).
+// log-softmax over the classes first (our one-read kernel for [N x C], cuDNN's otherwise). All
+// keep their nn criterion's weights, sizeAverage and ignoreIndex, check shapes with nn's own
+// checks, and compute with cudnn::NLLPlan (cudnn/ops/nll.h, behind detail::ClassCriterionCompute):
+// the loss costs one host read, the gradient none. Cross entropy of float16/bfloat16 scores
+// computes in float32; logProbs keeps the scores' dtype (as PyTorch's log_softmax), rounded from
+// the float32 values the loss and the gradient use.
 #pragma once
 
 #include <concepts>

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <tuple>
 #include <type_traits>
 
 #include "cudnn/kernels/DeviceMath.cuh"
@@ -49,10 +48,12 @@ __device__ inline double target_gradient(const T* weights, int64_t t, double sca
 }
 
 // One block. out[0] = loss sum, out[1] = weight sum, out[2] = first bad flat index (or -1).
-// logp may be null (the weight sum alone, for the normalised backward).
+// logp may be null (the weight sum alone, for the normalised backward). picked, where given,
+// holds each target's log-probability before logp's rounding (the row kernels' forward), and
+// the loss reads it instead of logp.
 template <class T>
-__global__ void nll_sums_kernel(const T* logp, const int64_t* target, const T* weights, int64_t n, int64_t classes,
-                                int64_t inner, int64_t ignore, double* out) {
+__global__ void nll_sums_kernel(const T* logp, const tensor::acc_t<T>* picked, const int64_t* target, const T* weights,
+                                int64_t n, int64_t classes, int64_t inner, int64_t ignore, double* out) {
   __shared__ double loss_s[kThreads], weight_s[kThreads];
   __shared__ long long bad_s[kThreads];
   double loss = 0, weight = 0;
@@ -66,7 +67,9 @@ __global__ void nll_sums_kernel(const T* logp, const int64_t* target, const T* w
       continue;
     }
     const double w = weights ? widen(weights[t]) : 1.0;
-    if (logp) {
+    if (picked) {
+      loss -= w * widen(picked[i]);
+    } else if (logp) {
       const int64_t sample = i / inner, pos = i % inner;
       loss -= w * widen(logp[(sample * classes + t) * inner + pos]);
     }
@@ -108,16 +111,18 @@ __global__ void nll_backward_kernel(const int64_t* target, const T* weights, int
   }
 }
 
-// Cross entropy over [N x C] scores x (S), one block per row: logp = (x - max) -
-// log(sum exp(x - max)) in L's precision (A), and, when dx is given, the gradient
-// dx = g * onehot(t) - exp(logp) * g written in D, g = -w[t] / norm for a counted target t (0
-// otherwise), norm the total weight in sums[1] under size_average when positive: the
-// log-softmax backward of the NLL gradient, in the precision cuDNN's softmax backward had when
-// it computed it from logp. A row's middle is read and written in 16-byte packs (the caller
-// checks every base's alignment), its unaligned ends element by element. Two kernels: the row
-// held in registers, K packs a thread (rows up to kRowThreads * 8 packs), and the row read
-// twice, the second time from L2, with an online log-sum-exp, for longer rows. Columns are
-// row-relative ints (the caller checks C < 2^31): fewer registers, two blocks an SM.
+// Cross entropy over [N x C] scores x (S), one block per row, in A (float, double for float64
+// scores): logp = (x - max) - log(sum exp(x - max)), stored in L (the scores' dtype); in the
+// forward, picked[row] = the target's log-probability before that rounding, for the loss; when
+// dx is given, the gradient dx = g * onehot(t) - exp(logp) * g written in D, g = -w[t] / norm for
+// a counted target t (0 otherwise), norm the total weight in sums[1] under size_average when
+// positive: the log-softmax backward of the NLL gradient, from the unrounded log-probability
+// (float32 logp gave cuDNN's softmax backward the same value). A row's middle is read and
+// written in 16-byte packs (the caller checks every base's alignment), its unaligned ends
+// element by element. Two kernels: the row held in registers, K packs a thread (rows up to
+// kRowThreads * 8 packs), and the row read twice, the second time from L2, with an online
+// log-sum-exp, for longer rows. Columns are row-relative ints (the caller checks C < 2^31): fewer
+// registers, two blocks an SM.
 
 // Row blockIdx.x of C classes: `head` unaligned columns, then `packs` packs of V from column
 // `head`, then the columns from `tail` to C.
@@ -132,30 +137,50 @@ struct RowSpan {
   }
 };
 
+// What the row kernels take besides the scores: the log-probabilities' row, the targets, and
+// for the forward `picked`, for the backward the weights (the scores' dtype, as nn checks), the
+// NLL sums and the gradient's row.
+template <class S, class L, class D>
+struct RowArgs {
+  int64_t classes;
+  L* logp;
+  const int64_t* target;  // null: the log-probabilities alone
+  tensor::acc_t<S>* picked;
+  const S* weights;
+  int64_t ignore;
+  const double* sums;
+  bool size_average;
+  D* dx;  // null: the forward
+};
+
 // What a row's second pass writes, given its max m and log(sum exp(x - m)); columns are the
 // row's.
 template <class A, class L, class D>
 struct RowOutput {
   A m, log_sum;
-  L* logp;     // the row's
-  D* dx;       // the row's; null: the log-probabilities alone
-  A g = 0;     // the gradient's weight at the target
-  int t = -1;  // the target's column, -1 when it counts for nothing
+  L* logp;           // the row's
+  D* dx;             // the row's; null: the forward
+  A* picked;         // the row's target log-probability (forward), or null
+  A g = 0;           // the gradient's weight at the target
+  int t = -1;        // the target's column, -1 when it counts for nothing
 
-  __device__ RowOutput(A m_, A log_sum_, L* logp_, D* dx_, int64_t classes, const int64_t* target, const L* weights,
-                       int64_t ignore, const double* sums, bool size_average)
-      : m(m_), log_sum(log_sum_), logp(logp_), dx(dx_) {
-    if (!dx) return;
-    const int64_t c = target[blockIdx.x];
-    if (c != ignore && c >= 0 && c < classes) {
-      g = static_cast<A>(target_gradient(weights, c, normalized(1.0, sums, size_average)));
+  template <class S>
+  __device__ RowOutput(A m_, A log_sum_, const RowArgs<S, L, D>& a)
+      : m(m_), log_sum(log_sum_), logp(a.logp + blockIdx.x * a.classes), dx(a.dx ? a.dx + blockIdx.x * a.classes : nullptr),
+        picked(a.picked && !a.dx ? a.picked + blockIdx.x : nullptr) {
+    if (!a.target) return;
+    const int64_t c = a.target[blockIdx.x];
+    if (c != a.ignore && c >= 0 && c < a.classes) {
+      if (dx) g = static_cast<A>(target_gradient(a.weights, c, normalized(1.0, a.sums, a.size_average)));
       t = static_cast<int>(c);
     }
   }
-  // Column c's log-probability, rounded to L, and its gradient from that rounded value.
+  // Column c's log-probability, rounded to L, and its gradient.
   __device__ void value(int c, A xc, L& y, D& d) const {
-    y = static_cast<L>((xc - m) - log_sum);
-    if (dx) d = D((c == t ? g : A(0)) - exp_of(static_cast<A>(y)) * g);
+    const A v = (xc - m) - log_sum;
+    y = static_cast<L>(v);
+    if (dx) d = D((c == t ? g : A(0)) - exp_of(v) * g);
+    if (picked && c == t) *picked = v;
   }
   __device__ void element(int c, A xc) const {
     D d;
@@ -197,11 +222,10 @@ constexpr int kRowThreads = 512;  // the register kernel's most threads a block
 
 template <class S, class L, class D, int K>
 __global__ void __launch_bounds__(kRowThreads, 2)
-    cross_entropy_rows_in_registers_kernel(const S* x, int64_t classes, L* logp, const int64_t* target,
-                                           const L* weights, int64_t ignore, const double* sums, bool size_average,
-                                           D* dx) {
-  using A = L;  // float or double: the log-probabilities compute in their own type
+    cross_entropy_rows_in_registers_kernel(const S* x, const RowArgs<S, L, D> a) {
+  using A = tensor::acc_t<S>;
   constexpr int V = 16 / sizeof(S);
+  const int64_t classes = a.classes;
   __shared__ A shared[32];
   const RowSpan<V> r(classes);
   const S* row = x + r.begin;
@@ -236,8 +260,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
   each([&](A v) { sum += exp_of(v - m); });
   sum = warp_block_reduce(
       sum, [](A a, A b) { return a + b; }, A(0), shared);
-  const RowOutput<A, L, D> out(m, log_of(sum), logp + r.begin, dx ? dx + r.begin : nullptr, classes, target, weights,
-                               ignore, sums, size_average);
+  const RowOutput<A, L, D> out(m, log_of(sum), a);
   if (has_head) out.element(c, hx);
   if (has_tail) out.element(ct, tx);
 #pragma unroll
@@ -249,9 +272,9 @@ __global__ void __launch_bounds__(kRowThreads, 2)
 
 // V: the elements of a pack, 16 / sizeof(S), or 1 where a base is not 16-byte aligned.
 template <class S, class L, class D, int V>
-__global__ void cross_entropy_rows_kernel(const S* x, int64_t classes, L* logp, const int64_t* target, const L* weights,
-                                          int64_t ignore, const double* sums, bool size_average, D* dx) {
-  using A = L;  // float or double: the log-probabilities compute in their own type
+__global__ void cross_entropy_rows_kernel(const S* x, const RowArgs<S, L, D> a) {
+  using A = tensor::acc_t<S>;
+  const int64_t classes = a.classes;
   using Pk = tensor::cuda::Pack<S, V>;
   __shared__ A shared[64];
   const RowSpan<V> r(classes);
@@ -266,8 +289,7 @@ __global__ void cross_entropy_rows_kernel(const S* x, int64_t classes, L* logp, 
   }
   for (int c = r.tail + threadIdx.x; c < classes; c += blockDim.x) st.add(to_acc<A>(row[c]));
   const OnlineLse<A> merged = block_merge(st, shared);
-  const RowOutput<A, L, D> out(merged.m, merged.log_sum(), logp + r.begin, dx ? dx + r.begin : nullptr, classes, target,
-                               weights, ignore, sums, size_average);
+  const RowOutput<A, L, D> out(merged.m, merged.log_sum(), a);
   for (int c = threadIdx.x; c < r.head; c += blockDim.x) out.element(c, to_acc<A>(row[c]));
   for (int p = threadIdx.x; p < r.packs; p += blockDim.x) {
     const Pk q = packs[p];
@@ -305,14 +327,17 @@ cudaStream_t stream_of(const tensor::Tensor& t) {
 
 int blocks_for(int64_t work) { return static_cast<int>(std::clamp<int64_t>((work + 255) / 256, 1, 65535)); }
 
-// Launches the sums kernel into `sums` (3 doubles on logp's or dlogp's device).
+// Launches the sums kernel into `sums` (3 doubles on logp's or dlogp's device); picked (the
+// row kernels' forward) in like's accumulation dtype.
 void launch_sums(const tensor::Tensor* logp, const tensor::Tensor& like, const tensor::Tensor& target,
-                 const tensor::Tensor& weights, int64_t ignore_index, const tensor::Tensor& sums) {
+                 const tensor::Tensor& weights, int64_t ignore_index, const tensor::Tensor& sums,
+                 const tensor::Tensor* picked = nullptr) {
   const Layout l = layout_of(like);
   dispatch_floating("cudnn criteria (NLL sums)", like, [&](auto tag) {
     using T = decltype(tag);
     nll_sums_kernel<T><<<1, kThreads, 0, stream_of(like)>>>(
-        logp ? static_cast<const T*>(logp->raw_data()) : nullptr, target.data<int64_t>(),
+        logp ? static_cast<const T*>(logp->raw_data()) : nullptr,
+        picked ? static_cast<const tensor::acc_t<T>*>(picked->raw_data()) : nullptr, target.data<int64_t>(),
         weights.defined() ? static_cast<const T*>(weights.raw_data()) : nullptr, l.n, l.classes, l.inner, ignore_index,
         sums.data<double>());
     CUDA_CHECK_LAUNCH("nll_sums");
@@ -334,10 +359,10 @@ void launch_backward(const tensor::Tensor& target, const tensor::Tensor& weights
 }  // namespace
 
 NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
-                 int64_t ignore_index) {
+                 int64_t ignore_index, const tensor::Tensor* picked) {
   tensor::cuda::DeviceGuard guard(logp.device().index);
   const tensor::Tensor sums = tensor::empty({3}, tensor::DType::Float64, logp.device());
-  launch_sums(&logp, logp, target, weights, ignore_index, sums);
+  launch_sums(&logp, logp, target, weights, ignore_index, sums, picked);
   const std::vector<double> host = sums.to_vector<double>();  // the one host read
   return NLLSums{host[0], host[1], static_cast<int64_t>(host[2])};
 }
@@ -376,31 +401,27 @@ namespace {
 
 bool aligned(const tensor::Tensor& t, size_t bytes) { return reinterpret_cast<uintptr_t>(t.raw_data()) % bytes == 0; }
 
-// The row kernels over scores [N x C] into logp, and into dx when `gradient` is given (target,
-// weights, ignore_index, size_average): in registers where the row fits, read twice otherwise
-// or where a base is not 16-byte aligned (packs of one element then). False, having done
-// nothing, for other layouts and dtypes: logp in cross_entropy_dtype's dtype (float32 for
-// 16-bit scores), dx in the scores' own.
+// The row kernels over scores [N x C] into logp (the scores' dtype): in registers where the
+// row fits, read twice otherwise or where a base is not 16-byte aligned (packs of one element
+// then). The forward (no gradient) writes picked; the backward, dx. False, having done nothing,
+// for other layouts and dtypes.
 struct Gradient {
-  const tensor::Tensor& target;
   const tensor::Tensor& weights;
-  int64_t ignore_index;
   bool size_average;
   const tensor::Tensor& dx;
 };
 
-bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp, const Gradient* gradient) {
+bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& target, int64_t ignore_index,
+                        const tensor::Tensor& logp, const tensor::Tensor* picked, const Gradient* gradient) {
   const Layout l = layout_of(scores);
   if (l.inner != 1 || !scores.is_contiguous() || !logp.is_contiguous() || logp.numel() != scores.numel() ||
-      l.n > 2147483647 || l.classes > 2147483647) {
+      logp.dtype() != scores.dtype() || l.n > 2147483647 || l.classes > 2147483647) {
     return false;
   }
+  if (scores.dtype() == tensor::DType::Int64 || scores.dtype() == tensor::DType::UInt8) return false;
   if (gradient && (!gradient->dx.is_contiguous() || gradient->dx.numel() != scores.numel() ||
-                   gradient->dx.dtype() != scores.dtype())) {
-    return false;
-  }
-  const tensor::DType wide = scores.dtype() == tensor::DType::Float64 ? tensor::DType::Float64 : tensor::DType::Float32;
-  if (logp.dtype() != wide || scores.dtype() == tensor::DType::Int64 || scores.dtype() == tensor::DType::UInt8) {
+                   gradient->dx.dtype() != scores.dtype() ||
+                   (gradient->weights.defined() && gradient->weights.dtype() != scores.dtype()))) {
     return false;
   }
   if (scores.numel() == 0) return true;
@@ -411,23 +432,24 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp
   tensor::Tensor sums;
   if (gradient && gradient->size_average) {
     sums = tensor::empty({3}, tensor::DType::Float64, scores.device());
-    launch_sums(nullptr, logp, gradient->target, gradient->weights, gradient->ignore_index, sums);
+    launch_sums(nullptr, logp, target, gradient->weights, ignore_index, sums);
   }
   dispatch_floating("cudnn criteria (cross entropy)", scores, [&](auto tag) {
     using S = decltype(tag);
-    using L = tensor::acc_t<S>;  // NLLPlan::cross_entropy_dtype: float, double for float64
     constexpr int kV = tensor::cuda::kPack16<S>;
-    const bool packs = aligned(scores, 16) && aligned(logp, sizeof(tensor::cuda::Pack<L, kV>)) &&
-                       (!gradient || aligned(gradient->dx, sizeof(tensor::cuda::Pack<S, kV>)));
+    const bool packs = aligned(scores, 16) && aligned(logp, 16) && (!gradient || aligned(gradient->dx, 16));
     const int64_t most_packs = classes / kV + 1;  // a row's, whatever its alignment
-    auto args = [&] {
-      return std::make_tuple(
-          static_cast<const S*>(scores.raw_data()), classes, static_cast<L*>(logp.raw_data()),
-          gradient ? gradient->target.data<int64_t>() : nullptr,
-          gradient && gradient->weights.defined() ? static_cast<const L*>(gradient->weights.raw_data()) : nullptr,
-          gradient ? gradient->ignore_index : int64_t(0), sums.defined() ? sums.data<double>() : nullptr,
-          gradient && gradient->size_average, gradient ? static_cast<S*>(gradient->dx.raw_data()) : nullptr);
-    };
+    const RowArgs<S, S, S> args{
+        classes,
+        static_cast<S*>(logp.raw_data()),
+        target.data<int64_t>(),
+        picked ? static_cast<tensor::acc_t<S>*>(picked->raw_data()) : nullptr,
+        gradient && gradient->weights.defined() ? static_cast<const S*>(gradient->weights.raw_data()) : nullptr,
+        ignore_index,
+        sums.defined() ? sums.data<double>() : nullptr,
+        gradient && gradient->size_average,
+        gradient ? static_cast<S*>(gradient->dx.raw_data()) : nullptr};
+    const S* x = static_cast<const S*>(scores.raw_data());
     const cudaStream_t stream = stream_of(scores);
     constexpr int kMostK = sizeof(S) == 8 ? 4 : 8;  // float64 spills beyond 4 packs (64 registers)
     if (packs && most_packs <= kRowThreads * kMostK) {
@@ -438,12 +460,7 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp
           static_cast<unsigned>(std::clamp<int64_t>(((most_packs + k - 1) / k + 31) / 32 * 32, 32, kRowThreads));
       auto launch = [&](auto kk) {
         constexpr int K = decltype(kk)::value;
-        std::apply(
-            [&](auto... a) {
-              cross_entropy_rows_in_registers_kernel<S, L, S, K>
-                  <<<static_cast<unsigned>(n), threads, 0, stream>>>(a...);
-            },
-            args());
+        cross_entropy_rows_in_registers_kernel<S, S, S, K><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
       };
       if (k == 1)
         launch(std::integral_constant<int, 1>{});
@@ -457,18 +474,10 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp
       const int64_t per_thread = packs ? kV : 1;
       const unsigned threads =
           static_cast<unsigned>(std::clamp<int64_t>((classes / per_thread + 31) / 32 * 32, 32, 1024));
-      auto launch = [&](auto v) {
-        constexpr int V = decltype(v)::value;
-        std::apply(
-            [&](auto... a) {
-              cross_entropy_rows_kernel<S, L, S, V><<<static_cast<unsigned>(n), threads, 0, stream>>>(a...);
-            },
-            args());
-      };
       if (packs)
-        launch(std::integral_constant<int, kV>{});
+        cross_entropy_rows_kernel<S, S, S, kV><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
       else
-        launch(std::integral_constant<int, 1>{});
+        cross_entropy_rows_kernel<S, S, S, 1><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
     }
     CUDA_CHECK_LAUNCH("cross_entropy_rows");
   });
@@ -477,15 +486,16 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& logp
 
 }  // namespace
 
-bool log_softmax_rows(const tensor::Tensor& scores, const tensor::Tensor& logp) {
-  return cross_entropy_rows(scores, logp, nullptr);
+bool cross_entropy_rows_forward(const tensor::Tensor& scores, const tensor::Tensor& target, int64_t ignore_index,
+                                const tensor::Tensor& logp, const tensor::Tensor& picked) {
+  return cross_entropy_rows(scores, target, ignore_index, logp, &picked, nullptr);
 }
 
 bool cross_entropy_backward(const tensor::Tensor& scores, const tensor::Tensor& target, const tensor::Tensor& weights,
                             int64_t ignore_index, bool size_average, const tensor::Tensor& logp,
                             const tensor::Tensor& dx) {
-  const Gradient gradient{target, weights, ignore_index, size_average, dx};
-  return cross_entropy_rows(scores, logp, &gradient);
+  const Gradient gradient{weights, size_average, dx};
+  return cross_entropy_rows(scores, target, ignore_index, logp, nullptr, &gradient);
 }
 
 void class_indices(const tensor::Tensor& target, const tensor::Tensor& indices) {

@@ -19,9 +19,10 @@ struct NLLSums {
 };
 
 // One pass over the targets and one host read (the sums come back together). With a bad
-// target, first_bad says where and the sums cover only the good ones.
+// target, first_bad says where and the sums cover only the good ones. picked, where given
+// (cross_entropy_rows_forward's), replaces logp's values at the targets.
 NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
-                 int64_t ignore_index);
+                 int64_t ignore_index, const tensor::Tensor* picked = nullptr);
 // nll_sums, throwing "<where>target <value> at position <i> (flattened) is out of range [0, C)".
 NLLSums nll_forward(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                     int64_t ignore_index, const std::string& where);
@@ -36,14 +37,17 @@ void nll_backward_normalized(const tensor::Tensor& target, const tensor::Tensor&
 
 // Cross entropy over [N x C] scores (contiguous, inner = 1), one block a row, the scores read
 // once from memory (Note [Online log-sum-exp] in cudnn/kernels/DeviceMath.cuh), nothing
-// converted first. logp (contiguous, as many elements) gets their log-softmax over C in
-// NLLPlan::cross_entropy_dtype's dtype: float32 for float16, bfloat16 and float32 scores,
-// float64 for float64. False, having done nothing, for other layouts or dtypes.
-bool log_softmax_rows(const tensor::Tensor& scores, const tensor::Tensor& logp);
-// The same, and in the same pass cross entropy's gradient into dx (contiguous, the scores'
-// dtype): dlogp - exp(logp) * (the row's sum of dlogp), the log-softmax backward of
-// nll_backward_normalized's dlogp, computed in logp's precision from logp rounded to its
-// dtype (as cuDNN's softmax backward computed it from logp). weights in logp's dtype.
+// converted first, computed in float32 (float64 for float64 scores). logp (contiguous, as many
+// elements, the scores' dtype) gets their log-softmax over C, and picked ([N], contiguous,
+// float32 or float64 as the computation) each counted target's log-probability before logp's
+// rounding, which nll_sums reads for the loss: 16-bit scores lose no precision in the loss. target:
+// contiguous Int64 [N]. False, having done nothing, for other layouts or dtypes.
+bool cross_entropy_rows_forward(const tensor::Tensor& scores, const tensor::Tensor& target, int64_t ignore_index,
+                                const tensor::Tensor& logp, const tensor::Tensor& picked);
+// The same log-softmax, and in the same pass cross entropy's gradient into dx (contiguous, the
+// scores' dtype): dlogp - exp(logp) * (the row's sum of dlogp), the log-softmax backward of
+// nll_backward_normalized's dlogp, from the log-probabilities before their rounding. weights
+// undefined or in the scores' dtype.
 bool cross_entropy_backward(const tensor::Tensor& scores, const tensor::Tensor& target, const tensor::Tensor& weights,
                             int64_t ignore_index, bool size_average, const tensor::Tensor& logp,
                             const tensor::Tensor& dx);

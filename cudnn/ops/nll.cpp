@@ -39,8 +39,8 @@ Tensor NLLPlan::indices(const Tensor& target) {
 }
 
 double NLLPlan::nll(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& weights,
-                    bool sizeAverage, int64_t ignoreIndex) {
-  const kernels::NLLSums s = kernels::nll_sums(logp, indices(target), contiguous(weights), ignoreIndex);
+                    bool sizeAverage, int64_t ignoreIndex, const Tensor* picked) {
+  const kernels::NLLSums s = kernels::nll_sums(logp, indices(target), contiguous(weights), ignoreIndex, picked);
   if (s.first_bad >= 0) {
     // The error path may read the target: nn's own check names the value and its position.
     nn::kernels::class_indices(target.cpu(), logp.size(1), ignoreIndex, where);
@@ -59,36 +59,48 @@ DType NLLPlan::cross_entropy_dtype(DType scores) {
   return scores == DType::Float16 || scores == DType::BFloat16 ? DType::Float32 : scores;
 }
 
-void NLLPlan::log_softmax(const Tensor& scores, const Tensor& logp) {
-  if (kernels::log_softmax_rows(scores, logp)) return;  // [N x C]: one read, no converted copy
-  softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel,
-                   scores.dtype() == logp.dtype() ? scores : scores.to(logp.dtype()), logp);
+Tensor NLLPlan::log_softmax_wide(const Tensor& scores, const Tensor& logp) {
+  const DType wide = cross_entropy_dtype(scores.dtype());
+  const Tensor out = logp.dtype() == wide ? logp : tensor::empty(logp.sizes(), wide, logp.device());
+  softmax_.forward(SoftmaxAlgo::Log, SoftmaxMode::Channel, scores.dtype() == wide ? scores : scores.to(wide), out);
+  return out;
 }
 
 double NLLPlan::cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target,
                              const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& logp) {
-  log_softmax(scores, logp);
-  return nll(where, logp, target, as(weights, logp.dtype()), sizeAverage, ignoreIndex);
+  // [N x C] scores: one kernel, and the loss from the targets' log-probabilities before their
+  // rounding to logp's dtype (docs/performance.md, the cross-entropy row)
+  const DType wide = cross_entropy_dtype(scores.dtype());
+  nn::ensure(picked_, {scores.size(0)}, wide, scores.device());
+  if (kernels::cross_entropy_rows_forward(scores, indices(target), ignoreIndex, logp, picked_)) {
+    return nll(where, logp, target, weights, sizeAverage, ignoreIndex, &picked_);
+  }
+  const Tensor wide_logp = log_softmax_wide(scores, logp);
+  const double loss = nll(where, wide_logp, target, as(weights, wide), sizeAverage, ignoreIndex);
+  if (wide_logp.raw_data() != logp.raw_data()) Tensor(logp).copy_(wide_logp);  // a handle on logp's storage
+  return loss;
 }
 
 void NLLPlan::cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                                int64_t ignoreIndex, const Tensor& logp, const Tensor& dx) {
   // [N x C] scores: the log-softmax, the NLL gradient and the log-softmax backward in one
-  // kernel, written in dx's dtype (docs/performance.md, the cross-entropy row)
-  if (kernels::cross_entropy_backward(scores, indices(target), contiguous(as(weights, logp.dtype())), ignoreIndex,
-                                      sizeAverage, logp, dx)) {
+  // kernel, written in dx's dtype
+  if (kernels::cross_entropy_backward(scores, indices(target), contiguous(weights), ignoreIndex, sizeAverage, logp,
+                                      dx)) {
     return;
   }
-  log_softmax(scores, logp);
-  nn::ensure(dlogp_, logp.sizes(), logp);
-  nll_grad(target, as(weights, logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
+  const Tensor wide_logp = log_softmax_wide(scores, logp);
+  nn::ensure(dlogp_, wide_logp.sizes(), wide_logp);
+  nll_grad(target, as(weights, wide_logp.dtype()), sizeAverage, ignoreIndex, dlogp_);
   // log-softmax backward: dx = dlogp - softmax * sum_c dlogp
-  if (dx.dtype() == logp.dtype()) {
-    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, dx);
+  if (dx.dtype() == wide_logp.dtype()) {
+    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, wide_logp, dlogp_, dx);
   } else {
-    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, logp, dlogp_, nn::ensure(dx_, logp.sizes(), logp));
+    softmax_.backward(SoftmaxAlgo::Log, SoftmaxMode::Channel, wide_logp, dlogp_,
+                      nn::ensure(dx_, wide_logp.sizes(), wide_logp));
     Tensor(dx).copy_(dx_);  // a handle on the same storage
   }
+  if (wide_logp.raw_data() != logp.raw_data()) Tensor(logp).copy_(wide_logp);
 }
 
 }  // namespace cudnn

@@ -26,30 +26,32 @@ class NLLPlan {
   static Tensor canonical(const std::string& where, const Tensor& input, const Tensor& target, const Tensor& weights,
                           int spatialDims);
 
-  // The loss of log-probabilities `logp` (ClassNLL).
+  // The loss of log-probabilities `logp` (ClassNLL); picked: kernels::nll_sums's.
   double nll(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& weights,
-             bool sizeAverage, int64_t ignoreIndex);
+             bool sizeAverage, int64_t ignoreIndex, const Tensor* picked = nullptr);
   // Its gradient into dlogp (logp's shape).
   void nll_grad(const Tensor& target, const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor& dlogp);
   // The dtype cross entropy computes in: float32 for float16/bfloat16 scores (the loss and
-  // the log-probabilities would otherwise round to 16 bits), the scores' own otherwise.
+  // the gradient would otherwise round to 16 bits), the scores' own otherwise.
   static DType cross_entropy_dtype(DType scores);
-  // The loss of scores (CrossEntropy), in any cuDNN dtype: logp (scores' shape, in
-  // cross_entropy_dtype) gets their log-softmax over C. Weights of another dtype are converted.
+  // The loss of scores (CrossEntropy), in any cuDNN dtype, computed in cross_entropy_dtype: logp
+  // (scores' shape and dtype, as PyTorch's log_softmax) gets their log-softmax over C, rounded.
+  // Weights (the scores' dtype) are converted where the computation needs it.
   double cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
                       bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
-  // Its gradient into dx (scores' shape, in the criterion input's dtype); logp is recomputed
-  // (backward may follow any forward, as in nn).
+  // Its gradient into dx (scores' shape and dtype); logp is recomputed (backward may follow any
+  // forward, as in nn).
   void cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                         int64_t ignoreIndex, const Tensor& logp, const Tensor& dx);
 
  private:
   // The target as contiguous Int64 class indices on its device (itself when it already is).
   Tensor indices(const Tensor& target);
-  // logp = log-softmax over C of scores (logp's dtype may be wider).
-  void log_softmax(const Tensor& scores, const Tensor& logp);
+  // cuDNN's log-softmax over C of scores in cross_entropy_dtype: into logp when that is its
+  // dtype, else into a new tensor, returned (the caller rounds it into logp).
+  Tensor log_softmax_wide(const Tensor& scores, const Tensor& logp);
 
-  Tensor indices_, dlogp_, dx_;
+  Tensor indices_, dlogp_, dx_, picked_;
   SoftmaxPlan softmax_;
 };
 
