@@ -1,6 +1,6 @@
 // Attention.cu: see Attention.h. One block per row of the score matrix; the rows are long
 // (Sk keys) and few per head, so a block strides over its row with coalesced reads and
-// reduces in shared memory. The max is NaN-propagating (a NaN score makes the row NaN, as the
+// reduces with warp shuffles. The max is NaN-propagating (a NaN score makes the row NaN, as the
 // reference's arithmetic does: Note [NaN and Inf]).
 #include "cudnn/kernels/Attention.h"
 
@@ -12,7 +12,6 @@
 #include "cudnn/kernels/DeviceMath.cuh"
 #include "cudnn/kernels/Dispatch.h"
 #include "tensor/Cuda.h"
-#include "tensor/cuda/BlockFold.cuh"
 #include "tensor/cuda/CudaCheck.h"
 
 namespace cudnn::kernels {
@@ -21,15 +20,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Block-wide reduction of one value per thread; every thread gets the result.
-template <class A, bool kMax>
-__device__ A block_reduce(A v, A* shared) {
-  shared[threadIdx.x] = v;
-  tensor::cuda::block_fold<kThreads>(
-      [&](unsigned i, unsigned j) { shared[i] = kMax ? nan_max(shared[i], shared[j]) : shared[i] + shared[j]; });
-  const A r = shared[0];
-  __syncthreads();  // shared[] is reused by the next reduction
-  return r;
+// Block-wide max (NaN-keeping) and sum of one value per thread (warp_block_reduce); every
+// thread gets the result.
+template <class A>
+__device__ A block_max(A v, A* shared) {
+  return warp_block_reduce(
+      v, [](A a, A b) { return nan_max(a, b); }, A(-INFINITY), shared);
+}
+template <class A>
+__device__ A block_sum(A v, A* shared) {
+  return warp_block_reduce(
+      v, [](A a, A b) { return a + b; }, A(0), shared);
 }
 
 // The keys row `r` may attend: [0, limit).
@@ -42,17 +43,17 @@ __device__ inline int64_t key_limit(int64_t r, const AttentionRows& g) {
 
 template <class T, class A>
 __global__ void softmax_forward_kernel(const A* scores, AttentionRows g, const T* mask, T* probs, A* lse) {
-  __shared__ A shared[kThreads];
+  __shared__ A shared[32];
   const int64_t r = blockIdx.x;
   const int64_t limit = key_limit(r, g);
   const A scale = static_cast<A>(g.scale);
   const A* row = scores + r * g.sk;
   A m = -INFINITY;
   for (int64_t j = threadIdx.x; j < limit; j += kThreads) m = nan_max(m, scale * row[j]);
-  m = block_reduce<A, true>(m, shared);
+  m = block_max(m, shared);
   A sum = 0;
   for (int64_t j = threadIdx.x; j < limit; j += kThreads) sum += exp_of(scale * row[j] - m);
-  sum = block_reduce<A, false>(sum, shared);
+  sum = block_sum(sum, shared);
   const A inv = A(1) / sum;
   for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
     A p = j < limit ? exp_of(scale * row[j] - m) * inv : A(0);
@@ -76,13 +77,13 @@ __global__ void probs_kernel(const A* scores, AttentionRows g, const A* lse, con
 
 template <class T, class A>
 __global__ void row_dot_kernel(const T* dout, const T* out, int64_t d, A* rowDot) {
-  __shared__ A shared[kThreads];
+  __shared__ A shared[32];
   const int64_t r = blockIdx.x;
   A s = 0;
   for (int64_t j = threadIdx.x; j < d; j += kThreads) {
     s += static_cast<A>(dout[r * d + j]) * static_cast<A>(out[r * d + j]);
   }
-  s = block_reduce<A, false>(s, shared);
+  s = block_sum(s, shared);
   if (threadIdx.x == 0) rowDot[r] = s;
 }
 

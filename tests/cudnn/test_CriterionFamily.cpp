@@ -258,6 +258,23 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("cudnn.CrossEntropyCriterion of an empty batch: loss 0, empty gradient and logProbs, as nn's") {
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64}) {
+    INFO(name(dt));
+    nn::CrossEntropyCriterion ref;
+    ref.to(DType::Float64);
+    cudnn::CrossEntropyCriterion twin;
+    twin.to(gpu);
+    const Tensor x = zeros({0, 4099}, DType::Float64), t = zeros({0}, DType::Int64);
+    CHECK(twin.forward(x.to(gpu, dt), t.to(gpu)) == ref.forward(x, t));
+    CHECK(twin.logProbs.sizes() == Shape{0, 4099});
+    CHECK(twin.logProbs.dtype() == dt);
+    const Tensor g = twin.backward(x.to(gpu, dt), t.to(gpu));
+    CHECK(g.sizes() == ref.backward(x, t).sizes());
+    CHECK(g.dtype() == dt);
+  }
+}
+
 TEST_CASE("cudnn.CrossEntropyCriterion printing and errors") {
   cudnn::CrossEntropyCriterion ce;
   CHECK(ce.str() == "cudnn.CrossEntropyCriterion");
