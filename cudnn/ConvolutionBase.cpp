@@ -25,9 +25,14 @@
 // parameters themselves stay row-major.
 #include "cudnn/ConvolutionBase.h"
 
+#include <limits>
+#include <utility>
+
+#include "cudnn/core/Config.h"
 #include "cudnn/core/Layout.h"
 #include "cudnn/core/Opaque.h"
 #include "cudnn/ops/activation.h"
+#include "cudnn/ops/blas.h"
 #include "cudnn/ops/conv.h"
 #include "nn/Buffers.h"
 #include "tensor/Cuda.h"
@@ -39,6 +44,7 @@ struct ConvolutionCompute::State {
   ActivationPlan activation;  // a fused forward's activation when no fused engine runs
   Tensor weightInFormat;      // channels-last copy of the weight (channels-last activations)
   Tensor gradWeightInFormat;  // the filter gradient in that layout, before it is added to gradWeight
+  Tensor gradInputAddend;     // setGradInputAddend's, for the next backwardData
 };
 
 template class Opaque<ConvPlan>;
@@ -88,6 +94,33 @@ bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
   return t.defined() && t.is_cuda() && cudnn_float(t.dtype()) && weight.defined() && t.dtype() == weight.dtype() &&
          t.device() == weight.device();
 }
+
+// Note [An input gradient onto an addend]
+// ResNet's unit sums its block's input gradient and its shortcut's: the block's first
+// convolution writes gb, then an add reads gb and gs and writes their sum, three passes over a
+// tensor of the unit's input size that cuDNN's engines cannot fold in (they take no beta, and a
+// graph with the add fused ran slower: docs/performance.md). Where that convolution is a plain
+// 1x1 with stride 1 and no padding over dense channels-last activations, its input gradient is
+// one matrix product, dx [NHW x C] = dy [NHW x K] * w [K x C], and cuBLAS's beta = 1 adds gs in
+// the product's epilogue: gs's storage receives gb + gs, and neither gb nor the add's pass
+// exists. The sum is rounded once, from float32, where the add rounded gb first. cuBLAS computes
+// as the convolution would under the default conv.precision (float32 for 16-bit data, TF32 for
+// float32 when allow_tf32), so other precisions keep the two passes.
+bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& addend) {
+  if (m.transposed() || input.dim() != 4 || config().precision != Precision::AsInputF32) return false;
+  const ConvSpec s = m.spec();
+  for (int d = s.first(); d < 3; ++d) {
+    if (s.k[d] != 1 || s.stride[d] != 1 || s.pad[d] != 0 || s.dilation[d] != 1) return false;
+  }
+  const auto nhwc = tensor::MemoryFormat::ChannelsLast;
+  return s.nd == 2 && s.groups == 1 && addend.defined() && conv_operand_ok(input, m.weight) &&
+         conv_operand_ok(addend, m.weight) && addend.sizes() == input.sizes() && input.is_contiguous(nhwc) &&
+         addend.is_contiguous(nhwc) && input.numel() / input.size(1) <= std::numeric_limits<int>::max() &&
+         input.numel() > 0;
+}
+
+// [N x C x H x W] channels-last as the [NHW x C] matrix it is in memory.
+Tensor rows_of(const Tensor& t) { return t.permute({0, 2, 3, 1}).view({-1, t.size(1)}); }
 
 }  // namespace
 
@@ -154,13 +187,28 @@ void ConvolutionCompute::forward(nn::ConvolutionBase& m, const Tensor& input, co
   });
 }
 
+bool ConvolutionCompute::setGradInputAddend(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& addend) {
+  const bool applies = onto_addend_applies(m, input, addend);
+  state_->gradInputAddend = applies ? addend : Tensor();
+  return applies;
+}
+
 void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput) {
   const char* method = "updateGradInput";
+  const Tensor addend = std::exchange(state_->gradInputAddend, Tensor());  // for this call only
   check_conv_input(m, method, input, m.weight);
   check_conv_grad(m, method, gradOutput, m.weight);
   const ConvSpec s = m.spec();
   m.checkGradOutputSizes(s, input.sizes(), gradOutput.sizes(), method);
   const tensor::MemoryFormat format = activation_format(input);
+  if (addend.defined() && onto_addend_applies(m, input, addend) &&
+      gradOutput.is_contiguous(tensor::MemoryFormat::ChannelsLast)) {
+    // Note [An input gradient onto an addend]; w [K x C x 1 x 1] is [K x C] in either layout
+    const Tensor w = m.weight.reshape({m.weight.size(0), m.weight.size(1)});
+    with_where(m, method, [&] { gemm(false, false, rows_of(gradOutput), w, rows_of(addend), 1, 1); });
+    m.gradInput = addend;
+    return;
+  }
   const Tensor dy = as_batch(as_format(gradOutput, format), s.nd);
   nn::ensure(m.gradInput, input.sizes(), dy, format);
   const Tensor dx = as_batch(m.gradInput, s.nd);
@@ -175,6 +223,11 @@ void ConvolutionCompute::backwardData(nn::ConvolutionBase& m, const Tensor& inpu
       plan->backward_data(w, dy, dx, s);
     }
   });
+  if (addend.defined()) {  // set for an input it did not apply to after all: the sum as its own pass
+    Tensor sum = addend;
+    tensor::add_out(sum, addend, m.gradInput);
+    m.gradInput = sum;
+  }
 }
 
 void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput,

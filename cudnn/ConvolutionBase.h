@@ -72,6 +72,12 @@ class ConvolutionCompute {
   void backwardData(nn::ConvolutionBase& m, const tensor::Tensor& input, const tensor::Tensor& gradOutput);
   void backwardParameters(nn::ConvolutionBase& m, const tensor::Tensor& input, const tensor::Tensor& gradOutput,
                           double scale);
+  // Note [An input gradient onto an addend] (ConvolutionBase.cpp): the next backwardData with
+  // an input of these sizes leaves m.gradInput = the input gradient + addend, in addend's
+  // storage, by one matrix product reading the addend; that storage is then gradInput's, which
+  // later calls reuse as they reuse their own. False, and nothing set, unless the convolution
+  // and tensors are of the kind it applies to; an undefined addend cancels.
+  bool setGradInputAddend(const nn::ConvolutionBase& m, const tensor::Tensor& input, const tensor::Tensor& addend);
   const ConvPlan& plan() const;
 
  private:
@@ -90,6 +96,9 @@ class FusableConvolution {
   virtual void forwardActivated(const tensor::Tensor& input, const nn::PointwiseBase& act, tensor::Tensor& out) = 0;
   virtual void setFusedBias(bool on) = 0;
   virtual bool fusedBias() const = 0;
+  // ConvolutionCompute::setGradInputAddend (cudnn::FusedResidual: a block's first convolution
+  // adds the shortcut's gradient).
+  virtual bool setGradInputAddend(const tensor::Tensor& input, const tensor::Tensor& addend) = 0;
 };
 
 // The checks each pass makes first: input (and gradOutput) on the parameters' CUDA device,
@@ -131,6 +140,9 @@ class ConvolutionBase : public Twin<Base>, public detail::FusableConvolution {
   }
   void setFusedBias(bool on) override { compute_.fused_bias = on; }
   bool fusedBias() const override { return compute_.fused_bias; }
+  bool setGradInputAddend(const Tensor& input, const Tensor& addend) override {
+    return compute_.setGradInputAddend(*this, input, addend);
+  }
 
  private:
   detail::ConvolutionCompute compute_;

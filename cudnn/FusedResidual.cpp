@@ -9,11 +9,15 @@
 // sum's gradient through the ReLU (gradSum_), which is the shortcut's gradOutput. The Residual's,
 // the block's and the batch norm's own outputs are left empty (the pre-activation sum is never
 // formed); the ReLU's output is this output. gradInput is the block's gradInput plus the
-// shortcut's, as the Residual sums them. A whole backward after this forward, should the
-// children change, still works: the block's records include the batch norm's input.
+// shortcut's, as the Residual sums them; in a backward that frees the intermediate gradients,
+// the block's first convolution adds its own onto the shortcut's in its product where it can
+// (Note [An input gradient onto an addend] in ConvolutionBase.cpp). A whole backward after
+// this forward, should the children change, still works: the block's records include the batch
+// norm's input.
 #include "cudnn/FusedResidual.h"
 
 #include "cudnn/BatchNormalization.h"
+#include "cudnn/ConvolutionBase.h"
 #include "cudnn/FusedBatchNormalization.h"
 #include "nn/Buffers.h"
 
@@ -71,6 +75,7 @@ void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Ten
     const tensor::Tensor g = bnModule.gradInput;
     const nn::ModulePtr shortcut = r.shortcut();
     tensor::Tensor gb, gs = gradSum_;
+    bool summed = false;
     switch (pass) {
       case FusedPass::GradInput:
         gb = block.updateGradInputFirst(input, g, k);
@@ -81,12 +86,23 @@ void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Ten
         if (shortcut) shortcut->accGradParameters(input, gradSum_, scale);
         return;
       case FusedPass::Both:
-        gb = block.backwardFirst(input, g, k, scale);
+        // the shortcut first: with the intermediate gradients freed, the block's first
+        // convolution may add its gradient onto the shortcut's (Note [An input gradient onto an
+        // addend] in cudnn/ConvolutionBase.cpp), which nothing else reads afterwards
         if (shortcut) gs = shortcut->backward(input, gradSum_, scale);
+        summed = addsOntoShortcut(input, gs);
+        try {
+          gb = block.backwardFirst(input, g, k, scale);
+        } catch (...) {
+          if (summed) firstConvolution()->setGradInputAddend(input, tensor::Tensor());
+          throw;
+        }
         break;
     }
     if (pass == FusedPass::Both && !gradInputNeeded()) {
       gradInput = tensor::Tensor();
+    } else if (summed) {
+      gradInput = gb;  // gs's storage, holding gb + gs
     } else {
       tensor::add_out(nn::ensure(gradInput, gb.sizes(), gb, tensor::suggest_memory_format(gb)), gb, gs);
     }
@@ -98,6 +114,17 @@ void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Ten
       if (shortcut) shortcut->releaseGradInput();
     }
   });
+}
+
+detail::FusableConvolution* FusedResidual::firstConvolution() const {
+  auto& r = dynamic_cast<nn::Residual&>(*modules[0]);
+  nn::Sequential& block = *block_of(r);
+  return block.modules.size() >= 2 ? dynamic_cast<detail::FusableConvolution*>(block.modules.front().get()) : nullptr;
+}
+
+bool FusedResidual::addsOntoShortcut(const tensor::Tensor& input, const tensor::Tensor& gs) {
+  detail::FusableConvolution* first = freesIntermediateGradients() && gradInputNeeded() ? firstConvolution() : nullptr;
+  return first && first->setGradInputAddend(input, gs);
 }
 
 }  // namespace cudnn

@@ -14,6 +14,8 @@
 namespace cudnn {
 
 namespace detail {
+class FusableConvolution;  // cudnn/ConvolutionBase.h
+
 // Whether (residual, act) fuses: a cudnn.Residual whose block is a Sequential ending in a
 // batch-norm twin, and a cudnn.ReLU. Shared with cudnn::fuse.
 bool fusable_residual(const nn::ModulePtr& residual, const nn::ModulePtr& act);
@@ -30,6 +32,12 @@ class FusedResidual : public detail::FusedTwin<nn::FusedResidual> {
                      double scale) override;
 
  private:
+  // The block's first child as a convolution twin (a block of two children or more), or null.
+  detail::FusableConvolution* firstConvolution() const;
+  // Whether the block's first convolution will add its input gradient onto gs (the shortcut's),
+  // having been told to: in a backward that frees the intermediate gradients.
+  bool addsOntoShortcut(const tensor::Tensor& input, const tensor::Tensor& gs);
+
   tensor::Tensor bnInput_;  // the block's last batch norm's input in the last fused forward
   tensor::Tensor gradSum_;  // the sum's gradient through the ReLU: the shortcut's gradOutput
 };

@@ -16,9 +16,20 @@ namespace cudnn {
 
 namespace {
 
+// Note [cuBLAS's workspace]
+// Without a workspace of its own, cuBLAS allocates one itself, and under stream capture it
+// does so with stream-ordered allocations: a captured step holding a cuBLAS call then had
+// allocation nodes, which keep its memset nodes from becoming kernel nodes (Note [Memset nodes
+// in CUDA graphs] in tensor/cuda/GraphMemsets.cu). So each handle gets one from the caching
+// allocator at its first product, of the size cuBLAS's documentation advises for Hopper (32
+// MiB, as PyTorch's default there), counted with the tensors as PyTorch counts its own. A first
+// product made while capturing leaves cuBLAS its own: the block would belong to that graph.
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+
 struct PerDevice {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
+  void* blas_workspace = nullptr;  // Note [cuBLAS's workspace]
   int device = 0;
   uint64_t serial = 0;  // unique per handle ever made: handle_serial()
 };
@@ -67,6 +78,12 @@ void release_handles() {
     if (cudaSetDevice(d->device) != cudaSuccess) cudaGetLastError();
     if (d->dnn) ignore(cudnnDestroy(d->dnn));
     if (d->blas) ignore(cublasDestroy(d->blas));
+    if (d->blas_workspace) {
+      try {
+        tensor::cuda::deallocate(d->blas_workspace, d->device);
+      } catch (...) {  // at a late exit: the driver takes the memory back
+      }
+    }
     delete d;
   }
   r.all.clear();
@@ -121,7 +138,17 @@ PerDevice& current() {
 
 cudnnHandle_t handle() { return current().dnn; }
 uint64_t handle_serial() { return current().serial; }
-cublasHandle_t blas_handle() { return current().blas; }
+cublasHandle_t blas_handle() {
+  PerDevice& d = current();
+  if (!d.blas_workspace && !tensor::cuda::Graph::capturing(d.device)) {  // Note [cuBLAS's workspace]
+    void* w = tensor::cuda::allocate(kBlasWorkspaceBytes, d.device);
+    const cublasStatus_t st = cublasSetWorkspace(d.blas, w, kBlasWorkspaceBytes);
+    if (st != CUBLAS_STATUS_SUCCESS) tensor::cuda::deallocate(w, d.device);
+    CUBLAS_CHECK(st);
+    d.blas_workspace = w;
+  }
+  return d.blas;
+}
 cudaStream_t stream() { return static_cast<cudaStream_t>(tensor::cuda::stream(-1)); }
 
 Workspace::Workspace(size_t bytes, Use use) : use_(use) { grow(bytes); }

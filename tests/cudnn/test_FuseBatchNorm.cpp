@@ -297,6 +297,12 @@ TEST_CASE("fused batch norm + ReLU and residual units: the Torch split equals ba
     CHECK(cudnn::fuse(*twin) == fusions_of(net));
     const Run whole = pass(*twin, x, g, false);
     const Run split = pass(*twin, x, g, true);
+    // freeing the intermediate gradients, the residual units' first 1x1 convolutions add their
+    // input gradient onto the shortcut's in one product (channels-last; Note [An input gradient
+    // onto an addend] in cudnn/ConvolutionBase.cpp): the same values, the sum rounded once
+    twin->setFreeIntermediateGradients(true);
+    const Run freed = pass(*twin, x, g, false);
+    twin->setFreeIntermediateGradients(false);
     CHECK(cudnn::unfuse(*twin) == fusions_of(net));
     const Run again = pass(*twin, x, g, false);
     // the split repeats backward's calls: the same values
@@ -325,8 +331,60 @@ TEST_CASE("fused batch norm + ReLU and residual units: the Torch split equals ba
       expect_close("grad of parameter " + std::to_string(i), std::get<2>(whole)[i], std::get<2>(plain)[i],
                    std::get<2>(want)[i], dt == DType::Float32 ? 1e-4 : tol.backward);
       CHECK(rel_norm_error(std::get<2>(split)[i], std::get<2>(whole)[i]) < 1e-6);
+      // the layers before a unit see its gradInput, rounded once instead of twice in 16-bit
+      expect_close("grad of parameter " + std::to_string(i) + ", intermediate gradients freed", std::get<2>(freed)[i],
+                   std::get<2>(whole)[i], std::get<2>(want)[i], dt == DType::Float32 ? 1e-5 : tol.backward);
     }
+    CHECK(max_abs_diff(std::get<0>(freed), std::get<0>(whole)) == 0);
+    expect_close("gradInput, intermediate gradients freed", std::get<1>(freed), std::get<1>(whole), std::get<1>(want),
+                 dt == DType::Float32 ? 1e-5 : tol.backward);
   }
+}
+
+TEST_CASE("a 1x1 convolution adds its input gradient onto an addend in one product, where that applies") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  const Device gpu = Device::cuda(0);
+  const auto nhwc = MemoryFormat::ChannelsLast;
+  Generator gen(6106);
+  auto conv = [&](int64_t k) {
+    auto c = std::make_shared<cudnn::SpatialConvolution>(8, 6, k, k, 1, 1, k / 2, k / 2);
+    c->to(gpu);
+    return c;
+  };
+  const Tensor x = uniform({3, 8, 5, 7}, -1, 1, gen, DType::Float32, gpu).contiguous(nhwc);
+  const Tensor dy = uniform({3, 6, 5, 7}, -1, 1, gen, DType::Float32, gpu).contiguous(nhwc);
+  Tensor addend = uniform({3, 8, 5, 7}, -1, 1, gen, DType::Float32, gpu).contiguous(nhwc);
+  addend.set({1, 2, 3, 4}, std::numeric_limits<double>::quiet_NaN());  // a NaN in the addend stays in the sum
+  addend.set({2, 7, 0, 0}, std::numeric_limits<double>::infinity());
+  const Tensor original = addend.clone();
+  auto c1 = conv(1);
+  c1->forward(x);
+  const Tensor plain = c1->updateGradInput(x, dy).clone();
+  Tensor want = plain.clone();
+  want.add_(original);
+  REQUIRE(c1->setGradInputAddend(x, addend));
+  const Tensor& got = c1->updateGradInput(x, dy);
+  CHECK(got.raw_data() == addend.raw_data());  // the addend's storage holds the sum
+  expect_same_nonfinite("gradInput onto the addend", got, want, 1e-6);
+  // once only: the next call writes the plain gradient (into the same buffer, now gradInput's)
+  CHECK(max_abs_diff(c1->updateGradInput(x, dy), plain) == 0);
+  // where it does not apply, nothing is set: a 3x3 filter, row-major data, another shape, another
+  // conv.precision, no addend
+  auto c3 = conv(3);
+  CHECK_FALSE(c3->setGradInputAddend(x, original.clone()));
+  CHECK_FALSE(c1->setGradInputAddend(x.contiguous(), original.contiguous()));
+  CHECK_FALSE(c1->setGradInputAddend(x, original.narrow(0, 0, 2)));
+  CHECK_FALSE(c1->setGradInputAddend(x, Tensor()));
+  {
+    cudnn::ScopedConfig precise("conv.precision=float32");
+    CHECK_FALSE(c1->setGradInputAddend(x, original.clone()));
+  }
+  // set, then called with a row-major gradOutput: the sum as its own pass, the same values
+  Tensor again = original.clone();
+  REQUIRE(c1->setGradInputAddend(x, again));
+  expect_same_nonfinite("gradInput onto the addend, row-major gradOutput", c1->updateGradInput(x, dy.contiguous()),
+                        want, 1e-6);
+  CHECK(c1->gradInput.raw_data() == again.raw_data());
 }
 
 TEST_CASE("fused batch norm: an output field replaced between forward and backward is refused, not read") {
