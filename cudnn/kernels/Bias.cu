@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "tensor/Cuda.h"
 #include "tensor/cuda/BlockFold.cuh"
@@ -20,8 +21,12 @@
 //   16-byte packs that stay within a run where S allows, the sum gives one warp per
 //   (row, segment) a partial sum;
 // - channels-last: y is [N*S rows x C], channel c every C elements; the add's packs hold
-//   consecutive channels, the sum gives each block a tile of 32 channels over a chunk of rows;
-// and a last kernel folds each channel's partial sums in a fixed order (deterministic).
+//   consecutive channels, and so do the sum's where C allows (each thread a pack's V channels
+//   over a chunk of rows, four 16-byte loads in flight: the one-element version moved a ResNet-50
+//   step's gradients at about 1.6 TB/s), else each block a tile of 32 channels;
+// and a last kernel folds each channel's partial sums in a fixed order (deterministic): for the
+// packed sum, one pass over the columns of its [chunks x C] partial sums, 32 x 32 threads per
+// 32 channels (a block per channel reading a column with a stride of C took 0.18 ms of 53 calls).
 
 namespace cudnn::kernels {
 
@@ -166,6 +171,83 @@ __global__ void sum_channels_last_kernel(const T* dy, acc_t<T>* partial, int64_t
   }
 }
 
+// Channels-last in 16-byte packs (C a multiple of V = 16 / sizeof(T), dy 16-byte aligned): dy is
+// [rows x P] packs. A block takes `tile` packs from blockIdx.x * tile (tile = min(P, kThreads)) and
+// the rows of chunk blockIdx.y: thread t sums pack t % tile over the rows t / tile, t / tile +
+// steps, ... (steps = kThreads / tile), four loads in flight, V sums in registers; the threads of
+// one pack then fold their sums in shared memory in a fixed order, and the first writes
+// partial[blockIdx.y * C + c] for the pack's V channels.
+template <class T, int V>
+__global__ void __launch_bounds__(kThreads)
+    sum_channels_last_packed_kernel(const T* dy, acc_t<T>* partial, int64_t rows, int64_t C, int64_t chunk, int tile) {
+  using A = acc_t<T>;
+  __shared__ A shared[kThreads * V];
+  const int steps = kThreads / tile, lane = static_cast<int>(threadIdx.x) % tile, step = threadIdx.x / tile;
+  const int64_t packs = C / V, pack = int64_t(blockIdx.x) * tile + lane;
+  const bool active = step < steps && pack < packs;
+  A acc[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) acc[j] = A(0);
+  if (active) {
+    const int64_t begin = int64_t(blockIdx.y) * chunk, end = min(rows, begin + chunk);
+    const Pack<T, V>* column = reinterpret_cast<const Pack<T, V>*>(dy) + pack;
+    int64_t r = begin + step;
+    for (; r + 3 * steps < end; r += 4 * steps) {
+      Pack<T, V> q[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) q[u] = column[(r + u * steps) * packs];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(q[u].v[j]);
+      }
+    }
+    for (; r < end; r += steps) {
+      const Pack<T, V> q = column[r * packs];
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc[j] += static_cast<A>(q.v[j]);
+    }
+  }
+  if (step < steps) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) shared[(step * tile + lane) * V + j] = acc[j];
+  }
+  __syncthreads();
+  if (step == 0 && pack < packs) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      A total = shared[lane * V + j];
+      for (int k = 1; k < steps; ++k) total += shared[(k * tile + lane) * V + j];
+      partial[int64_t(blockIdx.y) * C + pack * V + j] = total;
+    }
+  }
+}
+
+// partial [chunks x C] -> db[c] = alpha * (its column's sum) + beta * db[c] (beta * db[c] only
+// when keep): a block of 32 x 32 threads per 32 channels, thread (x, y) summing rows y, y + 32,
+// ... of channel 32 blockIdx.x + x (coalesced), folded over y in a fixed order.
+template <class T>
+__global__ void finish_columns_kernel(const acc_t<T>* partial, T* db, int64_t chunks, int64_t C, acc_t<T> alpha,
+                                      acc_t<T> beta, bool keep) {
+  using A = acc_t<T>;
+  __shared__ A shared[32][33];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t c = int64_t(blockIdx.x) * 32 + x;
+  A acc = A(0);
+  if (c < C) {
+#pragma unroll 4
+    for (int64_t i = y; i < chunks; i += 32) acc += partial[i * C + c];
+  }
+  shared[y][x] = acc;
+  __syncthreads();
+  if (y == 0 && c < C) {
+    A total = shared[0][x];
+    for (int k = 1; k < 32; ++k) total += shared[k][x];
+    const A sum = alpha * total;
+    db[c] = T(keep ? sum + beta * static_cast<A>(db[c]) : sum);  // beta 0 ignores db, NaN included
+  }
+}
+
 // One block per channel c: the partial sums at c * c_stride + i * outer_stride + j
 // (i < outer, j < inner) are folded in a fixed order, then db[c] = alpha * sum + beta * db[c].
 template <class T>
@@ -252,6 +334,25 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
             std::min<int64_t>((rows * segments + kThreads / 32 - 1) / (kThreads / 32), resident * 8));
         sum_rows_kernel<T><<<blocks, kThreads, 0, stream>>>(g, partial.data<A>(), rows, l.S, segments, seg_len);
         outer = l.N, outer_stride = l.C * segments, inner = segments, c_stride = segments;
+      } else if (constexpr int V = 16 / sizeof(T); l.C % V == 0 && reinterpret_cast<uintptr_t>(g) % 16 == 0) {
+        // Note [Bias kernels]: packs over the channels, then one pass over the partial sums' columns
+        const int64_t rows = l.N * l.S, packs = l.C / V;
+        const int tile = static_cast<int>(std::min<int64_t>(packs, kThreads));
+        const int64_t tiles = (packs + tile - 1) / tile, steps = kThreads / tile;
+        // about four blocks an SM in all, each thread at least 16 rows, at most 1024 chunks
+        const int64_t chunks = std::clamp<int64_t>(
+            std::min<int64_t>(int64_t(sm_count(device)) * 4 / tiles, rows / (16 * steps)), 1, 1024);
+        const int64_t chunk = (rows + chunks - 1) / chunks;
+        partial = tensor::empty({chunks * l.C}, acc_dtype, dy.device());
+        sum_channels_last_packed_kernel<T, V>
+            <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
+                g, partial.data<A>(), rows, l.C, chunk, tile);
+        finish_columns_kernel<T><<<static_cast<unsigned>((l.C + 31) / 32), dim3(32, 32), 0, stream>>>(
+            partial.data<A>(), static_cast<T*>(db.raw_data()), chunks, l.C, static_cast<A>(alpha),
+            static_cast<A>(beta), beta != 0);
+        CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
+        if (keep) *keep = partial;
+        return true;
       } else {
         const int64_t rows = l.N * l.S;
         const int64_t tiles = (l.C + 31) / 32;

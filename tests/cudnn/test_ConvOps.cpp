@@ -336,17 +336,31 @@ TEST_CASE("float16 and bfloat16 convolutions, and 3-D algorithm fallbacks") {
 
 // add_bias / backward_bias take the kernels of cudnn/kernels/Bias.cu for row-major and
 // channels-last data (Note [Bias kernels]); checked against float64 sums on the CPU for every
-// floating dtype, both layouts, long rows (the segmented sum), C not a multiple of 32, empty
-// batches, NaN and Inf in dy, and the alpha/beta rule (beta 0 ignores a NaN in db).
+// floating dtype, both layouts, long rows (the segmented sum), C not a multiple of 32, C in whole
+// 16-byte packs or not, empty batches, NaN and Inf in dy, and the alpha/beta rule (beta 0 ignores
+// a NaN in db).
 TEST_CASE("add_bias and backward_bias: both layouts, every floating dtype, alpha and beta, NaN and Inf, empty") {
   Generator gen(131);
   using MF = MemoryFormat;
   const std::vector<std::pair<Shape, MF>> shapes = {
-      {{2, 5, 3}, MF::Contiguous},          {{3, 7, 4, 5}, MF::Contiguous},       {{3, 7, 4, 5}, MF::ChannelsLast},
-      {{2, 70, 3, 2}, MF::ChannelsLast},    {{2, 33, 2, 3, 2}, MF::ChannelsLast}, {{2, 3, 130, 41}, MF::Contiguous},
-      {{1, 3, 130, 141}, MF::ChannelsLast}, {{64, 40, 1, 1}, MF::ChannelsLast},   {{0, 4, 3, 3}, MF::Contiguous},
-      {{0, 4, 3, 3}, MF::ChannelsLast},     {{2, 1, 5, 5}, MF::ChannelsLast},     {{2, 5, 4, 4}, MF::Contiguous},
+      {{2, 5, 3}, MF::Contiguous},
+      {{3, 7, 4, 5}, MF::Contiguous},
+      {{3, 7, 4, 5}, MF::ChannelsLast},
+      {{2, 70, 3, 2}, MF::ChannelsLast},
+      {{2, 33, 2, 3, 2}, MF::ChannelsLast},
+      {{2, 3, 130, 41}, MF::Contiguous},
+      {{1, 3, 130, 141}, MF::ChannelsLast},
+      {{64, 40, 1, 1}, MF::ChannelsLast},
+      {{0, 4, 3, 3}, MF::Contiguous},
+      {{0, 4, 3, 3}, MF::ChannelsLast},
+      {{2, 1, 5, 5}, MF::ChannelsLast},
+      {{2, 5, 4, 4}, MF::Contiguous},
       {{2, 16, 3, 3}, MF::ChannelsLast},
+      // channels-last in 16-byte packs: many row chunks; 3 packs a row (85 rows a block step);
+      // more packs than a block's threads (two channel tiles)
+      {{8, 64, 28, 28}, MF::ChannelsLast},
+      {{4, 24, 9, 7}, MF::ChannelsLast},
+      {{2, 2064, 3, 3}, MF::ChannelsLast},
   };
   for (const DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     // unit roundoff of the dtype, and of the sums' accumulator (float32, float64 for float64)

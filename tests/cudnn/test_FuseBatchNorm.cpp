@@ -357,6 +357,11 @@ TEST_CASE("a 1x1 convolution adds its input gradient onto an addend in one produ
   addend.set({1, 2, 3, 4}, std::numeric_limits<double>::quiet_NaN());  // a NaN in the addend stays in the sum
   addend.set({2, 7, 0, 0}, std::numeric_limits<double>::infinity());
   const Tensor original = addend.clone();
+  auto nhwc_copy = [&](const Tensor& t) {  // clone() gives a row-major copy
+    Tensor c = empty(t.sizes(), t.dtype(), gpu, nhwc);
+    c.copy_(t);
+    return c;
+  };
   auto c1 = conv(1);
   c1->forward(x);
   const Tensor plain = c1->updateGradInput(x, dy).clone();
@@ -371,16 +376,16 @@ TEST_CASE("a 1x1 convolution adds its input gradient onto an addend in one produ
   // where it does not apply, nothing is set: a 3x3 filter, row-major data, another shape, another
   // conv.precision, no addend
   auto c3 = conv(3);
-  CHECK_FALSE(c3->setGradInputAddend(x, original.clone()));
+  CHECK_FALSE(c3->setGradInputAddend(x, nhwc_copy(original)));
   CHECK_FALSE(c1->setGradInputAddend(x.contiguous(), original.contiguous()));
   CHECK_FALSE(c1->setGradInputAddend(x, original.narrow(0, 0, 2)));
   CHECK_FALSE(c1->setGradInputAddend(x, Tensor()));
   {
     cudnn::ScopedConfig precise("conv.precision=float32");
-    CHECK_FALSE(c1->setGradInputAddend(x, original.clone()));
+    CHECK_FALSE(c1->setGradInputAddend(x, nhwc_copy(original)));
   }
   // set, then called with a row-major gradOutput: the sum as its own pass, the same values
-  Tensor again = original.clone();
+  Tensor again = nhwc_copy(original);
   REQUIRE(c1->setGradInputAddend(x, again));
   expect_same_nonfinite("gradInput onto the addend, row-major gradOutput", c1->updateGradInput(x, dy.contiguous()),
                         want, 1e-6);
