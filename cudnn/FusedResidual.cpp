@@ -97,6 +97,12 @@ void FusedResidual::backwardFused(const tensor::Tensor& input, const tensor::Ten
           if (summed) firstConvolution()->setGradInputAddend(input, tensor::Tensor());
           throw;
         }
+        if (summed) {
+          // withdrawn, should the convolution not have taken it; summed only where gs's storage
+          // came back holding the sum
+          firstConvolution()->setGradInputAddend(input, tensor::Tensor());
+          summed = gb.defined() && gb.raw_data() == gs.raw_data();
+        }
         break;
     }
     if (pass == FusedPass::Both && !gradInputNeeded()) {
