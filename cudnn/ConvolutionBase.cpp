@@ -105,9 +105,13 @@ bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
 // the product's epilogue: gs's storage receives gb + gs, and neither gb nor the add's pass
 // exists. The sum is rounded once, from float32, where the add rounded gb first. cuBLAS computes
 // as the convolution would under the default conv.precision (float32 for 16-bit data, TF32 for
-// float32 when allow_tf32), so other precisions keep the two passes.
+// float32 when allow_tf32), so other precisions keep the two passes, as do pinned algorithms.
 bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& addend) {
   if (m.transposed() || input.dim() != 4 || config().precision != Precision::AsInputF32) return false;
+  // an input-gradient algorithm the user pinned (setMode, conv.algo_bwd_data) is cuDNN's to run
+  if (!m.algo.bwdData.empty() || config().algo(ConvPass::BackwardData).policy == AlgoSetting::Policy::Fixed) {
+    return false;
+  }
   const ConvSpec s = m.spec();
   for (int d = s.first(); d < 3; ++d) {
     if (s.k[d] != 1 || s.stride[d] != 1 || s.pad[d] != 0 || s.dilation[d] != 1) return false;

@@ -374,7 +374,7 @@ TEST_CASE("a 1x1 convolution adds its input gradient onto an addend in one produ
   // once only: the next call writes the plain gradient (into the same buffer, now gradInput's)
   CHECK(max_abs_diff(c1->updateGradInput(x, dy), plain) == 0);
   // where it does not apply, nothing is set: a 3x3 filter, row-major data, another shape, another
-  // conv.precision, no addend
+  // conv.precision, no addend, a pinned algorithm
   auto c3 = conv(3);
   CHECK_FALSE(c3->setGradInputAddend(x, nhwc_copy(original)));
   CHECK_FALSE(c1->setGradInputAddend(x.contiguous(), original.contiguous()));
@@ -384,6 +384,13 @@ TEST_CASE("a 1x1 convolution adds its input gradient onto an addend in one produ
     cudnn::ScopedConfig precise("conv.precision=float32");
     CHECK_FALSE(c1->setGradInputAddend(x, nhwc_copy(original)));
   }
+  {  // an input-gradient algorithm pinned, by flag or by setMode
+    cudnn::ScopedConfig pinned("conv.algo_bwd_data=deterministic");
+    CHECK_FALSE(c1->setGradInputAddend(x, nhwc_copy(original)));
+  }
+  c1->setMode("", "", "deterministic");
+  CHECK_FALSE(c1->setGradInputAddend(x, nhwc_copy(original)));
+  c1->resetMode();
   // set, then called with a row-major gradOutput: the sum as its own pass, the same values
   Tensor again = nhwc_copy(original);
   REQUIRE(c1->setGradInputAddend(x, again));
