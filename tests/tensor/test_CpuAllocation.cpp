@@ -11,14 +11,6 @@
 
 using namespace tensor;
 
-namespace {
-long minor_faults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
-}  // namespace
-
 TEST_CASE("CPU storage is 64-byte aligned, for sizes that are not multiples of it too") {
   for (int64_t n : {1, 3, 17, 1000, 100003}) {
     const Tensor t = empty({n});
@@ -28,6 +20,14 @@ TEST_CASE("CPU storage is 64-byte aligned, for sizes that are not multiples of i
 
 // glibc's allocator only (ASan's quarantines freed blocks and has its own)
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+namespace {
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+}  // namespace
+
 TEST_CASE("a step's activations, freed and allocated again, take no fresh pages") {
   // Three 12 MiB blocks alive at once, written, freed: glibc's defaults unmapped or trimmed
   // them, and aligned_alloc left holes too small to reuse, so every round faulted its 9,216
