@@ -50,6 +50,13 @@ void Module::backwardOrParameters(const Tensor& input, const Tensor& gradOutput,
 const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, double scale) {
   if (!input.defined()) throw Error(where("backward") + "expected an input, got an undefined tensor");
   if (!gradOutput.defined()) {
+    // Nothing to compute without an input gradient or parameters (a layout change at a network's
+    // input, after a network that computes none: cudnn::autotune's wrapper)
+    if (!gradInputNeeded_ && !children() && parameters().empty()) {
+      gradInput = Tensor();
+      if (backwardHook_) backwardHook_(*this);
+      return gradInput;
+    }
     throw Error(where("backward") +
                 "expected a gradOutput, got an undefined tensor (does a module after this one have "
                 "setGradInputNeeded(false)?)");

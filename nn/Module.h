@@ -61,7 +61,8 @@ class Module {
   // input needs no gradient (its image batch): it removes the first layer's backward-data
   // pass. Containers pass it to the children that see their input (Sequential: the first;
   // Concat, Residual, SpatialTransformer: all), and to such children added later.
-  // updateGradInput() called directly always computes.
+  // updateGradInput() called directly always computes. A module with this switch off and no
+  // parameters (nothing to compute) takes an undefined gradOutput in backward().
   virtual void setGradInputNeeded(bool needed);
   bool gradInputNeeded() const { return gradInputNeeded_; }
 

@@ -17,7 +17,7 @@
 // (forward, backward, SGD step) of the first network per GPU alone, then wrapped in
 // dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
-//             [--step [--graph]] [--eval] [--input-grad] [--channels-last]
+//             [--step [--graph]] [--eval] [--input-grad] [--channels-last | --autotune]
 //             [--amp float16|bfloat16]
 // --amp (cudnn, with --step): the network computes in float16 / bfloat16 (batch norm keeps
 // float32) and the step is mixed-precision training as a PyTorch user's autocast + GradScaler
@@ -30,6 +30,8 @@
 // timing, and the twins keep that layout throughout (Note [Channels-last twins] in
 // cudnn/core/Layout.h); a 4-d / 5-d gradOutput is made in the output's layout. The network's
 // filters are laid out channels-last too (Module::to(MemoryFormat)), as PyTorch's side does.
+// --autotune (cudnn): cudnn::autotune on the row-major input instead, which fuses and keeps
+// channels-last where its own timed pass finds it faster (cudnn/Autotune.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,6 +57,7 @@
 #include "tensor/Json.h"
 
 #ifdef CUDNN_NN_HAVE_CUDA
+#include "cudnn/Autotune.h"
 #include "cudnn/Fuse.h"
 #include "cudnn/core/Config.h"
 #endif
@@ -90,6 +93,7 @@ struct Options {
   std::string amp;                // cudnn, --step: float16 or bfloat16 mixed-precision training step
   bool rnn_persist = false;       // cudnn: recurrent modules ask for cuDNN's persistent kernels
   bool eval = false;              // also time the forward in evaluation mode (an inference user's)
+  bool autotune = false;          // cudnn::autotune: fusion, and the layout chosen by timing it
 };
 
 const char* kOptions =
@@ -124,6 +128,10 @@ const char* kOptions =
     "  --channels-last   (cudnn) make the 4-d / 5-d input channels-last (NHWC) once, before timing:\n"
     "                    the cudnn layers then compute and keep that layout; the filters are laid\n"
     "                    out channels-last too (nn::Module::to(MemoryFormat::ChannelsLast))\n"
+    "  --autotune        (cudnn) cudnn::autotune the network on the benchmark's input before timing:\n"
+    "                    cudnn::fuse, then channels-last where a timed pass finds it faster (the\n"
+    "                    network wrapped so that it takes and gives row-major tensors); the choice\n"
+    "                    and both times are printed (cudnn/Autotune.h). Replaces --fuse and --channels-last\n"
     "  --rnn-persist     (cudnn) recurrent modules run cuDNN's persistent kernels where cuDNN takes the\n"
     "                    shape (nn::RNNBase::setPersist; the lstm row)\n";
 
@@ -177,6 +185,7 @@ Options parse(int argc, char** argv) {
       .set("--keep-grad-inputs", o.keep_grad_inputs)
       .set("--channels-last", o.channels_last)
       .set("--rnn-persist", o.rnn_persist)
+      .set("--autotune", o.autotune)
       .choice("--amp", o.amp, {"float16", "bfloat16"})
       .parse(args);
   // No --backend: cudnn where a GPU is visible, else nn (said, and a cudnn-only flag is refused
@@ -193,6 +202,10 @@ Options parse(int argc, char** argv) {
   if (o.backend == "nn" && o.channels_last) args.fail("--channels-last" + needs);
   if (o.backend == "nn" && o.rnn_persist) args.fail("--rnn-persist" + needs);
   if (o.backend == "nn" && o.graph) args.fail("--graph" + needs);
+  if (o.backend == "nn" && o.autotune) args.fail("--autotune" + needs);
+  if (o.autotune && (o.fuse || o.channels_last)) {
+    args.fail("--autotune fuses and picks the layout itself: leave --fuse and --channels-last out");
+  }
   if (o.graph && !o.step) args.fail("--graph needs --step");
   if (!o.amp.empty() && o.backend == "nn") args.fail("--amp" + needs);
   if (!o.amp.empty() && !o.step) args.fail("--amp needs --step (it times the mixed-precision training step)");
@@ -234,6 +247,7 @@ struct Result {
     double forward_ms, train_ms;
   };
   std::vector<Layer> layers;  // with --per-layer, for a network with children
+  std::string autotune;       // with --autotune: what it did (AutotuneReport::str)
 };
 
 // forward, cross-entropy loss, backward, optimizer update: the whole training step, as a
@@ -396,6 +410,15 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   net->setFreeIntermediateGradients(!o.keep_grad_inputs);
   tensor::Generator gen(1);
   const Tensor x = in_layout(tensor::uniform(b.input, -1, 1, gen, dtype, device), o);
+  std::string tuned;
+#ifdef CUDNN_NN_HAVE_CUDA
+  if (o.autotune) {
+    cudnn::AutotuneReport report;
+    net = cudnn::autotune(net, x, {}, &report);
+    tuned = report.str();
+    std::printf("autotune %s: %s\n", name.c_str(), tuned.c_str());
+  }
+#endif
   const Tensor y = net->forward(x);
   const Tensor g = grad_like(y, gen, dtype, device);
   auto sync = [&] {
@@ -427,6 +450,7 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   };
   Result r;
   r.name = name;
+  r.autotune = tuned;
   r.input = b.input;
   r.batch = b.input[b.batchDim];
   r.forward_ms = time_ms([&] { net->forward(x); });
@@ -545,6 +569,7 @@ tensor::Json row_json(const Result& r) {
   tensor::Json j = tensor::Json::Object{
       {"network", r.name}, {"input", shape}, {"forward_ms", r.forward_ms}, {"forward_backward_ms", r.train_ms}};
   if (r.step_ms > 0) j.set("step_ms", r.step_ms);
+  if (!r.autotune.empty()) j.set("autotune", r.autotune);
   if (r.eval_forward_ms > 0) j.set("eval_forward_ms", r.eval_forward_ms);
   j.set("peak_device_bytes", static_cast<int64_t>(r.peak_bytes));
   j.set("steady_device_bytes", static_cast<int64_t>(r.steady_bytes));

@@ -19,6 +19,7 @@
 #include "nn/BatchNormalization.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
+#include "nn/Contiguous.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
@@ -213,6 +214,7 @@ std::vector<Case> all_cases() {
   sigmoid->inplace = true;
   c.push_back({sigmoid, {2, 3}});
   c.push_back({make<nn::Identity>(), {2, 3}});
+  c.push_back({make<nn::Contiguous>(tensor::MemoryFormat::ChannelsLast), {2, 3, 4, 4}});
   // dropout: v1 in training (the mask reseeded) and in evaluation (scaled), v2 in place
   c.push_back({make<nn::Dropout>(0.3, true, false), {4, 5}});
   c.push_back({make<nn::Dropout>(0.3, true, false), {4, 5}, true});
@@ -337,6 +339,9 @@ TEST_CASE("every module type round-trips with non-default options") {
     }
     if (auto temporal = std::dynamic_pointer_cast<nn::TemporalConvolution>(c.module)) {
       CHECK(as<nn::TemporalConvolution>(back)->algo == temporal->algo);
+    }
+    if (auto layout = std::dynamic_pointer_cast<nn::Contiguous>(c.module)) {
+      CHECK(as<nn::Contiguous>(back)->format() == layout->format());
     }
     if (auto rnn = std::dynamic_pointer_cast<nn::RNNBase>(c.module)) {
       CHECK(as<nn::RNNBase>(back)->persist == rnn->persist);

@@ -9,6 +9,7 @@
 #include "nn/BatchNormalization.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
+#include "nn/Contiguous.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
@@ -96,6 +97,7 @@ const std::vector<ModuleSpec>& module_table() {
              1, std::initializer_list<ModulePtr>{std::make_shared<nn::Linear>(3, 2), std::make_shared<nn::Linear>(3, 4)}));
        },
        {2, 3}, 0, 1, {2, 3, 4}},
+      {"Contiguous", make<nn::Contiguous>(tensor::MemoryFormat::ChannelsLast), {2, 3, 4, 4}, 0, -1, {2, 3}, false, true},
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
       {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
