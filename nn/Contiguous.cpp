@@ -24,11 +24,7 @@ const Tensor& Contiguous::updateOutput(const Tensor& input) {
 }
 
 const Tensor& Contiguous::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  if (!gradOutput.defined() || gradOutput.sizes() != input.sizes()) {
-    throw Error(where("updateGradInput") + "expected gradOutput of the output's shape " +
-                tensor::shape_str(input.sizes()) + ", got " +
-                (gradOutput.defined() ? tensor::shape_str(gradOutput.sizes()) : std::string("an undefined tensor")));
-  }
+  check_grad_output_shape(where("updateGradInput"), input.sizes(), gradOutput);
   gradInput = gradOutput.contiguous(tensor::suggest_memory_format(input));
   return gradInput;
 }

@@ -306,6 +306,12 @@ Module& child_at(const Module& parent, const std::vector<ModulePtr>& kids, size_
   return *kids[i];
 }
 
+void check_grad_output_shape(const std::string& where, const Shape& expected, const Tensor& gradOutput) {
+  if (gradOutput.defined() && gradOutput.sizes() == expected) return;
+  throw Error(where + "expected gradOutput of the output's shape " + tensor::shape_str(expected) + ", got " +
+              (gradOutput.defined() ? tensor::shape_str(gradOutput.sizes()) : std::string("an undefined tensor")));
+}
+
 std::string indent_lines(const std::string& text, const std::string& pad) {
   std::string out;
   for (char c : text) {

@@ -176,6 +176,10 @@ class Module {
 // nullptr can be put there directly, past add()'s check.
 Module& child_at(const Module& parent, const std::vector<ModulePtr>& kids, size_t i, const char* method);
 
+// The check of a module whose output has a known shape: throws "<where>expected gradOutput of the
+// output's shape [2 x 3], got [2 x 4]" (or "got an undefined tensor").
+void check_grad_output_shape(const std::string& where, const Shape& expected, const Tensor& gradOutput);
+
 // Torch's printing helpers: containers indent their children's lines.
 std::string indent_lines(const std::string& text, const std::string& pad);
 

@@ -42,10 +42,7 @@ void Residual::backwardPass(const Tensor& input, const Tensor& gradOutput, bool 
   checkModules("backward");
   // The identity path adds gradOutput in place, which would broadcast a smaller one; its
   // output has the input's shape (a shortcut module checks gradOutput itself).
-  if (modules.size() == 1 && gradOutput.sizes() != input.sizes()) {
-    throw Error(where("backward") + "expected gradOutput of the output's shape " + tensor::shape_str(input.sizes()) +
-                ", got " + tensor::shape_str(gradOutput.sizes()));
-  }
+  if (modules.size() == 1) check_grad_output_shape(where("backward"), input.sizes(), gradOutput);
   const Tensor& gb = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradOutput); });
   if (!wantGradInput) {  // Note [gradInput not needed] in Module.cpp
     if (modules.size() > 1) rethrowErrors(1, [&]() { step(*modules[1], input, gradOutput); });
