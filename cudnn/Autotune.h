@@ -20,6 +20,10 @@
 // again on its own result unwraps first, so it does not nest. Not every network is timed: the
 // report's `skipped` says why (a float64 or not 4-d / 5-d example, no cudnn module, the flag
 // channels_last=true, which already runs every layer NHWC).
+// Data parallelism: autotune before wrapping the network in dist::DistributedDataParallel (whose
+// backward hooks would all-reduce during the timing passes), and give every rank the same layout,
+// which separate timings need not give: time on one rank and pass its choice to the others as
+// LayoutChoice::ChannelsLast or Keep.
 #pragma once
 
 #include <string>

@@ -321,6 +321,7 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
       const int64_t elements_per_channel = dy.numel() / l.C;
       Tensor partial;
       int64_t outer = 0, outer_stride = 0, inner = 1, c_stride = 0;
+      bool columns = false;  // finished by finish_columns_kernel over [outer x C] partial sums
       if (elements_per_channel == 0) {
         partial = tensor::zeros({1}, acc_dtype, dy.device());  // nothing to sum: db = beta * db
       } else if (!l.channels_last) {
@@ -347,12 +348,7 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
         sum_channels_last_packed_kernel<T, V>
             <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
                 g, partial.data<A>(), rows, l.C, chunk, tile);
-        finish_columns_kernel<T><<<static_cast<unsigned>((l.C + 31) / 32), dim3(32, 32), 0, stream>>>(
-            partial.data<A>(), static_cast<T*>(db.raw_data()), chunks, l.C, static_cast<A>(alpha),
-            static_cast<A>(beta), beta != 0);
-        CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
-        if (keep) *keep = partial;
-        return true;
+        outer = chunks, columns = true;
       } else {
         const int64_t rows = l.N * l.S;
         const int64_t tiles = (l.C + 31) / 32;
@@ -364,9 +360,15 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
                 g, partial.data<A>(), rows, l.C, chunk);
         outer = chunks, outer_stride = l.C, inner = 1, c_stride = 1;
       }
-      finish_kernel<T><<<static_cast<unsigned>(l.C), kThreads, 0, stream>>>(
-          partial.data<A>(), static_cast<T*>(db.raw_data()), outer, outer_stride, inner, c_stride,
-          static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
+      if (columns) {
+        finish_columns_kernel<T><<<static_cast<unsigned>((l.C + 31) / 32), dim3(32, 32), 0, stream>>>(
+            partial.data<A>(), static_cast<T*>(db.raw_data()), outer, l.C, static_cast<A>(alpha),
+            static_cast<A>(beta), beta != 0);
+      } else {
+        finish_kernel<T><<<static_cast<unsigned>(l.C), kThreads, 0, stream>>>(
+            partial.data<A>(), static_cast<T*>(db.raw_data()), outer, outer_stride, inner, c_stride,
+            static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
+      }
       CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
       if (keep) *keep = partial;
       return true;

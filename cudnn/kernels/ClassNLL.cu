@@ -138,34 +138,33 @@ struct RowSpan {
 };
 
 // What the row kernels take besides the scores: the log-probabilities' row, the targets, and
-// for the forward `picked`, for the backward the weights (the scores' dtype, as nn checks), the
-// NLL sums and the gradient's row.
-template <class S, class L, class D>
+// for the forward `picked`, for the backward the weights, the NLL sums and the gradient's row.
+// logp, the weights and dx all have the scores' dtype S, as nn's have.
+template <class S>
 struct RowArgs {
   int64_t classes;
-  L* logp;
+  S* logp;
   const int64_t* target;  // null: the log-probabilities alone
   tensor::acc_t<S>* picked;
   const S* weights;
   int64_t ignore;
   const double* sums;
   bool size_average;
-  D* dx;  // null: the forward
+  S* dx;  // null: the forward
 };
 
-// What a row's second pass writes, given its max m and log(sum exp(x - m)); columns are the
-// row's.
-template <class A, class L, class D>
+// What a row's second pass writes, given its max m and log(sum exp(x - m)), in the scores'
+// dtype S; columns are the row's.
+template <class A, class S>
 struct RowOutput {
   A m, log_sum;
-  L* logp;           // the row's
-  D* dx;             // the row's; null: the forward
+  S* logp;           // the row's
+  S* dx;             // the row's; null: the forward
   A* picked;         // the row's target log-probability (forward), or null
   A g = 0;           // the gradient's weight at the target
   int t = -1;        // the target's column, -1 when it counts for nothing
 
-  template <class S>
-  __device__ RowOutput(A m_, A log_sum_, const RowArgs<S, L, D>& a)
+  __device__ RowOutput(A m_, A log_sum_, const RowArgs<S>& a)
       : m(m_), log_sum(log_sum_), logp(a.logp + blockIdx.x * a.classes), dx(a.dx ? a.dx + blockIdx.x * a.classes : nullptr),
         picked(a.picked && !a.dx ? a.picked + blockIdx.x : nullptr) {
     if (!a.target) return;
@@ -175,27 +174,26 @@ struct RowOutput {
       t = static_cast<int>(c);
     }
   }
-  // Column c's log-probability, rounded to L, and its gradient.
-  __device__ void value(int c, A xc, L& y, D& d) const {
+  // Column c's log-probability, rounded to S, and its gradient.
+  __device__ void value(int c, A xc, S& y, S& d) const {
     const A v = (xc - m) - log_sum;
-    y = static_cast<L>(v);
-    if (dx) d = D((c == t ? g : A(0)) - exp_of(v) * g);
+    y = static_cast<S>(v);
+    if (dx) d = S((c == t ? g : A(0)) - exp_of(v) * g);
     if (picked && c == t) *picked = v;
   }
   __device__ void element(int c, A xc) const {
-    D d;
+    S d;
     value(c, xc, logp[c], d);
     if (dx) dx[c] = d;
   }
   // The pack of V columns from c0 (16-byte aligned in x), its values from at(j).
   template <int V, class At>
   __device__ void pack(int c0, At&& at) const {
-    tensor::cuda::Pack<L, V> y;
-    tensor::cuda::Pack<D, V> d;
+    tensor::cuda::Pack<S, V> y, d;
 #pragma unroll
     for (int j = 0; j < V; ++j) value(c0 + j, at(j), y.v[j], d.v[j]);
-    *reinterpret_cast<tensor::cuda::Pack<L, V>*>(logp + c0) = y;
-    if (dx) *reinterpret_cast<tensor::cuda::Pack<D, V>*>(dx + c0) = d;
+    *reinterpret_cast<tensor::cuda::Pack<S, V>*>(logp + c0) = y;
+    if (dx) *reinterpret_cast<tensor::cuda::Pack<S, V>*>(dx + c0) = d;
   }
 };
 
@@ -220,9 +218,9 @@ __device__ inline A pack_value(const uint4& w, int j) {
 
 constexpr int kRowThreads = 512;  // the register kernel's most threads a block
 
-template <class S, class L, class D, int K>
+template <class S, int K>
 __global__ void __launch_bounds__(kRowThreads, 2)
-    cross_entropy_rows_in_registers_kernel(const S* x, const RowArgs<S, L, D> a) {
+    cross_entropy_rows_in_registers_kernel(const S* x, const RowArgs<S> a) {
   using A = tensor::acc_t<S>;
   constexpr int V = 16 / sizeof(S);
   const int64_t classes = a.classes;
@@ -260,7 +258,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
   each([&](A v) { sum += exp_of(v - m); });
   sum = warp_block_reduce(
       sum, [](A a, A b) { return a + b; }, A(0), shared);
-  const RowOutput<A, L, D> out(m, log_of(sum), a);
+  const RowOutput<A, S> out(m, log_of(sum), a);
   if (has_head) out.element(c, hx);
   if (has_tail) out.element(ct, tx);
 #pragma unroll
@@ -271,8 +269,8 @@ __global__ void __launch_bounds__(kRowThreads, 2)
 }
 
 // V: the elements of a pack, 16 / sizeof(S), or 1 where a base is not 16-byte aligned.
-template <class S, class L, class D, int V>
-__global__ void cross_entropy_rows_kernel(const S* x, const RowArgs<S, L, D> a) {
+template <class S, int V>
+__global__ void cross_entropy_rows_kernel(const S* x, const RowArgs<S> a) {
   using A = tensor::acc_t<S>;
   const int64_t classes = a.classes;
   using Pk = tensor::cuda::Pack<S, V>;
@@ -289,7 +287,7 @@ __global__ void cross_entropy_rows_kernel(const S* x, const RowArgs<S, L, D> a) 
   }
   for (int c = r.tail + threadIdx.x; c < classes; c += blockDim.x) st.add(to_acc<A>(row[c]));
   const OnlineLse<A> merged = block_merge(st, shared);
-  const RowOutput<A, L, D> out(merged.m, merged.log_sum(), a);
+  const RowOutput<A, S> out(merged.m, merged.log_sum(), a);
   for (int c = threadIdx.x; c < r.head; c += blockDim.x) out.element(c, to_acc<A>(row[c]));
   for (int p = threadIdx.x; p < r.packs; p += blockDim.x) {
     const Pk q = packs[p];
@@ -439,7 +437,7 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& targ
     constexpr int kV = tensor::cuda::kPack16<S>;
     const bool packs = aligned(scores, 16) && aligned(logp, 16) && (!gradient || aligned(gradient->dx, 16));
     const int64_t most_packs = classes / kV + 1;  // a row's, whatever its alignment
-    const RowArgs<S, S, S> args{
+    const RowArgs<S> args{
         classes,
         static_cast<S*>(logp.raw_data()),
         target.data<int64_t>(),
@@ -460,7 +458,7 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& targ
           static_cast<unsigned>(std::clamp<int64_t>(((most_packs + k - 1) / k + 31) / 32 * 32, 32, kRowThreads));
       auto launch = [&](auto kk) {
         constexpr int K = decltype(kk)::value;
-        cross_entropy_rows_in_registers_kernel<S, S, S, K><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
+        cross_entropy_rows_in_registers_kernel<S, K><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
       };
       if (k == 1)
         launch(std::integral_constant<int, 1>{});
@@ -475,9 +473,9 @@ bool cross_entropy_rows(const tensor::Tensor& scores, const tensor::Tensor& targ
       const unsigned threads =
           static_cast<unsigned>(std::clamp<int64_t>((classes / per_thread + 31) / 32 * 32, 32, 1024));
       if (packs)
-        cross_entropy_rows_kernel<S, S, S, kV><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
+        cross_entropy_rows_kernel<S, kV><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
       else
-        cross_entropy_rows_kernel<S, S, S, 1><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
+        cross_entropy_rows_kernel<S, 1><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, args);
     }
     CUDA_CHECK_LAUNCH("cross_entropy_rows");
   });

@@ -40,7 +40,12 @@ Tensor NLLPlan::indices(const Tensor& target) {
 
 double NLLPlan::nll(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& weights,
                     bool sizeAverage, int64_t ignoreIndex, const Tensor* picked) {
-  const kernels::NLLSums s = kernels::nll_sums(logp, indices(target), contiguous(weights), ignoreIndex, picked);
+  return nll_of(where, logp, target, indices(target), weights, sizeAverage, ignoreIndex, picked);
+}
+
+double NLLPlan::nll_of(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& idx,
+                       const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor* picked) {
+  const kernels::NLLSums s = kernels::nll_sums(logp, idx, contiguous(weights), ignoreIndex, picked);
   if (s.first_bad >= 0) {
     // The error path may read the target: nn's own check names the value and its position.
     nn::kernels::class_indices(target.cpu(), logp.size(1), ignoreIndex, where);
@@ -72,11 +77,12 @@ double NLLPlan::cross_entropy(const std::string& where, const Tensor& scores, co
   // rounding to logp's dtype (docs/performance.md, the cross-entropy row)
   const DType wide = cross_entropy_dtype(scores.dtype());
   nn::ensure(picked_, {scores.size(0)}, wide, scores.device());
-  if (kernels::cross_entropy_rows_forward(scores, indices(target), ignoreIndex, logp, picked_)) {
-    return nll(where, logp, target, weights, sizeAverage, ignoreIndex, &picked_);
+  const Tensor idx = indices(target);  // once: a non-Int64 target takes a kernel to convert
+  if (kernels::cross_entropy_rows_forward(scores, idx, ignoreIndex, logp, picked_)) {
+    return nll_of(where, logp, target, idx, weights, sizeAverage, ignoreIndex, &picked_);
   }
   const Tensor wide_logp = log_softmax_wide(scores, logp);
-  const double loss = nll(where, wide_logp, target, as(weights, wide), sizeAverage, ignoreIndex);
+  const double loss = nll_of(where, wide_logp, target, idx, as(weights, wide), sizeAverage, ignoreIndex, nullptr);
   if (wide_logp.raw_data() != logp.raw_data()) Tensor(logp).copy_(wide_logp);  // a handle on logp's storage
   return loss;
 }

@@ -47,6 +47,9 @@ class NLLPlan {
  private:
   // The target as contiguous Int64 class indices on its device (itself when it already is).
   Tensor indices(const Tensor& target);
+  // nll() with the target's indices already made (target itself names a bad value).
+  double nll_of(const std::string& where, const Tensor& logp, const Tensor& target, const Tensor& idx,
+                const Tensor& weights, bool sizeAverage, int64_t ignoreIndex, const Tensor* picked);
   // cuDNN's log-softmax over C of scores in cross_entropy_dtype: into logp when that is its
   // dtype, else into a new tensor, returned (the caller rounds it into logp).
   Tensor log_softmax_wide(const Tensor& scores, const Tensor& logp);
