@@ -95,32 +95,51 @@ bool conv_operand_ok(const Tensor& t, const Tensor& weight) {
          t.device() == weight.device();
 }
 
-// Note [An input gradient onto an addend]
-// ResNet's unit sums its block's input gradient and its shortcut's: the block's first
-// convolution writes gb, then an add reads gb and gs and writes their sum, three passes over a
-// tensor of the unit's input size that cuDNN's engines cannot fold in (they take no beta, and a
-// graph with the add fused ran slower: docs/performance.md). Where that convolution is a plain
-// 1x1 with stride 1 and no padding over dense channels-last activations, its input gradient is
-// one matrix product, dx [NHW x C] = dy [NHW x K] * w [K x C], and cuBLAS's beta = 1 adds gs in
-// the product's epilogue: gs's storage receives gb + gs, and neither gb nor the add's pass
-// exists. The sum is rounded once, from float32, where the add rounded gb first. cuBLAS computes
-// as the convolution would under the default conv.precision (float32 for 16-bit data, TF32 for
-// float32 when allow_tf32), so other precisions keep the two passes, as do pinned algorithms.
-bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& addend) {
+// A plain 1x1 convolution with stride 1 and no padding over dense channels-last activations:
+// each of its passes is one matrix product over the [NHW x C] rows, which cuBLAS computes as the
+// convolution would under the default conv.precision (float32 for 16-bit data, TF32 for float32
+// when allow_tf32). So other precisions, and a `pass` whose algorithm the user pinned (setMode,
+// conv.algo_*), stay cuDNN's.
+bool pointwise_product(const nn::ConvolutionBase& m, const Tensor& input, ConvPass pass) {
   if (m.transposed() || input.dim() != 4 || config().precision != Precision::AsInputF32) return false;
-  // an input-gradient algorithm the user pinned (setMode, conv.algo_bwd_data) is cuDNN's to run
-  if (!m.algo.bwdData.empty() || config().algo(ConvPass::BackwardData).policy == AlgoSetting::Policy::Fixed) {
-    return false;
-  }
+  const std::string& pinned = pass == ConvPass::BackwardData ? m.algo.bwdData : m.algo.bwdFilter;
+  if (!pinned.empty() || config().algo(pass).policy == AlgoSetting::Policy::Fixed) return false;
   const ConvSpec s = m.spec();
   for (int d = s.first(); d < 3; ++d) {
     if (s.k[d] != 1 || s.stride[d] != 1 || s.pad[d] != 0 || s.dilation[d] != 1) return false;
   }
-  const auto nhwc = tensor::MemoryFormat::ChannelsLast;
-  return s.nd == 2 && s.groups == 1 && addend.defined() && conv_operand_ok(input, m.weight) &&
-         conv_operand_ok(addend, m.weight) && addend.sizes() == input.sizes() && input.is_contiguous(nhwc) &&
-         addend.is_contiguous(nhwc) && input.numel() / input.size(1) <= std::numeric_limits<int>::max() &&
-         input.numel() > 0;
+  return s.nd == 2 && s.groups == 1 && conv_operand_ok(input, m.weight) &&
+         input.is_contiguous(tensor::MemoryFormat::ChannelsLast) &&
+         input.numel() / input.size(1) <= std::numeric_limits<int>::max() && input.numel() > 0;
+}
+
+// Note [An input gradient onto an addend]
+// ResNet's unit sums its block's input gradient and its shortcut's: the block's first
+// convolution writes gb, then an add reads gb and gs and writes their sum, three passes over a
+// tensor of the unit's input size that cuDNN's engines cannot fold in (they take no beta, and a
+// graph with the add fused ran slower: docs/performance.md). Where that convolution is a
+// pointwise_product, its input gradient is one matrix product, dx [NHW x C] = dy [NHW x K] *
+// w [K x C], and cuBLAS's beta = 1 adds gs in the product's epilogue: gs's storage receives
+// gb + gs, and neither gb nor the add's pass exists. The sum is rounded once, from float32,
+// where the add rounded gb first.
+bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& addend) {
+  return pointwise_product(m, input, ConvPass::BackwardData) && conv_operand_ok(addend, m.weight) &&
+         addend.sizes() == input.sizes() && addend.is_contiguous(tensor::MemoryFormat::ChannelsLast);
+}
+
+// Note [Filter gradients as one product]
+// A pointwise_product's filter gradient is dw [K x C] = dy^T [K x NHW] * x [NHW x C], and cuBLAS
+// accumulates it into dw (beta 1) as the twins accumulate. For ResNet-50's 33 such convolutions
+// in float16 at batch 64 (.data/wgrad1x1.cpp, H100) cuBLAS took 0.967 ms a step where the
+// benchmark-mode search's best took 1.069, and every shape was faster; the engines that search
+// picks accumulate through a scratch buffer and an add (engines built with beta 1 were slower:
+// docs/performance.md). Measured for 16-bit data; float32 and float64 stay cuDNN's.
+bool filter_product_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput) {
+  const tensor::DType t = input.dtype();
+  return (t == tensor::DType::Float16 || t == tensor::DType::BFloat16) &&
+         pointwise_product(m, input, ConvPass::BackwardFilter) &&
+         gradOutput.is_contiguous(tensor::MemoryFormat::ChannelsLast) && m.gradWeight.is_contiguous() &&
+         m.gradWeight.dtype() == t && m.gradWeight.device() == input.device();
 }
 
 // [N x C x H x W] channels-last as the [NHW x C] matrix it is in memory.
@@ -256,9 +275,12 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
   Tensor gb = m.gradBias.defined() ? m.gradBias.contiguous() : Tensor();
   ModulePlan& plan = state_->plan;
   plan.sync(m, m.algo, method);
+  const bool product = !blend && filter_product_applies(m, input, gradOutput);
   with_where(m, method, [&] {
     const auto filter = [&] {
-      if (m.transposed()) {
+      if (product) {  // Note [Filter gradients as one product]; [K x C x 1 x 1] is [K x C]
+        gemm(true, false, rows_of(gradOutput), rows_of(input), m.gradWeight.view({m.weight.size(0), -1}), scale, 1);
+      } else if (m.transposed()) {
         plan->backward_filter(dy, x, gw, s, gwAlpha, gwBeta);
       } else {
         plan->backward_filter(x, dy, gw, s, gwAlpha, gwBeta);

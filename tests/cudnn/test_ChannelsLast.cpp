@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -278,6 +279,45 @@ TEST_CASE(
     compare("grad of " + grads[i].first, grads[i].second, want[i].second, 1e-5);
   }
   for (auto& [name, p] : twin->namedParameters()) CHECK(p.is_contiguous());
+}
+
+TEST_CASE("a 1x1 convolution's 16-bit channels-last filter gradient: one product, with the scale, NaN and Inf as nn") {
+  // Note [Filter gradients as one product] in cudnn/ConvolutionBase.cpp, and the pinned
+  // algorithm that keeps cuDNN's pass
+  Generator gen(5109);
+  auto ref = std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1);
+  ref->to(DType::Float64);
+  const Tensor x = uniform({3, 16, 5, 7}, -1, 1, gen, DType::Float64);
+  const Tensor g = uniform({3, 24, 5, 7}, -1, 1, gen, DType::Float64);
+  Tensor bad = g.clone();
+  bad[0][1][2][3].fill_(std::numeric_limits<double>::quiet_NaN());
+  bad[1][5][0][0].fill_(std::numeric_limits<double>::infinity());
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    for (bool pinned : {false, true}) {
+      INFO(name(dt), pinned ? ", filter algorithm pinned" : "");
+      auto twin = std::dynamic_pointer_cast<nn::SpatialConvolution>(
+          nn::convert(std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1), nn::Backend::cudnn));
+      twin->to(gpu);
+      twin->loadStateDict(ref->stateDict());
+      twin->to(dt);
+      if (pinned) twin->setMode("", "time_once", "");  // any setMode keeps cuDNN's pass
+      const Tensor xg = x.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
+      const double tol = dt == DType::Float16 ? 3e-3 : 2e-2;
+      for (const Tensor* grad : {&g, static_cast<const Tensor*>(&bad)}) {
+        const Tensor gg = grad->to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
+        for (nn::Module* m : {static_cast<nn::Module*>(ref.get()), static_cast<nn::Module*>(twin.get())}) {
+          const bool onTwin = m == twin.get();
+          m->zeroGradParameters();
+          m->forward(onTwin ? xg : x);
+          m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.5);
+          m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.25);
+        }
+        CHECK(twin->gradWeight.is_contiguous());
+        testing::expect_same_nonfinite("gradWeight", twin->gradWeight, ref->gradWeight, tol);
+        testing::expect_same_nonfinite("gradBias", twin->gradBias, ref->gradBias, tol);
+      }
+    }
+  }
 }
 
 TEST_CASE("channels-last convolution with a row-major gradOutput (converted once)") {
