@@ -52,6 +52,7 @@
 #include "nn/SGD.h"
 #include "samples/Args.h"
 #include "samples/Networks.h"
+#include "tensor/Blas.h"
 #include "tensor/Cuda.h"
 #include "tensor/FileIO.h"
 #include "tensor/Json.h"
@@ -604,6 +605,8 @@ int run(const Options& o) {
     if (!o.flags.empty()) cudnn::set_flags(o.flags);
     std::printf("cudnn flags: %s%s\n", cudnn::config().str().c_str(), o.channels_last ? " (input channels-last)" : "");
 #endif
+  } else {
+    std::printf("CPU products: %s, %s\n", tensor::blas::backend().c_str(), tensor::blas::kernels().c_str());
   }
   const DType dtype = tensor::dtype_from_name(o.amp.empty() ? o.dtype : o.amp);
   if (!o.amp.empty()) {
@@ -621,6 +624,7 @@ int run(const Options& o) {
   }
   if (!o.json.empty()) {
     tensor::Json doc = tensor::Json::Object{{"backend", o.backend},
+                                            {"cpu_kernels", tensor::blas::kernels()},
                                             {"dtype", o.amp.empty() ? o.dtype : o.amp},
                                             {"amp", o.amp},
                                             {"iterations", o.iterations},

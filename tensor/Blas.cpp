@@ -24,6 +24,14 @@
 
 #if defined(CUDNN_NN_HAVE_OPENBLAS)
 #include <cblas.h>
+
+#include <cstdlib>
+#include <cstring>
+
+// OpenBLAS's own start and stop of a DYNAMIC_ARCH build, which picks the kernels (Note [OpenBLAS
+// on a CPU it does not know]); weak, so that a build without them links and leaves them null.
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 #endif
 #if defined(_OPENMP)
 #include <omp.h>
@@ -110,6 +118,56 @@ bool openblas_shares_openmp() {
   return shares;
 }
 
+// Note [OpenBLAS on a CPU it does not know]
+// A DYNAMIC_ARCH OpenBLAS chooses its kernels from the CPU's family and model when it loads, and
+// takes its Prescott (SSE3) kernels for a model newer than itself. Debian 12's 0.3.21 does so on
+// an Emerald Rapids Xeon (family 6, model 207), where ResNet-50's batch-1 forward took 156 ms
+// against 59 ms with its SkylakeX kernels, and a Fashion-MNIST epoch 36.1 s against 15.3 s
+// (docs/performance.md, "OpenBLAS's Prescott fallback"). So
+// where OpenBLAS reports that fallback on a CPU with the instructions of its AVX-512 (SkylakeX)
+// or AVX2 (Haswell) kernels, and the user has chosen no core (OPENBLAS_CORETYPE set, to any value,
+// is left alone), OpenBLAS is started again with that core: through its own OPENBLAS_CORETYPE
+// variable, set for the call and removed after, and its exported gotoblas_dynamic_quit / init.
+// This runs while the program loads (a static initialiser, after OpenBLAS's own), before main
+// starts any thread, so no product is running. An OpenBLAS without those functions, or one that
+// knows the CPU, is left as it is. Products give the same values up to rounding, as any core's.
+const char* capable_core() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return nullptr;
+}
+
+// The kernels OpenBLAS runs, and whether they were chosen here.
+struct OpenBlasCore {
+  std::string name;
+  bool replaced = false;
+};
+
+OpenBlasCore start_openblas_core() {
+  OpenBlasCore c;
+  const char* loaded = openblas_get_corename();
+  c.name = loaded ? loaded : "unknown";
+  if (c.name != "Prescott" || std::getenv("OPENBLAS_CORETYPE") != nullptr) return c;
+  const char* core = capable_core();
+  if (core == nullptr || gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return c;
+  setenv("OPENBLAS_CORETYPE", core, 0);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+  const char* now = openblas_get_corename();
+  c.replaced = now != nullptr && std::strcmp(now, "Prescott") != 0;
+  if (now != nullptr) c.name = now;
+  return c;
+}
+
+const OpenBlasCore openblas_core = start_openblas_core();  // at load: Note [OpenBLAS on a CPU it does not know]
+
 int panel_threads(int64_t M, int64_t N, int64_t K) {
 #if defined(_OPENMP)
   // below about a million multiply-adds a product is over before a team would start
@@ -161,6 +219,15 @@ std::string backend() {
   return openblas_shares_openmp() ? "OpenBLAS (OpenMP build)" : "OpenBLAS (one thread a call, panels on OpenMP)";
 #else
   return "Eigen";
+#endif
+}
+
+std::string kernels() {
+#if defined(CUDNN_NN_HAVE_OPENBLAS)
+  return "OpenBLAS core " + openblas_core.name +
+         (openblas_core.replaced ? " (its Prescott fallback replaced for this CPU)" : "");
+#else
+  return "Eigen, as compiled";
 #endif
 }
 

@@ -20,6 +20,10 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
 // build)" or "OpenBLAS (one thread a call, panels on OpenMP)" (Note [OpenBLAS threads] in
 // Blas.cpp). Benchmarks print it beside their CPU rows.
 std::string backend();
+// Which kernels compute them: "OpenBLAS core SkylakeX", with " (its Prescott fallback replaced
+// for this CPU)" where Note [OpenBLAS on a CPU it does not know] in Blas.cpp chose them, or
+// "Eigen, as compiled".
+std::string kernels();
 
 namespace detail {
 // gemm cut into `panels` blocks of rows or columns of C, each one single-threaded product on its

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -291,4 +292,20 @@ TEST_CASE(
     CHECK(first_col[i * 2] == doctest::Approx(want[i * N]).epsilon(1e-6));
     CHECK(std::isnan(first_col[i * 2 + 1]));  // between the rows of C: left alone
   }
+}
+
+TEST_CASE("blas::kernels: OpenBLAS's Prescott fallback is not kept on a CPU with AVX2 or AVX-512") {
+  // Note [OpenBLAS on a CPU it does not know] in tensor/Blas.cpp
+  const std::string k = blas::kernels();
+  INFO(k);
+  if (k.rfind("OpenBLAS", 0) != 0) {
+    CHECK(k == "Eigen, as compiled");
+    return;
+  }
+  CHECK(k.rfind("OpenBLAS core ", 0) == 0);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const bool capable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (capable && std::getenv("OPENBLAS_CORETYPE") == nullptr) CHECK(k.find("core Prescott") == std::string::npos);
+#endif
 }
