@@ -47,6 +47,7 @@
 #include "samples/Networks.h"
 #include "samples/VisionTransformer.h"
 #include "tensor/Cuda.h"
+#include "tensor/Denormals.h"
 #include "train/Checkpoint.h"
 #include "train/Data.h"
 #include "train/TrainingLog.h"
@@ -88,6 +89,7 @@ struct Options {
   std::string log;           // CSV (or .jsonl) per epoch
   bool data_on_gpu = false;  // the training set in GPU memory, gathered there (a measurement)
   int64_t log_every = 0;     // and every N steps
+  bool flush_denormal = false;  // CPU: denormal floats flushed to zero (tensor/Denormals.h)
 };
 
 // Started by scripts/launch, torchrun or mpirun: one process per GPU.
@@ -131,7 +133,9 @@ const char* kUsage =
     "  --log FILE        a line per epoch (CSV, or JSON lines for .jsonl); scripts/plot_log.py\n"
     "  --log-every N     and a line every N steps\n"
     "  --data-on-gpu     keep the training set in GPU memory and gather batches there (cudnn),\n"
-    "                    instead of the loader's pinned, asynchronous copies: to compare epoch times\n";
+    "                    instead of the loader's pinned, asynchronous copies: to compare epoch times\n"
+    "  --flush-denormal  (CPU) flush denormal floats to zero, as torch.set_flush_denormal(True): later\n"
+    "                    epochs stay as fast as the first (tensor/Denormals.h)\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -161,6 +165,7 @@ Options parse(int argc, char** argv) {
       .text("--log", o.log)
       .integer("--log-every", o.log_every, 1, INT64_MAX)
       .set("--data-on-gpu", o.data_on_gpu)
+      .set("--flush-denormal", o.flush_denormal)
       .parse(args);
   if (o.hidden == 0) o.hidden = o.model == "lstm" ? 128 : o.model == "vit" ? 64 : 256;
   if (o.gpus > 0 || launched()) o.backend = "cudnn";
@@ -565,6 +570,9 @@ struct Trainer {
 };
 
 int run(const Options& o) {
+  if (o.flush_denormal && !tensor::set_flush_denormal(true)) {
+    std::fprintf(stderr, "fashion_mnist: --flush-denormal: this CPU has no flush-to-zero mode; ignored\n");
+  }
   tensor::manual_seed(o.seed);
   const Place p = join(o);
   Data data = load_data(o);
