@@ -123,14 +123,16 @@ bool openblas_shares_openmp() {
 // takes its Prescott (SSE3) kernels for a model newer than itself. Debian 12's 0.3.21 does so on
 // an Emerald Rapids Xeon (family 6, model 207), where ResNet-50's batch-1 forward took 156 ms
 // against 59 ms with its SkylakeX kernels, and a Fashion-MNIST epoch 36.1 s against 15.3 s
-// (docs/performance.md, "OpenBLAS's Prescott fallback"). So
-// where OpenBLAS reports that fallback on a CPU with the instructions of its AVX-512 (SkylakeX)
-// or AVX2 (Haswell) kernels, and the user has chosen no core (OPENBLAS_CORETYPE set, to any value,
-// is left alone), OpenBLAS is started again with that core: through its own OPENBLAS_CORETYPE
-// variable, set for the call and removed after, and its exported gotoblas_dynamic_quit / init.
-// This runs while the program loads (a static initialiser, after OpenBLAS's own), before main
-// starts any thread, so no product is running. An OpenBLAS without those functions, or one that
-// knows the CPU, is left as it is. Products give the same values up to rounding, as any core's.
+// (docs/performance.md, "OpenBLAS's Prescott fallback"). So where OpenBLAS reports that fallback
+// on a CPU with the instructions of its AVX-512 (SkylakeX) or AVX2 (Haswell) kernels, and the
+// user has chosen no core (OPENBLAS_CORETYPE set, to any value, is left alone), OpenBLAS is
+// started again with that core: through its own OPENBLAS_CORETYPE variable, set for the call and
+// removed after, and its exported gotoblas_dynamic_quit / init. This runs while the program
+// loads (a static initialiser, after OpenBLAS's own), before main starts any thread, so no
+// product is running; a program that loads this library with dlopen while another of its threads
+// computes in the same OpenBLAS should set OPENBLAS_CORETYPE. An OpenBLAS without those
+// functions, or one that knows the CPU, is left as it is. Products give the same values up to
+// rounding, as any core's.
 const char* capable_core() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
