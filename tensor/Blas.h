@@ -26,12 +26,18 @@ std::string backend();
 std::string kernels();
 
 namespace detail {
+// Which side of C a product outside a parallel region is cut along, one single-threaded product
+// per panel and OpenMP thread (Note [Which side of C to cut] in Blas.cpp); None: OpenBLAS's
+// own threading, or with gemm_in_panels the longer side.
+enum class PanelCut { None, Rows, Columns };
+// The cut for C of M x N on `threads` threads; with fallback_to_longer (an OpenBLAS that cannot
+// thread over OpenMP's team) never None.
+PanelCut panel_cut(int64_t M, int64_t N, int threads, bool fallback_to_longer);
 // gemm cut into `panels` blocks of rows or columns of C, each one single-threaded product on its
-// own OpenMP thread: how products run outside a parallel region on an OpenBLAS that is not the
-// OpenMP build. Declared for the tests.
+// own OpenMP thread. Declared for the tests.
 template <class T>
-void gemm_in_panels(int panels, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm_in_panels(int panels, PanelCut cut, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha,
+                    const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 }  // namespace detail
 
 }  // namespace tensor::blas

@@ -233,26 +233,38 @@ TEST_CASE(
             s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
           want[i * ldc + j] = alpha * s + beta * C[i * ldc + j];
         }
-      // 0 panels: gemm itself; else the panels a non-OpenMP OpenBLAS runs (Note [OpenBLAS threads]),
-      // including more panels than rows or columns
-      for (int panels : {0, 1, 2, 3, 7, 1000}) {
-        INFO("panels ", panels);
-        std::vector<double> out = C;
-        if (panels == 0) {
-          blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, out.data(), ldc);
-        } else {
-          blas::detail::gemm_in_panels<double>(panels, tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta,
-                                               out.data(), ldc);
+      // 0 panels: gemm itself; else the panels products outside a parallel region run (Note [Which
+      // side of C to cut]), cut each way, including more panels than rows or columns
+      using blas::detail::PanelCut;
+      for (int panels : {0, 1, 2, 3, 7, 1000})
+        for (PanelCut cut : {PanelCut::None, PanelCut::Rows, PanelCut::Columns}) {
+          if (panels == 0 && cut != PanelCut::None) continue;
+          INFO("panels ", panels, " cut ", static_cast<int>(cut));
+          std::vector<double> out = C;
+          if (panels == 0) {
+            blas::gemm<double>(tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, out.data(), ldc);
+          } else {
+            blas::detail::gemm_in_panels<double>(panels, cut, tA, tB, M, N, K, alpha, A.data(), lda, B.data(), ldb,
+                                                 beta, out.data(), ldc);
+          }
+          double err = 0;
+          for (int64_t i = 0; i < M; ++i) {
+            for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(out[i * ldc + j] - want[i * ldc + j]));
+            CHECK(out[i * ldc + N] == want[i * ldc + N]);  // the padding column is left alone
+          }
+          CHECK(err <= 1e-12);
         }
-        double err = 0;
-        for (int64_t i = 0; i < M; ++i) {
-          for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(out[i * ldc + j] - want[i * ldc + j]));
-          CHECK(out[i * ldc + N] == want[i * ldc + N]);  // the padding column is left alone
-        }
-        CHECK(err <= 1e-12);
-      }
     }
   }
+  // Note [Which side of C to cut]: narrow C by rows, short and wide by columns, else OpenBLAS's own
+  using blas::detail::PanelCut, blas::detail::panel_cut;
+  CHECK(panel_cut(512, 49, 2, false) == PanelCut::Rows);
+  CHECK(panel_cut(512, 2048, 2, false) == PanelCut::Rows);
+  CHECK(panel_cut(64, 3136, 2, false) == PanelCut::Columns);
+  CHECK(panel_cut(128, 256, 2, false) == PanelCut::Columns);
+  CHECK(panel_cut(256, 3136, 2, false) == PanelCut::None);
+  CHECK(panel_cut(256, 3136, 2, true) == PanelCut::Columns);
+  CHECK(panel_cut(100, 20, 2, true) == PanelCut::Rows);
   const std::string backend = blas::backend();
   CHECK((backend == "Eigen" || backend == "OpenBLAS (OpenMP build)" ||
          backend == "OpenBLAS (one thread a call, panels on OpenMP)"));
