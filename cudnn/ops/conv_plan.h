@@ -199,6 +199,9 @@ struct ConvPlan::Impl {
   PassState fused;          // the forward with an epilogue (Note [Fusion])
   ConvKey fused_refused{};  // the last key no fused engine ran for: not searched again
   bool has_refused = false;
+  // per pass, the last key whose pinned or *_once legacy search found nothing runnable: its calls
+  // go to the graph engines (Note [When no pinned algorithm runs] in conv_search.cpp)
+  std::optional<ConvKey> legacy_refused[3];
   int searches = 0;
 
   // One pass, out = alpha * op(...) + beta * out; with an epilogue (forward only, alpha 1,
@@ -236,8 +239,9 @@ struct ConvPlan::Impl {
   bool try_legacy(const ConvProblem& c, const ConvKey& key, cudnnDataType_t compute, const Candidate& cand, DType dtype,
                   size_t cap, PassState& s, Trace& trace);
   template <ConvPass P>
+  // may_fail: false instead of "no algorithm could run" (Note [When no pinned algorithm runs])
   bool search(const PassTensors& t, const ConvSpec& g, const ConvKey& key, const AlgoSetting& setting, bool timed,
-              bool graph, double alpha, double beta);
+              bool graph, double alpha, double beta, bool may_fail);
   bool search_fused(const PassTensors& t, const ConvSpec& g, const ConvKey& key, const Epilogue& epi, bool timed);
   template <ConvPass P>
   ConvProblem problem(const PassTensors& t, const ConvSpec& g, cudnnDataType_t compute, cudnnMathType_t math,

@@ -915,7 +915,7 @@ std::string what_of(DType dtype, cudnnDataType_t compute, const PassTensors& t, 
 // math) everything again in float32 math.
 template <ConvPass P>
 bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvKey& key, const AlgoSetting& setting,
-                            bool timed, bool graph, double alpha, double beta) {
+                            bool timed, bool graph, double alpha, double beta, bool may_fail) {
   const DType dtype = t.a.dtype();
   PassState& s = state[static_cast<int>(P)];
   cudnnDataType_t compute = static_cast<cudnnDataType_t>(key.compute);
@@ -938,6 +938,12 @@ bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvK
       trace.say("no float16-math algorithm ran (" + trace.tried + "); retrying with float32 math");
       compute = CUDNN_DATA_FLOAT;
       continue;
+    }
+    if (may_fail) {
+      trace.say(std::string("no algorithm of ") + setting.name + " could run (" +
+                (trace.tried.empty() ? std::string("none tried") : trace.tried) +
+                "); taking the graph engines' guess_on_shape_change");
+      return false;
     }
     throw tensor::Error(where_of(P) + "no algorithm could run for " + trace.what +
                         "; tried: " + (trace.tried.empty() ? "none" : trace.tried));
@@ -1014,22 +1020,55 @@ bool ConvPlan::Impl::execute(const PassTensors& t, const ConvSpec& g, double alp
   // keyed by the requested compute type; the state records what ran
   const cudnnDataType_t requested = compute_type(dtype, precision, P);
   // Graph engines: see Note [Candidates] for when they are offered.
+  const bool plain_or_dense = (alpha == 1 && beta == 0) || t.out.is_contiguous();
+  const std::initializer_list<const Tensor*> buffers = {&t.a, &t.b, &t.out};
   const bool graph =
-      !epi.empty() || (graph_eligible(setting, g, t.x_like, filter_of<P>(t), t.y_like, {&t.a, &t.b, &t.out}) &&
-                       ((alpha == 1 && beta == 0) || t.out.is_contiguous()));
+      !epi.empty() || (graph_eligible(setting, g, t.x_like, filter_of<P>(t), t.y_like, buffers) && plain_or_dense);
   ConvKey key = make_key<P>(t, g, requested, timed, graph);
   key.fusion = epi.key();
   if (!epi.empty() && has_refused && fused_refused == key) return false;
-  PassState& s = epi.empty() ? state[static_cast<int>(P)] : fused;
-  if (s.valid && s.key == key) {
-    graph::ConvGraphSpec spec;
-    if (graph) spec = graph_spec_of(P, dtype, s.compute, t.x_like, t.w_shape, filter_of<P>(t), t.y_like, g);
-    ConvProblem c = problem<P>(t, g, s.compute, s.math, epi.empty(), graph ? &spec : nullptr, alpha, beta);
-    c.bias = epi.bias ? epi.bias->raw_data() : nullptr;
-    run_remembered<P>(s, c);
-    return true;
+  // the remembered choice for `k`, or a search under `with` (false where may_fail and none ran)
+  const auto run = [&](const ConvKey& k, bool on_graph, const AlgoSetting& with, bool timed_search, bool may_fail) {
+    PassState& s = epi.empty() ? state[static_cast<int>(P)] : fused;
+    if (s.valid && s.key == k) {
+      graph::ConvGraphSpec spec;
+      if (on_graph) spec = graph_spec_of(P, dtype, s.compute, t.x_like, t.w_shape, filter_of<P>(t), t.y_like, g);
+      ConvProblem c = problem<P>(t, g, s.compute, s.math, epi.empty(), on_graph ? &spec : nullptr, alpha, beta);
+      c.bias = epi.bias ? epi.bias->raw_data() : nullptr;
+      run_remembered<P>(s, c);
+      return true;
+    }
+    return epi.empty() ? search<P>(t, g, k, with, timed_search, on_graph, alpha, beta, may_fail)
+                       : search_fused(t, g, k, epi, timed_search);
+  };
+  // Note [When no pinned algorithm runs]
+  // A pinned algorithm or a *_once policy searches the legacy algorithms alone (Note
+  // [Candidates]). Some layouts have none that runs: a 1x1 filter gradient over channels-last
+  // tensors refused every legacy algorithm on the H100 (cuDNN 9.14), in every dtype, and the
+  // pass threw "no algorithm could run", where the README promises that a pin cuDNN cannot run
+  // falls back. So where the graph engines could run the call, a legacy search that finds
+  // nothing hands the pass to them under guess_on_shape_change (timed under benchmark=true),
+  // deterministic engines only under the pin "deterministic", said in verbose mode, and the plan
+  // remembers the key so that later calls go there at once.
+  const AlgoSetting guess{};
+  if (graph || !epi.empty() || !plain_or_dense ||
+      !graph_eligible(guess, g, t.x_like, filter_of<P>(t), t.y_like, buffers)) {
+    return run(key, graph, setting, timed, false);
   }
-  return epi.empty() ? search<P>(t, g, key, setting, timed, graph, alpha, beta) : search_fused(t, g, key, epi, timed);
+  std::optional<ConvKey>& refused = legacy_refused[static_cast<int>(P)];
+  if (!(refused && *refused == key)) {
+    if (run(key, false, setting, timed, true)) return true;
+    refused = key;
+  }
+  // a pin named "deterministic" keeps its promise there: deterministic engines only
+  const bool was_deterministic = config().deterministic;
+  config().deterministic = was_deterministic || std::string_view(setting.name) == "deterministic";
+  const struct Restore {
+    bool value;
+    ~Restore() { config().deterministic = value; }
+  } restore{was_deterministic};
+  const bool guess_timed = config().benchmark;
+  return run(make_key<P>(t, g, requested, guess_timed, true), true, guess, guess_timed, false);
 }
 
 template bool ConvPlan::Impl::execute<ConvPass::Forward>(const PassTensors&, const ConvSpec&, double, double,

@@ -282,8 +282,8 @@ TEST_CASE(
 }
 
 TEST_CASE("a 1x1 convolution's 16-bit channels-last filter gradient: one product, with the scale, NaN and Inf as nn") {
-  // Note [Filter gradients as one product] in cudnn/ConvolutionBase.cpp, and the pinned
-  // algorithm that keeps cuDNN's pass
+  // Note [Filter gradients as one product] in cudnn/ConvolutionBase.cpp, and the pins that keep
+  // cuDNN's pass, where no legacy algorithm runs (Note [When no pinned algorithm runs])
   Generator gen(5109);
   auto ref = std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1);
   ref->to(DType::Float64);
@@ -293,14 +293,15 @@ TEST_CASE("a 1x1 convolution's 16-bit channels-last filter gradient: one product
   bad[0][1][2][3].fill_(std::numeric_limits<double>::quiet_NaN());
   bad[1][5][0][0].fill_(std::numeric_limits<double>::infinity());
   for (DType dt : {DType::Float16, DType::BFloat16}) {
-    for (bool pinned : {false, true}) {
-      INFO(name(dt), pinned ? ", filter algorithm pinned" : "");
+    for (const char* pin : {"", "deterministic", "time_once"}) {
+      const bool pinned = *pin != 0;
+      INFO(name(dt), ", filter algorithm: ", pinned ? pin : "not pinned");
       auto twin = std::dynamic_pointer_cast<nn::SpatialConvolution>(
           nn::convert(std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1), nn::Backend::cudnn));
       twin->to(gpu);
       twin->loadStateDict(ref->stateDict());
       twin->to(dt);
-      if (pinned) twin->setMode("", "time_once", "");  // any setMode keeps cuDNN's pass
+      if (pinned) twin->setMode("", pin, "");  // any setMode keeps cuDNN's pass
       const Tensor xg = x.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
       const double tol = dt == DType::Float16 ? 3e-3 : 2e-2;
       // cuDNN's own pass keeps NaN and Inf by the bad-input matrix's suites; here the product's
@@ -318,6 +319,30 @@ TEST_CASE("a 1x1 convolution's 16-bit channels-last filter gradient: one product
         testing::expect_same_nonfinite("gradBias", twin->gradBias, ref->gradBias, tol);
       }
     }
+  }
+}
+
+TEST_CASE("channels-last convolutions pinned to algorithms that cannot run them take the graph engines, as nn") {
+  // Note [When no pinned algorithm runs]: a 1x1 filter gradient over channels-last tensors has no
+  // legacy algorithm at all; the other pins name algorithms cuDNN refuses for these shapes
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  struct Pins {
+    const char *fwd, *bwdFilter, *bwdData;
+  };
+  for (const Pins& p : {Pins{"small", "deterministic", "deterministic"}, Pins{"fft", "fft", "fft"},
+                        Pins{"large", "time_once", "guess_once"}}) {
+    INFO("setMode(", p.fwd, ", ", p.bwdFilter, ", ", p.bwdData, ")");
+    const auto pinned = [p](int64_t in, int64_t out, int64_t k) -> Builder {
+      return [=] {
+        auto conv = std::make_shared<nn::SpatialConvolution>(in, out, k, k, 1, 1, k / 2, k / 2);
+        conv->setMode(p.fwd, p.bwdFilter, p.bwdData);
+        return nn::ModulePtr(conv);
+      };
+    };
+    for_each_dtype([&](DType dt) {
+      expect_channels_last_matches(pinned(16, 24, 1), {3, 16, 5, 7}, dt, true, 5110);
+      expect_channels_last_matches(pinned(8, 16, 3), {2, 8, 7, 7}, dt, true, 5111);
+    });
   }
 }
 
