@@ -49,7 +49,8 @@ same in PyTorch with torch.set_num_threads(threads), and prints the ratios. A se
 compares the forward of ResNet-50 at batch 1, a CPU inference user's case: ours in evaluation
 mode (convnet_benchmark --nets resnet50 --batch 1 --eval) against PyTorch's model.eval() under
 torch.no_grad(), which is how such a user runs it (the train-mode forwards are printed beside
-them for reference; --cpu-nets fashion leaves the row out). Both sides run on
+them for reference; --cpu-nets fashion leaves the row out; --rounds K alternates the two sides K
+times and reports their medians, for a host whose load comes in bursts). Both sides run on
 the same `threads` cores (one per physical core where the topology says so), as `taskset`
 pins a training script, and the PyTorch side never touches torch.cuda (see cpu_main).
 
@@ -546,23 +547,38 @@ def cpu_fashion_epoch(args):
 
 def cpu_resnet50_b1(args):
     """The ResNet-50 batch-1 forward on the CPU: ours (nn, --eval) against PyTorch's eval() forward
-    under no_grad, the fair comparison for inference; both train-mode forwards for reference."""
-    ours = run_ours_cpu(args, ('--nets', 'resnet50', '--batch', '1', '--eval'))['results'][0]
+    under no_grad, the fair comparison for inference; both train-mode forwards for reference.
+    With --rounds K the two sides alternate K times (ours, then PyTorch's, K times over) and the
+    table gives each side's median over the rounds, each round's ratio printed: on a shared host
+    a burst of load then falls on both sides instead of on one."""
     make, _ = NETS['resnet50']
     torch.manual_seed(1)
     model = make()
     x = torch.rand(1, 3, 224, 224) * 2 - 1
-    with torch.no_grad():
-        model.eval()
-        ev = time_ms(lambda: model(x), args.iterations, args.warmup)
-        model.train()
-        tr = time_ms(lambda: model(x), args.iterations, args.warmup)
-    print(f"{'resnet50 b1':15} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}")
-    for what, t, o in [('forward (eval)', ev, ours['eval_forward_ms']), ('forward (train)', tr, ours['forward_ms'])]:
+    rounds = []
+    for r in range(max(1, args.rounds)):
+        ours = run_ours_cpu(args, ('--nets', 'resnet50', '--batch', '1', '--eval'))['results'][0]
+        with torch.no_grad():
+            model.eval()
+            ev = time_ms(lambda: model(x), args.iterations, args.warmup)
+            model.train()
+            tr = time_ms(lambda: model(x), args.iterations, args.warmup)
+        rounds.append({'torch_eval_forward_ms': ev, 'torch_train_forward_ms': tr, 'ours': ours})
+        if args.rounds > 1:
+            print(f'round {r + 1}: eval forward torch {ev:.3f} ms, ours {ours["eval_forward_ms"]:.3f} ms, '
+                  f'ratio {ev / ours["eval_forward_ms"]:.2f}')
+    ev = statistics.median([r['torch_eval_forward_ms'] for r in rounds])
+    tr = statistics.median([r['torch_train_forward_ms'] for r in rounds])
+    ours_ev = statistics.median([r['ours']['eval_forward_ms'] for r in rounds])
+    ours_tr = statistics.median([r['ours']['forward_ms'] for r in rounds])
+    print(f"{'resnet50 b1':15} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}" +
+          (f'   (medians of {len(rounds)} alternating rounds)' if len(rounds) > 1 else ''))
+    for what, t, o in [('forward (eval)', ev, ours_ev), ('forward (train)', tr, ours_tr)]:
         print(f'{what:15} {t:9.3f} {o:9.3f} {t / o:6.2f}')
     print('eval: batch norm on running statistics, PyTorch under no_grad (an inference user\'s forward); '
           'train: batch statistics (ours computes no gradient in either)')
-    return {'torch_eval_forward_ms': ev, 'torch_train_forward_ms': tr, 'ours': ours}
+    return {'torch_eval_forward_ms': ev, 'torch_train_forward_ms': tr, 'ours_eval_forward_ms': ours_ev,
+            'ours_forward_ms': ours_tr, 'rounds': rounds, 'ours': rounds[-1]['ours']}
 
 
 def mib(nbytes):
@@ -610,6 +626,8 @@ def main():
     ap.add_argument('--cpu', action='store_true', help='the Fashion-MNIST comparison on the CPU (see above)')
     ap.add_argument('--threads', type=int, default=2, help='--cpu: OpenMP threads on both sides')
     ap.add_argument('--ours-bin', default='build/samples/convnet_benchmark', help='--cpu: our benchmark binary')
+    ap.add_argument('--rounds', type=int, default=1,
+                    help='--cpu: alternate the ResNet-50 batch-1 row this many times, medians reported')
     ap.add_argument('--cpu-nets', default='fashion,resnet50',
                     help='--cpu: fashion (always) and resnet50 (the batch-1 eval forward row)')
     ap.add_argument('--fashion-data', metavar='DIR',
