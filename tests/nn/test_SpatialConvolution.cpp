@@ -329,6 +329,31 @@ TEST_CASE("SpatialConvolution forward of one large image in spatial tiles matche
   }
 }
 
+TEST_CASE("SpatialConvolution at batch 1 with a bias the team fills, and products cut by rows or columns") {
+  // Note [Which side of C to cut] in tensor/Blas.cpp and the untiled forward's shared bias fill:
+  // 1x1 and 1x1 stride-2 layers (C taller than wide: rows; shorter: columns) against the direct
+  // loop, on the team and on one thread
+  Generator gen(20261127);
+  const Config cfgs[] = {{64, 512, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 7, 10},
+                         {64, 192, 1, 1, 2, 2, 0, 0, 1, 1, 1, 1, 40, 36},
+                         {16, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 40, 42}};
+  for (const Config& c : cfgs) {
+    auto m = make(c);
+    const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen);
+    const Tensor ref =
+        convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64), m->bias.to(DType::Float64), params_of(*m));
+    for (int threads : {0, 1}) {
+      INFO(m->str(), " input ", shape_str(x.sizes()), threads ? " on one thread" : " on the team");
+      const int saved = omp_get_max_threads();
+      if (threads) omp_set_num_threads(threads);
+      const Tensor y = m->forward(x).clone();
+      omp_set_num_threads(saved);
+      REQUIRE(y.sizes() == ref.sizes());
+      CHECK(max_abs_diff(y.to(DType::Float64), ref) < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("SpatialConvolution at a realistic size (speed sanity, nothing timed)") {
   // a size where a per-element or quadratic slip would show up as a very slow test;
   // sampled outputs are checked against direct dot products
