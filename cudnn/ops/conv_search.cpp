@@ -265,6 +265,12 @@ void fill_dims(int32_t* out, const Shape& s) {
   for (size_t i = 0; i < s.size() && i < 5; ++i) out[i] = static_cast<int32_t>(s[i]);
 }
 
+// Whether this thread's search takes deterministic candidates only: deterministic=true, or the
+// graph fallback of a pin named "deterministic" (Note [When no pinned algorithm runs]), which
+// sets this for its own search on its own thread and so never touches the process's flags.
+thread_local bool deterministic_fallback = false;
+bool deterministic_only() { return config().deterministic || deterministic_fallback; }
+
 // The table's word on an algorithm it may not name (cuDNN's ranking can return one): such an
 // algorithm counts as deterministic.
 bool deterministic(ConvPass pass, int algo) {
@@ -287,13 +293,13 @@ constexpr const char* kNotDeterministic = "not deterministic";
 const char* refusal(ConvPass pass, const Candidate& c, DType dtype) {
   const Config& cfg = config();
   if (c.engine) {
-    if (cfg.deterministic && !c.deterministic) return kNotDeterministic;
+    if (deterministic_only() && !c.deterministic) return kNotDeterministic;
     if (dtype == DType::Float32 && !cfg.allow_tf32 && c.engine->has_note(CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
       return "TF32 tensor cores (allow_tf32=false)";
     return nullptr;
   }
   if (c.status != CUDNN_STATUS_SUCCESS) return "failed in cuDNN's ranking";
-  if (cfg.deterministic && (!c.deterministic || !deterministic(pass, c.algo))) return kNotDeterministic;
+  if (deterministic_only() && (!c.deterministic || !deterministic(pass, c.algo))) return kNotDeterministic;
   if (dtype == DType::Float32 && c.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return "rounds inputs to float16";
   return nullptr;
 }
@@ -566,7 +572,7 @@ ConvKey ConvPlan::Impl::make_key(const PassTensors& t, const ConvSpec& g, cudnnD
   key.dtype = static_cast<int32_t>(t.a.dtype());
   key.compute = compute;
   key.tf32 = cfg.allow_tf32;
-  key.deterministic = cfg.deterministic;
+  key.deterministic = deterministic_only();
   key.timed = timed;
   key.nd = g.nd;
   key.groups = static_cast<int32_t>(g.groups);
@@ -930,7 +936,7 @@ bool ConvPlan::Impl::search(const PassTensors& t, const ConvSpec& g, const ConvK
     s.timings = timings_of(cands);
     trace_timings(trace, P, cands);
     if (try_in_order<P>(c, key, compute, cands, dtype, s, trace)) return true;
-    if (auto last = candidate_of<P>(c, last_resort(P, config().deterministic).algo, dtype)) {
+    if (auto last = candidate_of<P>(c, last_resort(P, deterministic_only()).algo, dtype)) {
       trace.policy = "last resort";  // the algorithm that needs no workspace
       if (try_in_order<P>(c, key, compute, {*last}, dtype, s, trace)) return true;
     }
@@ -1061,12 +1067,12 @@ bool ConvPlan::Impl::execute(const PassTensors& t, const ConvSpec& g, double alp
     refused = key;
   }
   // a pin named "deterministic" keeps its promise there: deterministic engines only
-  const bool was_deterministic = config().deterministic;
-  config().deterministic = was_deterministic || std::string_view(setting.name) == "deterministic";
+  const bool was = deterministic_fallback;
+  deterministic_fallback = was || std::string_view(setting.name) == "deterministic";
   const struct Restore {
     bool value;
-    ~Restore() { config().deterministic = value; }
-  } restore{was_deterministic};
+    ~Restore() { deterministic_fallback = value; }
+  } restore{was};
   const bool guess_timed = config().benchmark;
   return run(make_key<P>(t, g, requested, guess_timed, true), true, guess, guess_timed, false);
 }
