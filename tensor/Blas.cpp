@@ -1,7 +1,9 @@
 // Blas.cpp: gemm through OpenBLAS where the build found it (-Dblas, meson.build), else Eigen.
 // A product is parallelised with OpenMP outside a parallel region and runs single-threaded
 // inside one (the batch-parallel nn kernels): Eigen and an OpenMP build of OpenBLAS do this by
-// themselves, any other OpenBLAS through panels (Note [OpenBLAS threads]).
+// themselves, any other OpenBLAS through panels (Note [OpenBLAS threads]); the OpenMP build too
+// where panels of C's rows or columns are faster than its own threads (Note [Which side of C
+// to cut]).
 #include "tensor/Blas.h"
 
 #include <algorithm>
