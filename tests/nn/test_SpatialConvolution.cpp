@@ -44,6 +44,23 @@ const std::vector<Config> configs = {
     {6, 4, 2, 3, 1, 2, 1, 1, 2, 2, 1, 1, 6, 5},  {2, 3, 1, 2, 2, 1, 2, 3, 1, 1, 1, 2, 4, 5},
 };
 
+// m's forward of x against the direct loop (in float64), on the whole team and on one thread,
+// within tol; with a batch of several, a lone sample gets what it gets in the batch
+void expect_direct_loop_on_threads(nn::SpatialConvolution& m, const Tensor& x, double tol) {
+  const Tensor ref =
+      convref::conv(x.to(DType::Float64), m.weight.to(DType::Float64), m.bias.to(DType::Float64), params_of(m));
+  for (int threads : {0, 1}) {
+    INFO(m.str(), " input ", shape_str(x.sizes()), " ", name(x.dtype()), threads ? " on one thread" : " on the team");
+    const int saved = omp_get_max_threads();
+    if (threads) omp_set_num_threads(threads);
+    const Tensor y = m.forward(x).clone();
+    omp_set_num_threads(saved);
+    REQUIRE(y.sizes() == ref.sizes());
+    CHECK(max_abs_diff(y.to(DType::Float64), ref) < tol);
+    if (x.size(0) > 1) CHECK(max_abs_diff(m.forward(x[1]), y[1]) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("SpatialConvolution forward matches a hand computation") {
@@ -310,21 +327,8 @@ TEST_CASE("SpatialConvolution forward of one large image in spatial tiles matche
     auto m = make(c);
     for (DType dt : {DType::Float32, DType::Float64}) {
       m->to(dt);
-      const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, dt);
-      const Tensor ref =
-          convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64), m->bias.to(DType::Float64), params_of(*m));
-      for (int threads : {0, 1}) {
-        INFO(m->str(), " input ", shape_str(x.sizes()), " ",
-             std::string(name(dt)) + (threads ? " on one thread" : " on the team"));
-        const int saved = omp_get_max_threads();
-        if (threads) omp_set_num_threads(threads);
-        const Tensor y = m->forward(x).clone();
-        omp_set_num_threads(saved);
-        REQUIRE(y.sizes() == ref.sizes());
-        CHECK(max_abs_diff(y.to(DType::Float64), ref) < (dt == DType::Float32 ? 1e-4 : 1e-11));
-        // a lone sample gets what it gets in the batch
-        if (c.batch > 1) CHECK(max_abs_diff(m->forward(x[1]), y[1]) == 0);
-      }
+      expect_direct_loop_on_threads(*m, uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen, dt),
+                                    dt == DType::Float32 ? 1e-4 : 1e-11);
     }
   }
 }
@@ -339,18 +343,7 @@ TEST_CASE("SpatialConvolution at batch 1 with a bias the team fills, and product
                          {16, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 40, 42}};
   for (const Config& c : cfgs) {
     auto m = make(c);
-    const Tensor x = uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen);
-    const Tensor ref =
-        convref::conv(x.to(DType::Float64), m->weight.to(DType::Float64), m->bias.to(DType::Float64), params_of(*m));
-    for (int threads : {0, 1}) {
-      INFO(m->str(), " input ", shape_str(x.sizes()), threads ? " on one thread" : " on the team");
-      const int saved = omp_get_max_threads();
-      if (threads) omp_set_num_threads(threads);
-      const Tensor y = m->forward(x).clone();
-      omp_set_num_threads(saved);
-      REQUIRE(y.sizes() == ref.sizes());
-      CHECK(max_abs_diff(y.to(DType::Float64), ref) < 1e-4);
-    }
+    expect_direct_loop_on_threads(*m, uniform({c.batch, c.nIn, c.iH, c.iW}, -1, 1, gen), 1e-4);
   }
 }
 
