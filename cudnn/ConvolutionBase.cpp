@@ -31,6 +31,7 @@
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Layout.h"
 #include "cudnn/core/Opaque.h"
+#include "cudnn/kernels/Bias.h"
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/blas.h"
 #include "cudnn/ops/conv.h"
@@ -45,6 +46,7 @@ struct ConvolutionCompute::State {
   Tensor weightInFormat;      // channels-last copy of the weight (channels-last activations)
   Tensor gradWeightInFormat;  // the filter gradient in that layout, before it is added to gradWeight
   Tensor gradInputAddend;     // setGradInputAddend's, for the next backwardData
+  Tensor biasSums;            // [K]: the filter-gradient product's bias sums
 };
 
 template class Opaque<ConvPlan>;
@@ -134,6 +136,20 @@ bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, cons
 // benchmark-mode search's best took 1.069, and every shape was faster; the engines that search
 // picks accumulate through a scratch buffer and an add (engines built with beta 1 were slower:
 // docs/performance.md). Measured for 16-bit data; float32 and float64 stay cuDNN's.
+//
+// Note [A bias gradient in the filter-gradient product]
+// That product reads all of dy already, and the bias gradient is dy's sum over the same NHW
+// rows: cuBLASLt's bias-gradient epilogue (BGRADB) sums them in the product, so the separate read
+// of dy (a side-stream pass that cost 0.9 ms of ResNet-50's float16 step at batch 64 on the H100
+// for its 53 convolutions: docs/performance.md) is left to the convolutions that are not such
+// products. One small kernel then makes gradBias = scale * sums + gradBias, rounded once from
+// float32. Where cuBLASLt stores the sums only in the data's dtype, a sum that came out
+// non-finite there is summed again from dy in float32 first, so a sum beyond that dtype's range
+// still gives nn's answer after the scale. Its split-K parts are summed in float32 only: kept in
+// float16 (cuBLASLt's default choice for some of these shapes), they overflowed where the whole
+// did not and gave NaN (the big-values test). float16 only: ResNet-50's bfloat16 step measured
+// 0.04-0.05 ms slower with it (.data/gpu_y.sh), float16's 0.37 ms faster. Where cuBLASLt offers
+// no algorithm for the shapes and pointers, the product and the bias pass run apart, as before.
 bool filter_product_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput) {
   const tensor::DType t = input.dtype();
   return (t == tensor::DType::Float16 || t == tensor::DType::BFloat16) &&
@@ -287,6 +303,14 @@ void ConvolutionCompute::backwardParameters(nn::ConvolutionBase& m, const Tensor
       }
     };
     if (!gb.defined()) return filter();
+    if (product && input.dtype() == DType::Float16) {  // Note [A bias gradient in the filter-gradient product]
+      Tensor& sums = state_->biasSums;
+      if (gemm_with_row_sums(true, false, rows_of(gradOutput), rows_of(input),
+                             m.gradWeight.view({m.weight.size(0), -1}), scale, 1, sums)) {
+        if (!kernels::bias_grad_from_sums(sums, gradOutput, gb, scale, 1)) plan->backward_bias(dy, gb, scale, 1);
+        return;
+      }
+    }
     // The bias gradient, a read of dy, runs on the side stream beside the filter gradient's
     // compute-bound kernels, joined before anything it used is released (Note [The device's side
     // stream] in tensor/Cuda.h).

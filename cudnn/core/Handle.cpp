@@ -29,6 +29,7 @@ constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
 struct PerDevice {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;   // made at its first use
   void* blas_workspace = nullptr;  // Note [cuBLAS's workspace]
   int device = 0;
   uint64_t serial = 0;  // unique per handle ever made: handle_serial()
@@ -78,6 +79,7 @@ void release_handles() {
     if (cudaSetDevice(d->device) != cudaSuccess) cudaGetLastError();
     if (d->dnn) ignore(cudnnDestroy(d->dnn));
     if (d->blas) ignore(cublasDestroy(d->blas));
+    if (d->lt) ignore(cublasLtDestroy(d->lt));
     if (d->blas_workspace) {
       try {
         tensor::cuda::deallocate(d->blas_workspace, d->device);
@@ -148,6 +150,11 @@ cublasHandle_t blas_handle() {
     d.blas_workspace = w;
   }
   return d.blas;
+}
+cublasLtHandle_t blas_lt_handle() {
+  PerDevice& d = current();
+  if (!d.lt) CUBLAS_CHECK(cublasLtCreate(&d.lt));
+  return d.lt;
 }
 cudaStream_t stream() { return static_cast<cudaStream_t>(tensor::cuda::stream(-1)); }
 

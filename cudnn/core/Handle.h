@@ -1,11 +1,12 @@
 // Handle.h: the cuDNN and cuBLAS handles and the workspaces of cuDNN's calls.
-// One cuDNN and one cuBLAS handle per device and thread, created lazily on the device's
+// One cuDNN, one cuBLAS and one cuBLASLt handle per device and thread, created lazily on the device's
 // stream (Note [One stream per device] in tensor/Cuda.h). They are not owned by statics or
 // by layers: tensor::cuda::shutdown() and the exit hook destroy them through a shutdown
 // hook this layer registers (Note [CUDA teardown] in tensor/Cuda.h), never a static
 // destructor. Workspaces are leased per call from the caching allocator (Note [Workspaces]).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -16,6 +17,7 @@ namespace cudnn {
 
 cudnnHandle_t handle();        // current device, this thread
 cublasHandle_t blas_handle();  // current device, this thread
+cublasLtHandle_t blas_lt_handle();  // current device, this thread (cuBLASLt's epilogues)
 cudaStream_t stream();         // the current device's stream
 // A number no other handle of this process has or had: what was built with handle() (a
 // graph-API execution plan) is reused only while this stays the same (a shutdown makes new

@@ -1,7 +1,11 @@
 // blas.cpp: row-major products through column-major cuBLAS: C^T = op(B)^T op(A)^T.
 #include "cudnn/ops/blas.h"
 
+#include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "cudnn/core/Check.h"
@@ -49,11 +53,13 @@ struct Scalars {
   double a64, b64;
   float a32, b32;
 };
-}  // namespace
 
-void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
-          double alpha, double beta) {
-  const std::string where = "cudnn::gemm: ";
+// The product's M, N and K after checking gemm()'s contract (`where` names the caller).
+struct ProductSizes {
+  int64_t M, N, K;
+};
+ProductSizes check_product(const std::string& where, bool transA, bool transB, const tensor::Tensor& A,
+                           const tensor::Tensor& B, const tensor::Tensor& C) {
   if (A.dim() != 2 || B.dim() != 2 || C.dim() != 2 || !A.is_contiguous() || !B.is_contiguous() || !C.is_contiguous()) {
     throw tensor::Error(where + "expected contiguous 2-d tensors, got " + A.description() + ", " + B.description() +
                         ", " + C.description());
@@ -71,6 +77,13 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
                         " x " + tensor::shape_str(B.sizes()) + (transB ? "^T" : "") + " -> " +
                         tensor::shape_str(C.sizes()));
   }
+  return {M, N, K};
+}
+}  // namespace
+
+void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
+          double alpha, double beta) {
+  const auto [M, N, K] = check_product("cudnn::gemm: ", transA, transB, A, B, C);
   if (M == 0 || N == 0) return;
   tensor::cuda::DeviceGuard guard(A.device().index);
   cublasHandle_t h = blas_handle();
@@ -82,6 +95,161 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
                             cuda_type(t), static_cast<int>(B.size(1)), A.raw_data(), cuda_type(t),
                             static_cast<int>(A.size(1)), k.beta(), C.raw_data(), cuda_type(t), static_cast<int>(N),
                             k.compute, CUBLAS_GEMM_DEFAULT));
+}
+
+namespace {
+// cuBLASLt's descriptors, destroyed with their scope.
+struct LtDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  ~LtDesc() {
+    if (d) cublasLtMatmulDescDestroy(d);
+  }
+};
+struct LtLayout {
+  cublasLtMatrixLayout_t d = nullptr;
+  ~LtLayout() {
+    if (d) cublasLtMatrixLayoutDestroy(d);
+  }
+};
+struct LtPreference {
+  cublasLtMatmulPreference_t d = nullptr;
+  ~LtPreference() {
+    if (d) cublasLtMatmulPreferenceDestroy(d);
+  }
+};
+
+// The largest power of two up to 256 that divides the address: what the heuristics are told of
+// each operand's alignment, so that no algorithm needing more is chosen.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+// The heuristics' choice per product: asked once per shape, dtype, device and alignments (the
+// query costs far more than the product's launch).
+using RowSumsKey = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+struct RowSumsChoice {
+  bool found = false;
+  bool wide = false;  // float32 sums, else C's dtype
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+std::mutex row_sums_mutex;
+std::map<RowSumsKey, RowSumsChoice>& row_sums_choices() {
+  static auto* m = new std::map<RowSumsKey, RowSumsChoice>();  // leaked: Note [CUDA teardown] in tensor/Cuda.h
+  return *m;
+}
+constexpr size_t kRowSumsWorkspaceLimit = size_t(32) << 20;  // as cuBLAS's own (Note [cuBLAS's workspace])
+
+// The product's descriptor with the bias-gradient epilogue writing to `sums` of `sumsType`.
+void describe_row_sums(LtDesc& desc, cublasOperation_t opFirst, cublasOperation_t opSecond, const void* sums,
+                       cudaDataType_t sumsType) {
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof(opFirst)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof(opSecond)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums, sizeof(sums)));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &sumsType, sizeof(sumsType)));
+}
+}  // namespace
+
+bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
+                        const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums) {
+  const auto [M, N, K] = check_product("cudnn::gemm_with_row_sums: ", transA, transB, A, B, C);
+  const DType t = A.dtype();
+  const int64_t most = std::numeric_limits<int>::max();
+  if ((t != DType::Float16 && t != DType::BFloat16) || M == 0 || N == 0 || K == 0 || M > most || N > most || K > most) {
+    return false;
+  }
+  const int device = A.device().index;
+  tensor::cuda::DeviceGuard guard(device);
+  cublasLtHandle_t lt = blas_lt_handle();
+  // Column-major, as gemm(): D^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M], so C's rows are
+  // D^T's columns and their sums come from the second operand: the B-side bias gradient.
+  const cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N, opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cudaDataType_t type = cuda_type(t);
+  // the stored (column-major) shapes: B is [N x K], or [K x N] read transposed; A likewise
+  LtLayout first, second, out;
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&first.d, type, transB ? K : N, transB ? N : K, B.size(1)));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&second.d, type, transA ? M : K, transA ? K : M, A.size(1)));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&out.d, type, N, M, N));
+  const RowSumsKey key{device,
+                       static_cast<int>(t),
+                       transA,
+                       transB,
+                       M,
+                       N,
+                       K,
+                       alignment_of(A.raw_data()),
+                       alignment_of(B.raw_data()),
+                       alignment_of(C.raw_data())};
+  // rowSums made [M] of float32 (wide) or of C's dtype
+  const auto sums_of = [&](bool wide) {
+    const DType want = wide ? DType::Float32 : t;
+    if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != want || rowSums.device() != A.device() ||
+        !rowSums.is_contiguous()) {
+      rowSums = tensor::empty({M}, want, A.device());
+    }
+    return rowSums.raw_data();
+  };
+  RowSumsChoice choice;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(row_sums_mutex);
+    const auto it = row_sums_choices().find(key);
+    if (it != row_sums_choices().end()) choice = it->second, known = true;
+  }
+  if (!known) {
+    LtPreference pref;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
+    const size_t limit = kRowSumsWorkspaceLimit;
+    const uint32_t alignFirst = std::get<8>(key), alignSecond = std::get<7>(key), alignOut = std::get<9>(key);
+    CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignFirst,
+                                                      sizeof(alignFirst)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignSecond,
+                                                      sizeof(alignSecond)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignOut,
+                                                      sizeof(alignOut)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignOut,
+                                                      sizeof(alignOut)));
+    // split-K parts summed in float32 only: parts kept in the output's 16 bits (in place, or in
+    // the workspace) overflow where the whole does not, and +Inf meeting -Inf gives NaN
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
+                                                      sizeof(reduction)));
+    // float32 sums where cuBLASLt takes them, else sums in the output's dtype (its documented
+    // bias type), whose non-finite ones bias_grad_from_sums sums again
+    for (bool wide : {true, false}) {
+      LtDesc desc;
+      describe_row_sums(desc, opFirst, opSecond, sums_of(wide), wide ? CUDA_R_32F : type);
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      const cublasStatus_t st =
+          cublasLtMatmulAlgoGetHeuristic(lt, desc.d, first.d, second.d, out.d, out.d, pref.d, 1, &result, &found);
+      // NOT_SUPPORTED or INVALID_VALUE (a bias type or layout the epilogue does not take): none
+      if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) CUBLAS_CHECK(st);
+      if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+        choice = {true, wide, result.algo, result.workspaceSize};
+        break;
+      }
+    }
+    std::lock_guard<std::mutex> lock(row_sums_mutex);
+    row_sums_choices().emplace(key, choice);
+  }
+  if (!choice.found) return false;
+  LtDesc desc;
+  describe_row_sums(desc, opFirst, opSecond, sums_of(choice.wide), choice.wide ? CUDA_R_32F : type);
+  const Workspace work(choice.workspace);
+  const float a = static_cast<float>(alpha), b = static_cast<float>(beta);
+  CUBLAS_CHECK(cublasLtMatmul(lt, desc.d, &a, B.raw_data(), first.d, A.raw_data(), second.d, &b, C.raw_data(), out.d,
+                              C.raw_data(), out.d, &choice.algo, work.data(), work.size(), stream()));
+  return true;
 }
 
 void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,

@@ -12,6 +12,16 @@ namespace cudnn {
 void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B, const tensor::Tensor& C,
           double alpha = 1, double beta = 0);
 
+// gemm() on float16 or bfloat16 tensors that also gives rowSums[i] = the sum over k of
+// op(A)[i][k] for each of C's M rows (alpha does not scale them), from the same product:
+// cuBLASLt's bias-gradient epilogue (Note [A bias gradient in the filter-gradient product] in
+// cudnn/ConvolutionBase.cpp). The sums accumulate in float32; rowSums is made [M] of float32
+// where cuBLASLt stores them so, else of C's dtype (rounded once). Returns false, having enqueued
+// nothing, where cuBLASLt offers no algorithm for these shapes and pointers, or for any other
+// dtype.
+bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
+                        const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums);
+
 // One matrix of a batch: a device pointer, its dtype, its row length (leading dimension, in
 // elements) and the distance between consecutive matrices of the batch (elements).
 struct BatchedMatrix {

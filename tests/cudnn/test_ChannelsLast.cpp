@@ -10,6 +10,7 @@
 // tensor layer's element-wise kernels on channels-last CUDA tensors.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -281,45 +282,78 @@ TEST_CASE(
   for (auto& [name, p] : twin->namedParameters()) CHECK(p.is_contiguous());
 }
 
-TEST_CASE("a 1x1 convolution's 16-bit channels-last filter gradient: one product, with the scale, NaN and Inf as nn") {
-  // Note [Filter gradients as one product] in cudnn/ConvolutionBase.cpp, and the pins that keep
-  // cuDNN's pass, where no legacy algorithm runs (Note [When no pinned algorithm runs])
+TEST_CASE(
+    "a 1x1 convolution's 16-bit channels-last filter and bias gradients: one product, with the scale, NaN and Inf as "
+    "nn") {
+  // Note [Filter gradients as one product] and Note [A bias gradient in the filter-gradient
+  // product] in cudnn/ConvolutionBase.cpp, and the pins that keep cuDNN's pass, where no legacy
+  // algorithm runs (Note [When no pinned algorithm runs]); channel counts that are multiples of
+  // 8, as a network's, and odd ones, which cuBLASLt may refuse
   Generator gen(5109);
-  auto ref = std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1);
-  ref->to(DType::Float64);
-  const Tensor x = uniform({3, 16, 5, 7}, -1, 1, gen, DType::Float64);
-  const Tensor g = uniform({3, 24, 5, 7}, -1, 1, gen, DType::Float64);
-  Tensor bad = g.clone();
-  bad[0][1][2][3].fill_(std::numeric_limits<double>::quiet_NaN());
-  bad[1][5][0][0].fill_(std::numeric_limits<double>::infinity());
-  for (DType dt : {DType::Float16, DType::BFloat16}) {
-    for (const char* pin : {"", "deterministic", "time_once"}) {
-      const bool pinned = *pin != 0;
-      INFO(name(dt), ", filter algorithm: ", pinned ? pin : "not pinned");
-      auto twin = std::dynamic_pointer_cast<nn::SpatialConvolution>(
-          nn::convert(std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1), nn::Backend::cudnn));
-      twin->to(gpu);
-      twin->loadStateDict(ref->stateDict());
-      twin->to(dt);
-      if (pinned) twin->setMode("", pin, "");  // any setMode keeps cuDNN's pass
-      const Tensor xg = x.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
-      const double tol = dt == DType::Float16 ? 3e-3 : 2e-2;
-      // cuDNN's own pass keeps NaN and Inf by the bad-input matrix's suites; here the product's
-      for (const Tensor* grad : {&g, pinned ? &g : static_cast<const Tensor*>(&bad)}) {
-        const Tensor gg = grad->to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
-        for (nn::Module* m : {static_cast<nn::Module*>(ref.get()), static_cast<nn::Module*>(twin.get())}) {
-          const bool onTwin = m == twin.get();
-          m->zeroGradParameters();
-          m->forward(onTwin ? xg : x);
-          m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.5);
-          m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.25);
+  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{16, 24}, {5, 7}}) {
+    auto ref = std::make_shared<nn::SpatialConvolution>(in, out, 1, 1);
+    ref->to(DType::Float64);
+    const Tensor x = uniform({3, in, 5, 7}, -1, 1, gen, DType::Float64);
+    const Tensor g = uniform({3, out, 5, 7}, -1, 1, gen, DType::Float64);
+    Tensor bad = g.clone();
+    bad[0][1][2][3].fill_(std::numeric_limits<double>::quiet_NaN());
+    bad[1][5][0][0].fill_(std::numeric_limits<double>::infinity());
+    for (DType dt : {DType::Float16, DType::BFloat16}) {
+      for (const char* pin : {"", "deterministic", "time_once"}) {
+        const bool pinned = *pin != 0;
+        INFO(in, " -> ", out, " channels, ", name(dt), ", filter algorithm: ", pinned ? pin : "not pinned");
+        auto twin = std::dynamic_pointer_cast<nn::SpatialConvolution>(
+            nn::convert(std::make_shared<nn::SpatialConvolution>(in, out, 1, 1), nn::Backend::cudnn));
+        twin->to(gpu);
+        twin->loadStateDict(ref->stateDict());
+        twin->to(dt);
+        if (pinned) twin->setMode("", pin, "");  // any setMode keeps cuDNN's pass
+        const Tensor xg = x.to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
+        const double tol = dt == DType::Float16 ? 3e-3 : 2e-2;
+        // cuDNN's own pass keeps NaN and Inf by the bad-input matrix's suites; here the product's
+        for (const Tensor* grad : {&g, pinned ? &g : static_cast<const Tensor*>(&bad)}) {
+          const Tensor gg = grad->to(gpu, dt).contiguous(MemoryFormat::ChannelsLast);
+          for (nn::Module* m : {static_cast<nn::Module*>(ref.get()), static_cast<nn::Module*>(twin.get())}) {
+            const bool onTwin = m == twin.get();
+            m->zeroGradParameters();
+            m->forward(onTwin ? xg : x);
+            m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.5);
+            m->accGradParameters(onTwin ? xg : x, onTwin ? gg : *grad, 0.25);
+          }
+          CHECK(twin->gradWeight.is_contiguous());
+          testing::expect_same_nonfinite("gradWeight", twin->gradWeight, ref->gradWeight, tol);
+          testing::expect_same_nonfinite("gradBias", twin->gradBias, ref->gradBias, tol);
         }
-        CHECK(twin->gradWeight.is_contiguous());
-        testing::expect_same_nonfinite("gradWeight", twin->gradWeight, ref->gradWeight, tol);
-        testing::expect_same_nonfinite("gradBias", twin->gradBias, ref->gradBias, tol);
       }
     }
   }
+}
+
+TEST_CASE("a 1x1 convolution's float16 bias gradient whose sum is beyond float16 before the scale: nn's answer") {
+  // Note [A bias gradient in the filter-gradient product]: sums of ~2.6e6 (float16 ends at
+  // 65504), scaled by 1/128 into range
+  Generator gen(5110);
+  auto ref = std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1);
+  ref->to(DType::Float64);
+  const Tensor x = uniform({3, 16, 5, 7}, -1, 1, gen, DType::Float64);
+  const Tensor g = uniform({3, 24, 5, 7}, 20000, 30000, gen, DType::Float64).to(DType::Float16).to(DType::Float64);
+  auto twin = std::dynamic_pointer_cast<nn::SpatialConvolution>(
+      nn::convert(std::make_shared<nn::SpatialConvolution>(16, 24, 1, 1), nn::Backend::cudnn));
+  twin->to(gpu);
+  twin->loadStateDict(ref->stateDict());
+  twin->to(DType::Float16);
+  const Tensor xg = x.to(gpu, DType::Float16).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor gg = g.to(gpu, DType::Float16).contiguous(MemoryFormat::ChannelsLast);
+  ref->zeroGradParameters();
+  twin->zeroGradParameters();
+  ref->forward(x);
+  twin->forward(xg);
+  ref->accGradParameters(x, g, 1.0 / 128);
+  twin->accGradParameters(xg, gg, 1.0 / 128);
+  const Tensor got = twin->gradBias.cpu().to(DType::Float64);
+  for (int64_t c = 0; c < 24; ++c) REQUIRE(std::isfinite(got.get({c})));
+  testing::expect_same_nonfinite("gradBias", twin->gradBias, ref->gradBias, 3e-3);
+  testing::expect_same_nonfinite("gradWeight", twin->gradWeight, ref->gradWeight, 3e-3);
 }
 
 TEST_CASE("channels-last convolutions pinned to algorithms that cannot run them take the graph engines, as nn") {

@@ -246,6 +246,54 @@ TEST_CASE("cuBLAS gemm in every transpose and dtype") {
                        doctest::Contains("shapes do not multiply"), Error);
 }
 
+TEST_CASE("cuBLASLt's product with the row sums of op(A): gemm's values and float32 sums, NaN kept") {
+  Generator gen(61);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (DType dt : {DType::Float16, DType::BFloat16}) {
+        INFO(name(dt), ta ? " A^T" : " A", tb ? " B^T" : " B");
+        // K = 300 rows reduced; sizes multiples of 8 as a channels-last layer's, and odd ones
+        for (const auto& [M, N] : {std::pair<int64_t, int64_t>{24, 16}, {7, 5}}) {
+          const int64_t K = 300;
+          Tensor a = uniform(ta ? Shape{K, M} : Shape{M, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          Tensor b = uniform(tb ? Shape{N, K} : Shape{K, N}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          const Tensor opA = ta ? a.t().contiguous() : a;
+          const Tensor want = opA.matmul(tb ? b.t().contiguous() : b);
+          const Tensor c0 = uniform({M, N}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          Tensor cg = c0.to(gpu, dt), sums;
+          if (!cudnn::gemm_with_row_sums(ta, tb, a.to(gpu, dt), b.to(gpu, dt), cg, 0.5, 1, sums)) {
+            // cuBLASLt may offer nothing for odd sizes or for other transposes than the filter
+            // gradient's (A^T B), and then C is as it was
+            CHECK((M % 8 != 0 || !(ta && !tb)));
+            CHECK(max_abs_diff(cg.cpu().to(DType::Float64), c0) == 0);
+            continue;
+          }
+          REQUIRE(sums.numel() == M);
+          CHECK((sums.dtype() == DType::Float32 || sums.dtype() == dt));
+          CHECK(rel_norm_error(cg.to(DType::Float64), want.mul(0.5).add(c0)) < (dt == DType::Float16 ? 2e-3 : 2e-2));
+          const Tensor got = sums.cpu();
+          for (int64_t i = 0; i < M; ++i) {
+            double s = 0;
+            for (int64_t k = 0; k < K; ++k) s += opA.get({i, k});
+            // inputs exact in dt, float32 sums, rounded to dt where stored in it
+            CHECK(std::abs(got.get({i}) - s) < 1e-4 * K + (sums.dtype() == dt ? std::abs(s) * 1e-2 : 0));
+          }
+        }
+      }
+  // a NaN in row i of op(A) makes sums[i] NaN and no other
+  Tensor a = ones({64, 8}, DType::Float16, gpu), b = ones({64, 8}, DType::Float16, gpu);
+  Tensor c = zeros({8, 8}, DType::Float16, gpu), sums;
+  Tensor ah = a.cpu();
+  ah.set({10, 3}, std::numeric_limits<double>::quiet_NaN());
+  REQUIRE(cudnn::gemm_with_row_sums(true, false, ah.to(gpu), b, c, 1, 0, sums));
+  const Tensor got = sums.cpu();
+  for (int64_t i = 0; i < 8; ++i) CHECK(std::isnan(got.get({i})) == (i == 3));
+  CHECK_THROWS_WITH_AS(cudnn::gemm_with_row_sums(true, false, a, b, zeros({8, 7}, DType::Float16, gpu), 1, 0, sums),
+                       doctest::Contains("shapes do not multiply"), Error);
+  Tensor c32 = c.to(DType::Float32);
+  CHECK_FALSE(cudnn::gemm_with_row_sums(true, false, a.to(DType::Float32), b.to(DType::Float32), c32, 1, 0, sums));
+}
+
 TEST_CASE("NLL kernels: weighted sums, ignored class, gradient, bad targets") {
   Generator gen(7);
   Tensor logp = uniform({4, 3, 2}, -3, 0, gen, DType::Float64);
