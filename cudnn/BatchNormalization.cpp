@@ -74,9 +74,23 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
     check_like_input(m, "updateOutput", "the addend (the residual's shortcut output)", tail.addend, x);
   Tensor& out = tail.out ? *tail.out : m.output;
   nn::ensure(out, x.sizes(), x, format);
-  // counted as nn counts it, empty batches included (Note [num_batches_tracked])
-  const double factor = m.isTraining() ? m.countBatch() : m.momentum;
-  if (x.numel() == 0) return;
+  // counted as nn counts it, empty batches included (Note [num_batches_tracked]); with a momentum,
+  // by the training pass on the device (Note [The count in the fold] in cudnn/kernels/BatchNorm.h)
+  double factor = m.momentum;
+  Tensor count;
+  if (m.isTraining()) {
+    const Tensor& n = m.num_batches_tracked;
+    if (!m.cumulativeAverage && n.defined() && n.dtype() == DType::Int64 && n.numel() == 1 &&
+        n.device() == x.device()) {
+      count = n;
+    } else {
+      factor = m.countBatch();
+    }
+  }
+  if (x.numel() == 0) {
+    if (count.defined()) count.add_(1.0);
+    return;
+  }
   const Shape s3{l.N, l.C, l.S};
   const Tensor y = as_cudnn(out, s3, format);
   // a fused tail: the sum and the relu (Note [Batch norm epilogues] in cudnn/ops/batch_norm.cpp)
@@ -86,7 +100,7 @@ void BatchNormCompute::forward(nn::BatchNormalization& m, const nn::BatchNormali
     nn::ensure(m.save_mean, {l.C}, m.running_mean);
     nn::ensure(m.save_invstd, {l.C}, m.running_mean);
     plan_->forward_train(mode(m), as_cudnn(x, s3, format), y, gamma(m), beta(m), factor, m.running_mean, m.running_var,
-                         m.eps, m.save_mean, m.save_invstd, epilogue);
+                         m.eps, m.save_mean, m.save_invstd, epilogue, count);
   } else {
     plan_->forward_inference(mode(m), as_cudnn(x, s3, format), y, gamma(m), beta(m), m.running_mean, m.running_var,
                              m.eps);

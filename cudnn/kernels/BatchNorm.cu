@@ -68,7 +68,8 @@ __global__ void eval_backward_kernel(const T* x, const T* dy, T* dx, BatchNormSi
 // finite (uniform across the block).
 template <class T, class P>
 __global__ void fold_running_stats_kernel(const T* x, BatchNormSizes s, P* increments, P* running_mean, P* running_var,
-                                          double factor) {
+                                          double factor, int64_t* count) {
+  if (count && blockIdx.x == 0 && threadIdx.x == 0) *count += 1;  // Note [The count in the fold]
   __shared__ double partial[kThreads];
   const int64_t c = blockIdx.x;
   const double mean_increment = static_cast<double>(increments[c]);
@@ -234,13 +235,20 @@ void batch_norm_relu_backward_repair(const tensor::Tensor& x, const tensor::Tens
 }
 
 void batch_norm_fold_running_stats(const tensor::Tensor& x, BatchNormSizes s, const tensor::Tensor& increments,
-                                   const tensor::Tensor& running_mean, const tensor::Tensor& running_var,
-                                   double factor) {
-  if (s.C == 0) return;
+                                   const tensor::Tensor& running_mean, const tensor::Tensor& running_var, double factor,
+                                   const tensor::Tensor& count) {
+  if (count.defined() && (count.dtype() != tensor::DType::Int64 || count.numel() != 1 || count.device() != x.device())) {
+    throw tensor::Error("cudnn::kernels::batch_norm_fold_running_stats: expected the count as an int64 scalar on " +
+                        x.device().str() + ", got " + count.description());
+  }
+  if (s.C == 0) {
+    if (count.defined()) tensor::Tensor(count).add_(1.0);
+    return;
+  }
   launch_floating("batch_norm_fold_running_stats", x, [&]<class T, class P>(cudaStream_t stream) {
     fold_running_stats_kernel<T, P><<<static_cast<unsigned>(s.C), kThreads, 0, stream>>>(
         static_cast<const T*>(x.raw_data()), s, increments.data<P>(), running_mean.data<P>(), running_var.data<P>(),
-        factor);
+        factor, count.defined() ? static_cast<int64_t*>(count.raw_data()) : nullptr);
   });
 }
 

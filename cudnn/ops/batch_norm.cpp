@@ -133,7 +133,7 @@ bool BatchNormPlan::forward_train_ex(const Tensor& x, const Tensor& y, const Ten
 void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma,
                                   const Tensor& beta, double factor, const Tensor& running_mean,
                                   const Tensor& running_var, double epsilon, const Tensor& save_mean,
-                                  const Tensor& save_invstd, const BatchNormEpilogue& epilogue) {
+                                  const Tensor& save_invstd, const BatchNormEpilogue& epilogue, const Tensor& count) {
   check_epsilon(epsilon, "cudnn::batch_norm_train: ");
   tensor::cuda::DeviceGuard guard(x.device().index);
   const DType t = x.dtype();
@@ -155,10 +155,13 @@ void BatchNormPlan::forward_train(BatchNormMode mode, const Tensor& x, const Ten
   const Tensor cudnn_mean = fold ? increments_.narrow(0, 0, running_mean.numel()) : running_mean;
   const Tensor cudnn_var = fold ? increments_.narrow(0, running_mean.numel(), running_mean.numel()) : running_var;
   const auto fold_in = [&] {
-    if (!fold) return;
+    if (!fold) {
+      if (count.defined()) Tensor(count).add_(1.0);
+      return;
+    }
     const int64_t N = x.size(0), C = x.size(1);
     kernels::batch_norm_fold_running_stats(x, {N, C, x.numel() / (N * C), x.stride(0), x.stride(1), C}, increments_,
-                                           running_mean, running_var, factor);
+                                           running_mean, running_var, factor, count);
     increments_clean_ = true;
   };
   if (persistent && forward_train_ex(x, y, gamma, beta, factor, cudnn_mean, cudnn_var, epsilon, save_mean, save_invstd,

@@ -37,9 +37,13 @@ struct BatchNormEpilogueGrad {
 
 class BatchNormPlan {
  public:
+  // count, where defined (an int64 scalar on x's device: num_batches_tracked), gains one: in the
+  // running statistics' fold kernel where one runs, else by an add of its own (Note [The count
+  // in the fold] in cudnn/kernels/BatchNorm.h).
   void forward_train(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma, const Tensor& beta,
                      double factor, const Tensor& running_mean, const Tensor& running_var, double epsilon,
-                     const Tensor& save_mean, const Tensor& save_invstd, const BatchNormEpilogue& epilogue = {});
+                     const Tensor& save_mean, const Tensor& save_invstd, const BatchNormEpilogue& epilogue = {},
+                     const Tensor& count = Tensor());
   void forward_inference(BatchNormMode mode, const Tensor& x, const Tensor& y, const Tensor& gamma, const Tensor& beta,
                          const Tensor& mean, const Tensor& var, double epsilon);
   // dx = gradient (beta_data 0: overwrite); dgamma/dbeta = alpha_param * gradient + beta_param * old.
