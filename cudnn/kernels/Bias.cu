@@ -304,6 +304,20 @@ constexpr bool floating() {
   return !std::is_same_v<T, int64_t> && !std::is_same_v<T, uint8_t>;
 }
 
+// fn(T{}, the dtype of T's accumulation type) for a floating dtype; false for the others.
+template <class F>
+bool dispatch_floating(tensor::DType dtype, F&& fn) {
+  return tensor::dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!floating<T>()) {
+      return false;
+    } else {
+      constexpr bool wide = std::is_same_v<acc_t<T>, double>;
+      return fn(tag, wide ? tensor::DType::Float64 : tensor::DType::Float32);
+    }
+  });
+}
+
 }  // namespace
 
 bool bias_add(const Tensor& y, const Tensor& bias) {
@@ -341,69 +355,64 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
   tensor::cuda::DeviceGuard guard(device);
   auto stream = static_cast<cudaStream_t>(on ? on : tensor::cuda::stream(device));
   const int64_t resident = int64_t(sm_count(device)) * 2048 / kThreads;
-  return tensor::dispatch(dy.dtype(), [&](auto tag) {
+  return dispatch_floating(dy.dtype(), [&](auto tag, tensor::DType acc_dtype) {
     using T = decltype(tag);
-    if constexpr (!floating<T>()) {
-      return false;
+    using A = acc_t<T>;
+    const T* g = static_cast<const T*>(dy.raw_data());
+    const int64_t elements_per_channel = dy.numel() / l.C;
+    Tensor partial;
+    int64_t outer = 0, outer_stride = 0, inner = 1, c_stride = 0;
+    bool columns = false;  // finished by finish_columns_kernel over [outer x C] partial sums
+    if (elements_per_channel == 0) {
+      partial = tensor::zeros({1}, acc_dtype, dy.device());  // nothing to sum: db = beta * db
+    } else if (!l.channels_last) {
+      const int64_t rows = l.N * l.C;
+      // enough (row, segment) items to keep every warp busy, each at least 1024 elements
+      const int64_t wanted = std::max<int64_t>(1, resident * (kThreads / 32) * 2 / rows);
+      const int64_t segments = std::clamp<int64_t>((l.S + 1023) / 1024, 1, wanted);
+      const int64_t seg_len = (l.S + segments - 1) / segments;
+      partial = tensor::empty({rows * segments}, acc_dtype, dy.device());
+      const auto blocks = static_cast<unsigned>(
+          std::min<int64_t>((rows * segments + kThreads / 32 - 1) / (kThreads / 32), resident * 8));
+      sum_rows_kernel<T><<<blocks, kThreads, 0, stream>>>(g, partial.data<A>(), rows, l.S, segments, seg_len);
+      outer = l.N, outer_stride = l.C * segments, inner = segments, c_stride = segments;
+    } else if (constexpr int V = 16 / sizeof(T); l.C % V == 0 && reinterpret_cast<uintptr_t>(g) % 16 == 0) {
+      // Note [Bias kernels]: packs over the channels, then one pass over the partial sums' columns
+      const int64_t rows = l.N * l.S, packs = l.C / V;
+      const int tile = static_cast<int>(std::min<int64_t>(packs, kThreads));
+      const int64_t tiles = (packs + tile - 1) / tile, steps = kThreads / tile;
+      // about four blocks an SM in all, each thread at least 16 rows, at most 1024 chunks
+      const int64_t chunks =
+          std::clamp<int64_t>(std::min<int64_t>(int64_t(sm_count(device)) * 4 / tiles, rows / (16 * steps)), 1, 1024);
+      const int64_t chunk = (rows + chunks - 1) / chunks;
+      partial = tensor::empty({chunks * l.C}, acc_dtype, dy.device());
+      sum_channels_last_packed_kernel<T, V>
+          <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
+              g, partial.data<A>(), rows, l.C, chunk, tile);
+      outer = chunks, columns = true;
     } else {
-      using A = acc_t<T>;
-      const tensor::DType acc_dtype = std::is_same_v<A, double> ? tensor::DType::Float64 : tensor::DType::Float32;
-      const T* g = static_cast<const T*>(dy.raw_data());
-      const int64_t elements_per_channel = dy.numel() / l.C;
-      Tensor partial;
-      int64_t outer = 0, outer_stride = 0, inner = 1, c_stride = 0;
-      bool columns = false;  // finished by finish_columns_kernel over [outer x C] partial sums
-      if (elements_per_channel == 0) {
-        partial = tensor::zeros({1}, acc_dtype, dy.device());  // nothing to sum: db = beta * db
-      } else if (!l.channels_last) {
-        const int64_t rows = l.N * l.C;
-        // enough (row, segment) items to keep every warp busy, each at least 1024 elements
-        const int64_t wanted = std::max<int64_t>(1, resident * (kThreads / 32) * 2 / rows);
-        const int64_t segments = std::clamp<int64_t>((l.S + 1023) / 1024, 1, wanted);
-        const int64_t seg_len = (l.S + segments - 1) / segments;
-        partial = tensor::empty({rows * segments}, acc_dtype, dy.device());
-        const auto blocks = static_cast<unsigned>(
-            std::min<int64_t>((rows * segments + kThreads / 32 - 1) / (kThreads / 32), resident * 8));
-        sum_rows_kernel<T><<<blocks, kThreads, 0, stream>>>(g, partial.data<A>(), rows, l.S, segments, seg_len);
-        outer = l.N, outer_stride = l.C * segments, inner = segments, c_stride = segments;
-      } else if (constexpr int V = 16 / sizeof(T); l.C % V == 0 && reinterpret_cast<uintptr_t>(g) % 16 == 0) {
-        // Note [Bias kernels]: packs over the channels, then one pass over the partial sums' columns
-        const int64_t rows = l.N * l.S, packs = l.C / V;
-        const int tile = static_cast<int>(std::min<int64_t>(packs, kThreads));
-        const int64_t tiles = (packs + tile - 1) / tile, steps = kThreads / tile;
-        // about four blocks an SM in all, each thread at least 16 rows, at most 1024 chunks
-        const int64_t chunks = std::clamp<int64_t>(
-            std::min<int64_t>(int64_t(sm_count(device)) * 4 / tiles, rows / (16 * steps)), 1, 1024);
-        const int64_t chunk = (rows + chunks - 1) / chunks;
-        partial = tensor::empty({chunks * l.C}, acc_dtype, dy.device());
-        sum_channels_last_packed_kernel<T, V>
-            <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
-                g, partial.data<A>(), rows, l.C, chunk, tile);
-        outer = chunks, columns = true;
-      } else {
-        const int64_t rows = l.N * l.S;
-        const int64_t tiles = (l.C + 31) / 32;
-        const int64_t chunks = std::clamp<int64_t>((rows + 255) / 256, 1, std::max<int64_t>(1, resident * 4 / tiles));
-        const int64_t chunk = (rows + chunks - 1) / chunks;
-        partial = tensor::empty({chunks * l.C}, acc_dtype, dy.device());
-        sum_channels_last_kernel<T>
-            <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), dim3(32, 8), 0, stream>>>(
-                g, partial.data<A>(), rows, l.C, chunk);
-        outer = chunks, outer_stride = l.C, inner = 1, c_stride = 1;
-      }
-      if (columns) {
-        finish_columns_kernel<T><<<static_cast<unsigned>((l.C + 31) / 32), dim3(32, 32), 0, stream>>>(
-            partial.data<A>(), static_cast<T*>(db.raw_data()), outer, l.C, static_cast<A>(alpha),
-            static_cast<A>(beta), beta != 0);
-      } else {
-        finish_kernel<T><<<static_cast<unsigned>(l.C), kThreads, 0, stream>>>(
-            partial.data<A>(), static_cast<T*>(db.raw_data()), outer, outer_stride, inner, c_stride,
-            static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
-      }
-      CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
-      if (keep) *keep = partial;
-      return true;
+      const int64_t rows = l.N * l.S;
+      const int64_t tiles = (l.C + 31) / 32;
+      const int64_t chunks = std::clamp<int64_t>((rows + 255) / 256, 1, std::max<int64_t>(1, resident * 4 / tiles));
+      const int64_t chunk = (rows + chunks - 1) / chunks;
+      partial = tensor::empty({chunks * l.C}, acc_dtype, dy.device());
+      sum_channels_last_kernel<T>
+          <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), dim3(32, 8), 0, stream>>>(
+              g, partial.data<A>(), rows, l.C, chunk);
+      outer = chunks, outer_stride = l.C, inner = 1, c_stride = 1;
     }
+    if (columns) {
+      finish_columns_kernel<T><<<static_cast<unsigned>((l.C + 31) / 32), dim3(32, 32), 0, stream>>>(
+          partial.data<A>(), static_cast<T*>(db.raw_data()), outer, l.C, static_cast<A>(alpha), static_cast<A>(beta),
+          beta != 0);
+    } else {
+      finish_kernel<T><<<static_cast<unsigned>(l.C), kThreads, 0, stream>>>(
+          partial.data<A>(), static_cast<T*>(db.raw_data()), outer, outer_stride, inner, c_stride,
+          static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
+    }
+    CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad");
+    if (keep) *keep = partial;
+    return true;
   });
 }
 
@@ -419,29 +428,24 @@ bool bias_grad_from_sums(const Tensor& sums, const Tensor& dy, const Tensor& db,
   const int device = db.device().index;
   tensor::cuda::DeviceGuard guard(device);
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(device));
-  return tensor::dispatch(db.dtype(), [&](auto tag) {
+  return dispatch_floating(db.dtype(), [&](auto tag, tensor::DType acc_dtype) {
     using T = decltype(tag);
-    if constexpr (!floating<T>()) {
-      return false;
+    using A = acc_t<T>;
+    const dim3 grid(static_cast<unsigned>((C + 31) / 32)), block(32, 32);
+    const auto* g = static_cast<const T*>(dy.raw_data());
+    T* out = static_cast<T*>(db.raw_data());
+    const int64_t rows = dy.numel() / C;
+    if (sums.dtype() == acc_dtype) {
+      finish_sums_kernel<T, A><<<grid, block, 0, stream>>>(sums.data<A>(), g, rows, out, C, static_cast<A>(alpha),
+                                                           static_cast<A>(beta), beta != 0);
+    } else if (sums.dtype() == db.dtype()) {
+      finish_sums_kernel<T, T><<<grid, block, 0, stream>>>(static_cast<const T*>(sums.raw_data()), g, rows, out, C,
+                                                           static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
     } else {
-      using A = acc_t<T>;
-      const tensor::DType acc_dtype = std::is_same_v<A, double> ? tensor::DType::Float64 : tensor::DType::Float32;
-      const dim3 grid(static_cast<unsigned>((C + 31) / 32)), block(32, 32);
-      const auto* g = static_cast<const T*>(dy.raw_data());
-      T* out = static_cast<T*>(db.raw_data());
-      const int64_t rows = dy.numel() / C;
-      if (sums.dtype() == acc_dtype) {
-        finish_sums_kernel<T, A><<<grid, block, 0, stream>>>(sums.data<A>(), g, rows, out, C, static_cast<A>(alpha),
-                                                             static_cast<A>(beta), beta != 0);
-      } else if (sums.dtype() == db.dtype()) {
-        finish_sums_kernel<T, T><<<grid, block, 0, stream>>>(static_cast<const T*>(sums.raw_data()), g, rows, out, C,
-                                                             static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
-      } else {
-        return false;
-      }
-      CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad_from_sums");
-      return true;
+      return false;
     }
+    CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad_from_sums");
+    return true;
   });
 }
 
