@@ -143,15 +143,15 @@ bool onto_addend_applies(const nn::ConvolutionBase& m, const Tensor& input, cons
 // of dy (a side-stream pass that cost 0.9 ms of ResNet-50's float16 step at batch 64 on the H100
 // for its 53 convolutions: docs/performance.md) is left to the convolutions that are not such
 // products. The epilogue computes in the product's float32 compute type but stores the sums in
-// float16: cuBLASLt 13 refuses float32 sums for float16 products. One small kernel then makes gradBias = scale * sums +
-// gradBias in float32, so the bias gradient is rounded twice where the side-stream pass rounded
-// it once. A sum that came out non-finite in float16 is summed again from dy in float32 first,
-// so a sum beyond float16's range still gives nn's answer after the scale. The product's split-K
-// parts are summed in float32 only: kept in float16 (cuBLASLt's default choice for some of these
-// shapes), they overflowed where the whole did not and gave NaN (the big-values test). float16
-// only: ResNet-50's bfloat16 step measured 0.04-0.05 ms slower with it (.data/gpu_y.sh),
-// float16's 0.37 ms faster. Where cuBLASLt offers no algorithm for the shapes and pointers, the
-// product and the bias pass run apart, as before.
+// float16 (cuBLASLt 13 refuses float32 sums for float16 products). One small kernel then makes
+// gradBias = scale * sums + gradBias in float32, so the bias gradient is rounded twice where the
+// side-stream pass rounded it once. A sum that came out non-finite in float16 is summed again
+// from dy in float32 first, so a sum beyond float16's range still gives nn's answer after the
+// scale. The product's split-K parts are summed in float32 only: kept in float16 (cuBLASLt's
+// default choice for some of these shapes), they overflowed where the whole did not and gave NaN
+// (the big-values test). float16 only: ResNet-50's bfloat16 step measured 0.04-0.05 ms slower
+// with it (.data/gpu_y.sh), float16's 0.37 ms faster. Where cuBLASLt offers no algorithm for the
+// shapes and pointers, the product and the bias pass run apart, as before.
 bool filter_product_applies(const nn::ConvolutionBase& m, const Tensor& input, const Tensor& gradOutput) {
   const tensor::DType t = input.dtype();
   return (t == tensor::DType::Float16 || t == tensor::DType::BFloat16) &&

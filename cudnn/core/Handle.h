@@ -1,6 +1,7 @@
 // Handle.h: the cuDNN and cuBLAS handles and the workspaces of cuDNN's calls.
-// One cuDNN, one cuBLAS and one cuBLASLt handle per device and thread, created lazily on the device's
-// stream (Note [One stream per device] in tensor/Cuda.h). They are not owned by statics or
+// One cuDNN, one cuBLAS and one cuBLASLt handle per device and thread, created lazily, the
+// first two on the device's stream (Note [One stream per device] in tensor/Cuda.h; cuBLASLt
+// takes the stream per call). They are not owned by statics or
 // by layers: tensor::cuda::shutdown() and the exit hook destroy them through a shutdown
 // hook this layer registers (Note [CUDA teardown] in tensor/Cuda.h), never a static
 // destructor. Workspaces are leased per call from the caching allocator (Note [Workspaces]).

@@ -250,19 +250,19 @@ __global__ void finish_columns_kernel(const acc_t<T>* partial, T* db, int64_t ch
 }
 
 // db = alpha * sums + beta * db from a product's per-channel sums (bias_grad_from_sums), a block
-// of 32 x 32 threads per 32 channels. Sums in db's own dtype were rounded to it: one that came
-// out non-finite (beyond the dtype's range, or a NaN) is summed again from dy's [rows x C] in
-// the accumulation type, the 32 threads of its channel each taking every 32nd row, folded in a
-// fixed order, so the result is what the column pass would have given.
-template <class T, class S>
-__global__ void finish_sums_kernel(const S* sums, const T* dy, int64_t rows, T* db, int64_t C, acc_t<T> alpha,
+// of 32 x 32 threads per 32 channels. The sums were rounded to db's dtype: one that came out
+// non-finite (beyond the dtype's range, or a NaN) is summed again from dy's [rows x C] in the
+// accumulation type, the 32 threads of its channel each taking every 32nd row, folded in a fixed
+// order, so the result is what the column pass would have given.
+template <class T>
+__global__ void finish_sums_kernel(const T* sums, const T* dy, int64_t rows, T* db, int64_t C, acc_t<T> alpha,
                                    acc_t<T> beta, bool keep) {
   using A = acc_t<T>;
   __shared__ A shared[32][33];
   const int x = threadIdx.x, y = threadIdx.y;
   const int64_t c = int64_t(blockIdx.x) * 32 + x;
   A sum = c < C ? static_cast<A>(sums[c]) : A(0);
-  const bool again = std::is_same_v<S, T> && c < C && !isfinite(static_cast<double>(sum));
+  const bool again = c < C && !isfinite(static_cast<double>(sum));
   A acc = A(0);
   if (again) {
     for (int64_t r = y; r < rows; r += 32) acc += static_cast<A>(dy[r * C + c]);
@@ -418,32 +418,22 @@ bool bias_grad(const Tensor& dy, const Tensor& db, double alpha, double beta, vo
 
 bool bias_grad_from_sums(const Tensor& sums, const Tensor& dy, const Tensor& db, double alpha, double beta) {
   const int64_t C = db.numel();
-  if (!db.is_contiguous() || !sums.is_contiguous() || sums.numel() != C || sums.device() != db.device() ||
-      !dy.defined() || dy.dtype() != db.dtype() || dy.device() != db.device() || dy.dim() < 2 || dy.size(1) != C ||
-      !dy.is_contiguous(dy.dim() == 4 ? tensor::MemoryFormat::ChannelsLast : tensor::MemoryFormat::Contiguous) ||
-      (dy.dim() != 4 && dy.dim() != 2)) {
+  if (!db.is_contiguous() || !sums.is_contiguous() || sums.numel() != C || sums.dtype() != db.dtype() ||
+      sums.device() != db.device() || !dy.defined() || dy.dtype() != db.dtype() || dy.device() != db.device() ||
+      (dy.dim() != 4 && dy.dim() != 2) || dy.size(1) != C ||
+      !dy.is_contiguous(dy.dim() == 4 ? tensor::MemoryFormat::ChannelsLast : tensor::MemoryFormat::Contiguous)) {
     return false;
   }
   if (C == 0) return true;
   const int device = db.device().index;
   tensor::cuda::DeviceGuard guard(device);
   auto stream = static_cast<cudaStream_t>(tensor::cuda::stream(device));
-  return dispatch_floating(db.dtype(), [&](auto tag, tensor::DType acc_dtype) {
+  return dispatch_floating(db.dtype(), [&](auto tag, tensor::DType) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    const dim3 grid(static_cast<unsigned>((C + 31) / 32)), block(32, 32);
-    const auto* g = static_cast<const T*>(dy.raw_data());
-    T* out = static_cast<T*>(db.raw_data());
-    const int64_t rows = dy.numel() / C;
-    if (sums.dtype() == acc_dtype) {
-      finish_sums_kernel<T, A><<<grid, block, 0, stream>>>(sums.data<A>(), g, rows, out, C, static_cast<A>(alpha),
-                                                           static_cast<A>(beta), beta != 0);
-    } else if (sums.dtype() == db.dtype()) {
-      finish_sums_kernel<T, T><<<grid, block, 0, stream>>>(static_cast<const T*>(sums.raw_data()), g, rows, out, C,
-                                                           static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
-    } else {
-      return false;
-    }
+    finish_sums_kernel<T><<<static_cast<unsigned>((C + 31) / 32), dim3(32, 32), 0, stream>>>(
+        static_cast<const T*>(sums.raw_data()), static_cast<const T*>(dy.raw_data()), dy.numel() / C,
+        static_cast<T*>(db.raw_data()), C, static_cast<A>(alpha), static_cast<A>(beta), beta != 0);
     CUDA_CHECK_LAUNCH("cudnn::kernels::bias_grad_from_sums");
     return true;
   });

@@ -23,10 +23,10 @@ bool bias_grad(const tensor::Tensor& dy, const tensor::Tensor& db, double alpha,
                tensor::Tensor* keep = nullptr);
 
 // db = alpha * sums + beta * db (beta == 0 ignoring db) from the per-channel sums of dy that a
-// matrix product's epilogue gave: sums [C] in float32 (float64 for float64 db), or in db's own
-// dtype, where a channel whose sum came out non-finite is summed again from dy (channels-last
-// [N x C x H x W], or [rows x C]) in float32 before the scale, as bias_grad would give it.
-// False, having done nothing, for other dtypes, shapes or layouts.
+// matrix product's epilogue gave in db's dtype: a channel whose sum came out non-finite is
+// summed again from dy (channels-last [N x C x H x W], or [rows x C]) in float32 (float64 for
+// float64) before the scale, as bias_grad would give it. False, having done nothing, for other
+// dtypes, shapes or layouts.
 bool bias_grad_from_sums(const tensor::Tensor& sums, const tensor::Tensor& dy, const tensor::Tensor& db, double alpha,
                          double beta);
 

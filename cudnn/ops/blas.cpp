@@ -132,7 +132,6 @@ uint32_t alignment_of(const void* p) {
 using RowSumsKey = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
 struct RowSumsChoice {
   bool found = false;
-  bool wide = false;  // float32 sums, else C's dtype
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
 };
@@ -144,6 +143,8 @@ std::map<RowSumsKey, RowSumsChoice>& row_sums_choices() {
 constexpr size_t kRowSumsWorkspaceLimit = size_t(32) << 20;  // as cuBLAS's own (Note [cuBLAS's workspace])
 
 // The product's descriptor with the bias-gradient epilogue writing to `sums` of `sumsType`.
+// The sums take the output's type: cuBLASLt 13 refused float32 sums for float16 products
+// (CUBLAS_STATUS_INVALID_VALUE, docs/performance.md).
 void describe_row_sums(LtDesc& desc, cublasOperation_t opFirst, cublasOperation_t opSecond, const void* sums,
                        cudaDataType_t sumsType) {
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -187,15 +188,12 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
                        alignment_of(A.raw_data()),
                        alignment_of(B.raw_data()),
                        alignment_of(C.raw_data())};
-  // rowSums made [M] of float32 (wide) or of C's dtype
-  const auto sums_of = [&](bool wide) {
-    const DType want = wide ? DType::Float32 : t;
-    if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != want || rowSums.device() != A.device() ||
-        !rowSums.is_contiguous()) {
-      rowSums = tensor::empty({M}, want, A.device());
-    }
-    return rowSums.raw_data();
-  };
+  if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != t || rowSums.device() != A.device() ||
+      !rowSums.is_contiguous()) {
+    rowSums = tensor::empty({M}, t, A.device());
+  }
+  LtDesc desc;
+  describe_row_sums(desc, opFirst, opSecond, rowSums.raw_data(), type);
   RowSumsChoice choice;
   bool known = false;
   {
@@ -223,28 +221,19 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
     const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
                                                       sizeof(reduction)));
-    // float32 sums where cuBLASLt takes them, else sums in the output's dtype (its documented
-    // bias type), whose non-finite ones bias_grad_from_sums sums again
-    for (bool wide : {true, false}) {
-      LtDesc desc;
-      describe_row_sums(desc, opFirst, opSecond, sums_of(wide), wide ? CUDA_R_32F : type);
-      cublasLtMatmulHeuristicResult_t result{};
-      int found = 0;
-      const cublasStatus_t st =
-          cublasLtMatmulAlgoGetHeuristic(lt, desc.d, first.d, second.d, out.d, out.d, pref.d, 1, &result, &found);
-      // NOT_SUPPORTED or INVALID_VALUE (a bias type or layout the epilogue does not take): none
-      if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) CUBLAS_CHECK(st);
-      if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
-        choice = {true, wide, result.algo, result.workspaceSize};
-        break;
-      }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(lt, desc.d, first.d, second.d, out.d, out.d, pref.d, 1, &result, &found);
+    // NOT_SUPPORTED or INVALID_VALUE (a layout the epilogue does not take): no algorithm
+    if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) CUBLAS_CHECK(st);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+      choice = {true, result.algo, result.workspaceSize};
     }
     std::lock_guard<std::mutex> lock(row_sums_mutex);
     row_sums_choices().emplace(key, choice);
   }
   if (!choice.found) return false;
-  LtDesc desc;
-  describe_row_sums(desc, opFirst, opSecond, sums_of(choice.wide), choice.wide ? CUDA_R_32F : type);
   const Workspace work(choice.workspace);
   const float a = static_cast<float>(alpha), b = static_cast<float>(beta);
   CUBLAS_CHECK(cublasLtMatmul(lt, desc.d, &a, B.raw_data(), first.d, A.raw_data(), second.d, &b, C.raw_data(), out.d,

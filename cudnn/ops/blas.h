@@ -15,10 +15,10 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
 // gemm() on float16 or bfloat16 tensors that also gives rowSums[i] = the sum over k of
 // op(A)[i][k] for each of C's M rows (alpha does not scale them), from the same product:
 // cuBLASLt's bias-gradient epilogue (Note [A bias gradient in the filter-gradient product] in
-// cudnn/ConvolutionBase.cpp), computed in float32; rowSums is made [M] of float32 where cuBLASLt
-// stores them so, else of C's dtype (rounded once; so on cuBLASLt 13). Split-K parts are summed
-// in float32 only. Returns false, having enqueued nothing, where cuBLASLt offers no algorithm for
-// these shapes and pointers, or for any other dtype.
+// cudnn/ConvolutionBase.cpp). rowSums is made [M] of C's dtype, the sums computed in float32 and
+// rounded once to it; split-K parts are summed in float32 only. Returns false, having enqueued
+// nothing, where cuBLASLt offers no algorithm for these shapes and pointers, or for any other
+// dtype.
 bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
                         const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums);
 
