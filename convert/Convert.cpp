@@ -95,6 +95,12 @@ struct Walker {
     }
     const std::string from = m->type_name();
     ModulePtr twin = factory(*m);
+    if (!twin) {  // a registered factory that returned null: refuse before anything moves on
+      throw Error("nn::convert: the " + std::string(backend_name(to)) + " factory for " + from + " (at " +
+                  (path.empty() ? std::string("root") : path) + ", " +
+                  (table.modules.count(from) ? "built-in" : "registered with nn::register_twin") +
+                  ") returned nullptr");
+    }
     twin->to(device);
     recurse(*twin, path);
     report.converted.push_back((path.empty() ? "root" : path) + ": " + from + " -> " + twin->type_name());
@@ -152,6 +158,9 @@ CriterionPtr convert(CriterionPtr criterion, Backend to) {
     throw Error("nn::convert: " + criterion->type_name() + " has no " + backend_name(to) + " twin");
   }
   CriterionPtr twin = it->second(*criterion);
+  if (!twin)
+    throw Error("nn::convert: the " + std::string(backend_name(to)) + " factory for " + criterion->type_name() +
+                " returned nullptr");
   twin->to(device);
   return twin;
 }

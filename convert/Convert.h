@@ -11,6 +11,7 @@
 // with a warning, where no GPU is visible; true (and no_check) require one.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,10 +55,22 @@ void register_twin(const std::string& nnType, const std::string& twinType, std::
 // kTypeName, and Cu is built by moving an Nn into it): register_twin<MyLayer, MyCudnnLayer>().
 template <class Nn, class Cu>
 void register_twin() {
+  static_assert(std::derived_from<Nn, Module>, "nn::register_twin<Nn, Cu>: Nn must derive from nn::Module");
+  static_assert(std::derived_from<Cu, Nn>, "nn::register_twin<Nn, Cu>: the twin Cu must derive from Nn");
+  // The factories are looked up by type name, so a module that carries the name but is not of
+  // the class (a user's subclass that kept the name) is refused with both names, not bad_cast.
+  auto as_nn = [](Module& m) -> Nn& {
+    auto* p = dynamic_cast<Nn*>(&m);
+    if (!p) {
+      throw Error("nn::convert: the module named " + m.type_name() + " is not of the class registered for it by " +
+                  "nn::register_twin<" + std::string(Nn::kTypeName) + ", " + std::string(Cu::kTypeName) + ">");
+    }
+    return *p;
+  };
   register_twin(
       std::string(Nn::kTypeName), std::string(Cu::kTypeName),
-      [](Module& m) -> ModulePtr { return std::make_shared<Cu>(std::move(dynamic_cast<Nn&>(m))); },
-      [](Module& m) -> ModulePtr { return std::make_shared<Nn>(std::move(dynamic_cast<Nn&>(m))); });
+      [as_nn](Module& m) -> ModulePtr { return std::make_shared<Cu>(std::move(as_nn(m))); },
+      [as_nn](Module& m) -> ModulePtr { return std::make_shared<Nn>(std::move(as_nn(m))); });
 }
 
 }  // namespace nn

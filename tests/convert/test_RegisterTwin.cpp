@@ -129,3 +129,60 @@ TEST_CASE("register_twin is thread-safe: concurrent registrations and conversion
   }
   CHECK(refused.load() == 7 * 25);
 }
+
+namespace {
+// A module that carries the registered twin's name without being of its class.
+class Impostor : public nn::Module {
+ public:
+  const nn::Tensor& updateOutput(const nn::Tensor& input) override { return output = input; }
+  const nn::Tensor& updateGradInput(const nn::Tensor&, const nn::Tensor& g) override { return gradInput = g; }
+  std::string type_name() const override { return "user.cudnn.Checked"; }
+  nn::Backend backendKind() const override { return nn::Backend::cudnn; }
+};
+
+class UserChecked : public UserScale {
+ public:
+  using UserScale::UserScale;
+  static constexpr std::string_view kTypeName = "user.Checked";
+  std::string type_name() const override { return std::string(kTypeName); }
+};
+
+class UserCudnnChecked : public UserChecked {
+ public:
+  explicit UserCudnnChecked(UserChecked&& m) : UserChecked(std::move(m)) {}
+  static constexpr std::string_view kTypeName = "user.cudnn.Checked";
+  std::string type_name() const override { return std::string(kTypeName); }
+  nn::Backend backendKind() const override { return nn::Backend::cudnn; }
+};
+}  // namespace
+
+TEST_CASE("a factory that returns nullptr is refused with the type and where it came from, the net unchanged") {
+  using testing::error_of;
+  using testing::has;
+  auto null_factory = [](nn::Module&) -> nn::ModulePtr { return nullptr; };
+  nn::register_twin("user.Null", "user.cudnn.Null", null_factory, null_factory);
+  class NullTwin : public UserScale {
+   public:
+    using UserScale::UserScale;
+    std::string type_name() const override { return "user.cudnn.Null"; }
+    nn::Backend backendKind() const override { return nn::Backend::cudnn; }
+  };
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(3, 2));
+  auto twin = std::make_shared<NullTwin>(1.5);
+  net->add(twin);
+  const std::string e = error_of([&] { nn::convert(net, nn::backend); });
+  CHECK(has(e, "nn::convert: the nn factory for user.cudnn.Null (at 1, registered with nn::register_twin) returned nullptr"));
+  CHECK(net->get(1) == twin);  // the child is still there
+}
+
+TEST_CASE("register_twin<Nn, Cu>: a module with the twin's name but not its class is refused by name, not bad_cast") {
+  using testing::error_of;
+  using testing::has;
+  nn::register_twin<UserChecked, UserCudnnChecked>();
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<Impostor>());
+  const std::string e = error_of([&] { nn::convert(net, nn::backend); });
+  CHECK(has(e, "nn::convert: the module named user.cudnn.Checked is not of the class registered for it by "
+               "nn::register_twin<user.Checked, user.cudnn.Checked>"));
+}
