@@ -57,6 +57,19 @@ bool known(const std::string& type) {
 
 std::map<std::string, std::string> metadata() { return {{"format", kFormat}, {"version", std::to_string(kVersion)}}; }
 
+// See Note [Saving a pair]: the key both files of a pair carry, and its value for one save.
+constexpr const char* kPairKey = "pair";
+uint64_t fnv1a(const void* data, size_t size, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+std::string pair_id(const std::string& structure) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(structure.data(), structure.size())));
+  return hex;
+}
+
 std::string label(const std::string& path) { return path.empty() ? "root" : path; }
 std::string child_path(const std::string& path, size_t i) {
   return path.empty() ? std::to_string(i) : path + "." + std::to_string(i);
@@ -296,8 +309,8 @@ void check_header(const tensor::Json& document, const std::string& what) {
                 std::to_string(kVersion) + (version > kVersion ? "; the file was written by a newer one)" : ")"));
   }
   for (const auto& [key, _] : document.as_object()) {
-    if (key != "format" && key != "version" && key != "module") {
-      throw Error(what + ": unknown key '" + key + "' (a model file has format, version and module)");
+    if (key != "format" && key != "version" && key != "module" && key != kPairKey) {
+      throw Error(what + ": unknown key '" + key + "' (a model file has format, version, module and pair)");
     }
   }
   document.at("module", what);
@@ -380,16 +393,26 @@ ModulePtr build_model(const tensor::Json& document, const std::string& what, siz
 
 // Note [Saving a pair]: both files are written completely (and fsynced) under temporary
 // names before either replaces its target; then the weights are renamed, the structure last.
-// A failure while writing leaves both old files as they were. (Between the two renames a
-// crash leaves new weights beside the old structure; the structure names every tensor's
-// shape, so loading such a pair fails with the mismatches listed rather than loading wrong
-// numbers.) When the structure's rename fails after the weights' succeeded, the error says
-// which file is new and which is old.
+// A failure while writing leaves both old files as they were. Between the two renames a crash
+// (or a failed rename of the structure) leaves new weights beside the old structure, and the
+// shapes alone cannot tell when the two models have the same weight shapes. So both files of
+// a pair carry one id, "pair" at the top of the structure and in the weights' metadata: a hash
+// (64-bit FNV-1a) of the structure as saved (types, modes, configs). Two saves of one structure
+// share it, and their files may be mixed safely (the weights fit the structure they name);
+// saving the same model twice writes the same bytes. load_model refuses a pair whose ids differ, naming both files
+// (after the shape check, whose listing says more where shapes differ). A file without an id (written before the id
+// existed, by save_weights, or by hand) is not checked: shapes are all it can tell. When the structure's rename fails
+// after the weights' succeeded, the error says which file is new and which is old.
 void save_model(Module& net, const std::string& path) {
   const std::string base = stem(path);
   const std::string jsonFile = base + ".json", weightsFile = base + ".safetensors";
-  const std::string text = describe_model(net).dump(2) + "\n";  // checks every type first
-  const std::vector<uint8_t> bytes = tensor::serialize_safetensors(net.stateDict(), metadata());
+  tensor::Json document = describe_model(net);  // checks every type first
+  const std::string id = pair_id(document.dump());
+  document.set(kPairKey, id);
+  const std::string text = document.dump(2) + "\n";
+  std::map<std::string, std::string> meta = metadata();
+  meta[kPairKey] = id;
+  const std::vector<uint8_t> bytes = tensor::serialize_safetensors(net.stateDict(), meta);
   tensor::PendingFile weights(weightsFile, bytes.data(), bytes.size(), "nn::save_model");
   tensor::PendingFile structure(jsonFile, text.data(), text.size(), "nn::save_model");
   std::exception_ptr unsynced;  // the weights were renamed, but their directory not synced
@@ -410,6 +433,20 @@ void save_model(Module& net, const std::string& path) {
 }
 
 namespace {
+// See Note [Saving a pair].
+void check_pair(const tensor::Json& document, const std::string& jsonFile, const tensor::SafetensorsFile& weights,
+                const std::string& weightsFile) {
+  const tensor::Json* structureId = document.find(kPairKey);
+  auto weightsId = weights.metadata.find(kPairKey);
+  if (!structureId || weightsId == weights.metadata.end()) return;  // a hand-made or older file, or save_weights'
+  const std::string& id = structureId->as_string("nn::load_model: " + jsonFile + ": pair");
+  if (id == weightsId->second) return;
+  throw Error("nn::load_model: '" + jsonFile + "' and '" + weightsFile + "' are not one save's pair (pair id " + id +
+              " in the structure, " + weightsId->second +
+              " in the weights): a save that stopped between its two renames, or files of two saves of different "
+              "models; save the model again");
+}
+
 // See Note [Untrusted model files].
 ModulePtr load_parts(const std::string& text, const std::string& jsonFile,
                      const std::function<tensor::SafetensorsFile()>& read_weights, const std::string& weightsFile) {
@@ -436,6 +473,7 @@ ModulePtr load_parts(const std::string& text, const std::string& jsonFile,
     net = builder.build(root, "");
     check_state(*net, weights.tensors, "nn::load_model: " + weightsFile);
   }
+  check_pair(document, jsonFile, weights, weightsFile);  // after the shapes, whose listing says more
   builder.restoreModes(*net, root, "");
   restore_dtypes(*net, weights.tensors);
   load_state(*net, weights.tensors, "nn::load_model: " + weightsFile);

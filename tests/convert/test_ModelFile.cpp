@@ -833,3 +833,47 @@ TEST_CASE("save_model keeps the replaced files' modes, removes stale temporaries
   CHECK(fs::is_directory(base + ".json"));
   CHECK(fs::is_regular_file(base + ".safetensors"));
 }
+
+// Issue 45 item 2: a save of B (same weight shapes as A) that renamed its weights but not its
+// structure leaves A's structure beside B's weights; the shapes match, so only the pair id
+// tells, and load_model refuses the pair naming both files.
+TEST_CASE("load_model refuses a pair left mixed by a half-done save, even when the shapes match") {
+  TempDir tmp;
+  const std::string base = tmp / "pair";
+  auto make = [](ModulePtr activation) {
+    auto net = std::make_shared<nn::Sequential>();
+    net->add(std::make_shared<nn::Linear>(3, 4));
+    net->add(std::move(activation));
+    net->add(std::make_shared<nn::Linear>(4, 2));
+    return net;
+  };
+  auto a = make(std::make_shared<nn::ReLU>());
+  auto b = make(std::make_shared<nn::Tanh>());
+  nn::save_model(*a, base);
+  const std::string structureA = read_file(base + ".json");
+  CHECK(structureA.find("\"pair\"") != std::string::npos);
+
+  // B's save stops between the renames: a directory where its structure goes
+  fs::remove(base + ".json");
+  fs::create_directory(base + ".json");
+  CHECK_THROWS_AS(nn::save_model(*b, base), Error);
+  fs::remove(base + ".json");
+  write_file(base + ".json", structureA);  // as a crash between the renames leaves it
+  CHECK_THROWS_WITH_AS(nn::load_model(base),
+                       doctest::Contains(("nn::load_model: '" + base + ".json' and '" + base +
+                                          ".safetensors' are not one save's pair")
+                                             .c_str()),
+                       Error);
+
+  // a save that completes mends the pair; the same structure saved twice shares its id, so
+  // a newer weights file beside an older structure of the same model loads
+  nn::save_model(*b, base);
+  ModulePtr back = nn::load_model(base);
+  CHECK(back->str() == b->str());
+  const std::string structureB = read_file(base + ".json");
+  scramble(*b, 5);
+  nn::save_model(*b, base);
+  CHECK(read_file(base + ".json") == structureB);  // deterministic: same structure, same bytes
+  const Tensor x = tensor::uniform({2, 3}, -1, 1);
+  CHECK(identical(nn::load_model(base)->forward(x).clone(), b->forward(x).clone()));
+}
