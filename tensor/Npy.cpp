@@ -3,8 +3,11 @@
 // read by a small scanner of exactly that grammar (numpy writes nothing else).
 #include "tensor/Npy.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -191,6 +194,23 @@ Tensor load_npy(const std::string& path) {
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 
+namespace {
+// zlib's crc32 takes a uInt length: feed it in pieces that fit.
+uint64_t crc32_of(const uint8_t* data, uint64_t size) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  for (uint64_t done = 0; done < size; done += kPiece) {
+    crc = ::crc32(crc, data + done, static_cast<uInt>(std::min(kPiece, size - done)));
+  }
+  return crc;
+}
+std::string hex32(uint64_t v) {
+  char s[11];
+  std::snprintf(s, sizeof s, "0x%08llx", static_cast<unsigned long long>(v));
+  return s;
+}
+}  // namespace
+
 std::map<std::string, Tensor> parse_npz(const uint8_t* data, size_t size, const std::string& what) {
   // the end-of-central-directory record: the last 22 bytes, or before a comment of <= 65535
   constexpr uint32_t kEnd = 0x06054b50, kCentral = 0x02014b50, kLocal = 0x04034b50;
@@ -212,7 +232,7 @@ std::map<std::string, Tensor> parse_npz(const uint8_t* data, size_t size, const 
   const size_t dirEnd = dirOffset + dirSize;
   for (uint64_t e = 0; e < entries; ++e) {
     TENSOR_CHECK(p + 46 <= dirEnd && read_le(data + p, 4) == kCentral, what, ": malformed zip directory entry ", e);
-    const uint64_t method = read_le(data + p + 10, 2);
+    const uint64_t method = read_le(data + p + 10, 2), crc = read_le(data + p + 16, 4);
     uint64_t compressed = read_le(data + p + 20, 4), uncompressed = read_le(data + p + 24, 4);
     const uint64_t nameLen = read_le(data + p + 28, 2), extraLen = read_le(data + p + 30, 2),
                    commentLen = read_le(data + p + 32, 2);
@@ -248,6 +268,10 @@ std::map<std::string, Tensor> parse_npz(const uint8_t* data, size_t size, const 
     std::string key = name;
     if (key.size() > 4 && key.ends_with(".npy")) key.resize(key.size() - 4);
     TENSOR_CHECK(!out.count(key), what, ": array '", key, "' twice");
+    // numpy (zipfile) refuses an entry whose data does not match its CRC-32; so do we
+    const uint64_t actual = crc32_of(data + begin, compressed);
+    TENSOR_CHECK(actual == crc, what, ": '", name, "' is corrupt: its CRC-32 is ", hex32(actual), ", the archive says ",
+                 hex32(crc));
     out[key] = parse_npy(data + begin, compressed, what + ":" + name);
   }
   return out;

@@ -57,6 +57,23 @@ TEST_CASE("npz archives from np.savez") {
                        doctest::Contains("compressed.npz: 'x.npy' is compressed (np.savez_compressed)"), Error);
 }
 
+// numpy's zipfile refuses an entry whose bytes do not match its CRC-32 (issue 45 item 6)
+TEST_CASE("npz: an entry whose data does not match its CRC-32 is refused, naming the entry") {
+  std::vector<uint8_t> bytes = read_file(dir + "linear.npz", "test");
+  const auto good = parse_npz(bytes.data(), bytes.size(), "linear.npz");
+  REQUIRE(!good.empty());
+  // the last byte of the first entry's data (weight.npy: an element of the array) sits just
+  // before the second entry's local header, "PK\3\4" (np.savez writes no data descriptors)
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t second = text.find(std::string("PK\3\4", 4), 4);
+  REQUIRE(second != std::string::npos);
+  const std::string name = "weight.npy";
+  REQUIRE(text.compare(30, name.size(), name) == 0);
+  bytes[second - 1] ^= 0x01;
+  CHECK_THROWS_WITH_AS(parse_npz(bytes.data(), bytes.size(), "linear.npz"),
+                       doctest::Contains(("linear.npz: '" + name + "' is corrupt: its CRC-32 is 0x").c_str()), Error);
+}
+
 TEST_CASE("untrusted npy and npz: truncations, huge shapes, bad headers, unsupported dtypes") {
   CHECK_THROWS_WITH_AS(load_npy(dir + "big_endian.npy"), doctest::Contains("unsupported byte order in dtype '>f4'"),
                        Error);
