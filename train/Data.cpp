@@ -108,13 +108,15 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::batchesPerEpoch() const {
+  // the ceiling without n + batchSize - 1, which overflows for a batch size near INT64_MAX
   const auto n = static_cast<int64_t>(order_.size());
-  return o_.dropLast ? n / o_.batchSize : (n + o_.batchSize - 1) / o_.batchSize;
+  return n / o_.batchSize + (!o_.dropLast && n % o_.batchSize != 0 ? 1 : 0);
 }
 
 std::vector<int64_t> DataLoader::batchIndices(int64_t b) const {
-  const int64_t begin = b * o_.batchSize;
-  const int64_t end = std::min<int64_t>(begin + o_.batchSize, static_cast<int64_t>(order_.size()));
+  const auto n = static_cast<int64_t>(order_.size());
+  const int64_t begin = b * o_.batchSize;  // b < batchesPerEpoch(): begin < n
+  const int64_t end = begin + std::min(o_.batchSize, n - begin);
   return {order_.begin() + begin, order_.begin() + end};
 }
 
@@ -163,17 +165,32 @@ void DataLoader::produce(int64_t from) {
 }
 
 void DataLoader::start(int64_t epoch, int64_t position) {
-  stop();
-  order_ = sampler_->indices(epoch);
-  epoch_ = epoch;
-  position_ = position;
-  // See Note [Prefetching] in Data.h
-  if (copier_ && !reserved_ && !order_.empty()) {
-    // the slots' shapes from the first example (Note [Asynchronous batches])
-    copier_->reserve(slots(), dataset_->batch({order_[0]}), o_.batchSize);
-    reserved_ = true;
+  // The sampler first: if it throws, the loader is left as it was, the current epoch's thread
+  // still running (Note [A failed start] in Data.h).
+  std::vector<int64_t> order = sampler_->indices(epoch);
+  try {
+    stop();
+    order_ = std::move(order);
+    epoch_ = epoch;
+    position_ = position;
+    // See Note [Prefetching] in Data.h
+    if (copier_ && !reserved_ && !order_.empty()) {
+      // the slots' shapes from the first example (Note [Asynchronous batches]); a batch has at
+      // most batchSize rows and, but for a sampler drawing with replacement, at most the
+      // dataset's (a batch size of INT64_MAX: the whole epoch in one batch)
+      const int64_t rows =
+          std::min(o_.batchSize, std::max(static_cast<int64_t>(order_.size()), static_cast<int64_t>(dataset_->size())));
+      copier_->reserve(slots(), dataset_->batch({order_[0]}), rows);
+      reserved_ = true;
+    }
+    if (o_.prefetch > 0 && position < batchesPerEpoch()) worker_ = std::thread([this, position] { produce(position); });
+  } catch (...) {
+    // no thread: next() rethrows this rather than waiting for one
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = std::current_exception();
+    done_ = true;
+    throw;
   }
-  if (o_.prefetch > 0 && position < batchesPerEpoch()) worker_ = std::thread([this, position] { produce(position); });
 }
 
 void DataLoader::setEpoch(int64_t epoch) {

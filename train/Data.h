@@ -24,6 +24,12 @@
 // one handed out. Every batch must have the shapes of the first one but for a smaller first
 // dimension. next() is host work: with a CUDA graph, call it outside the capture and copy the
 // batch into the graph's static input (x.copy_(batch[0])), which the replay then reads.
+// Note [A failed start]: setEpoch() and loadStateDict() ask the sampler for the epoch's order
+// before they stop anything, so a sampler that throws leaves the loader as it was (the same
+// epoch, position and prefetching thread) and the error reaches their caller. What can fail
+// after the old epoch is stopped (the copier's buffers, the thread's creation) is rethrown by
+// every next() until an epoch starts, rather than leaving next() waiting for a thread that
+// is not there.
 #pragma once
 
 #include <condition_variable>
@@ -55,7 +61,7 @@ class Dataset {
 };
 
 // Tensors with a common first dimension N (images [N x C x H x W], labels [N]): example i is
-// row i of each. Fashion-MNIST's images and labels are one (samples/FashionMnist.h).
+// row i of each. Fashion-MNIST's images and labels are one (nn::load_mnist, train/Idx.h).
 class TensorDataset : public Dataset {
  public:
   explicit TensorDataset(std::vector<Tensor> tensors);

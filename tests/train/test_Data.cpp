@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -228,4 +230,115 @@ TEST_CASE("DataLoader with a copier: many small batches, resumed mid-epoch, a da
   CHECK(broken.next(b));
   CHECK(broken.next(b));
   CHECK_THROWS_WITH_AS(broken.next(b), "broken example", Error);
+}
+
+namespace {
+// Whether f() returns within `seconds`; a call that hangs is left behind on a detached thread
+// (with what it uses: `keep`), so that the test fails instead of waiting forever.
+bool finishes_within(double seconds, std::function<void()> f, std::shared_ptr<void> keep) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  auto error = std::make_shared<std::exception_ptr>();
+  std::thread([f = std::move(f), done, error, keep] {
+    try {
+      f();
+    } catch (...) {
+      *error = std::current_exception();
+    }
+    done->store(true);
+  }).detach();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done->load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (done->load() && *error) std::rethrow_exception(*error);
+  return done->load();
+}
+
+// 0..n-1 in order, but epoch `bad` throws (a distributed sampler's collective failing, say).
+struct ThrowingSampler : nn::Sampler {
+  int64_t n, bad;
+  ThrowingSampler(int64_t n, int64_t bad) : n(n), bad(bad) {}
+  std::vector<int64_t> indices(int64_t epoch) const override {
+    if (epoch == bad) throw Error("sampler failed");
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = i;
+    return out;
+  }
+};
+}  // namespace
+
+TEST_CASE("DataLoader: a sampler that throws in setEpoch leaves the loader as it was, next() does not hang") {
+  for (int prefetch : {0, 2}) {
+    INFO("prefetch ", prefetch);
+    auto l =
+        std::make_shared<nn::DataLoader>(numbers(10), nn::DataLoader::Options{.batchSize = 4, .prefetch = prefetch},
+                                         std::make_shared<ThrowingSampler>(10, 1));
+    std::vector<Tensor> b;
+    REQUIRE(l->next(b));
+    CHECK_THROWS_WITH_AS(l->setEpoch(1), "sampler failed", Error);
+    CHECK(l->epoch() == 0);
+    CHECK(l->position() == 1);
+    std::vector<std::vector<int64_t>> rest;
+    REQUIRE(finishes_within(
+        10, [&] { rest = epoch_labels(*l); }, l));
+    CHECK(rest == std::vector<std::vector<int64_t>>{{4, 5, 6, 7}, {8, 9}});  // the epoch goes on
+    CHECK_THROWS_WITH_AS(l->loadStateDict({{"seed", 0}, {"epoch", 1}, {"position", 0}}), "sampler failed", Error);
+    l->setEpoch(2);  // and the loader goes on
+    CHECK(epoch_labels(*l).size() == 3);
+  }
+}
+
+TEST_CASE("DataLoader: what fails after the old epoch stopped is rethrown by next(), not waited for") {
+  // no example in epoch 0, so the copier reserves at setEpoch(1), and fails there
+  struct EmptyFirst : nn::Sampler {
+    std::vector<int64_t> indices(int64_t epoch) const override {
+      return epoch == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1, 2};
+    }
+  };
+  struct FailingCopier : CheckingCopier {
+    void reserve(int, const std::vector<Tensor>&, int64_t) override { throw Error("no pinned memory"); }
+  };
+  auto l = std::make_shared<nn::DataLoader>(
+      numbers(3), nn::DataLoader::Options{.batchSize = 2, .prefetch = 2, .copier = std::make_shared<FailingCopier>()},
+      std::make_shared<EmptyFirst>());
+  CHECK_THROWS_WITH_AS(l->setEpoch(1), "no pinned memory", Error);
+  std::vector<Tensor> b;
+  bool threw = false;
+  REQUIRE(finishes_within(
+      10,
+      [&] {
+        try {
+          l->next(b);
+        } catch (const Error& e) {
+          threw = std::string(e.what()) == "no pinned memory";
+        }
+      },
+      l));
+  CHECK(threw);
+}
+
+TEST_CASE("DataLoader: a batch size of INT64_MAX is one batch of the whole epoch (PyTorch's), none with dropLast") {
+  for (int prefetch : {0, 2}) {
+    INFO("prefetch ", prefetch);
+    nn::DataLoader l(numbers(10), {.batchSize = INT64_MAX, .prefetch = prefetch});
+    CHECK(l.batchesPerEpoch() == 1);
+    CHECK(epoch_labels(l) == std::vector<std::vector<int64_t>>{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}});
+    nn::DataLoader d(numbers(10), {.batchSize = INT64_MAX, .dropLast = true, .prefetch = prefetch});
+    CHECK(d.batchesPerEpoch() == 0);
+    std::vector<Tensor> b;
+    CHECK_FALSE(d.next(b));
+    nn::DataLoader near(numbers(10), {.batchSize = INT64_MAX - 1, .prefetch = prefetch});
+    CHECK(near.batchesPerEpoch() == 1);
+  }
+  // a copier's buffers: the epoch's rows, not INT64_MAX of them
+  struct Rows : CheckingCopier {
+    int64_t reserved = 0;
+    void reserve(int n, const std::vector<Tensor>& example, int64_t rows) override {
+      reserved = rows;
+      CheckingCopier::reserve(n, example, rows);
+    }
+  };
+  auto copier = std::make_shared<Rows>();
+  nn::DataLoader c(numbers(10), {.batchSize = INT64_MAX, .prefetch = 1, .copier = copier});
+  CHECK(copier->reserved == 10);
+  CHECK(epoch_labels(c).size() == 1);
 }
