@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "tensor/Json.h"
 #include "tensor/Tensor.h"
 
 namespace nn {
@@ -19,13 +20,36 @@ std::string number(const std::optional<double>& v, bool json) {
   std::snprintf(buf, sizeof buf, "%.9g", *v);
   return buf;
 }
+
+// RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
 }  // namespace
 
 TrainingLog::TrainingLog(const std::string& path, bool append)
     : path_(path),
       json_(path.ends_with(".jsonl") || path.ends_with(".json")),
       start_(std::chrono::steady_clock::now()) {
-  const bool header = !json_ && !(append && std::filesystem::exists(path) && std::filesystem::file_size(path) > 0);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw tensor::Error("nn.TrainingLog: cannot open " + path + " for writing: it is a directory, expected a file");
+  }
+  // the parent too, as save_checkpoint creates its directory: --log runs/fm.csv in a fresh tree
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) {
+      throw tensor::Error("nn.TrainingLog: cannot open " + path + " for writing: cannot create its directory " +
+                          parent.string() + ": " + ec.message());
+    }
+  }
+  const auto size = append ? fs::file_size(path, ec) : 0;
+  const bool header = !json_ && !(append && !ec && size > 0);
   out_.open(path, append ? std::ios::app : std::ios::trunc);
   if (!out_) throw tensor::Error("nn.TrainingLog: cannot open " + path + " for writing");
   if (header) {
@@ -39,7 +63,19 @@ double TrainingLog::elapsed() const {
 }
 
 void TrainingLog::write(const LogRecord& r) {
-  const std::string values[] = {r.kind,
+  // the kind escaped as its format wants (JSON string, RFC 4180 field), before anything is written
+  std::string kind;
+  if (json_) {
+    try {
+      kind = tensor::Json(r.kind).dump();
+    } catch (const tensor::Error& e) {
+      throw tensor::Error("nn.TrainingLog::write: expected a UTF-8 kind for " + path_ + ", got one that is not (" +
+                          e.what() + ")");
+    }
+  } else {
+    kind = csv_field(r.kind);
+  }
+  const std::string values[] = {kind,
                                 std::to_string(r.epoch),
                                 std::to_string(r.step),
                                 number(r.loss, json_),
@@ -51,7 +87,7 @@ void TrainingLog::write(const LogRecord& r) {
   if (json_) {
     out_ << "{";
     for (size_t i = 0; i < std::size(kColumns); ++i) {
-      out_ << (i ? ", " : "") << "\"" << kColumns[i] << "\": " << (i == 0 ? "\"" + values[i] + "\"" : values[i]);
+      out_ << (i ? ", " : "") << "\"" << kColumns[i] << "\": " << values[i];
     }
     out_ << "}\n";
   } else {

@@ -2,8 +2,10 @@
 // CSV (a header line, then one row per record) or JSON lines, by the file's extension
 // (.jsonl / .json: JSON lines; anything else: CSV). Columns: epoch, step, loss, accuracy,
 // lr, loss_scale, images_per_s, elapsed_s, and `kind` ("epoch" or "step"); a field not
-// measured (accuracy of a step record) is empty in CSV and null in JSON. Each record is
-// flushed as it is written, so a crashed run keeps its log; scripts/plot_log.py draws it.
+// measured (accuracy of a step record) is empty in CSV and null in JSON. `kind` is any text:
+// a JSON string with JSON's escapes (it must be UTF-8), a CSV field quoted as RFC 4180 says
+// when it holds a comma, a quote or a line break. Each record is flushed as it is written, so
+// a crashed run keeps its log; scripts/plot_log.py draws it (it needs matplotlib).
 #pragma once
 
 #include <chrono>
@@ -22,7 +24,9 @@ struct LogRecord {
 
 class TrainingLog {
  public:
-  // Truncates `path` (append = false) or appends to it (a resumed run: no second header).
+  // Truncates `path` (append = false) or appends to it (a resumed run: no second header);
+  // creates its parent directory if needed. A path that cannot be opened (a directory, a
+  // parent that cannot be created) is a tensor::Error naming it.
   explicit TrainingLog(const std::string& path, bool append = false);
   // Writes the record with the seconds since construction.
   void write(const LogRecord& r);
