@@ -15,10 +15,13 @@
 // global batch is --batch-size, as on one GPU, so the accuracy is the same.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -43,13 +46,13 @@
 #include "nn/Sequential.h"
 #include "nn/View.h"
 #include "samples/Args.h"
-#include "samples/FashionMnist.h"
 #include "samples/Networks.h"
 #include "samples/VisionTransformer.h"
 #include "tensor/Cuda.h"
 #include "tensor/Denormals.h"
 #include "train/Checkpoint.h"
 #include "train/Data.h"
+#include "train/Idx.h"
 #include "train/TrainingLog.h"
 #ifdef CUDNN_NN_HAVE_NCCL
 #include "distributed/DataParallelTable.h"
@@ -65,7 +68,7 @@ using tensor::Tensor;
 namespace {
 
 struct Options {
-  std::string data = samples::kDefaultFashionMnistDir;
+  std::string data = nn::kFashionMnistDir;
   std::string backend = "nn";
   std::string model = "conv";
   int64_t epochs = 7;
@@ -90,6 +93,11 @@ struct Options {
   bool data_on_gpu = false;  // the training set in GPU memory, gathered there (a measurement)
   int64_t log_every = 0;     // and every N steps
   bool flush_denormal = false;  // CPU: denormal floats flushed to zero (tensor/Denormals.h)
+};
+
+// A split of Fashion-MNIST: images float32 [N x 1 x 28 x 28], labels Int64 [N].
+struct Split {
+  Tensor images, labels;
 };
 
 // Started by scripts/launch, torchrun or mpirun: one process per GPU.
@@ -129,13 +137,70 @@ const char* kUsage =
     "                    float16 with dynamic loss scaling\n"
     "  --checkpoint DIR  save a checkpoint (model, optimizer, schedule, scaler, generator,\n"
     "                    loader) after each epoch into DIR\n"
-    "  --resume DIR      go on from DIR's checkpoint (the same options as the run that wrote it)\n"
-    "  --log FILE        a line per epoch (CSV, or JSON lines for .jsonl); scripts/plot_log.py\n"
+    "  --resume DIR      go on from DIR's checkpoint (the same options as the run that wrote it;\n"
+    "                    a larger --epochs goes on to it: cosine and onecycle then span the new\n"
+    "                    total, the lr from the saved step on that of a run of --epochs N)\n"
+    "  --log FILE        a line per epoch (CSV, or JSON lines for .jsonl; its directory is\n"
+    "                    created); scripts/plot_log.py draws it (python3-matplotlib)\n"
     "  --log-every N     and a line every N steps\n"
     "  --data-on-gpu     keep the training set in GPU memory and gather batches there (cudnn),\n"
     "                    instead of the loader's pinned, asynchronous copies: to compare epoch times\n"
     "  --flush-denormal  (CPU) flush denormal floats to zero, as torch.set_flush_denormal(True): later\n"
     "                    epochs stay as fast as the first (tensor/Denormals.h)\n";
+
+namespace fs = std::filesystem;
+
+// Fails now unless `dir` is a directory where `file` can be written or one that can be created
+// (its nearest existing ancestor is a writable directory); creates nothing.
+void creatable_dir(const samples::Args& args, const std::string& flag, const std::string& dir,
+                   const std::string& file) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return args.writable(flag, file);
+  fs::path p = dir;
+  while (!p.empty() && !fs::exists(p, ec)) p = p.parent_path();
+  if (p.empty()) p = ".";
+  if (!fs::is_directory(p, ec)) {
+    args.fail(flag + ": cannot create the directory '" + dir + "': '" + p.string() + "' is not a directory");
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    args.fail(flag + ": cannot create the directory '" + dir + "': '" + p.string() + "': " + std::strerror(errno));
+  }
+}
+
+// What the run reads and writes, before any of it: a bad --resume, --checkpoint, --log, --save
+// or --data is a one-line error now, not after loading the data and building the network.
+void check_paths(const samples::Args& args, const Options& o) {
+  std::error_code ec;
+  if (!o.resume.empty()) {
+    const std::string file = nn::checkpoint_file(o.resume);
+    if (!fs::is_regular_file(file, ec) || ::access(file.c_str(), R_OK) != 0) {
+      const std::string why = fs::is_directory(file, ec) ? "a directory"
+                              : fs::exists(file, ec)     ? std::strerror(errno)
+                              : fs::is_directory(o.resume, ec)
+                                  ? "no such file (not a checkpoint directory; --checkpoint DIR writes one)"
+                                  : "no such directory";
+      args.fail("--resume: cannot read the checkpoint '" + file + "': " + why);
+    }
+  }
+  if (!o.checkpoint.empty()) creatable_dir(args, "--checkpoint", o.checkpoint, nn::checkpoint_file(o.checkpoint));
+  if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
+  if (!o.log.empty()) {
+    if (fs::is_directory(o.log, ec))
+      args.fail("--log: cannot write '" + o.log + "': it is a directory, expected a file");
+    const fs::path parent = fs::path(o.log).parent_path();
+    if (parent.empty() || fs::is_directory(parent, ec)) {
+      args.writable("--log", o.log);
+    } else {
+      creatable_dir(args, "--log", parent.string(), o.log);  // nn::TrainingLog creates it
+    }
+  }
+  const std::string images = o.data + "/train-images-idx3-ubyte";
+  if (!fs::exists(images + ".gz", ec) && !fs::exists(images, ec)) {
+    args.fail("--data: no Fashion-MNIST in '" + o.data + "' (" + images +
+              "[.gz] not found): install the Debian package dataset-fashion-mnist (scripts/dev deps) or pass "
+              "--data DIR with the four idx files");
+  }
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -184,14 +249,13 @@ Options parse(int argc, char** argv) {
     args.fail(launched() ? "a process started by a launcher trains on its own GPU, and no CUDA device is visible"
                          : "--backend cudnn needs a CUDA device, and none is visible (--backend nn trains on the CPU)");
   }
-  if (!o.save.empty()) args.writable("--save", o.save);  // before the training, not after it
-  if (!o.log.empty()) args.writable("--log", o.log);
   if (o.data_on_gpu && (o.backend != "cudnn" || o.gpus > 0)) {
     args.fail("--data-on-gpu needs --backend cudnn on one GPU");
   }
   if (!o.amp.empty() && o.backend != "cudnn") {
     args.fail("--amp needs --backend cudnn (nn computes float32 and float64 on the CPU)");
   }
+  check_paths(args, o);
   return o;
 }
 
@@ -231,7 +295,7 @@ class ShardSampler : public nn::Sampler {
 // in the lookup's output until the next one, as the loader's do.
 class GpuResidentDataset : public nn::Dataset {
  public:
-  GpuResidentDataset(const samples::Dataset& d, Device device) : labels_(d.labels), device_(device) {
+  GpuResidentDataset(const Split& d, Device device) : labels_(d.labels), device_(device) {
     auto table = std::make_shared<nn::Embedding>(d.images.size(0), 28 * 28);
     table->weight.copy_(d.images.contiguous().view({d.images.size(0), 28 * 28}));
     lookup_ = nn::convert(std::shared_ptr<nn::Module>(table), cudnn::backend);
@@ -267,8 +331,8 @@ std::string duration(double seconds) {
 void standardise(Tensor& images, double mean, double std) { images.add_(-mean).mul_(1.0 / std); }
 
 // Accuracy of `net` (in evaluation mode) over a dataset, per class too.
-double evaluate(nn::Module& net, const samples::Dataset& d, int64_t batch, Device device,
-                std::vector<double>& per_class, DType compute) {
+double evaluate(nn::Module& net, const Split& d, int64_t batch, Device device, std::vector<double>& per_class,
+                DType compute) {
   net.evaluate();
   const int64_t n = d.images.size(0);
   std::vector<int64_t> correct(10, 0), total(10, 0);
@@ -319,12 +383,23 @@ Place join(const Options& o) {
 // The training set (its first --limit images) and the test set, both normalised with the
 // training set's statistics.
 struct Data {
-  samples::Dataset train, test;
+  Split train, test;
 };
+
+// One split of Fashion-MNIST (train/Idx.h), 28 x 28 images of 10 classes.
+Split load_split(const std::string& dir, const std::string& split) {
+  const auto d = nn::load_mnist(dir, split, 10);
+  Split s{d->tensors()[0], d->tensors()[1]};
+  if (s.images.size(2) != 28 || s.images.size(3) != 28) {
+    throw std::runtime_error("Fashion-MNIST: expected 28 x 28 images in " + dir + " (" + split + "), got " +
+                             s.images.description());
+  }
+  return s;
+}
 
 Data load_data(const Options& o) {
   std::printf("Fashion-MNIST from %s\n", o.data.c_str());
-  Data d{samples::load_fashion_mnist(o.data, "train"), samples::load_fashion_mnist(o.data, "t10k")};
+  Data d{load_split(o.data, "train"), load_split(o.data, "t10k")};
   if (o.limit > 0 && o.limit < d.train.images.size(0)) {
     d.train.images = d.train.images.narrow(0, 0, o.limit).clone();
     d.train.labels = d.train.labels.narrow(0, 0, o.limit).clone();
@@ -397,8 +472,8 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const Options& o, const nn::Master
 }
 
 // the data: this process's share of the training set, reshuffled every epoch
-std::unique_ptr<nn::DataLoader> make_loader(const Options& o, const samples::Dataset& train, Device device,
-                                            int64_t batch, Place p) {
+std::unique_ptr<nn::DataLoader> make_loader(const Options& o, const Split& train, Device device, int64_t batch,
+                                            Place p) {
   std::shared_ptr<nn::Sampler> shard;
 #ifdef CUDNN_NN_HAVE_NCCL
   if (launched() && o.gpus == 0)
@@ -426,6 +501,15 @@ struct Schedules {
   bool per_step = false;
 };
 
+// Note [Resumed schedules]: the schedules counted in steps (cosine, onecycle) span this run's
+// --epochs, whatever the run that wrote a --resume checkpoint planned: they are built over
+// steps * --epochs and the checkpoint restores only their position (the saved step), so the lr
+// from there on is the one an uninterrupted run of --epochs N has at each step. A run resumed
+// with the --epochs it was started with goes on exactly; one resumed with a larger --epochs
+// (more training after a finished run) moves to the longer schedule at the saved step: the lr
+// of a finished cosine, 0, rises to the longer cosine's value there, then anneals to 0 at the
+// new end (a warm restart, printed at the start). The per-epoch schedules (exp, step, plateau)
+// have no end and simply go on.
 Schedules make_schedules(const Options& o, nn::Optimizer& optimizer, int64_t steps) {
   Schedules s;
   s.per_step = o.schedule == "cosine" || o.schedule == "onecycle";
@@ -453,7 +537,7 @@ struct EpochStats {
 struct Trainer {
   const Options& o;
   const Network& w;
-  const samples::Dataset& test;
+  const Split& test;
   nn::MasterWeights& master;
   nn::Optimizer& optimizer;
   nn::GradScaler& scaler;
@@ -560,7 +644,7 @@ struct Trainer {
       std::printf("checkpoint %s\n", nn::checkpoint_file(o.checkpoint).c_str());
     }
     if (epoch == o.epochs) {
-      for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", samples::kFashionMnistClasses[c], per_class[c]);
+      for (int c = 0; c < 10; ++c) std::printf("  %-12s %.3f\n", nn::kFashionMnistClasses[c], per_class[c]);
       std::printf("test accuracy %.4f after %lld epoch%s in %s on %s\n", acc, static_cast<long long>(o.epochs),
                   o.epochs == 1 ? "" : "s",
                   duration(std::chrono::duration<double>(Clock::now() - start_all).count()).c_str(),
@@ -593,6 +677,17 @@ int run(const Options& o) {
     nn::load_checkpoint(o.resume, state);
     std::printf("resumed from %s: epoch %lld, step %lld\n", nn::checkpoint_file(o.resume).c_str(),
                 static_cast<long long>(state.epoch), static_cast<long long>(state.step));
+    // Note [Resumed schedules]
+    if (s.per_step) {
+      std::printf(
+          "the %s schedule spans --epochs %lld (%lld steps), as if planned so from the start: lr %.3g at step %lld\n",
+          o.schedule.c_str(), static_cast<long long>(o.epochs), static_cast<long long>(steps * o.epochs),
+          optimizer->groupLr(0), static_cast<long long>(state.step));
+    }
+    if (state.epoch >= o.epochs) {
+      std::printf("nothing to train: the checkpoint is at epoch %lld of --epochs %lld\n",
+                  static_cast<long long>(state.epoch), static_cast<long long>(o.epochs));
+    }
   }
   std::unique_ptr<nn::TrainingLog> log;
   if (!o.log.empty() && p.lead()) log = std::make_unique<nn::TrainingLog>(o.log, !o.resume.empty());
