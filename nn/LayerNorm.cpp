@@ -62,6 +62,11 @@ void LayerNorm::checkParameters(const char* method, bool gradients) const {
   if (!weight.defined() && !bias.defined()) return;
   check_parameter(*this, method, "weight", weight, normalizedShape, gradients ? &gradWeight : nullptr);
   check_parameter(*this, method, "bias", bias, normalizedShape, gradients ? &gradBias : nullptr);
+  // the kernels read both through the weight's (the input's) type
+  if (bias.dtype() != weight.dtype() || bias.device() != weight.device()) {
+    throw Error(where(method) + "expected bias of weight's dtype and device (" + tensor::name(weight.dtype()) + " on " +
+                weight.device().str() + "), got " + bias.description() + " (convert the module with .to(dtype))");
+  }
 }
 
 void LayerNorm::checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const {

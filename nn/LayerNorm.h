@@ -5,7 +5,7 @@
 // Each forward keeps the per-row statistics in saveMean and saveRstd ([rows], rows = numel /
 // prod(normalizedShape); the input's dtype, float32 for 16-bit inputs in the twin) for the
 // backward pass; a twin fills the same members. Prints as "nn.LayerNorm([4 x 8], eps=1e-05)".
-// No twin yet.
+// Twin: cudnn.LayerNorm.
 #pragma once
 
 #include "nn/Module.h"
@@ -40,9 +40,10 @@ class LayerNorm : public Module {
   std::pair<int64_t, int64_t> rowsCols(const Tensor& input, const char* method) const;
   // gradOutput of the input's shape and dtype, and statistics from a forward of this shape.
   void checkGradOutput(const Tensor& input, const Tensor& gradOutput, const char* method) const;
-  // weight and bias (and with `gradients` their gradients) of normalizedShape, dense, where
-  // affine (Note [Parameters are checked where they are used] in nn/Buffers.h); rowsCols()
-  // checks the values, both backends' accGradParameters the gradients.
+  // weight and bias (and with `gradients` their gradients) of normalizedShape, dense, bias of
+  // weight's dtype and device, where affine (Note [Parameters are checked where they are used]
+  // in nn/Buffers.h); rowsCols() checks the values, both backends' accGradParameters the
+  // gradients.
   void checkParameters(const char* method, bool gradients) const;
 };
 

@@ -96,6 +96,11 @@ void MultiheadAttention::checkParameters(const char* method, bool gradients) con
 }
 
 std::pair<int64_t, int64_t> MultiheadAttention::checkInput(const Tensor& input, const char* method) const {
+  // public fields, as the constructor takes them: the heads split embed_dim
+  if (embedDim < 1 || numHeads < 1 || embedDim % numHeads != 0) {
+    throw Error(where(method) + "expected embed_dim >= 1 divisible by num_heads >= 1, got embed_dim " +
+                std::to_string(embedDim) + " and num_heads " + std::to_string(numHeads));
+  }
   checkParameters(method, false);
   checkInputType(where(method), input);
   const char* layout = batchFirst ? "[B x S x " : "[S x B x ";
@@ -167,6 +172,20 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
   if (!attn_.defined() || attnTokens_.size(0) != S * B || memory_.defined() != kv_.defined()) {
     throw Error(where("updateGradInput") + "expected a forward() of input " + input.description() + " first");
   }
+  // what the forward kept is split into its heads and its memory's length: the fields may have
+  // changed since
+  if (attn_.size(1) != H) {
+    throw Error(where("updateGradInput") + "expected num_heads " + std::to_string(attn_.size(1)) +
+                " as in the forward, got " + std::to_string(H) + " (num_heads changed between forward and backward)");
+  }
+  // the memory's length (from the memory itself: B may be 0)
+  const int64_t Sk = memory_.defined() ? memory_.size(batchFirst ? 1 : 0) : 0;
+  if (memory_.defined() && B > 0 && Sk * B != kv_.size(0)) {
+    const int64_t was = kv_.size(0) / B;
+    throw Error(where("updateGradInput") + "expected the forward's memory " +
+                tensor::shape_str(batchFirst ? Shape{B, was, E} : Shape{was, B, E}) + ", got " +
+                tensor::shape_str(memory_.sizes()) + " (setMemory() between forward and backward)");
+  }
   const Tensor gy = gradOutput.contiguous().view({S * B, E});
   linearGradInput(gy, outProjWeight, gradAttnTokens_);
   const Tensor gAttn = batchFirst ? gradAttnTokens_.view({B, S, H, D}).permute({0, 2, 1, 3})
@@ -177,7 +196,6 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
     k = heads(qkv_, S, B, 1, 3);
     v = heads(qkv_, S, B, 2, 3);
   } else {
-    const int64_t Sk = kv_.size(0) / B;
     q = heads(qkv_, S, B, 0, 1);
     k = heads(kv_, Sk, B, 0, 2);
     v = heads(kv_, Sk, B, 1, 2);
@@ -188,7 +206,6 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
     attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_,
                       {heads(gradQkv_, S, B, 0, 3), heads(gradQkv_, S, B, 1, 3), heads(gradQkv_, S, B, 2, 3)});
   } else {
-    const int64_t Sk = kv_.size(0) / B;
     ensure(gradQkv_, {S * B, E}, gy);
     ensure(gradKv_, {Sk * B, 2 * E}, gy);
     attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_,

@@ -29,17 +29,6 @@ RNNCell cell_of(RNNMode mode) {
   return RNNCell::Tanh;
 }
 
-// The nn type a mode belongs to, for the constructor's errors (type_name() is not callable there).
-std::string mode_type(RNNMode mode) {
-  switch (mode) {
-    case RNNMode::ReLU: return "nn.RNNReLU";
-    case RNNMode::Tanh: return "nn.RNNTanh";
-    case RNNMode::LSTM: return "nn.LSTM";
-    case RNNMode::GRU: return "nn.GRU";
-  }
-  return "nn.RNN";
-}
-
 std::string lengths_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -118,7 +107,7 @@ const char* rnn_mode_name(RNNMode mode) {
 
 int64_t rnn_gate_count(RNNMode mode) { return kernels::rnn_cell_gates(cell_of(mode)); }
 
-RNNBase::RNNBase(RNNMode mode, const RNNOptions& o)
+RNNBase::RNNBase(RNNMode mode, const RNNOptions& o, std::string_view typeName)
     : mode_(mode),
       inputDim_(o.inputSize),
       outputDim_(o.hiddenSize),
@@ -127,7 +116,7 @@ RNNBase::RNNBase(RNNMode mode, const RNNOptions& o)
       batchFirst_(o.batchFirst),
       dropout_(o.dropout),
       bidirectional_(o.bidirectional) {
-  parameterCount(mode_type(mode_), mode_, o);  // every size checked before anything is allocated
+  parameterCount(std::string(typeName), mode_, o);  // every size checked before anything is allocated
   const int64_t G = gateCount() * outputDim_, C = outputDim_ * numDirections();
   for (int64_t l = 0; l < numLayers_; ++l) {
     const int64_t in = l == 0 ? inputDim_ : C;

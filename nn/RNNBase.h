@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nn/Module.h"
@@ -59,7 +60,9 @@ struct RNNParameter {
 
 class RNNBase : public Module {
  public:
-  RNNBase(RNNMode mode, const RNNOptions& options);
+  // typeName: the module's kTypeName, for the constructor's errors (type_name() is not yet
+  // callable there): "nn.BLSTM", not the mode's "nn.LSTM".
+  RNNBase(RNNMode mode, const RNNOptions& options, std::string_view typeName);
   // BLSTM and BGRU say true: their type fixes the direction (config() has no "bidirectional").
   static constexpr bool kAlwaysBidirectional = false;
 
@@ -239,7 +242,7 @@ class RNNModule : public RNNBase {
   }
   // BLSTM and BGRU are bidirectional whatever the options say.
   explicit RNNModule(const RNNOptions& options)
-      : RNNBase(Mode, AlwaysBidirectional ? alwaysBidirectional(options) : options) {}
+      : RNNBase(Mode, AlwaysBidirectional ? alwaysBidirectional(options) : options, Self::kTypeName) {}
 
   std::string type_name() const override { return std::string(Self::kTypeName); }
   static ModulePtr fromConfig(const tensor::Json& config) { return fromConfigAs<Self>(config); }

@@ -39,6 +39,38 @@ SpatialTransformer::SpatialTransformer(int64_t outH_, int64_t outW_, int64_t nIn
   }
 }
 
+ModulePtr SpatialTransformer::localisation() const {
+  if (!localised_) {
+    throw Error(where("localisation") +
+                "expected a localisation network, got none (this transformer takes theta from thetaInput)");
+  }
+  if (modules.empty() || !modules[0]) {
+    throw Error(where("localisation") + "expected the localisation network in modules[0], got " +
+                (modules.empty() ? std::string("no module") : std::string("nullptr")));
+  }
+  return modules[0];
+}
+
+template <class F>
+decltype(auto) SpatialTransformer::localisationErrors(const Tensor& input, const char* method, F&& f) {
+  try {
+    return rethrowErrors(0, std::forward<F>(f));
+  } catch (const Error& e) {
+    // the network names its own (perhaps reshaped) input: say which of ours it refused
+    const int64_t planes = input.size(1);
+    std::string expected;
+    if (nInputPlane == 0 && lastPlanes_ > 0 && planes != lastPlanes_) {
+      expected = "expected input [N x " + std::to_string(lastPlanes_) + " x H x W] (the planes of the last input " +
+                 "the localisation network took; nInputPlane 0 checks none), got ";
+    } else {
+      expected = nInputPlane == 0 ? "expected input the localisation network takes (nInputPlane 0 checks no plane "
+                                    "count up front), got "
+                                  : "expected input the localisation network takes, got ";
+    }
+    throw Error(where(method) + expected + tensor::shape_str(input.sizes()) + ": " + e.what());
+  }
+}
+
 void SpatialTransformer::checkModules(const char* method) const {
   const size_t want = localised_ ? 1 : 0;
   if (modules.size() != want) {
@@ -83,7 +115,10 @@ const Tensor& SpatialTransformer::updateOutput(const Tensor& input) {
   checkModules("updateOutput");
   checkInput(input, "updateOutput");
   if (localised_) {
-    takeTheta(input, rethrowErrors(0, [&]() -> const Tensor& { return modules[0]->forward(input); }));
+    const Tensor& thetaOut =
+        localisationErrors(input, "updateOutput", [&]() -> const Tensor& { return modules[0]->forward(input); });
+    lastPlanes_ = input.size(1);
+    takeTheta(input, thetaOut);
   } else {
     if (!thetaInput.defined()) {
       throw Error(where("updateOutput") +
@@ -154,7 +189,8 @@ void SpatialTransformer::backwardPass(const Tensor& input, const Tensor& gradOut
     return;
   }
   const Tensor gradThetaOut = gradTheta.view(thetaShape_);
-  const Tensor& gl = rethrowErrors(0, [&]() -> const Tensor& { return step(*modules[0], input, gradThetaOut); });
+  const Tensor& gl =
+      localisationErrors(input, "backward", [&]() -> const Tensor& { return step(*modules[0], input, gradThetaOut); });
   if (wantGradInput) {
     gradInput.add_(gl);
   } else {
@@ -172,7 +208,7 @@ void SpatialTransformer::accGradParameters(const Tensor& input, const Tensor& gr
   if (!localised_) return;  // no parameters
   samplerBackward(input, gradOutput, gradScratch_, "accGradParameters");
   const Tensor gradThetaOut = gradTheta.view(thetaShape_);
-  rethrowErrors(0, [&]() { modules[0]->accGradParameters(input, gradThetaOut, scale); });
+  localisationErrors(input, "accGradParameters", [&]() { modules[0]->accGradParameters(input, gradThetaOut, scale); });
 }
 
 void SpatialTransformer::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {

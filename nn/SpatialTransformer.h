@@ -44,7 +44,8 @@ class SpatialTransformer : public Container {
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children);
   std::string str() const override;
 
-  ModulePtr localisation() const { return modules.at(0); }
+  // The localisation network; throws naming the module when it has none (theta from thetaInput).
+  ModulePtr localisation() const;
   bool hasLocalisation() const { return localised_; }
 
   // Note [Spatial transformer output bound]
@@ -73,6 +74,10 @@ class SpatialTransformer : public Container {
  private:
   void checkModules(const char* method) const;
   void checkInput(const Tensor& input, const char* method) const;
+  // f() with the localisation network's error rethrown naming this module's method and input
+  // (its shape, and the plane count of the last input the network took when it differs).
+  template <class F>
+  decltype(auto) localisationErrors(const Tensor& input, const char* method, F&& f);
   // theta_out (the localisation network's output) as [N x 2 x 3], copied into `theta`
   void takeTheta(const Tensor& input, const Tensor& thetaOut);
   // gradOutput through the sampler: the image part into `image`, theta's into gradTheta
@@ -82,6 +87,8 @@ class SpatialTransformer : public Container {
 
   bool localised_ = true;  // fixed at construction: theta from modules[0], or from thetaInput
   Shape thetaShape_;    // the localisation network's output shape in the last forward
+  // the plane count of the last input the localisation network took (0: none yet), for its errors
+  int64_t lastPlanes_ = 0;
   Tensor gradScratch_;  // accGradParameters' image gradient (gradInput is left alone)
 };
 

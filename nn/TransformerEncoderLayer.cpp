@@ -2,6 +2,7 @@
 // backward on token rows [tokens x E] (the attention on the [S x B x E] shape).
 #include "nn/TransformerEncoderLayer.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "nn/Buffers.h"
@@ -56,6 +57,21 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t dModel_, int64_t nhead_
   }
   if (dimFeedforward < 1) {
     throw Error(std::string(kTypeName) + ": expected dim_feedforward >= 1, got " + std::to_string(dimFeedforward));
+  }
+  // the children's own checks would name the child, not this layer's arguments
+  if (dModel < 1 || nhead < 1 || dModel % nhead != 0) {
+    throw Error(std::string(kTypeName) + ": expected d_model >= 1 divisible by nhead >= 1, got d_model " +
+                std::to_string(dModel) + " and nhead " + std::to_string(nhead));
+  }
+  if (!(dropout >= 0 && dropout < 1)) {
+    std::ostringstream msg;
+    msg << kTypeName << ": expected dropout in [0, 1), got " << dropout;
+    throw Error(msg.str());
+  }
+  if (!(std::isfinite(layerNormEps) && layerNormEps >= 0)) {
+    std::ostringstream msg;
+    msg << kTypeName << ": expected a finite layer_norm_eps >= 0, got " << layerNormEps;
+    throw Error(msg.str());
   }
   add(std::make_shared<MultiheadAttention>(dModel, nhead, dropout, true, batchFirst));
   add(std::make_shared<Linear>(dModel, dimFeedforward));

@@ -87,3 +87,26 @@ TEST_CASE("LayerNorm float32 agrees with float64; errors, printing and configura
   CHECK(a.stateDict().count("weight") == 1);
   CHECK(a.stateDict().count("bias") == 1);
 }
+
+TEST_CASE("LayerNorm: a bias of another dtype than weight is named, on every pass") {
+  Generator gen(6);
+  nn::LayerNorm m({8});
+  const Tensor x = uniform({5, 8}, -1, 1, gen);
+  m.bias = zeros({8}, DType::Float64);  // a public field, replaced by hand
+  CHECK_THROWS_WITH_AS(m.forward(x),
+                       "nn.LayerNorm::updateOutput: expected bias of weight's dtype and device (float32 on cpu), got "
+                       "float64 [8] on cpu (convert the module with .to(dtype))",
+                       Error);
+  m.bias = zeros({8});
+  m.forward(x);
+  m.bias = zeros({8}, DType::Float64);
+  CHECK_THROWS_WITH_AS(m.backward(x, zeros({5, 8})),
+                       doctest::Contains("nn.LayerNorm::updateGradInput: expected bias of weight's dtype and device"),
+                       Error);
+  CHECK_THROWS_WITH_AS(m.accGradParameters(x, zeros({5, 8})),
+                       doctest::Contains("nn.LayerNorm::accGradParameters: expected bias of weight's dtype and device"),
+                       Error);
+  // .to(dtype) converts both: fine again
+  m.to(DType::Float64);
+  CHECK(m.forward(x.to(DType::Float64)).dtype() == DType::Float64);
+}

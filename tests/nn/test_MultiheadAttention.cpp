@@ -160,6 +160,67 @@ TEST_CASE("MultiheadAttention errors, printing, configuration") {
   CHECK(nn::MultiheadAttention::fromConfig(o.config())->str() == o.str());
 }
 
+TEST_CASE("MultiheadAttention: num_heads and the memory changed by hand are named, not a view's error") {
+  Generator gen(45);
+  nn::MultiheadAttention m(8, 2);
+  const Tensor x = uniform({3, 2, 8}, -1, 1, gen);
+  const Tensor g = uniform({3, 2, 8}, -1, 1, gen);
+  // num_heads is a public field: one that does not divide embed_dim, on every pass
+  m.numHeads = 3;
+  CHECK_THROWS_WITH_AS(m.forward(x),
+                       "nn.MultiheadAttention::updateOutput: expected embed_dim >= 1 divisible by num_heads >= 1, got "
+                       "embed_dim 8 and num_heads 3",
+                       Error);
+  m.numHeads = 0;
+  CHECK_THROWS_WITH_AS(m.forward(x), doctest::Contains("got embed_dim 8 and num_heads 0"), Error);
+  m.numHeads = 2;
+  m.forward(x);
+  m.numHeads = 3;
+  CHECK_THROWS_WITH_AS(m.backward(x, g),
+                       "nn.MultiheadAttention::updateGradInput: expected embed_dim >= 1 divisible by num_heads >= 1, "
+                       "got embed_dim 8 and num_heads 3",
+                       Error);
+  // one that divides it, but is not the forward's: what the forward kept has the old heads
+  m.numHeads = 4;
+  CHECK_THROWS_WITH_AS(m.backward(x, g),
+                       "nn.MultiheadAttention::updateGradInput: expected num_heads 2 as in the forward, got 4 "
+                       "(num_heads changed between forward and backward)",
+                       Error);
+  // a new forward with 4 heads is fine
+  CHECK(m.forward(x).sizes() == x.sizes());
+  CHECK_NOTHROW(m.backward(x, g));
+  // setMemory with another length between forward and backward
+  m.numHeads = 2;
+  m.setMemory(uniform({5, 2, 8}, -1, 1, gen));
+  m.forward(x);
+  m.setMemory(uniform({7, 2, 8}, -1, 1, gen));
+  CHECK_THROWS_WITH_AS(m.backward(x, g),
+                       "nn.MultiheadAttention::updateGradInput: expected the forward's memory [5 x 2 x 8], got "
+                       "[7 x 2 x 8] (setMemory() between forward and backward)",
+                       Error);
+  nn::MultiheadAttention bf(8, 2, 0.0, true, true);  // batch first: [B x Sk x E]
+  const Tensor xb = uniform({2, 3, 8}, -1, 1, gen);
+  bf.setMemory(uniform({2, 5, 8}, -1, 1, gen));
+  bf.forward(xb);
+  bf.setMemory(uniform({2, 4, 8}, -1, 1, gen));
+  CHECK_THROWS_WITH_AS(bf.backward(xb, g.permute({1, 0, 2}).contiguous()),
+                       "nn.MultiheadAttention::updateGradInput: expected the forward's memory [2 x 5 x 8], got "
+                       "[2 x 4 x 8] (setMemory() between forward and backward)",
+                       Error);
+  // the same length again: backward as usual
+  m.setMemory(uniform({5, 2, 8}, -1, 1, gen));
+  m.forward(x);
+  m.setMemory(uniform({5, 2, 8}, -1, 1, gen));
+  CHECK_NOTHROW(m.backward(x, g));
+  CHECK(m.gradMemory.sizes() == Shape{5, 2, 8});
+  // an empty batch with a memory: the memory's length comes from the memory (no division by B)
+  nn::MultiheadAttention e(8, 2);
+  e.setMemory(zeros({5, 0, 8}));
+  CHECK(e.forward(zeros({3, 0, 8})).sizes() == Shape{3, 0, 8});
+  CHECK(e.backward(zeros({3, 0, 8}), zeros({3, 0, 8})).sizes() == Shape{3, 0, 8});
+  CHECK(e.gradMemory.sizes() == Shape{5, 0, 8});
+}
+
 namespace {
 // What the cuDNN twin does: overrides the primitives alone. Counts the calls and routes them
 // to the CPU defaults, so every piece of compute must go through them.

@@ -269,6 +269,23 @@ TEST_CASE("recurrent constructors: PyTorch's options by name, cudnn.torch's orde
   CHECK(nn::BGRU(2, 3, 1, false, 0, true).remembersStates());
 }
 
+TEST_CASE("recurrent constructors' errors name the type constructed (BLSTM and BGRU too, not their mode's)") {
+  CHECK_THROWS_WITH_AS(nn::BLSTM(0, 5), "nn.BLSTM: expected positive inputDim and outputDim, got 0 -> 5", Error);
+  CHECK_THROWS_WITH_AS(nn::BGRU(3, 0), "nn.BGRU: expected positive inputDim and outputDim, got 3 -> 0", Error);
+  CHECK_THROWS_WITH_AS(nn::BLSTM(3, 4, 0), "nn.BLSTM: expected numLayers in [1, 4096], got 0", Error);
+  CHECK_THROWS_WITH_AS(nn::BGRU(3, 4, 1, false, 1.5), doctest::Contains("nn.BGRU: expected dropout in [0, 1), got 1.5"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::BLSTM(nn::RNNOptions{.inputSize = -1, .hiddenSize = 2}),
+                       "nn.BLSTM: expected positive inputDim and outputDim, got -1 -> 2", Error);
+  CHECK(has(error_of([] { (void)nn::BGRU(nn::RNNOptions{.inputSize = 1, .hiddenSize = int64_t{1} << 62}); }),
+            "nn.BGRU (inputDim 1"));
+  // the others as before
+  CHECK_THROWS_WITH_AS(nn::LSTM(0, 5), "nn.LSTM: expected positive inputDim and outputDim, got 0 -> 5", Error);
+  CHECK_THROWS_WITH_AS(nn::GRU(0, 5), "nn.GRU: expected positive inputDim and outputDim, got 0 -> 5", Error);
+  CHECK_THROWS_WITH_AS(nn::RNNReLU(0, 5), "nn.RNNReLU: expected positive inputDim and outputDim, got 0 -> 5", Error);
+  CHECK_THROWS_WITH_AS(nn::RNNTanh(0, 5), "nn.RNNTanh: expected positive inputDim and outputDim, got 0 -> 5", Error);
+}
+
 TEST_CASE("bias = false: no bias parameters, and the numbers of zero biases (PyTorch's bias=False)") {
   for (bool bidirectional : {false, true}) {
     INFO("bidirectional ", bidirectional);

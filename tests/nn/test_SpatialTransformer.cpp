@@ -462,3 +462,48 @@ TEST_CASE("SpatialTransformer errors") {
                        "modules",
                        Error);
 }
+
+TEST_CASE("SpatialTransformer: the wrong plane count names the transformer's input; localisation() without one") {
+  Generator gen(45);
+  nn::SpatialTransformer st(localisation(2, 3, 3, gen), 4, 4);  // nInputPlane 0: any
+  // before any forward: the transformer's method and input, then the network's own error
+  const std::string first = error_of([&] { st.forward(zeros({2, 1, 3, 3})); });
+  CHECK(first.rfind("nn.SpatialTransformer::updateOutput: expected input the localisation network takes "
+                    "(nInputPlane 0 checks no plane count up front), got [2 x 1 x 3 x 3]: In 1 module of "
+                    "nn.SpatialTransformer: In 2 module of nn.Sequential: nn.Linear::updateOutput: ",
+                    0) == 0);
+  // after a forward: the planes that worked
+  const Tensor x = uniform({2, 2, 3, 3}, -1, 1, gen);
+  st.forward(x);
+  CHECK_THROWS_WITH_AS(st.forward(zeros({2, 3, 3, 3})),
+                       doctest::Contains("nn.SpatialTransformer::updateOutput: expected input [N x 2 x H x W] (the "
+                                         "planes of the last input the localisation network took; nInputPlane 0 "
+                                         "checks none), got [2 x 3 x 3 x 3]: In 1 module of nn.SpatialTransformer: "),
+                       Error);
+  // backward with another plane count: named by the transformer's backward
+  st.forward(x);
+  CHECK_THROWS_WITH_AS(st.backward(zeros({2, 3, 3, 3}), zeros({2, 3, 4, 4})),
+                       doctest::Contains("nn.SpatialTransformer::backward: expected input [N x 2 x H x W] (the planes "
+                                         "of the last input the localisation network took; nInputPlane 0 checks "
+                                         "none), got [2 x 3 x 3 x 3]: In 1 module of nn.SpatialTransformer: "),
+                       Error);
+  // the same planes, other sizes: the generic form
+  CHECK_THROWS_WITH_AS(st.forward(zeros({2, 2, 4, 4})),
+                       doctest::Contains("nn.SpatialTransformer::updateOutput: expected input the localisation "
+                                         "network takes (nInputPlane 0 checks no plane count up front), got "
+                                         "[2 x 2 x 4 x 4]: In 1 module of nn.SpatialTransformer: "),
+                       Error);
+  // localisation() of a transformer without one is the module's error, not a vector's
+  nn::SpatialTransformer bare(4, 4);
+  CHECK_THROWS_WITH_AS(bare.localisation(),
+                       "nn.SpatialTransformer::localisation: expected a localisation network, got none (this "
+                       "transformer takes theta from thetaInput)",
+                       Error);
+  nn::SpatialTransformer emptied(localisation(2, 3, 3, gen), 4, 4);
+  emptied.modules.clear();
+  CHECK_THROWS_WITH_AS(emptied.localisation(),
+                       "nn.SpatialTransformer::localisation: expected the localisation network in modules[0], got no "
+                       "module",
+                       Error);
+  CHECK(st.localisation() == st.modules[0]);
+}

@@ -109,11 +109,17 @@ TEST_CASE("TransformerEncoderLayer: named children, pass-through switches, print
                        "nn.TransformerEncoderLayer::updateOutput: expected input [S x B x 8], got [3 x 2 x 6]", Error);
   CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(8, 2, 16, 0.1, "tanh"),
                        "nn.TransformerEncoderLayer: expected activation 'relu' or 'gelu', got 'tanh'", Error);
-  CHECK_THROWS_WITH_AS(
-      nn::TransformerEncoderLayer(8, 3),
-      "nn.MultiheadAttention: expected embed_dim >= 1 divisible by num_heads >= 1, got embed_dim 8 and "
-      "num_heads 3",
-      Error);
+  // the layer's own arguments, by the layer's name (not its children's)
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(8, 3),
+                       "nn.TransformerEncoderLayer: expected d_model >= 1 divisible by nhead >= 1, got d_model 8 and "
+                       "nhead 3",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(0, 2), doctest::Contains("got d_model 0 and nhead 2"), Error);
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(8, 0), doctest::Contains("got d_model 8 and nhead 0"), Error);
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(8, 2, 16, 1.0),
+                       "nn.TransformerEncoderLayer: expected dropout in [0, 1), got 1", Error);
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(8, 2, 16, 0.1, "relu", false, false, -1.0),
+                       "nn.TransformerEncoderLayer: expected a finite layer_norm_eps >= 0, got -1", Error);
   m.modules[nn::TransformerEncoderLayer::Norm1] = std::make_shared<nn::Linear>(8, 8);
   CHECK_THROWS_WITH_AS(m.norm1(), "nn.TransformerEncoderLayer::norm1: expected an nn.LayerNorm, got nn.Linear", Error);
   // a child's error is prefixed with its position, as every container's
