@@ -87,8 +87,13 @@ WorldInfo world_from(const std::function<const char*(const char*)>& getenv) {
                                                ", got rank ", w.rank, " (", w.source, ")"));
   }
   if (w.localWorldSize > w.worldSize) {
-    throw tensor::Error(tensor::detail::concat(kWhere, "expected the local world size at most the world size ",
-                                               w.worldSize, ", got ", w.localWorldSize, " (", w.source, ")"));
+    // named as the launcher spelled them (torchrun's are read when both launchers' are set)
+    const bool fromMpi = mpi && !torchrun;
+    const char* local = fromMpi ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "LOCAL_WORLD_SIZE";
+    const char* world = fromMpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE";
+    throw tensor::Error(tensor::detail::concat(kWhere, "expected ", local, " (the ranks on this host) at most ", world,
+                                               "=", w.worldSize, ", got ", local, "=", w.localWorldSize, " (", w.source,
+                                               ")"));
   }
   if (w.localRank >= w.localWorldSize) {
     throw tensor::Error(tensor::detail::concat(kWhere, "expected the local rank below the local world size ",

@@ -84,8 +84,16 @@ TEST_CASE("environment: malformed or inconsistent values are named") {
 }
 
 TEST_CASE("environment: LOCAL_WORLD_SIZE above WORLD_SIZE, Open MPI's size without its rank, launchers that disagree") {
-  CHECK(has(error_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}),
-            "expected the local world size at most the world size 2, got 4"));
+  CHECK(error_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}) ==
+        "dist::world_from_environment: expected LOCAL_WORLD_SIZE (the ranks on this host) at most WORLD_SIZE=2, got "
+        "LOCAL_WORLD_SIZE=4 (torchrun-style variables (RANK, WORLD_SIZE))");
+  // Open MPI's, named as Open MPI spells them
+  CHECK(has(error_from({{"OMPI_COMM_WORLD_RANK", "0"},
+                        {"OMPI_COMM_WORLD_SIZE", "2"},
+                        {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                        {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}}),
+            "expected OMPI_COMM_WORLD_LOCAL_SIZE (the ranks on this host) at most OMPI_COMM_WORLD_SIZE=2, got "
+            "OMPI_COMM_WORLD_LOCAL_SIZE=3"));
   CHECK(has(error_from({{"OMPI_COMM_WORLD_SIZE", "4"}}),
             "expected OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE together, got only OMPI_COMM_WORLD_SIZE=4"));
   CHECK(has(error_from({{"OMPI_COMM_WORLD_RANK", "2"}}), "got only OMPI_COMM_WORLD_RANK=2"));
