@@ -24,6 +24,9 @@ struct GradCheckOptions {
   uint64_t seed = 1234;       // picks sampled entries, R, and reseeds the module
   bool check_parameters = true;
   double kink_threshold = 1e-9;  // |L+ - 2 L0 + L-| above this (relative) marks a kink
+  // false: a parameter-only check. The input is not perturbed and its gradient is not read,
+  // so it may be of any dtype (an Embedding's int64 indices); the parameters must be float64.
+  bool check_input = true;
 };
 
 // A Report whose expectations are "something was checked" and "the worst error is within
@@ -37,7 +40,7 @@ struct GradCheckReport : Report {
 };
 
 // Checks gradInput and every parameter gradient of `module` (already float64, on the CPU) at
-// `input` (float64).
+// `input` (float64; any dtype with check_input = false, which checks the parameters alone).
 GradCheckReport check_gradients(nn::Module& module, const tensor::Tensor& input, const GradCheckOptions& options = {});
 // Same for a criterion's gradInput, for a fixed target.
 GradCheckReport check_criterion_gradient(nn::Criterion& criterion, const tensor::Tensor& input,

@@ -1,8 +1,10 @@
 // test_Embedding.cpp: no finite differences over the input (indices are not differentiable);
-// the weight's gradient is a sum of gradOutput rows, checked against PyTorch's and by hand.
+// the weight's gradient is a sum of gradOutput rows, checked against PyTorch's, by hand, and by
+// the kit's parameter-only central differences (GradCheckOptions::check_input = false).
 #include <doctest/doctest.h>
 
 #include "nn/Embedding.h"
+#include "nn/LayerNorm.h"
 #include "nn/Sequential.h"
 #include "tests/support/GradCheck.h"
 #include "tests/support/TransformerReference.h"
@@ -78,4 +80,23 @@ TEST_CASE("Embedding errors, printing, configuration, state") {
   net.forward(idx);
   CHECK_FALSE(net.backward(idx, full({2, 2}, 1.0)).defined());
   CHECK(net.gradParameters()[0].sum().item() == 4);
+}
+
+TEST_CASE("Embedding's weight gradient by central differences (a parameter-only check: the input is int64)") {
+  manual_seed(12);
+  GradCheckOptions o;
+  o.check_input = false;  // indices have no gradient; the weight's alone is checked
+  const Tensor idx = from_vector<int64_t>({0, 3, 3, 6, 1, 0, 5, 3}, {2, 4});  // repeated indices
+  nn::Embedding m(7, 3);
+  m.to(DType::Float64);
+  const GradCheckReport r = check_gradients(m, idx, o);
+  INFO(r.str());
+  CHECK(r.ok());
+  CHECK(r.checked == 7 * 3);  // every weight entry, rows not looked up included
+  // with a padding row not among the indices, and behind a module that is not linear
+  nn::Sequential net({std::make_shared<nn::Embedding>(7, 3, 2), std::make_shared<nn::LayerNorm>(Shape{3})});
+  net.to(DType::Float64);
+  expect_gradients_ok(net, idx, o);
+  // the full check still refuses the indices, saying why
+  CHECK_THROWS_WITH_AS(check_gradients(m, idx), doctest::Contains("expected a float64 input"), Error);
 }

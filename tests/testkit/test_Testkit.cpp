@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "convert/ModelFile.h"
+#include "nn/Embedding.h"
 #include "nn/ReLU.h"
 #include "testkit/Testkit.h"
 #include "tests/support/ErrorText.h"
@@ -115,6 +116,40 @@ TEST_CASE("testkit::check_gradients skips kinks, samples big tensors and refuses
   CHECK(sampled.checked <= 20 + 1);
   CHECK(
       has(error_of([&] { nn::testkit::check_gradients(s, input({3}, DType::Float32)); }), "expected a float64 input"));
+}
+
+TEST_CASE("testkit::check_gradients with check_input = false checks the parameters alone, at any input dtype") {
+  nn::testkit::GradCheckOptions o;
+  o.check_input = false;
+  // the input's gradient is not read: a wrong one passes, and only the weight is counted
+  Scale badInput("test.Scale", {.gradInputFactor = 1.1});
+  badInput.to(DType::Float64);
+  const auto r1 = nn::testkit::check_gradients(badInput, input(), o);
+  INFO(r1.str());
+  CHECK(r1.ok());
+  CHECK(r1.checked == 1);
+  CHECK(has(r1.subject, "parameter gradients"));
+  // a wrong parameter gradient is still caught and named
+  Scale badWeight("test.Scale", {.gradWeightFactor = 1.1});
+  badWeight.to(DType::Float64);
+  const auto r2 = nn::testkit::check_gradients(badWeight, input(), o);
+  CHECK_FALSE(r2.ok());
+  CHECK(r2.worst.rfind("weight[", 0) == 0);
+  // an input that is not floating point: an Embedding's int64 indices
+  nn::Embedding emb(4, 2);
+  emb.to(DType::Float64);
+  const Tensor idx = tensor::from_vector<int64_t>({3, 0, 3}, {3});
+  CHECK(has(error_of([&] { nn::testkit::check_gradients(emb, idx); }),
+            "testkit::check_gradients: expected a float64 input (gradient checks run in float64; check_input = false "
+            "checks the parameters alone, at an input of any dtype), got int64 [3] on cpu"));
+  const auto r3 = nn::testkit::check_gradients(emb, idx, o);
+  INFO(r3.str());
+  CHECK(r3.ok());
+  CHECK(r3.checked == 4 * 2);
+  // nothing asked: an error, not an empty pass
+  o.check_parameters = false;
+  CHECK(has(error_of([&] { nn::testkit::check_gradients(emb, idx, o); }),
+            "testkit::check_gradients: expected check_input or check_parameters (or both), got neither"));
 }
 
 TEST_CASE("testkit::check_accumulation catches a module that ignores backward's scale") {
