@@ -2,12 +2,14 @@
 #include "nn/Optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <tuple>
 #include <utility>
 
 #include "tensor/Cuda.h"
+#include "tensor/Format.h"
 #include "tensor/MultiTensor.h"
 
 namespace nn {
@@ -18,6 +20,26 @@ std::vector<ParamGroup> one_group(std::vector<Tensor> params, std::vector<Tensor
   groups[0].params = std::move(params);
   groups[0].grads = std::move(grads);
   return groups;
+}
+
+// torch.optim's two checks of the parameter lists (Note [Parameter groups]): some parameter, and
+// none in two groups. Same views are found by storage and offset first (no quadratic sweep).
+void check_membership(const std::vector<Tensor>& params, const std::vector<size_t>& groupOf, const std::string& w) {
+  if (params.empty()) throw Error(w + "optimizer got an empty parameter list");
+  std::map<std::pair<const void*, int64_t>, std::vector<size_t>> byStart;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    if (!p.defined() || p.numel() == 0) continue;  // nothing to step twice
+    auto& seen = byStart[{p.storage().get(), p.storage_offset()}];
+    for (size_t j : seen) {
+      if (groupOf[j] != groupOf[i] && params[j].is_same_view(p)) {
+        throw Error(w + "some parameters appear in more than one parameter group: parameter " + std::to_string(i) +
+                    " (group " + std::to_string(groupOf[i]) + ") is parameter " + std::to_string(j) + " (group " +
+                    std::to_string(groupOf[j]) + ")");
+      }
+    }
+    seen.push_back(i);
+  }
 }
 }  // namespace
 
@@ -55,6 +77,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, const std::string& name) : 
     groupLr_.push_back(group.lr);
     groupWeightDecay_.push_back(group.weightDecay);
   }
+  check_membership(params_, groupOf_, w);
   state_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
@@ -225,31 +248,61 @@ std::map<std::string, Tensor> Optimizer::stateDict() const {
   return out;
 }
 
-void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
-  std::vector<std::map<std::string, Tensor>> loaded(params_.size());
+namespace {
+// "<index>.<name>": the parameter index (below n) and the name, or nullopt
+std::optional<std::pair<size_t, std::string>> state_key(const std::string& key, size_t n) {
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == key.size() || dot > 18 ||
+      key.find_first_not_of("0123456789") != dot) {
+    return std::nullopt;
+  }
+  const size_t i = std::stoul(key.substr(0, dot));  // at most 18 digits: no overflow
+  if (i >= n) return std::nullopt;
+  return std::pair{i, key.substr(dot + 1)};
+}
+}  // namespace
+
+void Optimizer::checkStateDict(const std::map<std::string, Tensor>& state) const {
+  checkState(state, "checkStateDict");
+}
+
+void Optimizer::checkState(const std::map<std::string, Tensor>& state, const char* method) const {
   for (const auto& [key, t] : state) {
-    const size_t dot = key.find('.');
-    size_t i = params_.size();
-    try {
-      if (dot != std::string::npos && dot > 0) i = std::stoul(key.substr(0, dot));
-    } catch (const std::exception&) {
-    }
-    if (i >= params_.size() || key.find_first_not_of("0123456789") != dot) {
-      throw Error(where("loadStateDict") + "expected keys '<parameter index>.<name>' with an index below " +
+    const auto parsed = state_key(key, params_.size());
+    if (!parsed) {
+      throw Error(where(method) + "expected keys '<parameter index>.<name>' with an index below " +
                   std::to_string(params_.size()) + ", got '" + key + "'");
     }
-    const std::string name = key.substr(dot + 1);
-    const Tensor& p = params_[i];
+    const auto& [i, name] = *parsed;
+    if (!t.defined()) throw Error(where(method) + "'" + key + "' is undefined");
     if (name == "step") {
-      if (t.numel() != 1)
-        throw Error(where("loadStateDict") + "expected a one-element '" + key + "', got " + t.description());
+      if (t.numel() != 1) throw Error(where(method) + "expected a one-element '" + key + "', got " + t.description());
+      const double v = t.item();
+      if (!(v >= 0 && v < 9e18) || v != std::floor(v)) {
+        throw Error(where(method) + "expected an integer '" + key + "' >= 0, got " + tensor::num_str(v));
+      }
+      continue;
+    }
+    const Tensor& p = params_[i];
+    if (t.sizes() != p.sizes()) {
+      throw Error(where(method) + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) + ", expected " +
+                  tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
+    }
+    if (!tensor::is_floating(t.dtype())) {
+      throw Error(where(method) + "expected a floating '" + key + "', got " + t.description());
+    }
+  }
+}
+
+void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
+  checkState(state, "loadStateDict");
+  std::vector<std::map<std::string, Tensor>> loaded(params_.size());
+  for (const auto& [key, t] : state) {
+    const auto [i, name] = *state_key(key, params_.size());
+    if (name == "step") {
       loaded[i][name] = tensor::scalar_tensor(t.item(), tensor::DType::Int64);
     } else {
-      if (t.sizes() != p.sizes()) {
-        throw Error(where("loadStateDict") + "'" + key + "' has shape " + tensor::shape_str(t.sizes()) + ", expected " +
-                    tensor::shape_str(p.sizes()) + " (parameter " + std::to_string(i) + ")");
-      }
-      Tensor copy = tensor::empty_like(p);  // the parameter's layout, so the fused kernels still take it
+      Tensor copy = tensor::empty_like(params_[i]);  // the parameter's layout, so the fused kernels still take it
       copy.copy_(t);
       loaded[i][name] = copy;
     }

@@ -28,7 +28,12 @@
 // of parameters, each with its own lr and weightDecay (unset: the optimizer's `lr` and
 // `weightDecay` fields, so `opt.lr = x` keeps working for an optimizer of one group). Schedulers
 // set each group's lr through setGroupLr; decayGroups() splits a module's parameters into a
-// decayed group and one without weight decay (biases and normalisation weights).
+// decayed group and one without weight decay (biases and normalisation weights). As in
+// torch.optim, construction refuses an optimizer without parameters ("got an empty parameter
+// list"; a group may be empty, not all of them) and a tensor (the same view: Tensor::is_same_view)
+// in two groups, which every step would update twice ("some parameters appear in more than one
+// parameter group"). A tensor listed twice within one group is still taken (and stepped twice,
+// Note [Fused optimizer steps]; PyTorch warns of it).
 #pragma once
 
 #include <functional>
@@ -96,6 +101,10 @@ class Optimizer {
   // map back (onto each parameter's device and dtype; "step" counters stay Int64 on the CPU).
   std::map<std::string, Tensor> stateDict() const;
   void loadStateDict(const std::map<std::string, Tensor>& state);
+  // What loadStateDict checks, changing nothing: every key "<index>.<name>" with an index below
+  // params().size(), a "step" a one-element integer >= 0, other state a floating tensor of its
+  // parameter's shape. (A checkpoint checks the optimizer's state so before it changes anything.)
+  void checkStateDict(const std::map<std::string, Tensor>& state) const;
 
  protected:
   Optimizer(std::vector<Tensor> params, std::vector<Tensor> grads, const std::string& name);
@@ -103,6 +112,8 @@ class Optimizer {
   Optimizer(Optimizer&&) = default;
   // lr >= 0 and weightDecay >= 0 for the defaults and every group.
   void checkGroups(const char* method) const;
+  // checkStateDict's checks, the errors naming `method`.
+  void checkState(const std::map<std::string, Tensor>& state, const char* method) const;
   // name_: the type name given at construction (in a base constructor type_name() is the base's)
   std::string where(const char* method) const { return name_ + "::" + method + ": "; }
   // The gradient with L2 weight decay folded in: grad + weightDecay * param (a new tensor).

@@ -91,6 +91,39 @@ TEST_CASE("Adam on a module, stateDict round trip and errors") {
                        "nn.Adam::loadStateDict: expected a one-element '0.step', got float32 [2] on cpu", Error);
 }
 
+TEST_CASE("Adam's state checks: checkStateDict names the key, and a refused load changes nothing") {
+  Tensor p = zeros({2}), g = full({2}, 1.0);
+  nn::Adam opt({p}, {g}, 0.1);
+  opt.step();
+  const auto good = opt.stateDict();
+  opt.checkStateDict(good);
+  auto with = [&](const std::string& key, const Tensor& t) {
+    auto s = good;
+    s[key] = t;
+    return s;
+  };
+  CHECK_THROWS_WITH_AS(opt.checkStateDict(with("0.step", full({}, 1.5))),
+                       "nn.Adam::checkStateDict: expected an integer '0.step' >= 0, got 1.5", Error);
+  CHECK_THROWS_WITH_AS(opt.checkStateDict(with("0.step", full({}, -1.0))),
+                       "nn.Adam::checkStateDict: expected an integer '0.step' >= 0, got -1", Error);
+  CHECK_THROWS_WITH_AS(opt.checkStateDict(with("0.step", zeros({1, 2}))),
+                       "nn.Adam::checkStateDict: expected a one-element '0.step', got float32 [1 x 2] on cpu", Error);
+  CHECK_THROWS_WITH_AS(opt.checkStateDict(with("0.exp_avg", zeros({2}, DType::Int64))),
+                       "nn.Adam::checkStateDict: expected a floating '0.exp_avg', got int64 [2] on cpu", Error);
+  CHECK_THROWS_WITH_AS(opt.checkStateDict(with("0.exp_avg", Tensor())),
+                       "nn.Adam::checkStateDict: '0.exp_avg' is undefined", Error);
+  for (const char* key : {"0.", ".step", "00x.step", "1.step", "99999999999999999999.step"}) {
+    INFO(key);
+    CHECK_THROWS_WITH_AS(opt.checkStateDict(with(key, full({}, 1.0))),
+                         doctest::Contains("nn.Adam::checkStateDict: expected keys '<parameter index>.<name>'"), Error);
+  }
+  // loadStateDict runs the same checks first: the state it refuses leaves the old one
+  CHECK_THROWS_WITH_AS(opt.loadStateDict(with("0.step", full({}, 1.5))),
+                       "nn.Adam::loadStateDict: expected an integer '0.step' >= 0, got 1.5", Error);
+  CHECK(opt.state(0).at("step").item() == 1);
+  CHECK(max_abs_diff(opt.state(0).at("exp_avg"), good.at("0.exp_avg")) == 0);
+}
+
 TEST_CASE("Adam's fused CPU step (contiguous tensors) gives its tensor-op step's bits (strided ones, and CUDA)") {
   for (DType dt : {DType::Float64, DType::Float32}) {
     INFO(name(dt));

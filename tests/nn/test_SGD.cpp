@@ -1,8 +1,10 @@
 // test_SGD.cpp
 #include <doctest/doctest.h>
 
+#include "nn/AdamW.h"
 #include "nn/Linear.h"
 #include "nn/SGD.h"
+#include "nn/Sequential.h"
 #include "tests/support/GradCheck.h"
 
 using namespace tensor;
@@ -138,4 +140,41 @@ TEST_CASE("SGD on CPU parameters: the fused switch changes nothing (they take th
     }
     CHECK(max_abs_diff(pa[1], start) > 0.01);  // it moved
   }
+}
+
+TEST_CASE("parameter lists as torch.optim checks them: some parameter, none in two groups") {
+  Tensor a = full({2}, 1.0), ga = full({2}, 1.0), b = full({3}, 1.0), gb = full({3}, 1.0);
+  using Groups = std::vector<nn::ParamGroup>;
+  // no parameter at all: no list, no group, only empty groups, a module without parameters
+  CHECK_THROWS_WITH_AS(nn::SGD(std::vector<Tensor>{}, std::vector<Tensor>{}, 0.1),
+                       "nn.SGD: optimizer got an empty parameter list", Error);
+  CHECK_THROWS_WITH_AS(nn::SGD(Groups{}, {.lr = 0.1}), "nn.SGD: optimizer got an empty parameter list", Error);
+  CHECK_THROWS_WITH_AS(nn::Adam(Groups{{}, {}}, {.lr = 0.1}), "nn.Adam: optimizer got an empty parameter list", Error);
+  nn::Sequential empty;
+  CHECK_THROWS_WITH_AS(nn::AdamW{empty}, "nn.AdamW: optimizer got an empty parameter list", Error);
+  // one empty group beside others is fine (decayGroups of a module without biases)
+  nn::SGD some(Groups{{{a}, {ga}, std::nullopt, std::nullopt}, {}}, {.lr = 0.1});
+  CHECK(some.numGroups() == 2);
+
+  // a tensor in two groups: every step would update it twice
+  const Groups twice{{{a, b}, {ga, gb}, std::nullopt, std::nullopt}, {{a}, {ga}, 0.5, std::nullopt}};
+  CHECK_THROWS_WITH_AS(nn::SGD(twice, {.lr = 0.1}),
+                       "nn.SGD: some parameters appear in more than one parameter group: parameter 2 (group 1) is "
+                       "parameter 0 (group 0)",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::AdamW{twice}, doctest::Contains("nn.AdamW: some parameters appear in more than one"), Error);
+  // the same view counts, other views of one storage do not (they are other parameters)
+  const Tensor whole = full({4}, 1.0), gwhole = zeros({4});
+  CHECK_THROWS_WITH_AS(nn::SGD(Groups{{{whole.narrow(0, 0, 2)}, {gwhole.narrow(0, 0, 2)}, std::nullopt, std::nullopt},
+                                      {{whole.narrow(0, 0, 2)}, {gwhole.narrow(0, 0, 2)}, std::nullopt, std::nullopt}},
+                               {.lr = 0.1}),
+                       doctest::Contains("more than one parameter group"), Error);
+  nn::SGD halves(Groups{{{whole.narrow(0, 0, 2)}, {gwhole.narrow(0, 0, 2)}, std::nullopt, std::nullopt},
+                        {{whole.narrow(0, 2, 2)}, {gwhole.narrow(0, 2, 2)}, std::nullopt, std::nullopt}},
+                 {.lr = 0.1});
+  CHECK(halves.params().size() == 2);
+  // within one group a tensor listed twice is still taken (stepped twice, as before)
+  nn::SGD repeated({a, a}, {ga, ga}, 0.25);
+  repeated.step();
+  CHECK(a.max().item() == doctest::Approx(0.5));
 }
