@@ -3,14 +3,20 @@
 // scaler's, the random generator's (seed and offset: tensor's one counter-based Generator
 // serves the CPU and every GPU, Note [Counter-based randomness]), epoch, step, and the data
 // loader's position (Note [Loader positions] in train/Data.h).
-// Note [Checkpoint files]: `dir`/checkpoint.safetensors, tensors "model.<key>" and
-// "optimizer.<key>", the rest as JSON in the safetensors metadata. Written through
+// Note [Checkpoint files]: `dir`/checkpoint.safetensors (or a file named: checkpoint_file),
+// tensors "model.<key>" and "optimizer.<key>", the rest as JSON in the safetensors metadata. Written through
 // tensor::save_safetensors (temp file + fsync + rename, tensor/FileIO.h, as model files are),
 // so a crash mid-save leaves the previous checkpoint whole. Loading checks everything first —
-// the format, the world size, the model's names and shapes, the optimizer's type and parameter
-// count, each component present — and only then changes anything: a checkpoint of another
-// network, a truncated file or a different world size is an error naming the file and what
-// differs, and leaves the training objects as they were.
+// the format and version, the world size, the model's names and shapes, the optimizer's type,
+// parameter count, groups and state (Optimizer::checkStateDict), each component present with
+// the keys its state has, every number parsed whole and in the range its component's setters
+// accept (an lr finite and >= 0, a loss scale finite and > 0, counters integers >= 0) — and only
+// then changes anything: a checkpoint of another network, a truncated file, a different world
+// size or a value out of range is an error naming the file and the entry ("metadata
+// 'optimizer.groups': expected a finite 'lr.0' >= 0, got -1"), and leaves the training objects
+// as they were. The one check left to a load is a schedule's closed form at the saved epoch
+// (OneCycleLR past its total): the schedule loads first, and its load changes nothing when it
+// throws.
 // Resuming on the same backend and machine gives the same bits as a run that never stopped
 // (tests/train/test_Checkpoint.cpp).
 #pragma once
@@ -39,12 +45,16 @@ struct TrainingState {
   int64_t worldSize = 1;
 };
 
-// The file a checkpoint directory holds.
-std::string checkpoint_file(const std::string& dir);
-// Creates `dir` if needed and writes the checkpoint atomically.
-void save_checkpoint(const std::string& dir, const TrainingState& state);
-// Restores `state` from `dir`'s checkpoint (model, optimizer, ... in place; epoch and step
-// assigned); the generator is restored too.
-void load_checkpoint(const std::string& dir, TrainingState& state);
+// The checkpoint file `path` names: `path`/checkpoint.safetensors for a directory (or a path that
+// does not exist and does not end in ".safetensors"), else `path` itself (an existing file, or a
+// new one ending in ".safetensors"), as torch.save and torch.load take a file.
+std::string checkpoint_file(const std::string& path);
+// Writes the checkpoint atomically to checkpoint_file(path), creating the directories it needs:
+// save_checkpoint("run") writes run/checkpoint.safetensors, save_checkpoint("run/ep3.safetensors")
+// that file (an existing file `path` is replaced).
+void save_checkpoint(const std::string& path, const TrainingState& state);
+// Restores `state` from checkpoint_file(path) (a checkpoint directory or the file itself): model,
+// optimizer, ... in place; epoch and step assigned; the generator is restored too.
+void load_checkpoint(const std::string& path, TrainingState& state);
 
 }  // namespace nn
