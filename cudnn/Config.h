@@ -32,6 +32,10 @@
 //                      in cudnn/core/Layout.h
 //   attention.fused    true (default) / false: cudnn::sdpa runs cuDNN's fused flash attention
 //                      where cuDNN takes the problem; false: always the GEMM + softmax-kernel path
+//   layernorm.engine   ours (default) | cudnn: cudnn::LayerNorm runs our kernels, or cuDNN's layer
+//                      norm engines where they take the problem (cudnn/ops/layer_norm.h)
+//   pool.backward      auto (default) | ours | cudnn: where max pooling's gradient runs, our
+//                      channels-last kernel or cuDNN's call (cudnn/ops/pool.h)
 #pragma once
 
 #include <cstddef>
@@ -46,6 +50,9 @@ namespace cudnn {
 enum class Enabled { Auto, True, False, NoCheck };
 enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
 using nn::ConvPass;  // one enum for the CPU kernels and cuDNN (nn/ConvSpec.h)
+// The values of layernorm.engine and pool.backward, in the order of their names.
+enum class LayerNormEngine { Ours, Cudnn };
+enum class PoolBackward { Auto, Ours, Cudnn };
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
@@ -105,9 +112,13 @@ struct Config {
   double conv_search_tolerance = 0.02;
   bool channels_last = false;
   bool attention_fused = true;
+  LayerNormEngine layernorm_engine = LayerNormEngine::Ours;
+  PoolBackward pool_backward = PoolBackward::Auto;
 
   const AlgoSetting& algo(ConvPass pass) const;
-  std::string str() const;  // the current flags, in CUDNN_NN_FLAGS syntax
+  // The current flags, in CUDNN_NN_FLAGS syntax (all but layernorm.engine and pool.backward,
+  // which it has never printed).
+  std::string str() const;
 };
 
 // The process-wide flags (first use reads CUDNN_NN_FLAGS; a bad value there throws).
@@ -116,8 +127,11 @@ Config& config();
 void set_flags(const std::string& flags);
 const char* algo_name(ConvPass pass, int algo);  // "IMPLICIT_PRECOMP_GEMM", ...
 const char* pass_name(ConvPass pass);            // "fwd", "bwd_data", "bwd_filter"
+// The flag value naming `engine` / `choice`: "ours", "cudnn" / "auto", "ours", "cudnn".
+const char* layer_norm_engine_name(LayerNormEngine engine);
+const char* pool_backward_name(PoolBackward choice);
 
-// Sets the flags for a scope and restores the previous ones (tests, benchmarks).
+// Sets the flags for a scope and restores all of config() on exit (tests, benchmarks).
 class ScopedConfig {
  public:
   explicit ScopedConfig(const std::string& flags) : saved_(config()) { set_flags(flags); }

@@ -1,6 +1,7 @@
 // LayerNorm.cpp: checks and buffers around kernels::layer_norm_*, as nn::LayerNorm.
 #include "cudnn/LayerNorm.h"
 
+#include "cudnn/Config.h"
 #include "cudnn/core/Descriptors.h"
 #include "cudnn/kernels/LayerNorm.h"
 #include "cudnn/ops/layer_norm.h"
@@ -42,7 +43,7 @@ const tensor::Tensor& LayerNorm::updateOutput(const tensor::Tensor& input) {
   ensure_stats(saveMean, rows, x);
   ensure_stats(saveRstd, rows, x);
   std::string path = "ours";
-  if (layer_norm_engine() == LayerNormEngine::Cudnn) {
+  if (cudnn::config().layernorm_engine == LayerNormEngine::Cudnn) {
     std::string why = layer_norm_graph_refusal(x, weight.defined());
     if (why.empty()) {
       const auto [w32, b32] = float32Parameters(cols);
@@ -69,7 +70,7 @@ std::pair<tensor::Tensor, tensor::Tensor> LayerNorm::float32Parameters(int64_t c
 }
 
 void LayerNorm::backwardImpl(const tensor::Tensor& input, const tensor::Tensor& gradOutput, double scale) {
-  const bool cudnn = layer_norm_engine() == LayerNormEngine::Cudnn;
+  const bool cudnn = cudnn::config().layernorm_engine == LayerNormEngine::Cudnn;
   const std::string refused = cudnn ? layer_norm_graph_refusal(input, weight.defined()) : "";
   if (cudnn && refused.empty()) {
     const auto [rows, cols] = checked(input, &gradOutput, "backward");

@@ -11,8 +11,6 @@
 #include <string_view>
 #include <utility>
 
-#include "cudnn/ops/layer_norm.h"
-#include "cudnn/ops/pool.h"
 #include "tensor/DType.h"
 
 namespace cudnn {
@@ -61,6 +59,21 @@ constexpr ConvAlgorithm kTable[] = {
 };
 
 const char* policy_names[] = {"guess_once", "guess_on_shape_change", "time_once", "time_on_shape_change"};
+
+// The values of layernorm.engine and pool.backward, in their enumerations' order.
+constexpr const char* kLayerNormEngineNames[] = {"ours", "cudnn"};
+constexpr const char* kPoolBackwardNames[] = {"auto", "ours", "cudnn"};
+
+// The enumerator of E named `v` in `names`; throws naming the key and the accepted values.
+template <class E, size_t N>
+E parse_choice(const std::string& key, const std::string& v, const char* const (&names)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (v == names[i]) return static_cast<E>(i);
+  }
+  std::string accepted;
+  for (size_t i = 0; i < N; ++i) accepted += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i];
+  throw tensor::Error("cudnn flags: " + key + " expects " + accepted + ", got '" + v + "'");
+}
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "true" || v == "1" || v == "True") return true;
@@ -184,6 +197,10 @@ const char* pass_name(ConvPass pass) {
   return "?";
 }
 
+const char* layer_norm_engine_name(LayerNormEngine engine) { return kLayerNormEngineNames[static_cast<int>(engine)]; }
+
+const char* pool_backward_name(PoolBackward choice) { return kPoolBackwardNames[static_cast<int>(choice)]; }
+
 const AlgoSetting& Config::algo(ConvPass pass) const {
   switch (pass) {
     case ConvPass::Forward: return algo_fwd;
@@ -272,11 +289,9 @@ void apply_flags(Config& next, const std::string& flags) {
     } else if (key == "conv.search_tolerance") {
       next.conv_search_tolerance = parse_ratio(key, value, "0.02 (0: the fastest)");
     } else if (key == "layernorm.engine") {
-      // kept by ops/layer_norm.cpp, not in Config: set at once (ScopedConfig leaves it alone)
-      set_layer_norm_engine(parse_layer_norm_engine(value));
+      next.layernorm_engine = parse_choice<LayerNormEngine>(key, value, kLayerNormEngineNames);
     } else if (key == "pool.backward") {
-      // kept by ops/pool.cpp, not in Config: set at once (ScopedConfig leaves it alone)
-      set_pool_backward(parse_pool_backward(value));
+      next.pool_backward = parse_choice<PoolBackward>(key, value, kPoolBackwardNames);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;

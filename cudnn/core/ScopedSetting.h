@@ -1,18 +1,22 @@
-// core/ScopedSetting.h: ScopedSetting<get, set> sets a process-wide setting that its op keeps
-// outside Config (a get / set function pair) for a scope and restores the previous value on
-// exit, as ScopedConfig does for the flags (tests, benchmarks): ScopedLayerNormEngine in
-// ops/layer_norm.h, ScopedPoolBackward in ops/pool.h.
+// core/ScopedSetting.h: ScopedSetting<&Config::field> sets one flag of config() to a value for a
+// scope and restores that flag's previous value on exit, where ScopedConfig restores them all
+// (tests, benchmarks): ScopedLayerNormEngine in ops/layer_norm.h, ScopedPoolBackward in ops/pool.h.
 #pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "cudnn/Config.h"
 
 namespace cudnn {
 
-template <auto Get, auto Set>
+template <auto Field>
 class ScopedSetting {
  public:
-  using Value = decltype(Get());
+  using Value = std::remove_cvref_t<decltype(std::declval<Config&>().*Field)>;
 
-  explicit ScopedSetting(Value v) : saved_(Get()) { Set(v); }
-  ~ScopedSetting() { Set(saved_); }
+  explicit ScopedSetting(Value v) : saved_(config().*Field) { config().*Field = v; }
+  ~ScopedSetting() { config().*Field = saved_; }
   ScopedSetting(const ScopedSetting&) = delete;
   ScopedSetting& operator=(const ScopedSetting&) = delete;
 

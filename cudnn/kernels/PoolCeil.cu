@@ -8,8 +8,8 @@
 #include <cfloat>
 
 #include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/Pool.h"
 #include "cudnn/kernels/PoolDims.h"
-#include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
 

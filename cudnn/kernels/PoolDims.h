@@ -2,7 +2,7 @@
 // PoolMaxBackward.cu): D, H, W, with 2-d pooling as 3-d of depth 1 and a window of 1.
 #pragma once
 
-#include "cudnn/ops/pool.h"
+#include "cudnn/kernels/Pool.h"
 
 namespace cudnn::kernels {
 

@@ -35,9 +35,9 @@
 
 #include "cudnn/core/Handle.h"
 #include "cudnn/kernels/Dispatch.h"
+#include "cudnn/kernels/Pool.h"
 #include "cudnn/kernels/PoolDims.h"
 #include "cudnn/kernels/PoolMaxBackward.h"
-#include "cudnn/ops/pool.h"
 #include "tensor/Cuda.h"
 #include "tensor/cuda/CudaCheck.h"
 

@@ -6,7 +6,6 @@
 #include "cudnn/ops/layer_norm.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -26,7 +25,6 @@ using tensor::Tensor;
 
 namespace {
 
-std::atomic<LayerNormEngine> g_engine{LayerNormEngine::Ours};
 thread_local std::string last_forward, last_backward;
 
 enum Uid : int64_t { kX = 1, kY, kMean, kRstd, kScale, kBias, kEps, kDY, kDX, kDScale, kDBias };
@@ -175,19 +173,6 @@ std::string layer_norm_graph_refusal(const Tensor& x, bool affine) {
   if (!affine) return "cuDNN's layer norm needs weight and bias (elementwise_affine)";
   if (x.numel() == 0) return "an empty input";
   return "";
-}
-
-LayerNormEngine layer_norm_engine() { return g_engine.load(); }
-void set_layer_norm_engine(LayerNormEngine engine) { g_engine.store(engine); }
-
-LayerNormEngine parse_layer_norm_engine(const std::string& value) {
-  if (value == "ours") return LayerNormEngine::Ours;
-  if (value == "cudnn") return LayerNormEngine::Cudnn;
-  throw tensor::Error("cudnn flags: layernorm.engine expects ours or cudnn, got '" + value + "'");
-}
-
-const char* layer_norm_engine_name(LayerNormEngine engine) {
-  return engine == LayerNormEngine::Cudnn ? "cudnn" : "ours";
 }
 
 bool layer_norm_forward_graph(const Tensor& x, int64_t rows, int64_t cols, const Tensor& weight, const Tensor& bias,

@@ -7,26 +7,23 @@
 //         builds attention) where cuDNN builds and runs a plan: float16, bfloat16 and float32
 //         data with weight and bias; our kernels elsewhere (float64, no affine, a refused
 //         graph), saying why under verbose=true.
-// Set it with set_flags("layernorm.engine=cudnn") or CUDNN_NN_FLAGS; ScopedConfig does not
-// restore it (ScopedLayerNormEngine does). The statistics are the same buffers either way
-// (mean and rstd, float32 [rows]), so a backward may take the other engine than its forward.
+// Set it with set_flags("layernorm.engine=cudnn") or CUDNN_NN_FLAGS; it is
+// config().layernorm_engine, restored by ScopedConfig (ScopedLayerNormEngine sets and restores it
+// alone). The statistics are the same buffers either way (mean and rstd, float32 [rows]), so a
+// backward may take the other engine than its forward.
 #pragma once
 
 #include <string>
 
+#include "cudnn/Config.h"
 #include "cudnn/core/ScopedSetting.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
 
-enum class LayerNormEngine { Ours, Cudnn };
-LayerNormEngine layer_norm_engine();
-void set_layer_norm_engine(LayerNormEngine engine);
-// "ours" or "cudnn"; throws naming the flag and the accepted values.
-LayerNormEngine parse_layer_norm_engine(const std::string& value);
-const char* layer_norm_engine_name(LayerNormEngine engine);
-
-using ScopedLayerNormEngine = ScopedSetting<layer_norm_engine, set_layer_norm_engine>;
+// The flag layernorm.engine (LayerNormEngine and its names are cudnn/Config.h's).
+inline LayerNormEngine layer_norm_engine() { return config().layernorm_engine; }
+using ScopedLayerNormEngine = ScopedSetting<&Config::layernorm_engine>;
 
 // Why the graph is not tried for x (float64, no affine parameters, empty), or "" when it is.
 std::string layer_norm_graph_refusal(const tensor::Tensor& x, bool affine);

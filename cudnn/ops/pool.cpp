@@ -1,8 +1,6 @@
 // pool.cpp
 #include "cudnn/ops/pool.h"
 
-#include <atomic>
-
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
 #include "tensor/Cuda.h"
@@ -10,8 +8,6 @@
 namespace cudnn {
 
 namespace {
-
-std::atomic<PoolBackward> g_pool_backward{PoolBackward::Auto};
 
 struct Resolved {
   int nd;
@@ -83,7 +79,7 @@ bool is_max(const PoolParams& p) { return p.mode == PoolMode::Max || p.mode == P
 
 // Whether the max gradient runs on our kernel (flag pool.backward), channels-last or row-major.
 bool own_max_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p) {
-  switch (pool_backward()) {
+  switch (config().pool_backward) {
     case PoolBackward::Cudnn:
       return false;
     case PoolBackward::Auto:  // overlapping windows too since 32-bit indices (docs/performance.md)
@@ -104,16 +100,6 @@ Tensor as_planes(const Tensor& t) {
 }
 
 }  // namespace
-
-PoolBackward pool_backward() { return g_pool_backward.load(); }
-void set_pool_backward(PoolBackward choice) { g_pool_backward.store(choice); }
-
-PoolBackward parse_pool_backward(const std::string& value) {
-  if (value == "auto") return PoolBackward::Auto;
-  if (value == "ours") return PoolBackward::Ours;
-  if (value == "cudnn") return PoolBackward::Cudnn;
-  throw tensor::Error("cudnn flags: pool.backward expects auto, ours or cudnn, got '" + value + "'");
-}
 
 Shape pool_output_shape(const Shape& img, const PoolParams& p, const std::string& where) {
   const Resolved r = resolve(p, where);

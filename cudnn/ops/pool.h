@@ -13,36 +13,25 @@
 //   auto  (default) ours for channels-last data, cuDNN's call for row-major data;
 //   ours  ours for both layouts (row-major data as [N*C x 1 x spatial] channels-last);
 //   cudnn cuDNN's call for both (ceil-mode shapes that add windows: PoolCeil.cu), as before.
-// Set it with set_flags("pool.backward=ours") or CUDNN_NN_FLAGS; ScopedConfig does not restore
-// it (ScopedPoolBackward does). The choice changes no result (both are nn's gradient), only
-// speed: it is there to measure the layouts against each other.
+// Set it with set_flags("pool.backward=ours") or CUDNN_NN_FLAGS; it is config().pool_backward,
+// restored by ScopedConfig (ScopedPoolBackward sets and restores it alone). The choice changes
+// no result (both are nn's gradient), only speed: it is there to measure the layouts against
+// each other.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "cudnn/Config.h"
 #include "cudnn/core/Descriptors.h"
 #include "cudnn/core/ScopedSetting.h"
+#include "cudnn/kernels/Pool.h"  // PoolMode, PoolParams and our kernels
 
 namespace cudnn {
 
-enum class PoolMode { Max, MaxDeterministic, AverageIncPad, AverageExcPad, Sum };
-
-enum class PoolBackward { Auto, Ours, Cudnn };
-PoolBackward pool_backward();
-void set_pool_backward(PoolBackward choice);
-// "auto", "ours" or "cudnn"; throws naming the flag and the accepted values.
-PoolBackward parse_pool_backward(const std::string& value);
-
-using ScopedPoolBackward = ScopedSetting<pool_backward, set_pool_backward>;
-
-struct PoolParams {
-  std::vector<int> ws;      // window, one per spatial dim
-  std::vector<int> stride;  // empty: = ws
-  std::vector<int> pad;     // empty: 0
-  PoolMode mode = PoolMode::Max;
-  bool ceil_mode = false;
-};
+// The flag pool.backward (PoolBackward and its names are cudnn/Config.h's).
+inline PoolBackward pool_backward() { return config().pool_backward; }
+using ScopedPoolBackward = ScopedSetting<&Config::pool_backward>;
 
 // The output shape (floor or ceil, as Torch computes it); throws naming the shapes when the
 // input is too small or the padding too large.
@@ -64,16 +53,5 @@ class PoolPlan {
 
 Tensor pool(const Tensor& img, const PoolParams& p);
 Tensor pool_grad(const Tensor& img, const Tensor& out, const Tensor& out_grad, const PoolParams& p);
-
-namespace kernels {
-// Torch-semantics pooling for ceil-mode shapes cuDNN cannot size (contiguous NC(D)HW).
-void pool_ceil_forward(const Tensor& x, const Tensor& y, const PoolParams& p);
-void pool_ceil_backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
-// Max pooling's gradient of dense channels-last [N x C x (D) x H x W] x, dy and dx, any window,
-// stride, padding, floor or ceil sizes: nn's gradient exactly (Note [Channels-last max-pooling
-// backward] in PoolMaxBackward.cu). applies: a max mode and all three channels-last.
-bool channels_last_max_backward_applies(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
-void max_pool_backward_channels_last(const Tensor& x, const Tensor& dy, const Tensor& dx, const PoolParams& p);
-}  // namespace kernels
 
 }  // namespace cudnn

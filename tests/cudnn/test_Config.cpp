@@ -6,6 +6,7 @@
 #include "cudnn/Config.h"  // the old path forwards to cudnn/core/Config.h (kept for a release)
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Layout.h"
+#include "cudnn/core/ScopedSetting.h"
 #include "tensor/DType.h"
 
 using namespace cudnn;
@@ -192,4 +193,61 @@ TEST_CASE("channels_last flag: parsed, printed, and what activation_format makes
   CHECK_FALSE(config().channels_last);
   CHECK_THROWS_WITH_AS(set_flags("channels_last=maybe"),
                        "cudnn flags: channels_last expects true or false, got 'maybe'", tensor::Error);
+}
+
+TEST_CASE("layernorm.engine and pool.backward: fields of config(), parsed, refused by name, restored by ScopedConfig") {
+  // the defaults
+  CHECK(config().layernorm_engine == LayerNormEngine::Ours);
+  CHECK(config().pool_backward == PoolBackward::Auto);
+  {
+    ScopedConfig scoped("layernorm.engine=cudnn,pool.backward=ours");
+    CHECK(config().layernorm_engine == LayerNormEngine::Cudnn);
+    CHECK(config().pool_backward == PoolBackward::Ours);
+    set_flags("pool.backward=cudnn");  // a change inside the scope is undone with it
+    CHECK(config().pool_backward == PoolBackward::Cudnn);
+    set_flags("layernorm.engine=ours,pool.backward=auto");
+    CHECK(config().layernorm_engine == LayerNormEngine::Ours);
+    CHECK(config().pool_backward == PoolBackward::Auto);
+    set_flags("layernorm.engine=cudnn,pool.backward=cudnn");
+  }
+  CHECK(config().layernorm_engine == LayerNormEngine::Ours);
+  CHECK(config().pool_backward == PoolBackward::Auto);
+  // every name parses to its value and back
+  for (LayerNormEngine e : {LayerNormEngine::Ours, LayerNormEngine::Cudnn}) {
+    ScopedConfig scoped(std::string("layernorm.engine=") + layer_norm_engine_name(e));
+    CHECK(config().layernorm_engine == e);
+  }
+  for (PoolBackward b : {PoolBackward::Auto, PoolBackward::Ours, PoolBackward::Cudnn}) {
+    ScopedConfig scoped(std::string("pool.backward=") + pool_backward_name(b));
+    CHECK(config().pool_backward == b);
+  }
+  CHECK(std::string(layer_norm_engine_name(LayerNormEngine::Cudnn)) == "cudnn");
+  CHECK(std::string(pool_backward_name(PoolBackward::Auto)) == "auto");
+  // a bad value is refused naming the flag and what it accepts, and changes nothing (the other
+  // flags of the same call included)
+  const Config before = config();
+  CHECK_THROWS_WITH_AS(set_flags("layernorm.engine=fast"),
+                       "cudnn flags: layernorm.engine expects ours or cudnn, got 'fast'", tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("pool.backward=fast"),
+                       "cudnn flags: pool.backward expects auto, ours or cudnn, got 'fast'", tensor::Error);
+  CHECK_THROWS_AS(set_flags("layernorm.engine=cudnn,pool.backward=ours,benchmark=maybe"), tensor::Error);
+  CHECK(config().layernorm_engine == before.layernorm_engine);
+  CHECK(config().pool_backward == before.pool_backward);
+  CHECK(config().str() == before.str());
+}
+
+TEST_CASE("ScopedSetting restores one flag of config() and leaves the others") {
+  {
+    const ScopedSetting<&Config::pool_backward> ours(PoolBackward::Ours);
+    CHECK(config().pool_backward == PoolBackward::Ours);
+    set_flags("layernorm.engine=cudnn");
+    {
+      const ScopedSetting<&Config::layernorm_engine> inner(LayerNormEngine::Ours);
+      CHECK(config().layernorm_engine == LayerNormEngine::Ours);
+    }
+    CHECK(config().layernorm_engine == LayerNormEngine::Cudnn);
+    set_flags("layernorm.engine=ours");
+  }
+  CHECK(config().pool_backward == PoolBackward::Auto);
+  CHECK(config().layernorm_engine == LayerNormEngine::Ours);
 }

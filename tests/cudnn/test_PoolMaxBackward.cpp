@@ -189,15 +189,25 @@ TEST_CASE("channels-last max-pooling gradient rule: windows of more than 256 ele
   CHECK_FALSE(cl::byte_offsets(g));
 }
 
-TEST_CASE("the flag pool.backward: auto, ours, cudnn; anything else is an error") {
-  const cudnn::ScopedPoolBackward saved(cudnn::pool_backward());
-  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Auto);
-  cudnn::set_flags("pool.backward=ours");
-  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Ours);
-  cudnn::set_flags("pool.backward=cudnn");
-  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Cudnn);
-  cudnn::set_flags("pool.backward=auto");
-  CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Auto);
+TEST_CASE("the flag pool.backward: auto, ours, cudnn in config(), restored by ScopedConfig; others refused") {
+  CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Auto);
+  {
+    const cudnn::ScopedConfig scoped("pool.backward=ours");
+    CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Ours);
+    CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Ours);  // what ops/pool.h reads is config()'s
+    cudnn::set_flags("pool.backward=cudnn");
+    CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Cudnn);
+    cudnn::set_flags("pool.backward=auto");
+    CHECK(cudnn::pool_backward() == cudnn::PoolBackward::Auto);
+    cudnn::set_flags("pool.backward=cudnn");
+  }
+  CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Auto);
+  {
+    const cudnn::ScopedPoolBackward ours(cudnn::PoolBackward::Ours);
+    CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Ours);
+  }
+  CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Auto);
   CHECK_THROWS_WITH_AS(cudnn::set_flags("pool.backward=fast"),
                        "cudnn flags: pool.backward expects auto, ours or cudnn, got 'fast'", tensor::Error);
+  CHECK(cudnn::config().pool_backward == cudnn::PoolBackward::Auto);
 }
