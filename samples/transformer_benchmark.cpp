@@ -43,7 +43,8 @@ namespace {
 const char* kUsage =
     "usage: transformer_benchmark [--dtype float16|bfloat16|float32] [--iterations N] [--warmup N]\n"
     "                             [--json FILE] [--flags KEY=VALUE,...]\n"
-    "Times cudnn::sdpa (batch 8, 12 heads, sequence 1024, head size 64; causal and not) forward and\n"
+    "Times cudnn::sdpa (batch 8, 12 heads, sequence 1024, head size 64, and b1 h12 s128 d64; causal and\n"
+    "not) forward and\n"
     "forward+backward, and a TransformerEncoderLayer(768, 12, 3072, GELU) training step at batch 16,\n"
     "sequence 512 (Adam), LayerNorm(768) over 8192 rows on both engines (layernorm.engine=ours and\n"
     "cudnn), the Fashion-MNIST ViT sample's step at batch 128 (Adam), and cross-entropy over a\n"
@@ -140,34 +141,44 @@ struct Bench {
   }
 };
 
-// cudnn::sdpa forward and forward+backward at GPT-2-small shapes, causal and not.
+// cudnn::sdpa forward and forward+backward at GPT-2-small shapes, causal and not, and at one
+// short sequence (b1 h12 s128 d64), where the per-call host work (plan lookup, variant pack,
+// sequence lengths) is a large part of the time.
 tensor::Json bench_attention(const Bench& b) {
-  const int64_t B = 8, H = 12, S = 1024, D = 64;
   const DType dt = b.dt;
   const tensor::Device gpu = b.gpu;
   tensor::Json attention = tensor::Json::Array{};
-  for (bool causal : {false, true}) {
-    const Tensor q = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
-    const Tensor k = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
-    const Tensor v = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
-    const Tensor g = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
-    nn::SdpaOptions o;
-    o.causal = causal;
-    nn::SdpaSaved saved;
-    Tensor out;
-    const Passes p = b.passes(
-        [&] {
-          out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
-          out = cudnn::sdpa(q, k, v, o, &saved);
-        },
-        [&] { cudnn::sdpa_backward(q, k, v, out, g, o, saved); }, cudnn::sdpa_last_path);
-    std::printf(
-        "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
-        "(peak %.0f MiB) (%s; %s)\n",
-        b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
-        static_cast<long long>(D), causal ? 1 : 0, p.forward_ms, p.forward_peak, p.train_ms, p.train_peak,
-        p.forward_path.c_str(), p.backward_path.c_str());
-    attention.push(p.row("causal", causal));
+  struct Shape4 {
+    int64_t B, H, S, D;
+  };
+  for (const auto& [B, H, S, D] : {Shape4{8, 12, 1024, 64}, Shape4{1, 12, 128, 64}}) {
+    for (bool causal : {false, true}) {
+      const Tensor q = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
+      const Tensor k = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
+      const Tensor v = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
+      const Tensor g = tensor::normal({B, H, S, D}, 0, 1, tensor::default_generator(), dt, gpu);
+      nn::SdpaOptions o;
+      o.causal = causal;
+      nn::SdpaSaved saved;
+      Tensor out;
+      const Passes p = b.passes(
+          [&] {
+            out = Tensor();  // as PyTorch's loop, which drops the last output before the next call
+            out = cudnn::sdpa(q, k, v, o, &saved);
+          },
+          [&] { cudnn::sdpa_backward(q, k, v, out, g, o, saved); }, cudnn::sdpa_last_path);
+      std::printf(
+          "sdpa %s b%lld h%lld s%lld d%lld causal=%d: forward %.3f ms (peak %.0f MiB), forward+backward %.3f ms "
+          "(peak %.0f MiB) (%s; %s)\n",
+          b.o.dtype_name.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(S),
+          static_cast<long long>(D), causal ? 1 : 0, p.forward_ms, p.forward_peak, p.train_ms, p.train_peak,
+          p.forward_path.c_str(), p.backward_path.c_str());
+      tensor::Json row = p.row("causal", causal);
+      for (const auto& [key, value] : {std::pair<const char*, int64_t>{"b", B}, {"h", H}, {"s", S}, {"d", D}}) {
+        row.set(key, value);
+      }
+      attention.push(std::move(row));
+    }
   }
   return attention;
 }

@@ -83,9 +83,10 @@ def main():
     torch.backends.cudnn.benchmark = True
     rows = []
     peaks = []  # (row, ours MiB, PyTorch MiB)
-    B, H, S, D = 8, 12, 1024, 64
     for row in ours['sdpa']:
         causal = row['causal']
+        # rows before the b1 s128 row named no shape: GPT-2 small's
+        B, H, S, D = (row.get(key, default) for key, default in (('b', 8), ('h', 12), ('s', 1024), ('d', 64)))
         q, k, v = (torch.randn(B, H, S, D, device='cuda', dtype=dt, requires_grad=True) for _ in range(3))
         g = torch.randn(B, H, S, D, device='cuda', dtype=dt)
         best = {}  # 'forward' / 'fwd+bwd' -> (ms, backend, peak MiB)

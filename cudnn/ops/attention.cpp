@@ -106,19 +106,27 @@ struct CachedPlan {
   std::string why;  // when plan is null
 };
 
-// Plans by graph and handle; a refusal is remembered too, so a refused shape costs one try.
-const CachedPlan& plan_for(graph::SdpaGraphSpec& spec) {
-  static std::mutex mutex;
-  static tensor::LruCache<std::string, CachedPlan> cache(256);
-  const std::string key = spec.key() + "@" + std::to_string(handle_serial());
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const CachedPlan* hit = cache.find(key)) return *hit;
+// Plans by graph and handle in the one plan cache type (graph_plan.h), bounded by
+// conv.cache_limit; a refusal is remembered too, so a refused shape costs one try.
+graph::PlanCache<graph::SdpaKey, CachedPlan>& plan_cache() {
+  static auto* cache = new graph::PlanCache<graph::SdpaKey, CachedPlan>;  // outlives every plan
+  return *cache;
+}
+
+void release_attention_caches();  // below
+
+CachedPlan plan_for(const graph::SdpaGraphSpec& spec) {
+  tensor::cuda::register_shutdown_hook(&release_attention_caches);
+  graph::PlanCache<graph::SdpaKey, CachedPlan>* cache = &plan_cache();
+  const graph::SdpaKey key = graph::make_key(spec, handle_serial());
+  if (std::optional<CachedPlan> hit = cache->find(key)) return std::move(*hit);
   CachedPlan c;
   c.plan = graph::SdpaPlan::build(spec, handle(), c.why);
   say(std::string("sdpa ") + (spec.backward ? "backward" : "forward") + " [" + std::to_string(spec.b) + " x " +
       std::to_string(spec.h) + " x " + std::to_string(spec.sq) + "/" + std::to_string(spec.sk) + " x " +
       std::to_string(spec.d) + "]: " + (c.plan ? c.plan->name() : "fallback, " + c.why));
-  return cache.put(key, std::move(c));
+  cache->put(key, c);
+  return c;
 }
 
 // Why the fused path is not tried, or "" when it is.
@@ -134,19 +142,60 @@ std::string fused_refusal(const Problem& p) {
 
 cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
 
+// Note [Sequence lengths]: the padding form of the attention graph reads int32 [b] query and
+// key lengths. Lengths that are all sq (the queries, always) or all sk (keys without
+// keyLengths: the backward's padding form on cuDNN <= 9.15) are the same on every call, so
+// they are made once per (device, b, length) and kept, outside a CUDA graph capture (a
+// buffer first filled inside one would hold its value only once the graph replays; there
+// they are made per call, as the capture's warm-up should have made them already). Only the
+// caller's keyLengths are converted per call: one kernel, one buffer.
+struct LengthsKey {
+  int64_t device, b, length;
+};
+static_assert(sizeof(LengthsKey) == 24);
+
+Tensor lengths_int32(const Tensor& lengths64, const Problem& p) {
+  Tensor out = tensor::empty({p.b}, DType::Float32, p.device);  // 4-byte words holding int32
+  kernels::lengths_to_int32(lengths64.data<int64_t>(), static_cast<int32_t*>(out.raw_data()), p.b, p.device.index);
+  return out;
+}
+
+struct LengthsCache {
+  std::mutex mutex;
+  tensor::LruCache<LengthsKey, Tensor, graph::BytesHash, graph::BytesEqual> lru{64};
+};
+LengthsCache& lengths_cache() {
+  static auto* c = new LengthsCache;  // never destroyed: emptied at shutdown (below)
+  return *c;
+}
+
+Tensor constant_lengths(const Problem& p, int64_t length) {
+  if (tensor::cuda::Graph::capturing(p.device.index)) {
+    return lengths_int32(tensor::full({p.b}, double(length), DType::Int64, p.device), p);
+  }
+  LengthsCache& c = lengths_cache();
+  const LengthsKey key{p.device.index, p.b, length};
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (const Tensor* hit = c.lru.find(key)) return *hit;
+  return c.lru.put(key, lengths_int32(tensor::full({p.b}, double(length), DType::Int64, p.device), p));
+}
+
+// The plans and the kept lengths go at shutdown, before the handles they were built with and
+// the allocator's blocks (as the convolutions' plans: conv_search.cpp).
+void release_attention_caches() {
+  plan_cache().clear();
+  LengthsCache& c = lengths_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.lru.clear();
+}
+
 // int32 [b] buffers: seq_q (all sq) and seq_kv (the key lengths, or all sk).
 std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Problem& p) {
-  Tensor seq_q = tensor::empty({p.b}, DType::Float32, p.device),
-         seq_kv = tensor::empty({p.b}, DType::Float32, p.device);
-  const Tensor full_q = tensor::full({p.b}, double(p.sq), DType::Int64, p.device);
-  const Tensor kv = lengths.defined() ? lengths : tensor::full({p.b}, double(p.sk), DType::Int64, p.device);
-  kernels::lengths_to_int32(full_q.data<int64_t>(), static_cast<int32_t*>(seq_q.raw_data()), p.b, p.device.index);
-  kernels::lengths_to_int32(kv.data<int64_t>(), static_cast<int32_t*>(seq_kv.raw_data()), p.b, p.device.index);
-  return {seq_q, seq_kv};
+  return {constant_lengths(p, p.sq), lengths.defined() ? lengths_int32(lengths, p) : constant_lengths(p, p.sk)};
 }
 
 // Runs the plan; false (with `why`) where the workspace cannot be had or cuDNN refuses to run.
-bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>> ptrs, std::string& why) {
+bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>> ptrs, float scale, std::string& why) {
   if (plan.workspace() > config().workspace_limit && !config().fastest) {
     why = "its workspace (" + std::to_string(plan.workspace()) + " bytes) exceeds workspace_limit";
     return false;
@@ -161,7 +210,7 @@ bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>
     why = std::string("no workspace: ") + e.what();
     return false;
   }
-  const cudnnStatus_t st = plan.run(handle(), std::move(ptrs), ws);
+  const cudnnStatus_t st = plan.run(handle(), std::move(ptrs), scale, ws);
   if (st != CUDNN_STATUS_SUCCESS) {
     why = std::string("execution refused (") + cudnnGetErrorString(st) + ")";
     return false;
@@ -179,7 +228,7 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
   s.causal = causal;
   s.padding = lengths.defined();
   s.dropout = mask.defined();
-  const CachedPlan& c = plan_for(s);
+  const CachedPlan c = plan_for(s);
   if (!c.plan) {
     why = c.why;
     return false;
@@ -187,16 +236,16 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
   float scale = static_cast<float>(p.scale);
   std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},      {graph::kK, kv.raw_data()},
                                                  {graph::kV, vv.raw_data()},      {graph::kO, out.raw_data()},
-                                                 {graph::kStats, lse.raw_data()}, {graph::kScale, &scale}};
+                                                 {graph::kStats, lse.raw_data()}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
-    seq = sequence_lengths(lengths, p);
+    seq = sequence_lengths(lengths, p);  // See Note [Sequence lengths]
     ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
     ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
   }
   if (s.dropout) ptrs.emplace_back(graph::kMask, mask.raw_data());
   tensor::cuda::DeviceGuard guard(p.device.index);
-  if (!run_plan(*c.plan, std::move(ptrs), why)) return false;
+  if (!run_plan(*c.plan, std::move(ptrs), scale, why)) return false;
   why = c.plan->name();
   return true;
 }
@@ -221,7 +270,7 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
   // (cudnn-frontend adds it the same way)
   s.padding = lengths.defined() || (runtime_version() <= 91500 && p.sk % 128 != 0);
   s.dropout = saved.dropoutMask.defined();
-  const CachedPlan& c = plan_for(s);
+  const CachedPlan c = plan_for(s);
   if (!c.plan) {
     why = c.why;
     return false;
@@ -241,8 +290,7 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
                                                  {graph::kDK, g.k.raw_data()},
                                                  {graph::kDV, g.v.raw_data()},
                                                  {graph::kRowDot, row_dot.raw_data()},
-                                                 {graph::kDQAccum, dq_accum.raw_data()},
-                                                 {graph::kScale, &scale}};
+                                                 {graph::kDQAccum, dq_accum.raw_data()}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
     seq = sequence_lengths(lengths, p);
@@ -251,7 +299,7 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
   }
   if (s.dropout) ptrs.emplace_back(graph::kMask, saved.dropoutMask.contiguous().raw_data());
   tensor::cuda::DeviceGuard guard(p.device.index);
-  if (!run_plan(*c.plan, std::move(ptrs), why)) return false;
+  if (!run_plan(*c.plan, std::move(ptrs), scale, why)) return false;
   why = c.plan->name();
   return true;
 }
@@ -405,6 +453,8 @@ nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
   last_backward_path = why;
   return g;
 }
+
+size_t sdpa_plans_cached() { return plan_cache().size(); }
 
 const std::string& sdpa_last_path(bool backward) { return backward ? last_backward_path : last_forward_path; }
 

@@ -31,5 +31,7 @@ nn::SdpaGrads sdpa_backward(const tensor::Tensor& q, const tensor::Tensor& k, co
 // The path the last sdpa (or sdpa_backward) on this thread took: "fused attention engine N",
 // or "fallback: <why>". For tests and benchmarks.
 const std::string& sdpa_last_path(bool backward = false);
+// The attention plans (and refusals) in the plan cache now (tests: bounded by conv.cache_limit).
+size_t sdpa_plans_cached();
 
 }  // namespace cudnn

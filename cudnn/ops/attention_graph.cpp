@@ -297,18 +297,16 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
 
 }  // namespace
 
-std::string SdpaGraphSpec::key() const {
-  std::string out = backward ? "bwd" : "fwd";
-  auto add = [&](int64_t x) { out += ',' + std::to_string(x); };
-  for (int64_t x :
-       {static_cast<int64_t>(data), b, h, sq, sk, d, dv, int64_t(causal), int64_t(padding), int64_t(dropout)}) {
-    add(x);
+SdpaKey make_key(const SdpaGraphSpec& s, uint64_t handle) {
+  SdpaKey k{};  // zeros: unused strides included
+  k.backward = s.backward, k.data = static_cast<int64_t>(s.data), k.b = s.b, k.h = s.h, k.sq = s.sq, k.sk = s.sk;
+  k.d = s.d, k.dv = s.dv, k.causal = s.causal, k.padding = s.padding, k.dropout = s.dropout;
+  const Shape* strides[8] = {&s.q, &s.k, &s.v, &s.o, &s.dO, &s.dQ, &s.dK, &s.dV};
+  for (int i = 0; i < 8; ++i) {
+    for (size_t j = 0; j < strides[i]->size() && j < 4; ++j) k.strides[i][j] = (*strides[i])[j];
   }
-  for (const Shape* strides : {&q, &k, &v, &o, &dO, &dQ, &dK, &dV}) {
-    out += '|';
-    for (int64_t x : *strides) add(x);
-  }
-  return out;
+  k.handle = handle;
+  return k;
 }
 
 SdpaPlan::SdpaPlan(std::shared_ptr<Objects> objects, size_t workspace, std::string name)
@@ -348,10 +346,16 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
   return nullptr;
 }
 
-cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, void* ws) const {
+cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, float scale, void* ws) const {
   ptrs.emplace_back(kNegInf, const_cast<float*>(&neg_inf_));
   ptrs.emplace_back(kOne, const_cast<float*>(&one_));
-  return execute(h, objects_->keep.back().get(), objects_->used, ptrs, ws);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return execute(h, objects_->keep.back().get(), objects_->used, ptrs, {{kScale, scale}}, ws, packs_);
+}
+
+size_t SdpaPlan::packs_built() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return packs_.builds();
 }
 
 }  // namespace cudnn::graph

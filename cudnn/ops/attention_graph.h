@@ -20,10 +20,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cudnn/ops/graph_plan.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn::graph {
@@ -38,8 +40,17 @@ struct SdpaGraphSpec {
   bool padding = false;  // per-batch key lengths (kSeqKv) and query lengths (kSeqQ, all sq)
   bool dropout = false;  // a [b x h x sq x sk] mask of the data type (kMask)
 
-  std::string key() const;  // everything the graph depends on, for the plan cache
 };
+
+// Everything an attention graph depends on, as a fixed-layout key of the one plan cache
+// (graph_plan.h): the spec and the handle it is built with.
+struct SdpaKey {
+  int64_t backward, data, b, h, sq, sk, d, dv, causal, padding, dropout;
+  int64_t strides[8][4];  // q, k, v, o, dO, dQ, dK, dV ([b, h, s, d]; zeros where unused)
+  uint64_t handle;        // handle_serial()
+};
+static_assert(sizeof(SdpaKey) == 11 * 8 + 32 * 8 + 8, "SdpaKey must have no padding");
+SdpaKey make_key(const SdpaGraphSpec& spec, uint64_t handle);
 
 // The uids of the graph's real tensors; run() takes (uid, pointer) pairs for them.
 enum SdpaUid : int64_t {
@@ -71,8 +82,10 @@ class SdpaPlan {
 
   size_t workspace() const { return workspace_; }
   const std::string& name() const { return name_; }
-  // Executes with the pointers of the spec's real tensors (kScale: a host float).
-  cudnnStatus_t run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, void* ws) const;
+  // Executes with the pointers of the spec's real tensors and the scale (kScale, by value),
+  // through the plan's own variant packs (thread-safe: one run at a time).
+  cudnnStatus_t run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, float scale, void* ws) const;
+  size_t packs_built() const;  // variant packs finalized so far (tests: steady state builds none)
 
   struct Objects;  // the descriptors the plan was built from (kept alive with it)
   SdpaPlan(std::shared_ptr<Objects> objects, size_t workspace, std::string name);
@@ -82,6 +95,8 @@ class SdpaPlan {
   size_t workspace_;
   std::string name_;
   float neg_inf_, one_;
+  mutable std::mutex mutex_;
+  mutable VariantPackCache packs_;
 };
 
 }  // namespace cudnn::graph

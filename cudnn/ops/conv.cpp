@@ -4,6 +4,7 @@
 
 #include "cudnn/core/Opaque.h"
 #include "cudnn/ops/conv_plan.h"
+#include "tensor/EnumTable.h"
 
 template class cudnn::detail::Opaque<cudnn::ConvPlan::Impl>;
 
@@ -65,9 +66,17 @@ std::vector<ConvPlan::Timing> ConvPlan::timings(ConvPass pass) const {
 int ConvPlan::searches() const { return impl_->searches; }
 int ConvPlan::fused_algorithm() const { return impl_->fused.valid ? impl_->fused.algo : -1; }
 
+// A forward with an epilogue of the bias and act (Note [Fusion] in conv_search.cpp); false
+// where act has no epilogue or no fused engine runs.
 bool ConvPlan::forward_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvSpec& g,
                              std::optional<Activation> act) {
-  return conv_detail_forward_fused(*impl_, x, w, bias, y, g, act);
+  std::optional<cudnnPointwiseMode_t> mode;
+  if (act) {
+    mode = tensor::lookup(kPointwiseModes, *act);
+    if (!mode) return false;  // no such epilogue: the caller computes apart
+  }
+  return impl_->execute<ConvPass::Forward>({x, w, y, x, y, w.sizes()}, g, 1, 0,
+                                           {.bias = bias.defined() ? &bias : nullptr, .activation = mode});
 }
 
 void ConvPlan::forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvSpec& g, double alpha,

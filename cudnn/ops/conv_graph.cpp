@@ -17,22 +17,6 @@ struct GraphObjects {
 
 namespace {
 
-BackendDescriptor tensor_desc(int64_t uid, cudnnDataType_t type, const Shape& sizes, const Shape& strides,
-                              bool is_virtual = false) {
-  BackendDescriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  d.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type);
-  d.set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, sizes);
-  d.set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides);
-  d.set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
-  d.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);  // ConvPlan offers the graph only 16-byte-aligned buffers
-  if (is_virtual) {
-    const bool yes = true;
-    d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
-  }
-  d.finalize("tensor");
-  return d;
-}
-
 // y = mode(x) or y = mode(x, b), computed in float.
 BackendDescriptor pointwise(cudnnPointwiseMode_t mode, const BackendDescriptor& x, const BackendDescriptor* b,
                             const BackendDescriptor& y, std::deque<BackendDescriptor>& keep) {
@@ -188,32 +172,8 @@ bool ConvEngine::build(cudnnHandle_t h, std::string& why) {
 
 cudnnStatus_t ConvEngine::run(cudnnHandle_t h, void* x, void* w, void* y, void* ws, VariantPackCache& cache,
                               void* bias) const {
-  void* const ptrs[5] = {x, w, y, bias, ws};
-  VariantPackCache::Entry* entry = &cache.entries[0];
-  bool hit = false;
-  for (VariantPackCache::Entry& e : cache.entries) {
-    if (e.pack && std::equal(ptrs, ptrs + 5, e.ptrs)) {
-      entry = &e;
-      hit = true;
-      break;
-    }
-    if (e.used < entry->used) entry = &e;  // the least recently used, or an empty one
-  }
-  if (!hit) {
-    entry->pack.reset();
-    BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    const int64_t uids[4] = {kX, kW, kY, kB};
-    const int64_t n = bias ? 4 : 3;
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[4]);
-    const cudnnStatus_t st = pack.try_finalize();
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    entry->pack.emplace(std::move(pack));
-    std::copy(ptrs, ptrs + 5, entry->ptrs);
-  }
-  entry->used = ++cache.clock;
-  return cudnnBackendExecute(h, plan_->get(), entry->pack->get());
+  const VariantPackCache::Tensor tensors[4] = {{kX, x}, {kW, w}, {kY, y}, {kB, bias}};
+  return cache.execute(h, plan_->get(), tensors, bias ? 4 : 3, nullptr, 0, ws);
 }
 
 namespace {
@@ -224,7 +184,7 @@ void add_fused_operations(const ConvGraphSpec& s, std::deque<BackendDescriptor>&
                           std::vector<cudnnBackendDescriptor_t>& ops) {
   // conv -> (virtual, float) [+ bias -> (virtual, float)] [act ->] y
   int64_t next_uid = kVirtual;
-  BackendDescriptor conv_out = tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true);
+  BackendDescriptor conv_out = tensor_descriptor(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true);
   BackendDescriptor conv_op = operation(s, keep[0], keep[1], conv_out, keep[3]);
   ops.push_back(conv_op.get());
   keep.push_back(std::move(conv_op));
@@ -233,11 +193,11 @@ void add_fused_operations(const ConvGraphSpec& s, std::deque<BackendDescriptor>&
   if (s.bias) {
     Shape b_sizes(s.y_sizes.size(), 1), b_strides(s.y_sizes.size(), 1);
     b_sizes[1] = s.y_sizes[1];
-    keep.push_back(tensor_desc(kB, s.data, b_sizes, b_strides));
+    keep.push_back(tensor_descriptor(kB, s.data, b_sizes, b_strides));
     const BackendDescriptor& b = keep.back();
     const BackendDescriptor* sum = &keep[2];
     if (s.activation) {
-      keep.push_back(tensor_desc(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true));
+      keep.push_back(tensor_descriptor(next_uid++, CUDNN_DATA_FLOAT, s.y_sizes, s.y_strides, true));
       sum = &keep.back();
     }
     BackendDescriptor add = pointwise(CUDNN_POINTWISE_ADD, *last, &b, *sum, keep);
@@ -260,9 +220,9 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
     auto objects = std::make_shared<GraphObjects>();
     auto& keep = objects->keep;
     const bool epilogue = s.pass == ConvPass::Forward && (s.bias || s.activation);
-    keep.push_back(tensor_desc(kX, s.data, s.x_sizes, s.x_strides));
-    keep.push_back(tensor_desc(kW, s.data, s.w_sizes, s.w_strides));
-    keep.push_back(tensor_desc(kY, s.data, s.y_sizes, s.y_strides));
+    keep.push_back(tensor_descriptor(kX, s.data, s.x_sizes, s.x_strides));
+    keep.push_back(tensor_descriptor(kW, s.data, s.w_sizes, s.w_strides));
+    keep.push_back(tensor_descriptor(kY, s.data, s.y_sizes, s.y_strides));
     keep.push_back(conv_desc(s.geometry, s.compute));
     std::vector<cudnnBackendDescriptor_t> ops;
     if (!epilogue) {

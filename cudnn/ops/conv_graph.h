@@ -26,6 +26,7 @@
 #include "cudnn/core/BackendDescriptor.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/ops/graph_plan.h"
 
 namespace cudnn::graph {
 
@@ -43,21 +44,6 @@ struct ConvGraphSpec {
 // The uids the graph gives x, w, y and the bias; run() takes their pointers in this order.
 // The virtual intermediates of a fused epilogue take kVirtual and up.
 enum Uid : int64_t { kX = 1, kW = 2, kY = 3, kB = 4, kVirtual = 10 };
-
-// Variant packs remembered by their pointers: steady-state calls with the same buffers (the
-// caching allocator hands them back) skip rebuilding one. A few sets, not one: a first layer
-// fed by the DataLoader sees its input cycle through the loader's slots (train/Data.h, Note
-// [Asynchronous batches]), which with one entry rebuilt the pack on every call. Owned by the
-// caller (one per ConvPlan pass), so engines shared between plans are never written by run().
-struct VariantPackCache {
-  struct Entry {
-    std::optional<BackendDescriptor> pack;
-    void* ptrs[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-    uint64_t used = 0;  // the cache's clock at its last use: the least recent is replaced
-  };
-  std::array<Entry, 4> entries;
-  uint64_t clock = 0;
-};
 
 struct GraphObjects;  // the graph and heuristics descriptors the engine configs refer to
 

@@ -13,10 +13,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cudnn/ops/conv.h"
 #include "cudnn/ops/conv_graph.h"
+#include "cudnn/ops/graph_plan.h"
 #include "tensor/LruCache.h"
 
 namespace cudnn {
@@ -96,49 +98,6 @@ struct ConvKey {
 static_assert(sizeof(ConvKey) == 38 * 4 + 10 * 8 + 8, "ConvKey must have no padding");
 static_assert(std::is_trivially_copyable_v<ConvKey>);
 bool operator==(const ConvKey& a, const ConvKey& b);
-
-// FNV-1a over the bytes of a key without padding (ConvKey, the RNN plans' keys).
-struct BytesHash {
-  template <class K>
-  size_t operator()(const K& k) const {
-    static_assert(std::is_trivially_copyable_v<K>);
-    const auto* p = reinterpret_cast<const unsigned char*>(&k);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof k; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
-
-// A cache of plans keyed by shape, bounded by the flag conv.cache_limit (least recently used
-// entries go first), thread-safe; find hands back a copy (Note [One plan cache] in
-// conv_search.cpp).
-template <class Key, class Value, class Hash = BytesHash>
-class PlanCache {
- public:
-  std::optional<Value> find(const Key& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    lru_.set_capacity(config().conv_cache_limit);
-    const Value* v = lru_.find(key);
-    return v ? std::optional<Value>(*v) : std::nullopt;
-  }
-  void put(const Key& key, Value value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    lru_.set_capacity(config().conv_cache_limit);
-    lru_.put(key, std::move(value));
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    lru_.clear();
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lru_.size();
-  }
-
- private:
-  std::mutex mutex_;
-  tensor::LruCache<Key, Value, Hash> lru_;
-};
 
 // The verbose log of one pass's search: what is searched, under which policy, what was tried
 // and why others were skipped; lines reach stderr only with verbose=true.
@@ -248,9 +207,11 @@ struct ConvPlan::Impl {
                       bool legacy, const graph::ConvGraphSpec* graph, double alpha, double beta);
 };
 
-// ConvPlan::forward_fused: a forward with an epilogue of the bias and act (Note [Fusion] in
-// conv_search.cpp); false where act has no epilogue or no fused engine runs.
-bool conv_detail_forward_fused(ConvPlan::Impl& impl, const Tensor& x, const Tensor& w, const Tensor& bias,
-                               const Tensor& y, const ConvSpec& g, std::optional<Activation> act);
+// The activations a fused forward's epilogue applies (ConvPlan::forward_fused).
+inline constexpr std::pair<Activation, cudnnPointwiseMode_t> kPointwiseModes[] = {
+    {Activation::ReLU, CUDNN_POINTWISE_RELU_FWD},
+    {Activation::Tanh, CUDNN_POINTWISE_TANH_FWD},
+    {Activation::Sigmoid, CUDNN_POINTWISE_SIGMOID_FWD},
+};
 
 }  // namespace cudnn

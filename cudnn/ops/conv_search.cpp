@@ -202,14 +202,19 @@ cudnnStatus_t run_engine(const ConvProblem& c, const graph::ConvEngine& e, void*
 }
 
 // Note [One plan cache]
-// Every pass's ranked candidates (with their graph plans) live in one process-wide cache keyed
-// by ConvKey, a fused forward's under its own key (Epilogue::key), bounded by the flag
-// conv.cache_limit: least recently used keys go first, each with its graph plans once no pass
-// still holds them, so a network fed ever-new shapes does not grow it without end. The RNN
-// plans (each RNNBlock's descriptors per shape, cudnn/ops/rnn.cpp) are bounded by the same
-// flag, in the same least-recently-used cache (tensor/LruCache.h).
-PlanCache<ConvKey, std::vector<Candidate>, BytesHash>& cache() {
-  static auto* c = new PlanCache<ConvKey, std::vector<Candidate>, BytesHash>;  // outlives every plan
+// Every plan of cudnn/ops/ lives in the one plan-cache type, graph::PlanCache (graph_plan.h):
+// a fixed-layout key without padding, hashed and compared as bytes, and a bound, the flag
+// conv.cache_limit, shared by every instance: least recently used keys go first, each with
+// its graph plans once no pass still holds them, so a network fed ever-new shapes does not grow
+// one without end. The convolutions' ranked candidates live in one process-wide instance keyed
+// by ConvKey (a fused forward's under its own key, Epilogue::key); attention's plans under
+// graph::SdpaKey (attention.cpp), layer norm's under its own key (layer_norm.cpp). The RNN
+// descriptors (each RNNBlock's per shape, cudnn/ops/rnn.cpp) are per block, not graph plans,
+// and bounded by the same flag in the same least-recently-used list (tensor/LruCache.h). A
+// cached graph plan executes through variant packs remembered by their pointers
+// (graph::VariantPackCache), so steady-state calls build none.
+graph::PlanCache<ConvKey, std::vector<Candidate>>& cache() {
+  static auto* c = new graph::PlanCache<ConvKey, std::vector<Candidate>>;  // outlives every plan
   return *c;
 }
 
@@ -531,13 +536,6 @@ struct TrialOutput {
     scratch = tensor::empty({static_cast<int64_t>(c.out_bytes)}, DType::UInt8, tensor::Device::cuda(c.device));
     ptr = scratch.raw_data();
   }
-};
-
-// The activations a fused forward's epilogue applies.
-constexpr std::pair<Activation, cudnnPointwiseMode_t> kPointwiseModes[] = {
-    {Activation::ReLU, CUDNN_POINTWISE_RELU_FWD},
-    {Activation::Tanh, CUDNN_POINTWISE_TANH_FWD},
-    {Activation::Sigmoid, CUDNN_POINTWISE_SIGMOID_FWD},
 };
 
 }  // namespace
@@ -1084,17 +1082,6 @@ template bool ConvPlan::Impl::execute<ConvPass::BackwardData>(const PassTensors&
 template bool ConvPlan::Impl::execute<ConvPass::BackwardFilter>(const PassTensors&, const ConvSpec&, double, double,
                                                                 const Epilogue&);
 
-bool conv_detail_forward_fused(ConvPlan::Impl& impl, const Tensor& x, const Tensor& w, const Tensor& bias,
-                               const Tensor& y, const ConvSpec& g, std::optional<Activation> act) {
-  std::optional<cudnnPointwiseMode_t> mode;
-  if (act) {
-    mode = tensor::lookup(kPointwiseModes, *act);
-    if (!mode) return false;  // no such epilogue: the caller computes apart
-  }
-  const Shape& w_shape = w.sizes();
-  const conv_detail::PassTensors t{x, w, y, x, y, w_shape};
-  return impl.execute<ConvPass::Forward>(t, g, 1, 0, {.bias = bias.defined() ? &bias : nullptr, .activation = mode});
-}
 
 void clear_algorithm_cache() { release_algorithm_cache(); }
 

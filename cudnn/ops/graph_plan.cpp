@@ -1,7 +1,16 @@
 // graph_plan.cpp: see graph_plan.h.
 #include "cudnn/ops/graph_plan.h"
 
+#include <atomic>
+#include <cstring>
+
 namespace cudnn::graph {
+
+namespace {
+std::atomic<size_t> g_packs_built{0};
+}  // namespace
+
+size_t variant_packs_built() { return g_packs_built.load(); }
 
 BackendDescriptor tensor_descriptor(int64_t uid, cudnnDataType_t type, const tensor::Shape& dims,
                                     const tensor::Shape& strides, bool is_virtual, bool by_value) {
@@ -46,21 +55,83 @@ bool first_plan(cudnnBackendDescriptor_t graph, cudnnHandle_t h, std::deque<Back
   return false;
 }
 
+cudnnStatus_t VariantPackCache::execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const Tensor* tensors, int n,
+                                        const Scalar* scalars, int m, void* ws) {
+  if (n < 0 || n > kMaxTensors || m < 0 || m > kMaxScalars) {
+    throw tensor::Error("cudnn::graph::VariantPackCache: expected at most " + std::to_string(kMaxTensors) +
+                        " tensors and " + std::to_string(kMaxScalars) + " scalars, got " + std::to_string(n) +
+                        " and " + std::to_string(m));
+  }
+  auto matches = [&](const Entry& e) {
+    if (!e.pack || e.n != n || e.m != m || e.ptrs[n] != ws) return false;
+    for (int i = 0; i < n; ++i) {
+      if (e.uids[i] != tensors[i].uid || e.ptrs[i] != tensors[i].ptr) return false;
+    }
+    for (int i = 0; i < m; ++i) {
+      // bitwise: a NaN scale matches itself, 0.0 and -0.0 do not match
+      if (e.uids[n + i] != scalars[i].uid || std::memcmp(&e.values[i], &scalars[i].value, sizeof(float)) != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  Entry* entry = &entries_[0];
+  bool hit = false;
+  for (Entry& e : entries_) {
+    if (matches(e)) {
+      entry = &e;
+      hit = true;
+      break;
+    }
+    if (e.used < entry->used) entry = &e;  // the least recently used, or an empty one
+  }
+  if (!hit) {
+    entry->pack.reset();
+    entry->n = n, entry->m = m;
+    std::array<void*, kMaxTensors + kMaxScalars> data{};
+    for (int i = 0; i < n; ++i) {
+      entry->uids[i] = tensors[i].uid;
+      entry->ptrs[i] = data[i] = tensors[i].ptr;
+    }
+    entry->ptrs[n] = ws;
+    for (int i = 0; i < m; ++i) {
+      entry->uids[n + i] = scalars[i].uid;
+      entry->values[i] = scalars[i].value;
+      data[n + i] = &entry->values[i];  // the entry's own copy: stable while the pack lives
+    }
+    BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n + m, entry->uids.data());
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n + m, data.data());
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &entry->ptrs[n]);
+    if (const cudnnStatus_t st = pack.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+      entry->n = -1;
+      return st;
+    }
+    entry->pack.emplace(std::move(pack));
+    ++builds_;
+    ++g_packs_built;
+  }
+  entry->used = ++clock_;
+  return cudnnBackendExecute(h, plan, entry->pack->get());
+}
+
 cudnnStatus_t execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const std::set<int64_t>& used,
-                      const std::vector<std::pair<int64_t, void*>>& ptrs, void* ws) {
-  std::vector<int64_t> uids;
-  std::vector<void*> data;
+                      const std::vector<std::pair<int64_t, void*>>& ptrs,
+                      const std::vector<VariantPackCache::Scalar>& scalars, void* ws, VariantPackCache& packs) {
+  std::array<VariantPackCache::Tensor, VariantPackCache::kMaxTensors> tensors{};
+  std::array<VariantPackCache::Scalar, VariantPackCache::kMaxScalars> values{};
+  int n = 0, m = 0;
   for (const auto& [uid, p] : ptrs) {
     if (!used.count(uid)) continue;
-    uids.push_back(uid);
-    data.push_back(p);
+    if (n == VariantPackCache::kMaxTensors) return CUDNN_STATUS_BAD_PARAM;
+    tensors[n++] = {uid, p};
   }
-  BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(data.size()), data.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-  if (const cudnnStatus_t st = pack.try_finalize(); st != CUDNN_STATUS_SUCCESS) return st;
-  return cudnnBackendExecute(h, plan, pack.get());
+  for (const VariantPackCache::Scalar& v : scalars) {
+    if (!used.count(v.uid)) continue;
+    if (m == VariantPackCache::kMaxScalars) return CUDNN_STATUS_BAD_PARAM;
+    values[m++] = v;
+  }
+  return packs.execute(h, plan, tensors.data(), n, values.data(), m, ws);
 }
 
 }  // namespace cudnn::graph

@@ -33,7 +33,16 @@ struct Plan {
   std::deque<BackendDescriptor> keep;  // the plan last
   std::set<int64_t> used;
   graph::PlanInfo info;
+  std::mutex mutex;  // one run at a time: the variant packs are the plan's
+  graph::VariantPackCache packs;
 };
+
+// The key of layer norm's plans in the one plan-cache type (graph_plan.h).
+struct PlanKey {
+  int64_t backward, dtype, rows, cols;
+  uint64_t handle;  // handle_serial()
+};
+static_assert(sizeof(PlanKey) == 5 * 8, "PlanKey must have no padding");
 
 struct Cached {
   std::shared_ptr<Plan> plan;
@@ -114,37 +123,42 @@ std::shared_ptr<Plan> build(bool backward, DType dtype, int64_t rows, int64_t co
   return p;
 }
 
+graph::PlanCache<PlanKey, Cached>& plan_cache() {
+  static auto* cache = new graph::PlanCache<PlanKey, Cached>;  // outlives every plan
+  return *cache;
+}
+// Released at shutdown, before the handles the plans were built with (as conv_search.cpp's).
+void release_plans() { plan_cache().clear(); }
+
 // Plans by pass, dtype, shape and handle; a refusal is remembered too.
-const Cached& plan_for(bool backward, DType dtype, int64_t rows, int64_t cols) {
-  static std::mutex mutex;
-  static tensor::LruCache<std::string, Cached> cache(256);
-  const std::string key = std::string(backward ? "bwd," : "fwd,") + tensor::name(dtype) + "," + std::to_string(rows) +
-                          "," + std::to_string(cols) + "@" + std::to_string(handle_serial());
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const Cached* hit = cache.find(key)) return *hit;
+Cached plan_for(bool backward, DType dtype, int64_t rows, int64_t cols) {
+  tensor::cuda::register_shutdown_hook(&release_plans);
+  const PlanKey key{backward, static_cast<int64_t>(dtype), rows, cols, handle_serial()};
+  if (std::optional<Cached> hit = plan_cache().find(key)) return std::move(*hit);
   Cached c;
   try {
     c.plan = build(backward, dtype, rows, cols, c.why);
   } catch (const tensor::Error& e) {
     c.why = e.what();  // a graph the backend API refuses to describe: our kernels run
   }
-  if (config().verbose) {
+  if (cudnn::config().verbose) {
     std::fprintf(stderr, "cudnn-nn: layer norm %s [%lld x %lld] %s: %s\n", backward ? "backward" : "forward",
                  static_cast<long long>(rows), static_cast<long long>(cols), tensor::name(dtype),
                  c.plan ? ("cudnn engine " + std::to_string(c.plan->info.engine)).c_str() : c.why.c_str());
   }
-  return cache.put(key, std::move(c));
+  plan_cache().put(key, c);
+  return c;
 }
 
 bool run(bool backward, const Tensor& x, int64_t rows, int64_t cols, std::vector<std::pair<int64_t, void*>> ptrs,
-         std::string& why) {
+         std::vector<graph::VariantPackCache::Scalar> scalars, std::string& why) {
   tensor::cuda::DeviceGuard guard(x.device().index);  // the handle and the plan are the device's
-  const Cached& c = plan_for(backward, x.dtype(), rows, cols);
+  const Cached c = plan_for(backward, x.dtype(), rows, cols);
   if (!c.plan) {
     why = c.why;
     return false;
   }
-  if (c.plan->info.workspace > config().workspace_limit && !config().fastest) {
+  if (c.plan->info.workspace > cudnn::config().workspace_limit && !cudnn::config().fastest) {
     why = "its workspace (" + std::to_string(c.plan->info.workspace) + " bytes) exceeds workspace_limit";
     return false;
   }
@@ -157,7 +171,9 @@ bool run(bool backward, const Tensor& x, int64_t rows, int64_t cols, std::vector
     why = std::string("no workspace: ") + e.what();
     return false;
   }
-  const cudnnStatus_t st = graph::execute(handle(), c.plan->keep.back().get(), c.plan->used, ptrs, ws);
+  std::lock_guard<std::mutex> lock(c.plan->mutex);
+  const cudnnStatus_t st =
+      graph::execute(handle(), c.plan->keep.back().get(), c.plan->used, ptrs, scalars, ws, c.plan->packs);
   if (st != CUDNN_STATUS_SUCCESS) {
     why = std::string("execution refused (") + cudnnGetErrorString(st) + ")";
     return false;
@@ -179,16 +195,14 @@ bool layer_norm_forward_graph(const Tensor& x, int64_t rows, int64_t cols, const
                               double eps, const Tensor& y, const Tensor& mean, const Tensor& rstd, std::string& why) {
   why = layer_norm_graph_refusal(x, weight.defined() && bias.defined());
   if (!why.empty()) return false;
-  float epsilon = static_cast<float>(eps);
   return run(false, x, rows, cols,
              {{kX, x.raw_data()},
               {kScale, weight.raw_data()},
               {kBias, bias.raw_data()},
-              {kEps, &epsilon},
               {kY, y.raw_data()},
               {kMean, mean.raw_data()},
               {kRstd, rstd.raw_data()}},
-             why);
+             {{kEps, static_cast<float>(eps)}}, why);
 }
 
 bool layer_norm_backward_graph(const Tensor& x, const Tensor& dy, int64_t rows, int64_t cols, const Tensor& weight,
@@ -205,7 +219,7 @@ bool layer_norm_backward_graph(const Tensor& x, const Tensor& dy, int64_t rows, 
               {kDX, dx.raw_data()},
               {kDScale, dweight.raw_data()},
               {kDBias, dbias.raw_data()}},
-             why);
+             {}, why);
 }
 
 const std::string& layer_norm_last_path(bool backward) { return backward ? last_backward : last_forward; }

@@ -12,6 +12,7 @@
 
 #include "cudnn/core/Config.h"
 #include "cudnn/ops/attention.h"
+#include "cudnn/ops/graph_plan.h"
 #include "nn/Attention.h"
 #include "tensor/Cuda.h"
 #include "tests/support/TwinCheck.h"
@@ -294,4 +295,74 @@ TEST_CASE("cudnn::sdpa refuses what nn::sdpa refuses, naming the op and the shap
   CHECK_THROWS_WITH(cudnn::sdpa(q.cpu(), k, k), doctest::Contains("one dtype and device"));
   nn::SdpaSaved none;
   CHECK_THROWS_WITH(cudnn::sdpa_backward(q, k, k, q, q, {}, none), doctest::Contains("saved logsumexp"));
+}
+
+// The graph layer (cudnn/ops/graph_plan.h, Note [One plan cache] in conv_search.cpp): a plan
+// from the one plan-cache type, its variant packs remembered by pointers and scale, the query
+// and key lengths made once, not per call.
+TEST_CASE("cudnn::sdpa in steady state builds no variant pack; another scale gets its own and is honoured") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7210);
+  const Geometry g{2, 3, 40, 40, 16, 16};  // sk not a multiple of 128: the backward's padding form on cuDNN <= 9.15
+  const Inputs in = draw(g, gen);
+  const Tensor q = in.q.to(gpu, DType::Float16), k = in.k.to(gpu, DType::Float16), v = in.v.to(gpu, DType::Float16),
+               dout = in.dout.to(gpu, DType::Float16);
+  for (bool causal : {false, true}) {
+    INFO("causal ", causal);
+    nn::SdpaOptions o;
+    o.causal = causal;
+    // warm-up: the plans, their first packs and the constant lengths
+    nn::SdpaSaved saved;
+    Tensor out = cudnn::sdpa(q, k, v, o, &saved);
+    nn::SdpaGrads grads = cudnn::sdpa_backward(q, k, v, out, dout, o, saved);
+    REQUIRE(cudnn::sdpa_last_path().starts_with("fused attention engine"));
+    REQUIRE(cudnn::sdpa_last_path(true).starts_with("fused attention engine"));
+    // a training loop's calls: the caching allocator hands the same blocks back, so after a
+    // few rounds (the blocks may change places at first) nothing is built
+    auto round = [&] {
+      out = Tensor();
+      grads = nn::SdpaGrads();
+      saved = nn::SdpaSaved();
+      out = cudnn::sdpa(q, k, v, o, &saved);
+      grads = cudnn::sdpa_backward(q, k, v, out, dout, o, saved);
+    };
+    for (int i = 0; i < 3; ++i) round();
+    const size_t before = cudnn::graph::variant_packs_built();
+    for (int i = 0; i < 4; ++i) round();
+    tensor::cuda::synchronize();
+    CHECK(cudnn::graph::variant_packs_built() == before);
+    // another scale on the same plan: its own pack, and the answer nn gives for it
+    for (double scale : {0.5, 0.125, 0.5}) {
+      INFO("scale ", scale);
+      nn::SdpaOptions os = o;
+      os.scale = scale;
+      const Errors e = compare(in, DType::Float16, os);
+      CHECK(e.out < tolerance(DType::Float16));
+      CHECK(e.dq < tolerance(DType::Float16) * 2);
+      CHECK(e.dk < tolerance(DType::Float16) * 2);
+      CHECK(e.dv < tolerance(DType::Float16) * 2);
+    }
+  }
+}
+
+TEST_CASE("cudnn::sdpa's key lengths are read on every call; its plans are bounded by conv.cache_limit") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7211);
+  const Geometry g{3, 2, 24, 56, 16, 16};
+  const Inputs in = draw(g, gen);
+  for (const std::vector<int64_t>& len : {std::vector<int64_t>{56, 9, 30}, std::vector<int64_t>{1, 56, 17}}) {
+    nn::SdpaOptions o;
+    o.keyLengths = from_vector(len, {g.b});
+    const Errors e = compare(in, DType::BFloat16, o);
+    CHECK(e.out < tolerance(DType::BFloat16));
+    CHECK(e.dk < tolerance(DType::BFloat16) * 2);
+  }
+  cudnn::ScopedConfig bound("conv.cache_limit=2");
+  for (int64_t s : {8, 16, 24, 32}) {
+    const Geometry gs{1, 2, s, s, 16, 16};
+    const Inputs ins = draw(gs, gen);
+    const Errors e = compare(ins, DType::Float16, nn::SdpaOptions());
+    CHECK(e.out < tolerance(DType::Float16));
+  }
+  CHECK(cudnn::sdpa_plans_cached() <= 2);
 }
