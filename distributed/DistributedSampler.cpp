@@ -23,7 +23,7 @@ DistributedSampler::DistributedSampler(int64_t size, int worldSize, int rank, bo
   numSamples_ = size / worldSize + (!dropLast && size % worldSize != 0 ? 1 : 0);
 }
 
-std::vector<int64_t> DistributedSampler::indices() const {
+std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   // The whole permutation is held in memory: refuse, by name, a size whose bytes overflow
   // (checked as tensor's sizes are, Note [Checked sizes] in tensor/DType.cpp).
   int64_t bytes = 0;
@@ -35,7 +35,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order(static_cast<size_t>(size_));
   std::iota(order.begin(), order.end(), int64_t(0));
   if (shuffle_) {
-    tensor::Generator gen(seed_ + static_cast<uint64_t>(epoch_));
+    tensor::Generator gen(seed_ + static_cast<uint64_t>(epoch));
     for (int64_t i = size_ - 1; i > 0; --i) std::swap(order[i], order[gen.randint(i + 1)]);
   }
   std::vector<int64_t> mine;

@@ -1,93 +1,37 @@
-// Hmac.cpp: SHA-256 as FIPS 180-4 specifies it (big-endian words, 64 rounds per 64-byte
-// block, the message padded with 0x80, zeros and its bit length), HMAC as RFC 2104.
+// Hmac.cpp: HMAC-SHA256 and the constant-time comparison from OpenSSL's libcrypto.
 #include "distributed/Hmac.h"
+
+#include <climits>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "tensor/DType.h"
 
 namespace dist::detail {
 
-namespace {
-
-constexpr uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void compress(uint32_t h[8], const uint8_t* block) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 | uint32_t(block[4 * i + 2]) << 8 |
-           uint32_t(block[4 * i + 3]);
+std::array<uint8_t, 32> hmac_sha256(const std::string& key, const std::string& message) {
+  if (key.size() > static_cast<size_t>(INT_MAX)) {
+    throw tensor::Error(tensor::detail::concat("dist::detail::hmac_sha256: expected a key of at most ", INT_MAX,
+                                               " bytes, got ", key.size()));
   }
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
-    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a;
-  h[1] += b;
-  h[2] += c;
-  h[3] += d;
-  h[4] += e;
-  h[5] += f;
-  h[6] += g;
-  h[7] += k;
-}
-
-}  // namespace
-
-std::array<uint8_t, 32> sha256(const std::string& bytes) {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::string m = bytes;
-  const uint64_t bits = static_cast<uint64_t>(bytes.size()) * 8;
-  m += '\x80';
-  while (m.size() % 64 != 56) m += '\0';
-  for (int i = 7; i >= 0; --i) m += static_cast<char>((bits >> (8 * i)) & 0xff);
-  for (size_t off = 0; off < m.size(); off += 64) compress(h, reinterpret_cast<const uint8_t*>(m.data() + off));
   std::array<uint8_t, 32> out{};
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
+  unsigned int n = 0;
+  // std::string's data() is never null, so an empty key is a zero-length key (not "reuse").
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), out.data(), &n) == nullptr ||
+      n != out.size()) {
+    throw tensor::Error(tensor::detail::concat("dist::detail::hmac_sha256: expected libcrypto's HMAC-SHA256 to give ",
+                                               out.size(), " bytes, got ", n, " (HMAC failed)"));
   }
   return out;
-}
-
-std::array<uint8_t, 32> hmac_sha256(const std::string& key, const std::string& message) {
-  std::string k = key;
-  if (k.size() > 64) {
-    const auto d = sha256(k);
-    k.assign(d.begin(), d.end());
-  }
-  k.resize(64, '\0');
-  std::string inner(64, '\0'), outer(64, '\0');
-  for (size_t i = 0; i < 64; ++i) {
-    inner[i] = static_cast<char>(k[i] ^ 0x36);
-    outer[i] = static_cast<char>(k[i] ^ 0x5c);
-  }
-  const auto in = sha256(inner + message);
-  return sha256(outer + std::string(in.begin(), in.end()));
 }
 
 std::string hex(const uint8_t* bytes, size_t n) {
   static const char* digits = "0123456789abcdef";
   std::string s;
+  s.reserve(2 * n);
   for (size_t i = 0; i < n; ++i) {
     s += digits[bytes[i] >> 4];
     s += digits[bytes[i] & 15];
@@ -96,10 +40,7 @@ std::string hex(const uint8_t* bytes, size_t n) {
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace dist::detail

@@ -1,15 +1,15 @@
-// Hmac.h: SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104), for the rendezvous's token proof
-// (Note [Rendezvous protocol] in Rendezvous.cpp). Host code, no dependency; not a general
-// cryptographic library: nothing else here needs one.
+// Hmac.h: HMAC-SHA256 (RFC 2104) and a constant-time comparison, for the rendezvous's token
+// proof (Note [Rendezvous protocol] in Rendezvous.cpp), from OpenSSL's libcrypto (HMAC,
+// CRYPTO_memcmp). Host code; this header names no OpenSSL type.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace dist::detail {
 
-std::array<uint8_t, 32> sha256(const std::string& bytes);
 std::array<uint8_t, 32> hmac_sha256(const std::string& key, const std::string& message);
 std::string hex(const uint8_t* bytes, size_t n);
 template <size_t N>

@@ -271,23 +271,6 @@ std::shared_ptr<nn::Sequential> build_lstm_network(int64_t hidden) {
   return net;
 }
 
-#ifdef CUDNN_NN_HAVE_NCCL
-// The data-parallel sampler as the loader's Sampler (train/Data.h): each process its shard.
-class ShardSampler : public nn::Sampler {
- public:
-  ShardSampler(int64_t n, int world, int rank, uint64_t seed) : s_(n, world, rank, true, seed), world_(world) {}
-  std::vector<int64_t> indices(int64_t epoch) const override {
-    s_.setEpoch(epoch);
-    return s_.indices();
-  }
-  int64_t worldSize() const override { return world_; }
-
- private:
-  mutable dist::DistributedSampler s_;
-  int world_;
-};
-#endif
-
 // --data-on-gpu: the training images as the [N x 784] table of an embedding lookup in GPU
 // memory (nn::Embedding's cuDNN twin), a batch gathered there by one kernel from its indices,
 // its labels from the host: the epoch time with no host-to-device image copy, to compare the
@@ -476,8 +459,8 @@ std::unique_ptr<nn::DataLoader> make_loader(const Options& o, const Split& train
                                             Place p) {
   std::shared_ptr<nn::Sampler> shard;
 #ifdef CUDNN_NN_HAVE_NCCL
-  if (launched() && o.gpus == 0)
-    shard = std::make_shared<ShardSampler>(train.images.size(0), p.world, p.rank, o.seed + 1);
+  if (launched() && o.gpus == 0)  // each process its shard (a DistributedSampler is an nn::Sampler)
+    shard = std::make_shared<dist::DistributedSampler>(train.images.size(0), p.world, p.rank, true, o.seed + 1);
 #else
   (void)p;
 #endif

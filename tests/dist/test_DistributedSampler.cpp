@@ -1,14 +1,49 @@
-// DistributedSampler: the ranks' shares per epoch.
+// DistributedSampler: the ranks' shares per epoch, and as the nn::Sampler (train/Data.h) that
+// drives a DataLoader.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "distributed/DistributedSampler.h"
 #include "tests/support/ErrorText.h"
+#include "train/Data.h"
 
 using dist::DistributedSampler;
+
+namespace {
+// Example i: the row [i] and the label i.
+std::shared_ptr<nn::TensorDataset> numbers(int64_t n) {
+  tensor::Tensor x = tensor::empty({n, 1}), y = tensor::empty({n}, tensor::DType::Int64);
+  for (int64_t i = 0; i < n; ++i) {
+    x.set({i, 0}, static_cast<double>(i));
+    y.set({i}, static_cast<double>(i));
+  }
+  return std::make_shared<nn::TensorDataset>(std::vector<tensor::Tensor>{x, y});
+}
+
+// The labels of the loader's batches to the end of its epoch, one after another, and the batch count.
+std::vector<int64_t> rest_of_epoch(nn::DataLoader& l, int64_t* batches = nullptr) {
+  std::vector<int64_t> out;
+  std::vector<tensor::Tensor> b;
+  int64_t n = 0;
+  while (l.next(b)) {
+    REQUIRE(b.size() == 2);
+    for (int64_t i = 0; i < b[1].size(0); ++i) {
+      CHECK(b[0].get({i, 0}) == b[1].get({i}));
+      out.push_back(static_cast<int64_t>(b[1].get({i})));
+    }
+    ++n;
+  }
+  if (batches) *batches = n;
+  return out;
+}
+}  // namespace
 
 TEST_CASE("sampler: shares are equally long, disjoint but for the padding, and cover the data set") {
   for (int64_t size : {0, 1, 7, 10, 12, 101}) {
@@ -77,4 +112,61 @@ TEST_CASE("sampler: sizes near INT64_MAX give exact sample counts (no signed ove
   // Listing them is refused by name, not by a wrapped allocation size.
   CHECK(testing::has(testing::error_of([] { DistributedSampler(kMax, 2, 0).indices(); }),
                      "got size 9223372036854775807 (its permutation's size in bytes overflows int64)"));
+}
+
+TEST_CASE("sampler: an nn::Sampler that drives a DataLoader, each rank its share, per the loader's epoch") {
+  constexpr int64_t kSize = 23, kBatch = 3;
+  constexpr int kWorld = 3;
+  for (int prefetch : {0, 2}) {
+    CAPTURE(prefetch);
+    for (int64_t epoch : {0, 1, 5}) {
+      CAPTURE(epoch);
+      std::vector<int64_t> all;
+      for (int r = 0; r < kWorld; ++r) {
+        auto sampler = std::make_shared<DistributedSampler>(kSize, kWorld, r, true, 11);
+        const std::shared_ptr<nn::Sampler> base = sampler;  // passed as the interface, no adapter
+        CHECK(base->worldSize() == kWorld);
+        nn::DataLoader loader(numbers(kSize), {.batchSize = kBatch, .prefetch = prefetch}, sampler);
+        CHECK(&loader.sampler() == sampler.get());
+        CHECK(loader.batchesPerEpoch() == (sampler->numSamples() + kBatch - 1) / kBatch);
+        sampler->setEpoch(epoch + 100);  // the sampler's own epoch is for loops without a loader
+        loader.setEpoch(epoch);
+        int64_t batches = 0;
+        const auto mine = rest_of_epoch(loader, &batches);
+        CHECK(batches == loader.batchesPerEpoch());
+        CHECK(mine == sampler->indices(epoch));  // the loader keeps the sampler's order
+        CHECK(static_cast<int64_t>(mine.size()) == sampler->numSamples());
+        all.insert(all.end(), mine.begin(), mine.end());
+      }
+      CHECK(std::set<int64_t>(all.begin(), all.end()).size() == static_cast<size_t>(kSize));
+    }
+  }
+  // The epochs differ, and indices() after setEpoch(e) is indices(e).
+  DistributedSampler s(kSize, kWorld, 1, true, 11);
+  CHECK(s.indices(0) != s.indices(1));
+  s.setEpoch(4);
+  CHECK(s.indices() == s.indices(4));
+}
+
+TEST_CASE("sampler: a DataLoader over it resumes mid-epoch and checks the world size") {
+  auto sampler = std::make_shared<DistributedSampler>(40, 2, 0, true, 5, /*dropLast=*/true);
+  nn::DataLoader a(numbers(40), {.batchSize = 4, .seed = 9, .prefetch = 1}, sampler);
+  a.setEpoch(2);
+  std::vector<tensor::Tensor> b;
+  REQUIRE(a.next(b));
+  REQUIRE(a.next(b));
+  const std::map<std::string, double> state = a.stateDict();
+  CHECK(state.at("world_size") == 2);
+  const auto expected = rest_of_epoch(a);
+  nn::DataLoader resumed(numbers(40), {.batchSize = 4, .seed = 9, .prefetch = 0},
+                         std::make_shared<DistributedSampler>(40, 2, 0, true, 5, true));
+  resumed.loadStateDict(state);
+  CHECK(rest_of_epoch(resumed) == expected);
+  const auto whole = sampler->indices(2);
+  CHECK(expected == std::vector<int64_t>(whole.begin() + 8, whole.end()));
+  // A loader whose sampler shares the data set among another number of processes refuses it.
+  nn::DataLoader other(numbers(40), {.batchSize = 4, .seed = 9, .prefetch = 0},
+                       std::make_shared<DistributedSampler>(40, 4, 0, true, 5, true));
+  CHECK(
+      testing::has(testing::error_of([&] { other.loadStateDict(state); }), "expected a state of world size 4, got 2"));
 }
