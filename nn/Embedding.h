@@ -5,7 +5,7 @@
 // [0, numEmbeddings) is an error naming it. Indices are not differentiable: backward
 // accumulates gradWeight only and leaves gradInput undefined, so an Embedding is the first
 // module of a network. to(dtype) converts weight; the input stays int64.
-// Prints as "nn.Embedding(1000 -> 64, padding_idx=0)". No twin yet.
+// Prints as "nn.Embedding(1000 -> 64, padding_idx=0)". Twin: cudnn::Embedding (cudnn/Embedding.h).
 #pragma once
 
 #include <optional>

@@ -1,7 +1,7 @@
 // GELU.h: y = x Phi(x), Phi the standard normal CDF (Hendrycks & Gimpel 2016), any shape;
 // approximate = "tanh" is PyTorch's 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). The
 // backward pass reads the input (not invertible), so there is no in-place variant.
-// Prints as "nn.GELU" ("nn.GELU(approximate='tanh')"). No twin yet.
+// Prints as "nn.GELU" ("nn.GELU(approximate='tanh')"). Twin: cudnn::GELU (cudnn/GELU.h).
 #pragma once
 
 #include "nn/PointwiseBase.h"

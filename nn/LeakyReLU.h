@@ -1,7 +1,7 @@
 // LeakyReLU.h: y = x for x > 0, negative_slope * x otherwise, any shape (PyTorch's default
 // slope 0.01). In place as ReLU, for a slope >= 0 (as PyTorch: with a negative slope the
 // output's sign does not tell the input's, and backward reads the input). Prints as
-// "nn.LeakyReLU(0.01)". No twin yet.
+// "nn.LeakyReLU(0.01)". Twin: cudnn::LeakyReLU (cudnn/LeakyReLU.h).
 #pragma once
 
 #include "nn/PointwiseBase.h"

@@ -1,5 +1,5 @@
 // SiLU.h: y = x sigmoid(x) (swish; Elfwing et al. 2017), any shape. The backward pass reads
-// the input, so there is no in-place variant. No twin yet.
+// the input, so there is no in-place variant. Twin: cudnn::SiLU (cudnn/SiLU.h).
 #pragma once
 
 #include "nn/PointwiseBase.h"

@@ -7,7 +7,8 @@
 // Pre-norm  (normFirst = true):   h = x + dropout1(sa(norm1(x)));  y = h + dropout2(ff(norm2(h)))
 // with ff(z) = linear2(dropout(activation(linear1(z)))). Input [S x B x E] ([B x S x E] with
 // batchFirst). setCausal and setKeyLengths pass through to self_attn.
-// Prints as "nn.TransformerEncoderLayer(64, nhead=4, ff=256, ...) { children }". No twin yet.
+// Prints as "nn.TransformerEncoderLayer(64, nhead=4, ff=256, ...) { children }".
+// Twin: cudnn::TransformerEncoderLayer (cudnn/TransformerEncoderLayer.h).
 #pragma once
 
 #include "nn/Container.h"
