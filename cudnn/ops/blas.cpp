@@ -3,14 +3,13 @@
 
 #include <cstring>
 #include <limits>
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <optional>
 #include <utility>
 
 #include "cudnn/core/Check.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
+#include "cudnn/ops/graph_plan.h"
 #include "tensor/Cuda.h"
 #include "tensor/EnumTable.h"
 
@@ -128,16 +127,21 @@ uint32_t alignment_of(const void* p) {
 }
 
 // The heuristics' choice per product: asked once per shape, dtype, device and alignments (the
-// query costs far more than the product's launch).
-using RowSumsKey = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+// query costs far more than the product's launch), in the one plan-cache type (graph_plan.h,
+// Note [One plan cache] in conv_search.cpp), bounded by conv.cache_limit.
+struct RowSumsKey {
+  int32_t device, dtype, transA, transB;
+  int64_t M, N, K;
+  uint32_t alignA, alignB, alignC, unused;  // 0
+};
+static_assert(sizeof(RowSumsKey) == 4 * 4 + 3 * 8 + 4 * 4, "RowSumsKey must have no padding");
 struct RowSumsChoice {
   bool found = false;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
 };
-std::mutex row_sums_mutex;
-std::map<RowSumsKey, RowSumsChoice>& row_sums_choices() {
-  static auto* m = new std::map<RowSumsKey, RowSumsChoice>();  // leaked: Note [CUDA teardown] in tensor/Cuda.h
+graph::PlanCache<RowSumsKey, RowSumsChoice>& row_sums_choices() {
+  static auto* m = new graph::PlanCache<RowSumsKey, RowSumsChoice>;  // leaked: Note [CUDA teardown] in tensor/Cuda.h
   return *m;
 }
 constexpr size_t kRowSumsWorkspaceLimit = size_t(32) << 20;  // as cuBLAS's own (Note [cuBLAS's workspace])
@@ -179,7 +183,7 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&second.d, type, transA ? M : K, transA ? K : M, A.size(1)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&out.d, type, N, M, N));
   const RowSumsKey key{device,
-                       static_cast<int>(t),
+                       static_cast<int32_t>(t),
                        transA,
                        transB,
                        M,
@@ -187,7 +191,8 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
                        K,
                        alignment_of(A.raw_data()),
                        alignment_of(B.raw_data()),
-                       alignment_of(C.raw_data())};
+                       alignment_of(C.raw_data()),
+                       0};
   if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != t || rowSums.device() != A.device() ||
       !rowSums.is_contiguous()) {
     rowSums = tensor::empty({M}, t, A.device());
@@ -195,17 +200,14 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
   LtDesc desc;
   describe_row_sums(desc, opFirst, opSecond, rowSums.raw_data(), type);
   RowSumsChoice choice;
-  bool known = false;
-  {
-    std::lock_guard<std::mutex> lock(row_sums_mutex);
-    const auto it = row_sums_choices().find(key);
-    if (it != row_sums_choices().end()) choice = it->second, known = true;
-  }
-  if (!known) {
+  const std::optional<RowSumsChoice> known = row_sums_choices().find(key);
+  if (known) {
+    choice = *known;
+  } else {
     LtPreference pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
     const size_t limit = kRowSumsWorkspaceLimit;
-    const uint32_t alignFirst = std::get<8>(key), alignSecond = std::get<7>(key), alignOut = std::get<9>(key);
+    const uint32_t alignFirst = key.alignB, alignSecond = key.alignA, alignOut = key.alignC;
     CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignFirst,
@@ -230,8 +232,7 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
       choice = {true, result.algo, result.workspaceSize};
     }
-    std::lock_guard<std::mutex> lock(row_sums_mutex);
-    row_sums_choices().emplace(key, choice);
+    row_sums_choices().put(key, choice);
   }
   if (!choice.found) return false;
   const Workspace work(choice.workspace);

@@ -208,7 +208,8 @@ cudnnStatus_t run_engine(const ConvProblem& c, const graph::ConvEngine& e, void*
 // its graph plans once no pass still holds them, so a network fed ever-new shapes does not grow
 // one without end. The convolutions' ranked candidates live in one process-wide instance keyed
 // by ConvKey (a fused forward's under its own key, Epilogue::key); attention's plans under
-// graph::SdpaKey (attention.cpp), layer norm's under its own key (layer_norm.cpp). The RNN
+// graph::SdpaKey (attention.cpp), layer norm's under its own key (layer_norm.cpp), and the
+// cuBLASLt heuristics' choices of the row-sums products under theirs (blas.cpp). The RNN
 // descriptors (each RNNBlock's per shape, cudnn/ops/rnn.cpp) are per block, not graph plans,
 // and bounded by the same flag in the same least-recently-used list (tensor/LruCache.h). A
 // cached graph plan executes through variant packs remembered by their pointers
