@@ -2,8 +2,7 @@
 // which calls them: the pooling parameters and the kernels' entry points.
 #pragma once
 
-#include <vector>
-
+#include "cudnn/Functional.h"
 #include "tensor/Tensor.h"
 
 namespace cudnn {
@@ -11,15 +10,7 @@ namespace cudnn {
 using tensor::Shape;
 using tensor::Tensor;
 
-enum class PoolMode { Max, MaxDeterministic, AverageIncPad, AverageExcPad, Sum };
-
-struct PoolParams {
-  std::vector<int> ws;      // window, one per spatial dim
-  std::vector<int> stride;  // empty: = ws
-  std::vector<int> pad;     // empty: 0
-  PoolMode mode = PoolMode::Max;
-  bool ceil_mode = false;
-};
+// PoolMode and PoolParams: cudnn/Functional.h (public).
 
 namespace kernels {
 // Torch-semantics pooling for ceil-mode shapes cuDNN cannot size (contiguous NC(D)HW).

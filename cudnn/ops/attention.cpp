@@ -234,8 +234,10 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
     return false;
   }
   float scale = static_cast<float>(p.scale);
-  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},      {graph::kK, kv.raw_data()},
-                                                 {graph::kV, vv.raw_data()},      {graph::kO, out.raw_data()},
+  std::vector<std::pair<int64_t, void*>> ptrs = {{graph::kQ, qv.raw_data()},
+                                                 {graph::kK, kv.raw_data()},
+                                                 {graph::kV, vv.raw_data()},
+                                                 {graph::kO, out.raw_data()},
                                                  {graph::kStats, lse.raw_data()}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {

@@ -12,25 +12,12 @@
 
 #include <string>
 
+#include "cudnn/Functional.h"
 #include "nn/Attention.h"
 
 namespace cudnn {
 
-// `out`, when defined, is where the result goes: a [B x H x Sq x Dv] tensor of q's dtype and
-// device, of any strides (a head view of a module's token rows); the fused engines write it in
-// place when its strides suit them, so no second copy of the output exists. Returns it.
-tensor::Tensor sdpa(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
-                    const nn::SdpaOptions& options = {}, nn::SdpaSaved* saved = nullptr,
-                    const tensor::Tensor& out = tensor::Tensor());
-// `into`, when given, holds where the gradients go (q's, k's and v's shapes, any strides), as
-// `out` above; returned then.
-nn::SdpaGrads sdpa_backward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
-                            const tensor::Tensor& out, const tensor::Tensor& gradOut, const nn::SdpaOptions& options,
-                            const nn::SdpaSaved& saved, const nn::SdpaGrads* into = nullptr);
-
-// The path the last sdpa (or sdpa_backward) on this thread took: "fused attention engine N",
-// or "fallback: <why>". For tests and benchmarks.
-const std::string& sdpa_last_path(bool backward = false);
+// sdpa, sdpa_backward and sdpa_last_path: cudnn/Functional.h.
 // The attention plans (and refusals) in the plan cache now (tests: bounded by conv.cache_limit).
 size_t sdpa_plans_cached();
 

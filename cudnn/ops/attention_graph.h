@@ -39,7 +39,6 @@ struct SdpaGraphSpec {
   bool causal = false;
   bool padding = false;  // per-batch key lengths (kSeqKv) and query lengths (kSeqQ, all sq)
   bool dropout = false;  // a [b x h x sq x sk] mask of the data type (kMask)
-
 };
 
 // Everything an attention graph depends on, as a fixed-layout key of the one plan cache

@@ -13,11 +13,12 @@
 // For float16/bfloat16 data gamma, beta and the statistics are float32, as cuDNN requires.
 #pragma once
 
+#include "cudnn/Functional.h"
 #include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 
-enum class BatchNormMode { PerActivation, Spatial };
+// BatchNormMode, the functional ops and their results: cudnn/Functional.h.
 
 // What a training forward computes after the normalisation (Note [Batch norm epilogues] in
 // batch_norm.cpp): y = bn(x), plus z where z is given (x's shape and layout), then max(., 0)
@@ -74,25 +75,5 @@ class BatchNormPlan {
   int64_t reserve_x_numel_ = 0;
   size_t reserve_bytes_ = 0;
 };
-
-struct BatchNormTrainResult {
-  Tensor out, mean, invstd;
-};
-
-// The dtype gamma/beta/statistics must have for data of `dtype`.
-DType batch_norm_param_dtype(DType dtype);
-
-BatchNormTrainResult batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                      BatchNormMode mode = BatchNormMode::PerActivation, double epsilon = 1e-4,
-                                      double running_average_factor = 0.1, Tensor running_mean = Tensor(),
-                                      Tensor running_var = Tensor());
-Tensor batch_norm_test(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,
-                       BatchNormMode mode = BatchNormMode::PerActivation, double epsilon = 1e-4);
-struct BatchNormGrad {
-  Tensor dx, dgamma, dbeta;
-};
-BatchNormGrad batch_norm_grad(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
-                              const Tensor& invstd, BatchNormMode mode = BatchNormMode::PerActivation,
-                              double epsilon = 1e-4);
 
 }  // namespace cudnn

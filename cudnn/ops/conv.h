@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cudnn/Functional.h"
 #include "cudnn/Opaque.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Descriptors.h"
@@ -27,25 +28,7 @@
 
 namespace cudnn {
 
-struct BorderMode {
-  enum class Kind { Valid, Full, Half, Explicit };
-  Kind kind = Kind::Valid;
-  std::vector<int> pad;  // for Explicit: one per spatial dim
-  static BorderMode valid() { return {}; }
-  static BorderMode full() { return {Kind::Full, {}}; }
-  static BorderMode half() { return {Kind::Half, {}}; }
-  static BorderMode explicit_pad(std::vector<int> pads) { return {Kind::Explicit, std::move(pads)}; }
-};
-
-struct ConvParams {
-  BorderMode border_mode;
-  std::vector<int> subsample;  // empty: all 1
-  std::vector<int> dilation;   // empty: all 1
-  int groups = 1;
-  enum class Mode { Conv, Cross } conv_mode = Mode::Conv;
-  std::string algo;                    // empty: the conv.algo_* flag of the pass
-  std::optional<Precision> precision;  // empty: the conv.precision flag
-};
+// BorderMode and ConvParams: cudnn/Functional.h.
 
 // Resolves params against a kernel shape into the convolution's settings.
 ConvSpec conv_spec(const ConvParams& p, const Shape& kerns_shape);
@@ -139,9 +122,7 @@ void add_bias(const Tensor& y, const Tensor& bias);
 // See Note [Bias without cuDNN] in conv_bias.cpp for dtypes cuDNN has no bias kernels for.
 void backward_bias(const Tensor& dy, const Tensor& db, double alpha = 1, double beta = 0);
 
-Tensor conv(const Tensor& img, const Tensor& kerns, const ConvParams& p = {});
-Tensor conv_grad_input(const Tensor& kerns, const Tensor& topgrad, const Shape& img_shape, const ConvParams& p = {});
-Tensor conv_grad_weight(const Tensor& img, const Tensor& topgrad, const Shape& kerns_shape, const ConvParams& p = {});
+// conv, conv_grad_input and conv_grad_weight: cudnn/Functional.h.
 
 // Clears the process-wide algorithm cache (benchmarks; tests of the policies).
 void clear_algorithm_cache();

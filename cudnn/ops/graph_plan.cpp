@@ -59,8 +59,8 @@ cudnnStatus_t VariantPackCache::execute(cudnnHandle_t h, cudnnBackendDescriptor_
                                         const Scalar* scalars, int m, void* ws) {
   if (n < 0 || n > kMaxTensors || m < 0 || m > kMaxScalars) {
     throw tensor::Error("cudnn::graph::VariantPackCache: expected at most " + std::to_string(kMaxTensors) +
-                        " tensors and " + std::to_string(kMaxScalars) + " scalars, got " + std::to_string(n) +
-                        " and " + std::to_string(m));
+                        " tensors and " + std::to_string(kMaxScalars) + " scalars, got " + std::to_string(n) + " and " +
+                        std::to_string(m));
   }
   auto matches = [&](const Entry& e) {
     if (!e.pack || e.n != n || e.m != m || e.ptrs[n] != ws) return false;

@@ -23,9 +23,10 @@
 #include <vector>
 
 #include "cudnn/Config.h"
+#include "cudnn/Functional.h"  // PoolMode, PoolParams, pool and pool_grad
 #include "cudnn/core/Descriptors.h"
 #include "cudnn/core/ScopedSetting.h"
-#include "cudnn/kernels/Pool.h"  // PoolMode, PoolParams and our kernels
+#include "cudnn/kernels/Pool.h"  // our kernels
 
 namespace cudnn {
 
@@ -51,7 +52,6 @@ class PoolPlan {
   TensorDescriptor x_desc_, y_desc_;
 };
 
-Tensor pool(const Tensor& img, const PoolParams& p);
-Tensor pool_grad(const Tensor& img, const Tensor& out, const Tensor& out_grad, const PoolParams& p);
+// pool and pool_grad: cudnn/Functional.h.
 
 }  // namespace cudnn

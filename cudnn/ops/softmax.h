@@ -9,12 +9,12 @@
 // the channels of one position] in softmax.cpp).
 #pragma once
 
+#include "cudnn/Functional.h"
 #include "cudnn/core/Descriptors.h"
 
 namespace cudnn {
 
-enum class SoftmaxAlgo { Fast, Accurate, Log };
-enum class SoftmaxMode { Instance, Channel };
+// SoftmaxAlgo, SoftmaxMode, softmax and softmax_grad: cudnn/Functional.h.
 
 class SoftmaxPlan {
  public:
@@ -25,9 +25,5 @@ class SoftmaxPlan {
  private:
   TensorDescriptor y_desc_, x_desc_;
 };
-
-Tensor softmax(const Tensor& x, SoftmaxAlgo algo = SoftmaxAlgo::Accurate, SoftmaxMode mode = SoftmaxMode::Channel);
-Tensor softmax_grad(const Tensor& y, const Tensor& dy, SoftmaxAlgo algo = SoftmaxAlgo::Accurate,
-                    SoftmaxMode mode = SoftmaxMode::Channel);
 
 }  // namespace cudnn

@@ -9,6 +9,7 @@
 // (Note [16-bit spatial transformer]); N may be 0.
 #pragma once
 
+#include "cudnn/Functional.h"
 #include "cudnn/core/Descriptors.h"
 #include "nn/kernels/SpatialTransformer.h"
 
@@ -50,7 +51,6 @@ void spatial_tf_forward(SpatialTfPlan& plan, const Tensor& img, const Tensor& th
 void spatial_tf_backward(SpatialTfPlan& plan, const Tensor& img, const Tensor& theta, const Tensor& gradOutput,
                          Tensor& gradImage, Tensor& gradTheta);
 
-Tensor spatial_tf(const Tensor& img, const Tensor& theta, int64_t outH, int64_t outW);
-nn::SpatialTfGrads spatial_tf_backward(const Tensor& img, const Tensor& theta, const Tensor& gradOutput);
+// spatial_tf and spatial_tf_backward: cudnn/Functional.h.
 
 }  // namespace cudnn
