@@ -9,19 +9,8 @@ failed=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
-# run STATUS CMD...: runs CMD, stdout in $out, stderr in $err; checks its exit status
-run() {
-  local want=$1
-  shift
-  "$@" >"$out" 2>"$err"
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL: $* exited $got, expected $want"
-    sed 's/^/  stdout: /' "$out"
-    sed 's/^/  stderr: /' "$err"
-    failed=1
-  fi
-}
+# run STATUS CMD...: CMD's stdout in $out, stderr in $err, its exit status checked
+source "$(dirname "$0")/run_status.sh"
 # expect FILE PATTERN: the file has a line matching the extended regex
 expect() {
   if ! grep -Eq -- "$2" "$1"; then

@@ -12,18 +12,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/out err=$tmp/err
 
-run() {  # run STATUS CMD...
-  local want=$1
-  shift
-  "$@" >"$out" 2>"$err"
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL: $* exited $got, expected $want"
-    sed 's/^/  stdout: /' "$out"
-    sed 's/^/  stderr: /' "$err"
-    failed=1
-  fi
-}
+# run STATUS CMD...: CMD's stdout in $out, stderr in $err, its exit status checked
+source "$(dirname "$0")/run_status.sh"
 expect() {  # expect FILE PATTERN
   if ! grep -Eq -- "$2" "$1"; then
     echo "FAIL: no line matching '$2' in:"

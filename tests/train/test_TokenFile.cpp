@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensor/Tensor.h"
+#include "tests/support/TempDir.h"
 #include "train/Data.h"
 #include "train/TokenFile.h"
 
@@ -21,14 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / ("cudnn_nn_test_tokens." + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("cudnn_nn_test_tokens") {}
 };
 
 void le(std::vector<uint8_t>& b, uint32_t v, int bytes) {
