@@ -324,15 +324,8 @@ std::shared_ptr<SdpaPlan> SdpaPlan::build(const SdpaGraphSpec& spec, cudnnHandle
       build_backward(spec, g);
     else
       build_forward(spec, g);
-    BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, g.ops());
-    graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
-    if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-      why = std::string("cuDNN builds no attention graph (") + cudnnGetErrorString(st) + ")";
-      return nullptr;
-    }
-    objects->keep.push_back(std::move(graph));
-    const cudnnBackendDescriptor_t graph_raw = objects->keep.back().get();
+    const cudnnBackendDescriptor_t graph_raw = operation_graph(g.ops(), h, "attention", objects->keep, why);
+    if (!graph_raw) return nullptr;
     std::string tried;
     PlanInfo info;
     if (first_plan(graph_raw, h, objects->keep, info, tried)) {

@@ -231,15 +231,8 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
     } else {
       add_fused_operations(s, keep, ops);
     }
-    BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, ops);
-    graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
-    if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-      why = std::string("no operation graph (") + cudnnGetErrorString(st) + ")";
-      return out;
-    }
-    const cudnnBackendDescriptor_t graph_raw = graph.get();
-    keep.push_back(std::move(graph));
+    const cudnnBackendDescriptor_t graph_raw = operation_graph(ops, h, "convolution", keep, why);
+    if (!graph_raw) return out;
 
     std::map<int64_t, int> seen;  // configurations taken per engine
     std::string heuristics_failed;

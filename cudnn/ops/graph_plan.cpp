@@ -27,6 +27,19 @@ BackendDescriptor tensor_descriptor(int64_t uid, cudnnDataType_t type, const ten
   return d;
 }
 
+cudnnBackendDescriptor_t operation_graph(const std::vector<cudnnBackendDescriptor_t>& ops, cudnnHandle_t h,
+                                         const char* what, std::deque<BackendDescriptor>& keep, std::string& why) {
+  BackendDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, ops);
+  graph.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, h);
+  if (const cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    why = std::string("cuDNN builds no ") + what + " graph (" + cudnnGetErrorString(st) + ")";
+    return nullptr;
+  }
+  keep.push_back(std::move(graph));
+  return keep.back().get();
+}
+
 bool first_plan(cudnnBackendDescriptor_t graph, cudnnHandle_t h, std::deque<BackendDescriptor>& keep, PlanInfo& info,
                 std::string& tried) {
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {

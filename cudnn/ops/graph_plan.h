@@ -31,6 +31,11 @@ namespace cudnn::graph {
 BackendDescriptor tensor_descriptor(int64_t uid, cudnnDataType_t type, const tensor::Shape& dims,
                                     const tensor::Shape& strides, bool is_virtual = false, bool by_value = false);
 
+// The operation graph of `ops` on handle h, finalized and kept last in `keep`; nullptr where
+// cuDNN refuses it, with `why` = "cuDNN builds no <what> graph (<status>)".
+cudnnBackendDescriptor_t operation_graph(const std::vector<cudnnBackendDescriptor_t>& ops, cudnnHandle_t h,
+                                         const char* what, std::deque<BackendDescriptor>& keep, std::string& why);
+
 // The execution plan of the finalized operation graph `graph`: the first engine configuration,
 // heuristics mode A then FALLBACK, whose plan finalizes. The plan goes last into `keep` (its
 // configuration and heuristics before it, kept alive with it); false where none does, with

@@ -107,14 +107,7 @@ std::shared_ptr<Plan> build(bool backward, DType dtype, int64_t rows, int64_t co
     return nullptr;
   }
   p->keep.push_back(std::move(op));
-  BackendDescriptor g(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  g.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, {p->keep.back().get()});
-  g.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle());
-  if (const cudnnStatus_t st = g.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    why = std::string("cuDNN builds no layer norm graph (") + cudnnGetErrorString(st) + ")";
-    return nullptr;
-  }
-  p->keep.push_back(std::move(g));
+  if (!graph::operation_graph({p->keep.back().get()}, handle(), "layer norm", p->keep, why)) return nullptr;
   std::string tried;
   if (!graph::first_plan(p->keep.back().get(), handle(), p->keep, p->info, tried)) {
     why = "no cuDNN engine takes the layer norm graph" + (tried.empty() ? std::string() : " (" + tried + ")");
