@@ -123,8 +123,11 @@ TEST_CASE("rendezvous: an unreachable rank 0 is an error naming the address, aft
 TEST_CASE("rendezvous: an unresolvable MASTER_ADDR is named") {
   WorldInfo w = world(1, 2, 29500);
   w.masterAddr = "no-such-host.invalid";
-  const std::string e = testing::error_of([&] { Rendezvous::join(w, {}, "", 1.0); });
-  CHECK(has(e, "cannot resolve MASTER_ADDR 'no-such-host.invalid'"));
+  // 5 s: a loaded machine's resolver has taken over 1 s to say no; either way the name is given
+  const std::string e = testing::error_of([&] { Rendezvous::join(w, {}, "", 5.0); });
+  INFO(e);
+  CHECK((has(e, "cannot resolve MASTER_ADDR 'no-such-host.invalid'") ||
+         has(e, "resolving MASTER_ADDR 'no-such-host.invalid' did not finish within")));
 }
 
 TEST_CASE("rendezvous: a rank that never arrives stops the others with an error naming it") {
