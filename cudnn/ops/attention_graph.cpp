@@ -346,9 +346,4 @@ cudnnStatus_t SdpaPlan::run(cudnnHandle_t h, std::vector<std::pair<int64_t, void
   return execute(h, objects_->keep.back().get(), objects_->used, ptrs, {{kScale, scale}}, ws, packs_);
 }
 
-size_t SdpaPlan::packs_built() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return packs_.builds();
-}
-
 }  // namespace cudnn::graph

@@ -84,7 +84,6 @@ class SdpaPlan {
   // Executes with the pointers of the spec's real tensors and the scale (kScale, by value),
   // through the plan's own variant packs (thread-safe: one run at a time).
   cudnnStatus_t run(cudnnHandle_t h, std::vector<std::pair<int64_t, void*>> ptrs, float scale, void* ws) const;
-  size_t packs_built() const;  // variant packs finalized so far (tests: steady state builds none)
 
   struct Objects;  // the descriptors the plan was built from (kept alive with it)
   SdpaPlan(std::shared_ptr<Objects> objects, size_t workspace, std::string name);

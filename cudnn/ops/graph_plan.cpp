@@ -121,7 +121,6 @@ cudnnStatus_t VariantPackCache::execute(cudnnHandle_t h, cudnnBackendDescriptor_
       return st;
     }
     entry->pack.emplace(std::move(pack));
-    ++builds_;
     ++g_packs_built;
   }
   entry->used = ++clock_;

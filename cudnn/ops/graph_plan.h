@@ -71,7 +71,6 @@ class VariantPackCache {
   // kMaxScalars; throws beyond, naming them).
   cudnnStatus_t execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const Tensor* tensors, int n,
                         const Scalar* scalars, int m, void* ws);
-  size_t builds() const { return builds_; }  // packs finalized so far (tests)
 
  private:
   struct Entry {
@@ -84,7 +83,6 @@ class VariantPackCache {
   };
   std::array<Entry, 4> entries_;
   uint64_t clock_ = 0;
-  size_t builds_ = 0;
 };
 
 // Variant packs finalized by every VariantPackCache of the process so far: steady-state calls
