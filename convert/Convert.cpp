@@ -139,8 +139,30 @@ ModulePtr convert(ModulePtr net, Backend to, Predicate exclude, ConvertReport* r
     if (!cudnn_allowed(r.note)) return net;
     device = tensor::Device::cuda(tensor::cuda::current_device());
   }
+  // Each twin moves to the device alone, which would leave two copies of a tied tensor: the
+  // ties are read first and made again on the converted network (Note [Tied parameters] in
+  // nn/Module.cpp). A tie whose two ends end up on different devices or dtypes (one end excluded
+  // from conversion) cannot hold; it is reported and each end keeps its own copy.
+  std::vector<std::vector<std::string>> ties;
+  try {
+    ties = net->tiedParameters();
+  } catch (const Error&) {
+    // a null child: the walk below refuses it by its path
+  }
   Walker walker{detail::table(to), to, exclude, r, device};
-  return walker.visit(net, "");
+  ModulePtr out = walker.visit(net, "");
+  for (const auto& group : ties) {
+    for (size_t i = 1; i < group.size(); ++i) {
+      try {
+        out->tieParameters(group[i], group[0]);
+      } catch (const Error& e) {
+        r.note += std::string(r.note.empty() ? "" : "; ") + "the tie of '" + group[i] + "' to '" + group[0] +
+                  "' could not be kept: " + e.what();
+        std::fprintf(stderr, "cudnn-nn: warning: nn::convert: %s\n", r.note.c_str());
+      }
+    }
+  }
+  return out;
 }
 
 CriterionPtr convert(CriterionPtr criterion, Backend to) {

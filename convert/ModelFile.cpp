@@ -59,6 +59,7 @@ std::map<std::string, std::string> metadata() { return {{"format", kFormat}, {"v
 
 // See Note [Saving a pair]: the key both files of a pair carry, and its value for one save.
 constexpr const char* kPairKey = "pair";
+constexpr const char* kTiedKey = "tied";
 uint64_t fnv1a(const void* data, size_t size, uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const uint8_t*>(data);
   for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ull;
@@ -309,11 +310,34 @@ void check_header(const tensor::Json& document, const std::string& what) {
                 std::to_string(kVersion) + (version > kVersion ? "; the file was written by a newer one)" : ")"));
   }
   for (const auto& [key, _] : document.as_object()) {
-    if (key != "format" && key != "version" && key != "module" && key != kPairKey) {
-      throw Error(what + ": unknown key '" + key + "' (a model file has format, version, module and pair)");
+    if (key != "format" && key != "version" && key != "module" && key != kPairKey && key != kTiedKey) {
+      throw Error(what + ": unknown key '" + key + "' (a model file has format, version, module, pair and tied)");
     }
   }
   document.at("module", what);
+  if (const tensor::Json* tied = document.find(kTiedKey)) {
+    for (const auto& group : tied->as_array(what + ": tied")) {
+      const auto& names = group.as_array(what + ": tied[i]");
+      if (names.size() < 2) throw Error(what + ": tied: expected groups of two or more parameter paths");
+      for (const auto& n : names) n.as_string(what + ": tied[i][j]");
+    }
+  }
+}
+
+// Ties the parameters the file's "tied" groups name (the header checked their form).
+void apply_ties(Module& net, const tensor::Json& document, const std::string& what) {
+  const tensor::Json* tied = document.find(kTiedKey);
+  if (!tied) return;
+  for (const auto& group : tied->as_array()) {
+    const auto& names = group.as_array();
+    for (size_t i = 1; i < names.size(); ++i) {
+      try {
+        net.tieParameters(names[i].as_string(), names[0].as_string());
+      } catch (const Error& e) {
+        throw Error(what + ": tied: " + e.what());
+      }
+    }
+  }
 }
 
 ModulePtr build_checked(const tensor::Json& document, const std::string& what, Builder& builder) {
@@ -321,6 +345,7 @@ ModulePtr build_checked(const tensor::Json& document, const std::string& what, B
   const tensor::Json& root = document.at("module");
   builder.validate(root, "");
   ModulePtr net = builder.build(root, "");
+  apply_ties(*net, document, what);
   builder.restoreModes(*net, root, "");
   return net;
 }
@@ -379,6 +404,18 @@ tensor::Json describe_model(Module& net) {
   document.set("format", kFormat);
   document.set("version", kVersion);
   document.set("module", describe(net, ""));
+  // tied parameters: each group's paths, its first the one the others take (Note [Tied
+  // parameters] in nn/Module.cpp); the weights file holds every path, as stateDict() lists them
+  const auto ties = net.tiedParameters();
+  if (!ties.empty()) {
+    tensor::Json::Array groups;
+    for (const auto& g : ties) {
+      tensor::Json::Array names;
+      for (const auto& n : g) names.emplace_back(n);
+      groups.emplace_back(std::move(names));
+    }
+    document.set(kTiedKey, tensor::Json(std::move(groups)));
+  }
   return document;
 }
 
@@ -471,11 +508,13 @@ ModulePtr load_parts(const std::string& text, const std::string& jsonFile,
                                               std::to_string(elements) + " elements of " + weightsFile +
                                               " can fill (a model file holds all its weights)");
     net = builder.build(root, "");
+    apply_ties(*net, document, what);
     check_state(*net, weights.tensors, "nn::load_model: " + weightsFile);
   }
   check_pair(document, jsonFile, weights, weightsFile);  // after the shapes, whose listing says more
   builder.restoreModes(*net, root, "");
   restore_dtypes(*net, weights.tensors);
+  apply_ties(*net, document, what);  // again: a module cast alone above leaves its ties
   load_state(*net, weights.tensors, "nn::load_model: " + weightsFile);
   builder.warn();
   return net;

@@ -18,6 +18,7 @@ class Container : public Module {
   std::vector<ModulePtr>* children() override { return &modules; }
   // Children bridge devices themselves, so a container runs on whatever its input is on.
   bool computesOn(Device) const override { return true; }
+  bool writesGradOutput() const override { return true; }  // a child might
   // Passes the switch to the children that see the container's input (childSeesInput), now
   // and as add() brings them.
   void setGradInputNeeded(bool needed) override;

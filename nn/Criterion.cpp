@@ -22,6 +22,31 @@ const Tensor& Criterion::backward(const Tensor& input, const Tensor& target) {
   return updateGradInput(input, target);
 }
 
+double Criterion::forward(const Value& input, const Tensor& target) {
+  if (input.isTensor()) return forward(input.tensorOrUndefined(), target);
+  if (!target.defined()) throw Error(where("forward") + "target is undefined");
+  output = updateOutputValue(input, target);
+  return output;
+}
+
+const Value& Criterion::backward(const Value& input, const Tensor& target) {
+  if (input.isTensor()) {
+    gradInputValue = backward(input.tensorOrUndefined(), target);
+    return gradInputValue;
+  }
+  if (!target.defined()) throw Error(where("backward") + "target is undefined");
+  return updateGradInputValue(input, target);
+}
+
+double Criterion::updateOutputValue(const Value& input, const Tensor& target) {
+  return updateOutput(input.tensor(where("forward")), target);
+}
+
+const Value& Criterion::updateGradInputValue(const Value& input, const Tensor& target) {
+  gradInputValue = updateGradInput(input.tensor(where("backward")), target);
+  return gradInputValue;
+}
+
 namespace {
 struct Apply : StateVisitor {
   std::function<void(Tensor&)> fn;

@@ -21,6 +21,14 @@ class Criterion {
   const Tensor& backward(const Tensor& input, const Tensor& target);
   virtual double updateOutput(const Tensor& input, const Tensor& target) = 0;
   virtual const Tensor& updateGradInput(const Tensor& input, const Tensor& target) = 0;
+  // The table interface (Note [Tables] in nn/Value.cpp): a criterion whose input is a table
+  // ({x1, x2}: MarginRankingCriterion, CosineEmbeddingCriterion) overrides the Value methods and
+  // refuses the tensor ones; every other criterion takes a Value holding its input tensor, and
+  // its gradient is also kept in `gradInputValue`.
+  double forward(const Value& input, const Tensor& target);
+  const Value& backward(const Value& input, const Tensor& target);
+  virtual double updateOutputValue(const Value& input, const Tensor& target);
+  virtual const Value& updateGradInputValue(const Value& input, const Tensor& target);
 
   virtual Criterion& to(Device device);
   virtual Criterion& to(DType dtype);
@@ -33,6 +41,7 @@ class Criterion {
 
   double output = 0;
   Tensor gradInput;
+  Value gradInputValue;
 
  protected:
   Criterion() = default;

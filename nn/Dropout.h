@@ -28,6 +28,7 @@ class Dropout : public Module {
   double p;
   bool v2;
   bool inplace;
+  bool writesGradOutput() const override { return inplace; }
   Tensor noise;
 
  protected:

@@ -2,6 +2,7 @@
 #include "nn/Identity.h"
 
 #include "nn/ModuleConfig.h"
+#include "nn/TableModule.h"
 
 namespace nn {
 
@@ -14,6 +15,20 @@ const Tensor& Identity::updateGradInput(const Tensor& input, const Tensor& gradO
   check_grad_output_shape(where("updateGradInput"), input.sizes(), gradOutput);
   gradInput = gradOutput;
   return gradInput;
+}
+
+const Value& Identity::updateOutputValue(const Value& input) {
+  if (input.empty()) throw Error(where("updateOutput") + "expected a tensor or a table, got nothing");
+  outputValue = input;
+  output = input.tensorOrUndefined();
+  return outputValue;
+}
+
+const Value& Identity::updateGradInputValue(const Value& input, const Value& gradOutput) {
+  check_grad_structure(where("updateGradInput"), input, gradOutput);
+  gradInputValue = gradOutput;
+  gradInput = gradOutput.tensorOrUndefined();
+  return gradInputValue;
 }
 
 ModulePtr Identity::fromConfig(const tensor::Json& config) {

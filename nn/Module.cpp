@@ -23,6 +23,57 @@ const Tensor& Module::forward(const Tensor& input) {
   return updateOutput(input);
 }
 
+// The table interface (Note [Tables] in nn/Value.cpp): a tensor goes through the tensor
+// interface (bridging, hooks and the gradInput switch included) unless the module uses tables.
+const Value& Module::forward(const Value& input) {
+  if (input.isTensor() && !usesTables()) {
+    outputValue = forward(input.tensorOrUndefined());
+    return outputValue;
+  }
+  return updateOutputValue(input);
+}
+
+const Value& Module::updateOutputValue(const Value& input) {
+  outputValue = forward(input.tensor(where("forward")));
+  return outputValue;
+}
+
+const Value& Module::updateGradInputValue(const Value& input, const Value& gradOutput) {
+  gradInputValue = updateGradInput(input.tensor(where("updateGradInput")),
+                                   gradOutput.tensor(where("updateGradInput"), "gradOutput"));
+  return gradInputValue;
+}
+
+void Module::accGradParametersValue(const Value& input, const Value& gradOutput, double scale) {
+  accGradParameters(input.tensor(where("accGradParameters")),
+                    gradOutput.tensor(where("accGradParameters"), "gradOutput"), scale);
+}
+
+void Module::backwardValueImpl(const Value& input, const Value& gradOutput, double scale) {
+  updateGradInputValue(input, gradOutput);
+  accGradParametersValue(input, gradOutput, scale);
+}
+
+const Value& Module::backward(const Value& input, const Value& gradOutput, double scale) {
+  if (input.isTensor() && !usesTables()) {
+    if (gradOutput.isTable()) {
+      throw Error(where("backward") + "expected gradOutput to be a tensor, got " + gradOutput.description());
+    }
+    const Tensor& g = backward(input.tensorOrUndefined(), gradOutput.tensorOrUndefined(), scale);
+    gradInputValue = g.defined() ? Value(g) : Value();
+    return gradInputValue;
+  }
+  if (input.empty()) throw Error(where("backward") + "expected an input, got nothing");
+  backwardValueImpl(input, gradOutput, scale);
+  if (backwardHook_) backwardHook_(*this);
+  return gradInputValue;
+}
+
+void Module::refuseTensorInterface(const char* method) const {
+  throw Error(where(method) +
+              "takes or gives a table, not one tensor: call forward(nn::Value) and backward(nn::Value, nn::Value)");
+}
+
 // Note [gradInput not needed]
 // PyTorch skips the backward-data pass of a layer whose input needs no gradient (an image
 // batch); a Torch-style backward always computed it, which is about 40 % of a first
@@ -101,13 +152,37 @@ void Module::visitTree(StateVisitor& visitor, const std::string& prefix) {
   }
 }
 
+// Note [Tied parameters]
+// Two modules may hold one parameter tensor (shareParameters, tieParameters): Torch's shared
+// clones, a Siamese pair, a language model's head tied to its embedding. Tensors are handles,
+// so a tie is two fields naming one storage, and each module's accGradParameters adds into
+// the one gradient. What enumerates parameters for an optimizer, a gradient clip or a
+// collective (parameters(), namedParameters() and their gradients) lists a tied tensor once,
+// under its first path, or an optimizer would step it twice; stateDict() lists every path, as
+// PyTorch's state_dict does, so a tied network's file loads into an untied one too. to()
+// replaces tensors, so a container records its subtree's ties first and restores them after
+// (rebuilding them only where a tie was there before); model files record tiedParameters() and
+// tie again on load (convert/ModelFile.cpp). A tie is the identical view: same storage, offset,
+// shape and strides.
+
 namespace {
-// Collects the tree's tensors; `want` picks parameters, gradients or buffers.
+struct TensorKey {
+  const void* storage;
+  int64_t offset;
+  Shape sizes, strides;
+  auto operator<=>(const TensorKey&) const = default;
+};
+TensorKey key_of(const Tensor& t) { return {t.storage().get(), t.storage_offset(), t.sizes(), t.strides()}; }
+
+// Collects the tree's tensors; `want` picks parameters, gradients or buffers. Parameters and
+// their gradients come once per tensor (Note [Tied parameters]).
 struct Collector : StateVisitor {
   enum Want { Params, Grads, Buffers, All } want;
   std::vector<std::pair<std::string, Tensor>> out;
+  std::set<TensorKey> seen;
   explicit Collector(Want w) : want(w) {}
   void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+    if ((want == Params || want == Grads) && v.defined() && !seen.insert(key_of(v)).second) return;
     if (want == Params || want == All) out.emplace_back(n, v);
     if (want == Grads) out.emplace_back(n, g);
   }
@@ -175,8 +250,8 @@ void Module::checkStateDict(const std::map<std::string, Tensor>& state, bool str
       continue;
     }
     if (it->second.sizes() != slot->sizes()) {
-      problems.push_back("'" + name + "' has shape " + tensor::shape_str(it->second.sizes()) +
-                         ", expected " + tensor::shape_str(slot->sizes()));
+      problems.push_back("'" + name + "' has shape " + tensor::shape_str(it->second.sizes()) + ", expected " +
+                         tensor::shape_str(slot->sizes()));
     } else if (tensor::is_floating(it->second.dtype()) != tensor::is_floating(slot->dtype())) {
       problems.push_back("'" + name + "' is " + tensor::name(it->second.dtype()) + ", expected " +
                          (tensor::is_floating(slot->dtype()) ? "a floating dtype" : tensor::name(slot->dtype())));
@@ -205,6 +280,118 @@ void Module::loadStateDict(const std::map<std::string, Tensor>& state, bool stri
   }
 }
 
+namespace {
+struct ParameterSlots : StateVisitor {
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<Tensor*, Tensor*>> slots;
+  void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+    order.push_back(n);
+    slots[n] = {&v, &g};
+  }
+  void buffer(const std::string&, Tensor&) override {}
+};
+
+void check_tie(const std::string& where, const std::string& name, const Tensor& value, const Tensor& source) {
+  if (!value.defined() || !source.defined() || value.sizes() != source.sizes() || value.dtype() != source.dtype() ||
+      value.device() != source.device()) {
+    throw Error(where + "expected '" + name + "' (" + (value.defined() ? value.description() : "undefined") +
+                ") to match its source (" + (source.defined() ? source.description() : "undefined") +
+                ") in shape, dtype and device");
+  }
+}
+
+// Each group of slots holding one tensor, in visiting order (Note [Tied parameters]).
+std::vector<std::vector<std::pair<Tensor*, Tensor*>>> tied_slots(ParameterSlots& slots,
+                                                                 std::vector<std::vector<std::string>>* names) {
+  std::map<TensorKey, size_t> group;
+  std::vector<std::vector<std::pair<Tensor*, Tensor*>>> out;
+  std::vector<std::vector<std::string>> found;
+  for (const auto& n : slots.order) {
+    auto [v, g] = slots.slots[n];
+    if (!v->defined()) continue;
+    auto [it, fresh] = group.emplace(key_of(*v), found.size());
+    if (fresh) {
+      found.push_back({});
+      out.push_back({});
+    }
+    found[it->second].push_back(n);
+    out[it->second].emplace_back(v, g);
+  }
+  std::vector<std::vector<std::pair<Tensor*, Tensor*>>> ties;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].size() < 2) continue;
+    ties.push_back(out[i]);
+    if (names) names->push_back(found[i]);
+  }
+  return ties;
+}
+
+// Restores ties recorded before a to(): every member takes its group's first tensors.
+struct TieKeeper {
+  ParameterSlots slots;
+  std::vector<std::vector<std::pair<Tensor*, Tensor*>>> ties;
+  explicit TieKeeper(const std::function<void(StateVisitor&)>& visit) {
+    visit(slots);
+    ties = tied_slots(slots, nullptr);
+  }
+  void restore() {
+    for (auto& group : ties) {
+      for (size_t i = 1; i < group.size(); ++i) {
+        *group[i].first = *group[0].first;
+        *group[i].second = *group[0].second;
+      }
+    }
+  }
+};
+}  // namespace
+
+void Module::shareParameters(Module& source) {
+  ParameterSlots mine, theirs;
+  visitTree(mine, "");
+  source.visitTree(theirs, "");
+  const std::string at = where("shareParameters");
+  std::vector<std::string> problems;
+  for (const auto& n : mine.order) {
+    if (!theirs.slots.count(n)) problems.push_back("'" + n + "' is not a parameter of " + source.type_name());
+  }
+  for (const auto& n : theirs.order) {
+    if (!mine.slots.count(n)) problems.push_back("'" + n + "' of " + source.type_name() + " is not a parameter here");
+  }
+  if (!problems.empty()) {
+    std::string msg = at + "expected the parameters of " + source.type_name() + ", got " +
+                      std::to_string(problems.size()) + " mismatch" + (problems.size() > 1 ? "es" : "") + ":";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw Error(msg);
+  }
+  for (const auto& n : mine.order) check_tie(at, n, *mine.slots[n].first, *theirs.slots[n].first);
+  for (const auto& n : mine.order) {
+    *mine.slots[n].first = *theirs.slots[n].first;
+    *mine.slots[n].second = *theirs.slots[n].second;
+  }
+}
+
+void Module::tieParameters(const std::string& name, const std::string& sourceName) {
+  ParameterSlots slots;
+  visitTree(slots, "");
+  const std::string at = where("tieParameters");
+  for (const std::string* n : {&name, &sourceName}) {
+    if (!slots.slots.count(*n)) throw Error(at + "'" + *n + "' is not a parameter of this " + type_name());
+  }
+  auto [v, g] = slots.slots[name];
+  auto [sv, sg] = slots.slots[sourceName];
+  check_tie(at, name, *v, *sv);
+  *v = *sv;
+  *g = *sg;
+}
+
+std::vector<std::vector<std::string>> Module::tiedParameters() {
+  ParameterSlots slots;
+  visitTree(slots, "");
+  std::vector<std::vector<std::string>> names;
+  tied_slots(slots, &names);
+  return names;
+}
+
 void Module::zeroGradParameters() {
   for (auto& [_, g] : namedGradParameters()) {
     if (g.defined()) g.zero_();
@@ -227,7 +414,9 @@ void Module::evaluate() {
 
 Module& Module::to(Device device) {
   if (auto* kids = children()) {
+    TieKeeper ties([&](StateVisitor& v) { visitTree(v, ""); });  // Note [Tied parameters]
     for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(device);
+    ties.restore();
   }
   if (!computesOn(device)) return *this;
   struct Mover : StateVisitor {
@@ -244,13 +433,17 @@ Module& Module::to(Device device) {
   visitState(mover);
   if (output.defined() && output.device() != device) output = Tensor();
   if (gradInput.defined() && gradInput.device() != device) gradInput = Tensor();
+  outputValue = Value();
+  gradInputValue = Value();
   device_ = device;
   return *this;
 }
 
 Module& Module::to(DType dtype) {
   if (auto* kids = children()) {
+    TieKeeper ties([&](StateVisitor& v) { visitTree(v, ""); });  // Note [Tied parameters]
     for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(dtype);
+    ties.restore();
   }
   struct Caster : StateVisitor {
     DType t;
@@ -267,12 +460,16 @@ Module& Module::to(DType dtype) {
   visitState(caster);
   output = Tensor();
   gradInput = Tensor();
+  outputValue = Value();
+  gradInputValue = Value();
   return *this;
 }
 
 Module& Module::to(tensor::MemoryFormat format) {
   if (auto* kids = children()) {
+    TieKeeper ties([&](StateVisitor& v) { visitTree(v, ""); });  // Note [Tied parameters]
     for (size_t i = 0; i < kids->size(); ++i) child_at(*this, *kids, i, "to").to(format);
+    ties.restore();
   }
   if (format != tensor::MemoryFormat::Contiguous && !takesChannelsLastParameters()) return *this;
   struct Layout : StateVisitor {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/Value.h"
 #include "tensor/Json.h"
 #include "tensor/Tensor.h"
 
@@ -55,6 +56,26 @@ class Module {
   virtual void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0);
   virtual void zeroGradParameters();
 
+  // ---- tables (Note [Tables] in nn/Value.cpp) ----
+  // forward and backward of a Value: a tensor or a table of values, for modules with several
+  // inputs or outputs (ConcatTable, CAddTable, JoinTable, nn::Graph, ...). A module of one tensor
+  // takes a Value holding one and runs the tensor interface above; results are also kept in
+  // `outputValue` and `gradInputValue`. A module whose input or output is a table refuses the
+  // tensor interface, naming forward(nn::Value).
+  const Value& forward(const Value& input);
+  const Value& backward(const Value& input, const Value& gradOutput, double scale = 1.0);
+  virtual const Value& updateOutputValue(const Value& input);
+  virtual const Value& updateGradInputValue(const Value& input, const Value& gradOutput);
+  virtual void accGradParametersValue(const Value& input, const Value& gradOutput, double scale = 1.0);
+  // True where backward may write into gradOutput's storage (the in-place modules: Torch's
+  // ReLU(true) hands gradOutput back as gradInput, changed); a graph then gives such a module
+  // a gradient of its own where another node holds the same tensor. Containers say true
+  // unless they know better (Sequential asks its last child).
+  virtual bool writesGradOutput() const { return false; }
+  // True where this module's input or output is a table (table modules; containers holding one),
+  // so a container must run it through the Value interface.
+  virtual bool usesTables() const { return false; }
+
   // ---- gradInput switch (Note [gradInput not needed] in Module.cpp) ----
   // With false, backward() does not compute gradInput: it runs accGradParameters alone and
   // leaves gradInput empty (undefined). For the module that sees a network's input when that
@@ -76,7 +97,10 @@ class Module {
   virtual void setFreeIntermediateGradients(bool on);
   bool freesIntermediateGradients() const { return freeIntermediateGradients_; }
   // Drops gradInput (and, for a container whose gradInput is a child's, that child's too).
-  virtual void releaseGradInput() { gradInput = Tensor(); }
+  virtual void releaseGradInput() {
+    gradInput = Tensor();
+    gradInputValue = Value();
+  }
 
   // ---- state ----
   std::vector<Tensor> parameters();
@@ -91,6 +115,20 @@ class Module {
   void loadStateDict(const std::map<std::string, Tensor>& state, bool strict = true);
   // The checks of loadStateDict alone (names, shapes, floating or not), copying nothing.
   void checkStateDict(const std::map<std::string, Tensor>& state, bool strict = true);
+
+  // ---- tied parameters (Note [Tied parameters] in nn/Module.cpp) ----
+  // Makes every parameter of this subtree, and its gradient, the very tensors of `source`'s
+  // parameter of the same path (Torch's share('weight', 'bias', 'gradWeight', 'gradBias')): a
+  // Siamese network's second encoder, a decoder's head tied to its embedding. Both modules then
+  // accumulate into one gradient. Throws, changing nothing, unless the paths, shapes, dtypes
+  // and devices agree.
+  void shareParameters(Module& source);
+  // Parameter `name` (a path: "2.weight") made parameter `sourceName`'s tensors, checked alike.
+  void tieParameters(const std::string& name, const std::string& sourceName);
+  // Groups of parameter paths that hold one tensor, each group's first path first ({} if none).
+  // parameters() and namedParameters() list such a tensor once, under its first path;
+  // stateDict() lists every path, as PyTorch's state_dict does; to() keeps the ties.
+  std::vector<std::vector<std::string>> tiedParameters();
 
   // ---- mode and placement ----
   virtual void train();
@@ -141,6 +179,8 @@ class Module {
 
   Tensor output;
   Tensor gradInput;
+  Value outputValue;     // forward(const Value&)'s result
+  Value gradInputValue;  // backward(const Value&, ...)'s result
 
  protected:
   Module() = default;
@@ -150,6 +190,11 @@ class Module {
   // backward() minus the device bridging; containers override it to call their children's
   // backward() once instead of updateGradInput and accGradParameters separately.
   virtual void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale);
+  // backward(const Value&, ...) minus the hook: updateGradInputValue then accGradParametersValue;
+  // containers of tables override it to call their children's backward() once.
+  virtual void backwardValueImpl(const Value& input, const Value& gradOutput, double scale);
+  // The error of a table module's tensor interface: "<where>takes a table ...: call forward(nn::Value)".
+  [[noreturn]] void refuseTensorInterface(const char* method) const;
   // True where accGradParameters needs updateGradInput's work first (the recurrent modules:
   // the weight gradients come out of the same pass); such a module computes gradInput even
   // when it is not needed.

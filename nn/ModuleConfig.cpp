@@ -26,6 +26,8 @@ const tensor::Json* ConfigReader::get(const std::string& key, bool required) {
   return required ? &config_.at(key, what_) : config_.find(key);
 }
 
+const tensor::Json::Array& ConfigReader::array(const std::string& key) { return get(key, true)->as_array(what(key)); }
+
 int64_t ConfigReader::integer(const std::string& key) { return get(key, true)->as_int(what(key)); }
 double ConfigReader::number(const std::string& key) { return get(key, true)->as_number(what(key)); }
 bool ConfigReader::flag(const std::string& key) { return get(key, true)->as_bool(what(key)); }

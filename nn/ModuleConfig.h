@@ -55,6 +55,9 @@ class ConfigReader {
   // A nested object (empty when absent), read the same way ("nn.X config.key" in errors);
   // finish() it too.
   ConfigReader object(const std::string& key);
+  // A required array, as it is (nn::Graph's wiring); `what` of an entry is what(key) + "[i]".
+  const tensor::Json::Array& array(const std::string& key);
+  std::string describe(const std::string& key) const { return what(key); }
 
   // Throws naming every key that was not read (unknown to this module type); inside a
   // ConfigValidation scope, a module's reader then throws ConfigValid.

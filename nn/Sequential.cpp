@@ -10,8 +10,79 @@ Sequential::Sequential(std::initializer_list<ModulePtr> children) {
 }
 
 const Tensor& Sequential::updateOutput(const Tensor& input) {
+  if (usesTables()) {
+    output = updateOutputValue(input).tensor(where("updateOutput"), "the output");
+    return output;
+  }
   output = forwardFirst(input, modules.size());
   return output;
+}
+
+bool Sequential::usesTables() const {
+  for (const auto& m : modules) {
+    if (m && m->usesTables()) return true;
+  }
+  return false;
+}
+
+const Value& Sequential::updateOutputValue(const Value& input) {
+  valueInputs_.resize(modules.size());
+  const Value* current = &input;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    valueInputs_[i] = *current;
+    current = &rethrowErrors(
+        i, [&]() -> const Value& { return child_at(*this, modules, i, "forward").forward(valueInputs_[i]); });
+  }
+  outputValue = *current;
+  return outputValue;
+}
+
+template <class Step>
+void Sequential::backwardValuePass(const Value& input, const Value& gradOutput, Step step, bool release) {
+  if (valueInputs_.size() != modules.size()) {
+    throw Error(where("backward") + "expected a forward() first with the current " + std::to_string(modules.size()) +
+                " modules");
+  }
+  valueGradOutputs_.resize(modules.size());
+  Value grad = gradOutput;
+  for (size_t i = modules.size(); i-- > 0;) {
+    const Value& in = i == 0 ? input : valueInputs_[i];
+    valueGradOutputs_[i] = grad;
+    grad = rethrowErrors(i, [&]() -> const Value& { return step(child_at(*this, modules, i, "backward"), in, grad); });
+    if (release && i + 1 < modules.size()) {  // Note [Freeing intermediate gradients] in Container.cpp
+      valueGradOutputs_[i] = Value();
+      child_at(*this, modules, i + 1, "backward").releaseGradInput();
+    }
+  }
+  gradInputValue = std::move(grad);
+  gradInput = gradInputValue.tensorOrUndefined();
+}
+
+const Value& Sequential::updateGradInputValue(const Value& input, const Value& gradOutput) {
+  backwardValuePass(
+      input, gradOutput,
+      [](Module& m, const Value& in, const Value& g) -> const Value& { return m.updateGradInputValue(in, g); }, false);
+  return gradInputValue;
+}
+
+void Sequential::accGradParametersValue(const Value& input, const Value& gradOutput, double scale) {
+  if (valueGradOutputs_.size() != modules.size())
+    throw Error(where("accGradParameters") + "expected updateGradInput() first");
+  if (modules.empty()) return;
+  valueGradOutputs_.back() = gradOutput;
+  for (size_t i = modules.size(); i-- > 0;) {
+    const Value& in = i == 0 ? input : valueInputs_[i];
+    rethrowErrors(i, [&] {
+      child_at(*this, modules, i, "accGradParameters").accGradParametersValue(in, valueGradOutputs_[i], scale);
+    });
+  }
+}
+
+void Sequential::backwardValueImpl(const Value& input, const Value& gradOutput, double scale) {
+  backwardValuePass(
+      input, gradOutput,
+      [scale](Module& m, const Value& in, const Value& g) -> const Value& { return m.backward(in, g, scale); },
+      freesIntermediateGradients());
 }
 
 void Sequential::checkFirst(size_t n, const char* method) const {
@@ -61,9 +132,14 @@ void Sequential::releaseGradInput() {
   // gradInput was the first child's
   if (!modules.empty()) child_at(*this, modules, 0, "releaseGradInput").releaseGradInput();
   for (auto& g : gradOutputs_) g = Tensor();
+  for (auto& g : valueGradOutputs_) g = Value();
 }
 
 const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  if (usesTables()) {
+    gradInput = updateGradInputValue(input, gradOutput).tensorOrUndefined();
+    return gradInput;
+  }
   updateGradInputFirst(input, gradOutput, modules.size());
   return gradInput;
 }
@@ -76,6 +152,7 @@ Tensor Sequential::updateGradInputFirst(const Tensor& input, const Tensor& gradO
 }
 
 void Sequential::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  if (usesTables()) return accGradParametersValue(input, gradOutput, scale);
   accGradParametersFirst(input, gradOutput, modules.size(), scale);
 }
 
@@ -102,6 +179,10 @@ void Sequential::accGradParametersFirst(const Tensor& input, const Tensor& gradO
 }
 
 void Sequential::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  if (usesTables()) {
+    backwardValueImpl(input, gradOutput, scale);
+    return;
+  }
   backwardFirst(input, gradOutput, modules.size(), scale);
 }
 

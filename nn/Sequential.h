@@ -19,6 +19,16 @@ class Sequential : public Container {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  // The table interface: each child's output Value feeds the next (Note [Tables] in
+  // nn/Value.cpp). The tensor interface takes this path too when a child uses tables
+  // (Sequential{ConcatTable{a, b}, CAddTable}), and stays the tensor path otherwise.
+  const Value& updateOutputValue(const Value& input) override;
+  const Value& updateGradInputValue(const Value& input, const Value& gradOutput) override;
+  void accGradParametersValue(const Value& input, const Value& gradOutput, double scale = 1.0) override;
+  bool usesTables() const override;
+  bool writesGradOutput() const override {
+    return !modules.empty() && modules.back() && modules.back()->writesGradOutput();
+  }
   static constexpr std::string_view kTypeName = "nn.Sequential";
   std::string type_name() const override { return std::string(kTypeName); }
   // children: as config() leaves them out, in order (model files store them apart)
@@ -38,6 +48,7 @@ class Sequential : public Container {
  protected:
   bool childSeesInput(size_t i) const override { return i == 0; }
   void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override;
+  void backwardValueImpl(const Value& input, const Value& gradOutput, double scale) override;
   void releaseGradInput() override;
   // What updateOutput records, for a subclass that computes its children's outputs itself
   // (cudnn::FusedConvolution): the input child i saw, which backward hands it.
@@ -50,6 +61,10 @@ class Sequential : public Container {
   std::vector<Tensor> gradOutputs_;  // the gradient each child received in the last backward
   template <class Step>
   void backwardPass(const Tensor& input, const Tensor& gradOutput, Step step, bool release, size_t n);
+  // The same on the table path.
+  std::vector<Value> valueInputs_, valueGradOutputs_;
+  template <class Step>
+  void backwardValuePass(const Value& input, const Value& gradOutput, Step step, bool release);
   void checkFirst(size_t n, const char* method) const;
 };
 

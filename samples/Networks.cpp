@@ -3,7 +3,9 @@
 
 #include <stdexcept>
 
+#include "nn/CAddTable.h"
 #include "nn/Dropout.h"
+#include "nn/Graph.h"
 #include "nn/LSTM.h"
 #include "nn/Linear.h"
 #include "nn/ReLU.h"
@@ -103,10 +105,42 @@ std::shared_ptr<nn::Sequential> resnet50() {
   return s;
 }
 
+// ResNet-50 again, as one nn::Graph: each bottleneck is nodes (block, shortcut or the input
+// itself, CAddTable, ReLU) instead of a Residual container, the same modules in the same order,
+// so a benchmark row pair shows what the graph container costs.
+std::shared_ptr<nn::Graph> resnet50_graph() {
+  nn::Node x = nn::Input();
+  nn::Node h = x;
+  for (const auto& m : {conv(3, 64, 7, 2, 3), bn(64), relu(), maxpool(3, 2, 1)}) h = nn::call(m, h);
+  int64_t in = 64;
+  const int64_t blocks[4] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t planes = int64_t(64) << stage;
+    for (int64_t b = 0; b < blocks[stage]; ++b) {
+      const int64_t stride = b == 0 && stage > 0 ? 2 : 1;
+      nn::Node path = h;
+      for (const auto& m : {conv(in, planes, 1), bn(planes), relu(), conv(planes, planes, 3, stride, 1), bn(planes),
+                            relu(), conv(planes, planes * 4, 1), bn(planes * 4)}) {
+        path = nn::call(m, path);
+      }
+      nn::Node shortcut = h;
+      if (stride != 1 || in != planes * 4) {
+        shortcut = nn::call(bn(planes * 4), nn::call(conv(in, planes * 4, 1, stride), h));
+      }
+      h = nn::call(relu(), nn::call(std::make_shared<nn::CAddTable>(), {path, shortcut}));
+      in = planes * 4;
+    }
+  }
+  h = nn::call(std::make_shared<nn::SpatialAveragePooling>(7, 7, 1, 1), h);
+  h = nn::call(std::make_shared<nn::View>(2048), h);
+  h = nn::call(std::make_shared<nn::Linear>(2048, 1000), h);
+  return std::make_shared<nn::Graph>(x, h);
+}
+
 }  // namespace
 
 std::vector<std::string> benchmark_names() {
-  return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50", "lstm", "fashion"};
+  return {"L1", "L2", "L3", "L4", "L5", "alexnet", "vgg11", "resnet50", "resnet50-graph", "lstm", "fashion"};
 }
 
 Benchmark make_benchmark(const std::string& name) {
@@ -118,6 +152,7 @@ Benchmark make_benchmark(const std::string& name) {
   if (name == "alexnet") return {name, alexnet(), {128, 3, 224, 224}};
   if (name == "vgg11") return {name, vgg11(), {64, 3, 224, 224}};
   if (name == "resnet50") return {name, resnet50(), {32, 3, 224, 224}};
+  if (name == "resnet50-graph") return {name, resnet50_graph(), {32, 3, 224, 224}};
   if (name == "lstm") {  // sequence first: [50 x 64 x 512]
     auto s = std::make_shared<nn::Sequential>();
     s->add(std::make_shared<nn::LSTM>(512, 512, 2));

@@ -22,7 +22,8 @@ struct Benchmark {
   size_t batchDim = 0;  // which entry of `input` is the batch (1 for the sequence-first lstm)
 };
 
-// name: L1..L5, alexnet, vgg11, resnet50, lstm, fashion; throws listing the names for anything else.
+// name: L1..L5, alexnet, vgg11, resnet50, resnet50-graph (ResNet-50 as one nn::Graph, the graph
+// container's cost), lstm, fashion; throws listing the names for anything else.
 Benchmark make_benchmark(const std::string& name);
 std::vector<std::string> benchmark_names();
 

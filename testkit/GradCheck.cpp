@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "nn/Container.h"
 #include "tensor/Format.h"
 #include "tensor/Safetensors.h"
 
@@ -152,6 +153,83 @@ GradCheckReport check_gradients(nn::Module& module, const Tensor& input, const G
   }
   conclude(report, o);
   return report;
+}
+
+namespace {
+
+// `flat`'s elements as a value of `like`'s structure and shapes (views of flat).
+nn::Value unpack(const Tensor& flat, const nn::Value& like, int64_t& offset) {
+  if (like.isTable()) {
+    nn::Table items(like.size());
+    for (size_t i = 0; i < like.size(); ++i) items[i] = unpack(flat, like[i], offset);
+    return items;
+  }
+  if (!like.isTensor()) return {};
+  const Tensor& t = like.tensorOrUndefined();
+  Tensor v = flat.narrow(0, offset, t.numel()).view(t.sizes());
+  offset += t.numel();
+  return v;
+}
+
+// A value's tensors, flattened and joined (zeros where `like` has a tensor and v has nothing).
+Tensor pack(const nn::Value& v, const nn::Value& like) {
+  std::vector<Tensor> parts;
+  std::function<void(const nn::Value&, const nn::Value&)> walk = [&](const nn::Value& a, const nn::Value& l) {
+    if (l.isTable()) {
+      for (size_t i = 0; i < l.size(); ++i) walk(a.isTable() && i < a.size() ? a[i] : nn::Value(), l[i]);
+    } else if (l.isTensor()) {
+      const Tensor& t = l.tensorOrUndefined();
+      parts.push_back(a.isTensor() ? a.tensorOrUndefined().contiguous().reshape({-1})
+                                   : tensor::zeros({t.numel()}, t.dtype(), t.device()));
+    }
+  };
+  walk(v, like);
+  if (parts.empty()) return tensor::zeros({0}, DType::Float64);
+  return tensor::cat(parts, 0);
+}
+
+// A module of one flat tensor around one that takes and gives values, so the tensor checks
+// above apply; its child is the module itself, so its parameters are checked too.
+class Packed : public nn::Container {
+ public:
+  Packed(nn::Module& inner, nn::Value inputLike) : like_(std::move(inputLike)) {
+    modules.push_back(nn::ModulePtr(&inner, [](nn::Module*) {}));
+  }
+  const Tensor& updateOutput(const Tensor& flat) override {
+    int64_t at = 0;
+    in_ = unpack(flat, like_, at);
+    const nn::Value& out = modules[0]->forward(in_);
+    outLike_ = out;
+    output = pack(out, out);
+    return output;
+  }
+  const Tensor& updateGradInput(const Tensor&, const Tensor& g) override {
+    int64_t at = 0;
+    gradInput = pack(modules[0]->updateGradInputValue(in_, unpack(g, outLike_, at)), like_);
+    return gradInput;
+  }
+  void accGradParameters(const Tensor&, const Tensor& g, double scale) override {
+    int64_t at = 0;
+    modules[0]->accGradParametersValue(in_, unpack(g, outLike_, at), scale);
+  }
+  std::string type_name() const override { return "testkit.Packed"; }
+  std::string str() const override { return modules[0]->str(); }
+
+ protected:
+  void backwardImpl(const Tensor&, const Tensor& g, double scale) override {
+    int64_t at = 0;
+    gradInput = pack(modules[0]->backward(in_, unpack(g, outLike_, at), scale), like_);
+  }
+
+ private:
+  nn::Value like_, in_, outLike_;
+};
+
+}  // namespace
+
+GradCheckReport check_gradients(nn::Module& module, const nn::Value& input, const GradCheckOptions& o) {
+  Packed packed(module, input);
+  return check_gradients(packed, pack(input, input), o);
 }
 
 GradCheckReport check_criterion_gradient(nn::Criterion& criterion, const Tensor& input, const Tensor& target,

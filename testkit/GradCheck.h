@@ -42,6 +42,9 @@ struct GradCheckReport : Report {
 // Checks gradInput and every parameter gradient of `module` (already float64, on the CPU) at
 // `input` (float64; any dtype with check_input = false, which checks the parameters alone).
 GradCheckReport check_gradients(nn::Module& module, const tensor::Tensor& input, const GradCheckOptions& options = {});
+// The same for a module that takes or gives tables (nn/Value.h): the input's tensors (float64)
+// are perturbed entry by entry, and every tensor of the output enters the loss.
+GradCheckReport check_gradients(nn::Module& module, const nn::Value& input, const GradCheckOptions& options = {});
 // Same for a criterion's gradInput, for a fixed target.
 GradCheckReport check_criterion_gradient(nn::Criterion& criterion, const tensor::Tensor& input,
                                          const tensor::Tensor& target, const GradCheckOptions& options = {});

@@ -16,6 +16,13 @@ void expect_gradients_ok(nn::Module& module, const Tensor& input, const GradChec
   CHECK(r.max_error <= o.tolerance);
 }
 
+void expect_gradients_ok(nn::Module& module, const nn::Value& input, const GradCheckOptions& o) {
+  const GradCheckReport r = check_gradients(module, input, o);
+  INFO(module.str(), " at input ", input.description(), ": ", r.str());
+  CHECK(r.checked > 0);
+  CHECK(r.max_error <= o.tolerance);
+}
+
 void expect_criterion_gradient_ok(nn::Criterion& criterion, const Tensor& input, const Tensor& target,
                                   const GradCheckOptions& o) {
   const GradCheckReport r = check_criterion_gradient(criterion, input, target, o);

@@ -21,6 +21,8 @@ using nn::testkit::GradCheckReport;
 // CHECK that the worst error is within tolerance and that something was checked; on failure
 // the message names the worst entry.
 void expect_gradients_ok(nn::Module& module, const tensor::Tensor& input, const GradCheckOptions& options = {});
+// The same for a module that takes or gives tables (nn/Value.h).
+void expect_gradients_ok(nn::Module& module, const nn::Value& input, const GradCheckOptions& options = {});
 void expect_criterion_gradient_ok(nn::Criterion& criterion, const tensor::Tensor& input, const tensor::Tensor& target,
                                   const GradCheckOptions& options = {});
 
