@@ -53,7 +53,8 @@ void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const
   const tensor::MemoryFormat format = tensor::suggest_memory_format(m.output);
   const Tensor y = as_format(m.output, format);
   // In place the input was overwritten by y: hand cuDNN y as x too (Note [In-place activation gradients]);
-  // of our kernels' modes only LeakyReLU runs in place, with a slope >= 0, where y > 0 exactly where x > 0.
+  // of our kernels' modes that read x only LeakyReLU runs in place, with a slope >= 0, where y > 0 exactly
+  // where x > 0; Sqrt, Exp, MulConstant and AddConstant read y or nothing (kernels::backward_reads_output).
   const Tensor x = m.inplace ? y : as_format(input, format);
   if (m.inplace && gradOutput.is_contiguous(format)) {
     m.gradInput = gradOutput;
@@ -64,7 +65,11 @@ void PointwiseCompute::backward(nn::PointwiseBase& m, const Tensor& input, const
   if (y.numel() == 0) return;
   const Tensor dy = as_format(gradOutput, format);
   if (!ActivationPlan::runs(mode)) {
-    kernels::activation_backward_from_input(mode, m.coef(), flat(x), flat(dy), flat(m.gradInput));
+    if (kernels::backward_reads_output(mode)) {  // Sqrt, Exp, MulConstant, AddConstant: in place too
+      kernels::activation_backward_from_output(mode, m.coef(), flat(y), flat(dy), flat(m.gradInput));
+    } else {
+      kernels::activation_backward_from_input(mode, m.coef(), flat(x), flat(dy), flat(m.gradInput));
+    }
     return;
   }
   if (m.inplace && mode == nn::Activation::ClippedReLU) {

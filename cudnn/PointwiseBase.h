@@ -1,8 +1,11 @@
 // PointwiseBase.h: the shared base of the activation twins (cudnn::ReLU, ClippedReLU, Tanh,
-// Sigmoid, ELU, GELU, SiLU, LeakyReLU), cudnn.torch's Pointwise.lua: one ActivationPlan
+// Sigmoid, ELU, GELU, SiLU, LeakyReLU, and the staples Abs, Square, Sqrt, Exp, Log, Power,
+// MulConstant, AddConstant), cudnn.torch's Pointwise.lua: one ActivationPlan
 // (cudnnActivation* for ClippedReLU, Tanh, Sigmoid, ELU; our kernels for ReLU) driven by the nn module's activation()
 // and coef(); GELU, SiLU and LeakyReLU, which cuDNN's activation API lacks, run on our kernels
-// (cudnn/kernels/Activation.h), their backward reading the input as nn's. Any shape, float32, float64,
+// (cudnn/kernels/Activation.h), their backward reading the input as nn's; so do the staples
+// (cuDNN has no mode for them), whose backward reads the input, or the output (Sqrt, Exp), or
+// neither (MulConstant, AddConstant). Any shape, float32, float64,
 // float16 and bfloat16. With `inplace` the output IS the input (same storage; cuDNN allows
 // x == y) and gradInput reuses gradOutput's storage, as nn::PointwiseBase. A channels-last
 // input gives channels-last output and gradInput (Note [Channels-last twins], core/Layout.h).

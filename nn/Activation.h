@@ -10,6 +10,8 @@ namespace nn {
 
 // GELU is exact (erf); GELUTanh is PyTorch's approximate='tanh'; SiLU is x sigmoid(x);
 // ClippedReLU's ceiling, ELU's alpha and LeakyReLU's negative slope are the module's coef().
+// Abs, Square, Sqrt, Exp, Log, Power (coef = the exponent), MulConstant and AddConstant (coef =
+// the constant) are Torch's element-wise staples; cuDNN has no mode for them (our kernels).
 enum class Activation : uint8_t {
   ReLU,
   ClippedReLU,
@@ -20,6 +22,14 @@ enum class Activation : uint8_t {
   GELUTanh,
   SiLU,
   LeakyReLU,
+  Abs,
+  Square,
+  Sqrt,
+  Exp,
+  Log,
+  Power,
+  MulConstant,
+  AddConstant,
 };
 
 }  // namespace nn

@@ -1,9 +1,11 @@
 // PointwiseBase.h: the shared base of the element-wise activations (ReLU, ClippedReLU, Tanh,
-// Sigmoid, ELU, GELU, SiLU, LeakyReLU): output has the input's shape (any rank); gradInput is computed from the
-// output alone, or from the input where the function is not invertible (GELU, SiLU: see
-// kernels::activation_needs_input; those refuse inplace). With `inplace` the output IS the input (same storage,
-// overwritten) and gradInput reuses gradOutput's storage, as Torch's in-place ReLU does. A subclass only names its
-// activation() and coef(). Twins: the cudnn activation modules, one cuDNN activation descriptor base over these.
+// Sigmoid, ELU, GELU, SiLU, LeakyReLU) and staples (Abs, Square, Sqrt, Exp, Log, Power,
+// MulConstant, AddConstant: Note [Element-wise staples] in nn/kernels/Activation.h): output has the input's shape (any
+// rank); gradInput is computed from the output alone, or from the input where the function is not invertible (GELU,
+// SiLU: see kernels::activation_needs_input: also Abs, Square, Log, Power; those refuse inplace). With `inplace` the
+// output IS the input (same storage, overwritten) and gradInput reuses gradOutput's storage, as Torch's in-place ReLU
+// does. A subclass only names its activation() and coef(). Twins: the cudnn activation modules, one cuDNN activation
+// descriptor base over these.
 #pragma once
 
 #include <optional>
@@ -27,6 +29,7 @@ class PointwiseBase : public Module {
   tensor::Json config() const override;  // {"inplace": false}; subclasses add their coefficient
 
   bool inplace = false;
+  bool writesGradOutput() const override { return inplace; }
 
  protected:
   explicit PointwiseBase(bool inplace_ = false) : inplace(inplace_) {}

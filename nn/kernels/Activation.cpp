@@ -54,6 +54,11 @@ bool activation_needs_input(Activation mode, double coef) {
       return true;
     case Activation::LeakyReLU:
       return coef < 0;
+    case Activation::Abs:
+    case Activation::Square:
+    case Activation::Log:
+    case Activation::Power:
+      return true;
     default:
       return false;
   }
@@ -92,6 +97,23 @@ void activation_forward(Activation mode, double coef, const T* x, T* y, int64_t 
     case Activation::LeakyReLU:
       // NaN > 0 is false: NaN * slope stays NaN
       return map1(x, y, n, [c](T v) { return v > T(0) ? v : v * c; });
+    // the staples: libm's functions, IEEE's non-finite values (Note [Element-wise staples])
+    case Activation::Abs:
+      return map1(x, y, n, [](T v) { return std::abs(v); });
+    case Activation::Square:
+      return map1(x, y, n, [](T v) { return v * v; });
+    case Activation::Sqrt:
+      return map1(x, y, n, [](T v) { return std::sqrt(v); });
+    case Activation::Exp:
+      return map1(x, y, n, [](T v) { return std::exp(v); });
+    case Activation::Log:
+      return map1(x, y, n, [](T v) { return std::log(v); });
+    case Activation::Power:
+      return map1(x, y, n, [c](T v) { return std::pow(v, c); });
+    case Activation::MulConstant:
+      return map1(x, y, n, [c](T v) { return v * c; });
+    case Activation::AddConstant:
+      return map1(x, y, n, [c](T v) { return v + c; });
   }
 }
 
@@ -114,9 +136,22 @@ void activation_backward(Activation mode, double coef, const T* y, const T* dy, 
     case Activation::LeakyReLU:
       // with a slope >= 0, y > 0 exactly where x > 0
       return map2(y, dy, dx, n, [c](T o, T g) { return o > T(0) ? g : g * c; });
+    // PyTorch's: dy / (2 y) (y = 0 gives +-Inf) and dy y
+    case Activation::Sqrt:
+      return map2(y, dy, dx, n, [](T o, T g) { return g / (T(2) * o); });
+    case Activation::Exp:
+      return map2(y, dy, dx, n, [](T o, T g) { return g * o; });
+    case Activation::MulConstant:
+      return map2(y, dy, dx, n, [c](T, T g) { return g * c; });
+    case Activation::AddConstant:
+      return map2(y, dy, dx, n, [](T, T g) { return g; });
     case Activation::GELU:
     case Activation::GELUTanh:
     case Activation::SiLU:
+    case Activation::Abs:
+    case Activation::Square:
+    case Activation::Log:
+    case Activation::Power:
       break;  // need the input: activation_backward_from_input
   }
 }
@@ -146,10 +181,72 @@ void activation_backward_from_input(Activation mode, double coef, const T* x, co
       });
     case Activation::LeakyReLU:
       return map2(x, dy, dx, n, [c](T v, T g) { return v > T(0) ? g : g * c; });
+    // PyTorch's: dy sgn(x) (sgn(NaN) = sgn(0) = 0), dy (2 x), dy / x, and for the power
+    // dy (p x^(p-1)), zero everywhere when p = 0 (Note [Element-wise staples])
+    case Activation::Abs:
+      return map2(x, dy, dx, n, [](T v, T g) { return g * (T(v > T(0)) - T(v < T(0))); });
+    case Activation::Square:
+      return map2(x, dy, dx, n, [](T v, T g) { return g * (T(2) * v); });
+    case Activation::Log:
+      return map2(x, dy, dx, n, [](T v, T g) { return g / v; });
+    case Activation::Power: {
+      if (coef == 0) return map2(x, dy, dx, n, [](T, T) { return T(0); });
+      const T cm1 = static_cast<T>(coef - 1);
+      return map2(x, dy, dx, n, [c, cm1](T v, T g) { return g * (c * std::pow(v, cm1)); });
+    }
     default:
       break;  // the others read the output: activation_backward
   }
 }
+
+template <class T>
+void prelu_forward(const T* x, const T* w, T* y, int64_t outer, int64_t channels, int64_t inner) {
+#pragma omp parallel for if (outer * channels * inner > (int64_t{1} << 15))
+  for (int64_t oc = 0; oc < outer * channels; ++oc) {
+    const T a = w[oc % channels];
+    const T* xr = x + oc * inner;
+    T* yr = y + oc * inner;
+#pragma omp simd
+    for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] > T(0) ? xr[i] : a * xr[i];
+  }
+}
+
+template <class T>
+void prelu_backward(const T* x, const T* w, const T* dy, T* dx, int64_t outer, int64_t channels, int64_t inner) {
+#pragma omp parallel for if (outer * channels * inner > (int64_t{1} << 15))
+  for (int64_t oc = 0; oc < outer * channels; ++oc) {
+    const T a = w[oc % channels];
+    const T* xr = x + oc * inner;
+    const T* gr = dy + oc * inner;
+    T* dr = dx + oc * inner;
+#pragma omp simd
+    for (int64_t i = 0; i < inner; ++i) dr[i] = xr[i] > T(0) ? gr[i] : a * gr[i];
+  }
+}
+
+template <class T>
+void prelu_acc_grad_weight(const T* x, const T* dy, T* gw, double scale, int64_t outer, int64_t channels,
+                           int64_t inner) {
+#pragma omp parallel for if (outer * channels * inner > (int64_t{1} << 15))
+  for (int64_t c = 0; c < channels; ++c) {
+    double acc = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t base = (o * channels + c) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const T v = x[base + i];
+        if (!(v > T(0))) acc += static_cast<double>(v) * static_cast<double>(dy[base + i]);
+      }
+    }
+    gw[c] = static_cast<T>(static_cast<double>(gw[c]) + scale * acc);
+  }
+}
+
+template void prelu_forward<float>(const float*, const float*, float*, int64_t, int64_t, int64_t);
+template void prelu_forward<double>(const double*, const double*, double*, int64_t, int64_t, int64_t);
+template void prelu_backward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t);
+template void prelu_backward<double>(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t);
+template void prelu_acc_grad_weight<float>(const float*, const float*, float*, double, int64_t, int64_t, int64_t);
+template void prelu_acc_grad_weight<double>(const double*, const double*, double*, double, int64_t, int64_t, int64_t);
 
 template void activation_forward<float>(Activation, double, const float*, float*, int64_t);
 template void activation_forward<double>(Activation, double, const double*, double*, int64_t);

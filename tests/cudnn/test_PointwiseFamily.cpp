@@ -1,5 +1,5 @@
 // test_PointwiseFamily.cpp: the activation twins (cudnn.ReLU, ClippedReLU, ELU, Sigmoid, Tanh, GELU,
-// SiLU, LeakyReLU) against
+// SiLU, LeakyReLU, and the staples Abs, Square, Sqrt, Exp, Log, Power, MulConstant, AddConstant) against
 // their nn modules, as one table: each row builds one configuration on both sides and names the
 // input range that reaches its interesting parts; every row goes through the same checks
 // (tests/support/PointwiseTwinChecks.h): float32 with TF32 off, float64, float16, bfloat16, 1-D
@@ -8,24 +8,41 @@
 // one row; the types' own cases follow the table.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <type_traits>
 
+#include "cudnn/Abs.h"
+#include "cudnn/AddConstant.h"
 #include "cudnn/ClippedReLU.h"
 #include "cudnn/ELU.h"
+#include "cudnn/Exp.h"
 #include "cudnn/GELU.h"
 #include "cudnn/LeakyReLU.h"
+#include "cudnn/Log.h"
+#include "cudnn/MulConstant.h"
+#include "cudnn/Power.h"
 #include "cudnn/ReLU.h"
 #include "cudnn/SiLU.h"
 #include "cudnn/Sigmoid.h"
+#include "cudnn/Sqrt.h"
+#include "cudnn/Square.h"
 #include "cudnn/Tanh.h"
 #include "cudnn/core/Config.h"
+#include "nn/Abs.h"
+#include "nn/AddConstant.h"
 #include "nn/ClippedReLU.h"
 #include "nn/ELU.h"
+#include "nn/Exp.h"
 #include "nn/GELU.h"
 #include "nn/LeakyReLU.h"
+#include "nn/Log.h"
+#include "nn/MulConstant.h"
+#include "nn/Power.h"
 #include "nn/ReLU.h"
 #include "nn/SiLU.h"
 #include "nn/Sigmoid.h"
+#include "nn/Sqrt.h"
+#include "nn/Square.h"
 #include "nn/Tanh.h"
 #include "tests/support/PointwiseTwinChecks.h"
 #include "tests/support/SteadyState.h"
@@ -82,6 +99,19 @@ const std::vector<Activation>& activations() {
       {"LeakyReLU(0.01)", make<nn::LeakyReLU>(0.01), make<cudnn::LeakyReLU>(0.01), -2, 2},
       {"LeakyReLU(0.3)", make<nn::LeakyReLU>(0.3), make<cudnn::LeakyReLU>(0.3), -2, 2},
       {"LeakyReLU(-0.2)", not_in_place<nn::LeakyReLU>(-0.2), not_in_place<cudnn::LeakyReLU>(-0.2), -2, 2},
+      // the staples, on our kernels (Note [Element-wise staples]): Log, Sqrt and the fractional power over
+      // positive inputs (negative ones are NaN on both sides: the NaN check covers them); Sqrt and Exp in
+      // place through the public field, their gradients from the output; MulConstant and AddConstant in place
+      {"Abs", not_in_place<nn::Abs>(), not_in_place<cudnn::Abs>(), -2, 2},
+      {"Square", not_in_place<nn::Square>(), not_in_place<cudnn::Square>(), -2, 2},
+      {"Sqrt", make<nn::Sqrt>(), make<cudnn::Sqrt>(), 0.1, 3},
+      {"Exp", make<nn::Exp>(), make<cudnn::Exp>(), -3, 3},
+      {"Log", not_in_place<nn::Log>(), not_in_place<cudnn::Log>(), 0.1, 3},
+      {"Power(3)", not_in_place<nn::Power>(3.0), not_in_place<cudnn::Power>(3.0), -2, 2},
+      {"Power(2.5)", not_in_place<nn::Power>(2.5), not_in_place<cudnn::Power>(2.5), 0.1, 3},
+      {"Power(-1)", not_in_place<nn::Power>(-1.0), not_in_place<cudnn::Power>(-1.0), 0.5, 3},
+      {"MulConstant(-1.5)", make<nn::MulConstant>(-1.5), make<cudnn::MulConstant>(-1.5), -2, 2},
+      {"AddConstant(0.75)", make<nn::AddConstant>(0.75), make<cudnn::AddConstant>(0.75), -2, 2},
   };
   return rows;
 }
@@ -116,14 +146,14 @@ TEST_CASE("activation twins match nn with a non-contiguous input, in place and n
 TEST_CASE("activation twins in place share the input's and gradOutput's storage, with nn's values") {
   for (const Activation& a : activations()) {
     INFO(a.name);
-    expect_pointwise_in_place(a.nn, a.cu);
+    expect_pointwise_in_place(a.nn, a.cu, a.lo, a.hi);
   }
 }
 
 TEST_CASE("activation twins: convert round trip, printing and errors") {
   for (const Activation& a : activations()) {
     INFO(a.name);
-    expect_pointwise_convert_and_errors(a.nn, a.cu);
+    expect_pointwise_convert_and_errors(a.nn, a.cu, a.lo, a.hi);
   }
 }
 
@@ -231,4 +261,44 @@ TEST_CASE("cudnn.LeakyReLU gives nn's bits in float32 and float64, forward and b
       }
     }
   }
+}
+
+// The staples at the points where Torch and PyTorch differ, and their non-finite values,
+// element by element on the GPU in float32 and float64 (Note [Element-wise staples]).
+TEST_CASE("cudnn staples: PyTorch's values at 0, NaN and +-Inf, forward and backward") {
+  const Device gpu = Device::cuda(0);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> xs{nan, 0.0, -0.0, inf, -inf, -1, 2};
+  std::vector<std::pair<nn::ModulePtr, nn::ModulePtr>> pairs = {
+      {std::make_shared<nn::Abs>(), std::make_shared<cudnn::Abs>()},
+      {std::make_shared<nn::Square>(), std::make_shared<cudnn::Square>()},
+      {std::make_shared<nn::Sqrt>(), std::make_shared<cudnn::Sqrt>()},
+      {std::make_shared<nn::Exp>(), std::make_shared<cudnn::Exp>()},
+      {std::make_shared<nn::Log>(), std::make_shared<cudnn::Log>()},
+      {std::make_shared<nn::Power>(0.0), std::make_shared<cudnn::Power>(0.0)},
+      {std::make_shared<nn::Power>(2.5), std::make_shared<cudnn::Power>(2.5)},
+      {std::make_shared<nn::Power>(-1.0), std::make_shared<cudnn::Power>(-1.0)},
+      {std::make_shared<nn::MulConstant>(2.0), std::make_shared<cudnn::MulConstant>(2.0)},
+      {std::make_shared<nn::AddConstant>(1.0), std::make_shared<cudnn::AddConstant>(1.0)},
+  };
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (auto& [ref, twin] : pairs) {
+      INFO(twin->type_name(), " ", std::string(name(dt)));
+      ref->to(dt);
+      twin->to(gpu);
+      twin->to(dt);
+      const Tensor x = from_vector<double>(xs, {7}).to(dt);
+      const Tensor g = from_vector<double>({1, 1, 1, 1, 1, nan, 1}, {7}).to(dt);
+      expect_same_nonfinite("output", twin->forward(x.to(gpu)).cpu(), ref->forward(x), 1e-6);
+      expect_same_nonfinite("gradInput", twin->backward(x.to(gpu), g.to(gpu)).cpu(), ref->backward(x, g), 1e-6);
+    }
+  }
+}
+
+TEST_CASE("cudnn staples print as nn's and keep their coefficients") {
+  CHECK(cudnn::Abs().str() == "cudnn.Abs");
+  CHECK(cudnn::Power(2.5).pow == 2.5);
+  CHECK(cudnn::Power(2.5).str() == "cudnn.Power");
+  CHECK(cudnn::MulConstant(3.0, true).inplace);
+  CHECK(cudnn::AddConstant(-1.0).constant == -1);
 }

@@ -43,14 +43,15 @@ inline void expect_pointwise_twin_matches(const PointwiseFactory& makeNn, const 
 
 // In place the output IS the input and gradInput IS gradOutput (same storage), with nn's
 // values; a non-contiguous input is written through its own view; in-place off again
-// leaves the caller's tensors alone.
-inline void expect_pointwise_in_place(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu) {
+// leaves the caller's tensors alone. Inputs uniform in [lo, hi].
+inline void expect_pointwise_in_place(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu, double lo = -2,
+                                      double hi = 2) {
   const tensor::Device gpu = tensor::Device::cuda(0);
   tensor::Generator gen(5);
   nn::ModulePtr ref = makeNn(false), twin = makeCu(true);
   if (!twin) return;
   twin->to(gpu);
-  const tensor::Tensor x0 = tensor::uniform({4, 6}, -2, 2, gen);
+  const tensor::Tensor x0 = tensor::uniform({4, 6}, lo, hi, gen);
   const tensor::Tensor want = ref->forward(x0).clone();
   tensor::Tensor x = x0.to(gpu);
   const tensor::Tensor y = twin->forward(x);
@@ -64,7 +65,7 @@ inline void expect_pointwise_in_place(const PointwiseFactory& makeNn, const Poin
   CHECK(tensor::max_abs_diff(g, gwant) < 1e-5);
 
   // a transposed (non-contiguous) input: written through its view, gradients still nn's
-  const tensor::Tensor b0 = tensor::uniform({3, 5}, -2, 2, gen);
+  const tensor::Tensor b0 = tensor::uniform({3, 5}, lo, hi, gen);
   tensor::Tensor base = b0.to(gpu);
   tensor::Tensor xt = base.t();
   const tensor::Tensor yt = twin->forward(xt);
@@ -76,17 +77,19 @@ inline void expect_pointwise_in_place(const PointwiseFactory& makeNn, const Poin
 
   // switching in-place off must not keep writing into the caller's tensors
   as_pointwise(twin).inplace = false;
-  const tensor::Tensor x2 = tensor::uniform({5}, -2, 2, gen).to(gpu);
+  const tensor::Tensor x2 = tensor::uniform({5}, lo, hi, gen).to(gpu);
   const tensor::Tensor x2copy = x2.clone();
   twin->forward(x2);
   CHECK_FALSE(twin->output.shares_storage(x2));
   CHECK(tensor::max_abs_diff(x2, x2copy) == 0);
 }
 
-// convert round trip (in place or not: the flag survives), printing, and the errors.
-inline void expect_pointwise_convert_and_errors(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu) {
+// convert round trip (in place or not: the flag survives; inputs uniform in [lo, hi]), printing,
+// and the errors.
+inline void expect_pointwise_convert_and_errors(const PointwiseFactory& makeNn, const PointwiseFactory& makeCu,
+                                                double lo = -2, double hi = 2) {
   tensor::Generator gen(9);
-  expect_convert_roundtrip(makeNn(false), tensor::uniform({3, 4, 5}, -2, 2, gen));
+  expect_convert_roundtrip(makeNn(false), tensor::uniform({3, 4, 5}, lo, hi, gen));
   if (nn::ModulePtr inplace = makeNn(true)) {
     nn::ModulePtr cu = nn::convert(inplace, cudnn::backend);
     CHECK(cu->type_name().rfind("cudnn.", 0) == 0);

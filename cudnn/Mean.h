@@ -1,0 +1,12 @@
+// Mean.h: the cuDNN twin of nn::Mean, on cudnn::ReductionBase: our kernels (cudnn/kernels/Reduce.h;
+// cuDNN's cudnnReduceTensor does not give the first index on ties), nn's semantics, NaN and
+// empty dimensions included. Same constructor, fields and printing; float32, float64, float16
+// and bfloat16.
+#pragma once
+
+#include "cudnn/ReductionBase.h"
+#include "nn/Mean.h"
+
+namespace cudnn {
+using Mean = ReductionBase<nn::Mean>;
+}  // namespace cudnn

@@ -1,0 +1,12 @@
+// MulConstant.h: the cuDNN twin of nn::MulConstant (y = constant x, in place or not), on cudnn::PointwiseBase. cuDNN
+// has no activation mode for it: it runs on our kernels (cudnn/kernels/Activation.h), nn's formulas in acc_t<T>, so NaN
+// and Inf come out as nn's (Note [Element-wise staples] in nn/kernels/Activation.h). Same constructor, fields and
+// printing; float32, float64, float16 and bfloat16.
+#pragma once
+
+#include "cudnn/PointwiseBase.h"
+#include "nn/MulConstant.h"
+
+namespace cudnn {
+using MulConstant = PointwiseBase<nn::MulConstant>;
+}  // namespace cudnn

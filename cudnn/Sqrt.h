@@ -1,0 +1,12 @@
+// Sqrt.h: the cuDNN twin of nn::Sqrt (y = sqrt(x), gradient dy / 2y from the output), on cudnn::PointwiseBase. cuDNN
+// has no activation mode for it: it runs on our kernels (cudnn/kernels/Activation.h), nn's formulas in acc_t<T>, so NaN
+// and Inf come out as nn's (Note [Element-wise staples] in nn/kernels/Activation.h). Same constructor, fields and
+// printing; float32, float64, float16 and bfloat16.
+#pragma once
+
+#include "cudnn/PointwiseBase.h"
+#include "nn/Sqrt.h"
+
+namespace cudnn {
+using Sqrt = PointwiseBase<nn::Sqrt>;
+}  // namespace cudnn

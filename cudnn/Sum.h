@@ -1,0 +1,12 @@
+// Sum.h: the cuDNN twin of nn::Sum, on cudnn::ReductionBase: our kernels (cudnn/kernels/Reduce.h;
+// cuDNN's cudnnReduceTensor does not give the first index on ties), nn's semantics, NaN and
+// empty dimensions included. Same constructor, fields and printing; float32, float64, float16
+// and bfloat16.
+#pragma once
+
+#include "cudnn/ReductionBase.h"
+#include "nn/Sum.h"
+
+namespace cudnn {
+using Sum = ReductionBase<nn::Sum>;
+}  // namespace cudnn
