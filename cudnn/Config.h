@@ -36,6 +36,9 @@
 //                      norm engines where they take the problem (cudnn/ops/layer_norm.h)
 //   pool.backward      auto (default) | ours | cudnn: where max pooling's gradient runs, our
 //                      channels-last kernel or cuDNN's call (cudnn/ops/pool.h)
+//   groupnorm.engine   cudnn (default) | kernel: cudnn::GroupNorm and cudnn::InstanceNorm
+//                      normalise on our kernels, or through cuDNN's graph-API layer norm (a group
+//                      a row) where it takes the problem (cudnn/ops/group_norm.h)
 #pragma once
 
 #include <cstddef>
@@ -50,9 +53,10 @@ namespace cudnn {
 enum class Enabled { Auto, True, False, NoCheck };
 enum class Precision { AsInput, AsInputF32, Float16, Float32, Float64 };
 using nn::ConvPass;  // one enum for the CPU kernels and cuDNN (nn/ConvSpec.h)
-// The values of layernorm.engine and pool.backward, in the order of their names.
+// The values of layernorm.engine, pool.backward and groupnorm.engine, in the order of their names.
 enum class LayerNormEngine { Ours, Cudnn };
 enum class PoolBackward { Auto, Ours, Cudnn };
+enum class GroupNormEngine { Kernel, Cudnn };
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
@@ -114,10 +118,13 @@ struct Config {
   bool attention_fused = true;
   LayerNormEngine layernorm_engine = LayerNormEngine::Ours;
   PoolBackward pool_backward = PoolBackward::Auto;
+  // cudnn by default: its forward+backward measured faster in 8 of 12 rows on an H200 (up to
+  // 1.70x, at most 1.15x slower; docs/performance.md, "Group norm's two engines")
+  GroupNormEngine groupnorm_engine = GroupNormEngine::Cudnn;
 
   const AlgoSetting& algo(ConvPass pass) const;
-  // The current flags, in CUDNN_NN_FLAGS syntax (all but layernorm.engine and pool.backward,
-  // which it has never printed).
+  // The current flags, in CUDNN_NN_FLAGS syntax (all but layernorm.engine, pool.backward and
+  // groupnorm.engine, which it has never printed).
   std::string str() const;
 };
 
@@ -127,9 +134,11 @@ Config& config();
 void set_flags(const std::string& flags);
 const char* algo_name(ConvPass pass, int algo);  // "IMPLICIT_PRECOMP_GEMM", ...
 const char* pass_name(ConvPass pass);            // "fwd", "bwd_data", "bwd_filter"
-// The flag value naming `engine` / `choice`: "ours", "cudnn" / "auto", "ours", "cudnn".
+// The flag value naming `engine` / `choice`: "ours", "cudnn" / "auto", "ours", "cudnn" /
+// "kernel", "cudnn".
 const char* layer_norm_engine_name(LayerNormEngine engine);
 const char* pool_backward_name(PoolBackward choice);
+const char* group_norm_engine_name(GroupNormEngine engine);
 
 // Sets the flags for a scope and restores all of config() on exit (tests, benchmarks).
 class ScopedConfig {

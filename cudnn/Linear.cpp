@@ -20,7 +20,7 @@ Tensor Linear::checkedGrad(const Tensor& input, const Tensor& gradOutput, const 
   checkGradOutputShape(input, gradOutput, method);
   check_cuda(w, gradOutput, "gradOutput");
   nn::check_matches(w, gradOutput, weight, "gradOutput");
-  return gradOutput.reshape({input.dim() == 1 ? 1 : input.size(0), outputSize}).contiguous();
+  return gradOutput.reshape({input.numel() / inputSize, outputSize}).contiguous();
 }
 
 const Tensor& Linear::updateOutput(const Tensor& input) {
@@ -29,16 +29,20 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
   nn::ensure(output, {batch, outputSize}, x);
   if (bias.defined()) output.copy_(bias);  // broadcast over the batch; the GEMM adds onto it
   gemm(false, true, x, weight, output, 1.0, bias.defined() ? 1.0 : 0.0);
-  if (input.dim() == 1) output = output.view({outputSize});
+  if (input.dim() != 2) output = output.view(outputShape(input));  // Note [Linear over leading dims]
   return output;
 }
 
 const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  const Tensor x = checked(input, "updateGradInput");
+  const std::string w = where("updateGradInput");
+  check_on_device(w, input, weight);
+  check_cuda(w, input, "input");
+  nn::check_matches(w, input, weight);
+  const int64_t rows = batchRows(input, "updateGradInput");  // the input itself is not read
   const Tensor gy = checkedGrad(input, gradOutput, "updateGradInput");
-  nn::ensure(gradInput, x.sizes(), x);
+  nn::ensure(gradInput, {rows, inputSize}, input);
   gemm(false, false, gy, weight, gradInput);
-  if (input.dim() == 1) gradInput = gradInput.view({inputSize});
+  if (input.dim() != 2) gradInput = gradInput.view(input.sizes());
   return gradInput;
 }
 

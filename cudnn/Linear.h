@@ -1,6 +1,8 @@
 // Linear.h: cudnn.Linear, nn::Linear's y = x W^T + b on CUDA tensors through cuBLAS
 // (cudnn::gemm: TF32 for float32 when allow_tf32, float32 accumulation for float16 and
-// bfloat16). x is [nInput] or [batch x nInput]. The bias is broadcast into the output before
+// bfloat16). x is [nInput], [batch x nInput] or [* x nInput], its leading dims flattened into
+// the GEMMs' rows as a view where the strides allow, else a contiguous copy (Note [Linear over
+// leading dims] in nn/Linear.cpp). The bias is broadcast into the output before
 // the GEMM accumulates onto it; its gradient is a GEMM of gradOutput^T against a ones vector
 // kept here, so no pass synchronises with the host.
 #pragma once
@@ -19,9 +21,9 @@ class Linear : public Twin<nn::Linear> {
   void accGradParameters(const tensor::Tensor& input, const tensor::Tensor& gradOutput, double scale = 1.0) override;
 
  private:
-  // [batch x inputSize] view of a checked input (CUDA, a cuDNN dtype, the weight's dtype and device).
+  // [rows x inputSize] of a checked input (CUDA, a cuDNN dtype, the weight's dtype and device).
   tensor::Tensor checked(const tensor::Tensor& input, const char* method) const;
-  // gradOutput as a contiguous [batch x outputSize] matrix, after its checks.
+  // gradOutput as a contiguous [rows x outputSize] matrix, after its checks.
   tensor::Tensor checkedGrad(const tensor::Tensor& input, const tensor::Tensor& gradOutput, const char* method) const;
 
   tensor::Tensor ones_;  // [batch x 1] of ones, for the bias gradient

@@ -1,4 +1,13 @@
 // Linear.cpp: the three passes as GEMMs.
+//
+// Note [Linear over leading dims]
+// As PyTorch's nn.Linear, an input [d1 x .. x dk x inputSize] (k >= 0) is a batch of
+// d1 * .. * dk rows: both backends flatten the leading dims into one, as a view where the
+// input's strides allow it and a contiguous copy otherwise (Tensor::reshape), run the 2-d
+// passes, and hand back output [d1 x .. x dk x outputSize] and gradInput of the input's shape
+// (contiguous). gradOutput must have the output's shape. Rows is numel / inputSize, so a zero
+// leading dim is an empty batch: an empty output, an empty gradInput, the parameters'
+// gradients left as they were.
 #include "nn/Linear.h"
 
 #include <cmath>
@@ -50,17 +59,30 @@ void Linear::checkParameters(const char* method, bool gradients) const {
 }
 
 Tensor Linear::asBatch(const Tensor& input, const char* method) const {
+  // See Note [Linear over leading dims].
+  return input.reshape({batchRows(input, method), inputSize});
+}
+
+int64_t Linear::batchRows(const Tensor& input, const char* method) const {
   checkParameters(method, false);
-  const bool ok = (input.dim() == 1 || input.dim() == 2) && input.size(-1) == inputSize;
-  if (!ok) {
-    throw Error(where(method) + "expected input of [" + std::to_string(inputSize) + "] or [batch x " +
-                std::to_string(inputSize) + "], got " + tensor::shape_str(input.sizes()));
+  if (input.dim() < 1 || input.size(-1) != inputSize) {
+    // 1-d and 2-d inputs keep Torch's wording; other ranks name the general contract
+    const std::string in = std::to_string(inputSize);
+    const std::string contract = input.dim() == 1 || input.dim() == 2 ? "[" + in + "] or [batch x " + in + "]"
+                                                                      : "[* x " + in + "] (any leading dims)";
+    throw Error(where(method) + "expected input of " + contract + ", got " + tensor::shape_str(input.sizes()));
   }
-  return input.dim() == 1 ? input.view({1, inputSize}) : input;
+  return input.numel() / inputSize;
+}
+
+Shape Linear::outputShape(const Tensor& input) const {
+  Shape s = input.sizes();
+  s.back() = outputSize;
+  return s;
 }
 
 void Linear::checkGradOutputShape(const Tensor& input, const Tensor& gradOutput, const char* method) const {
-  const Shape expected = input.dim() == 1 ? Shape{outputSize} : Shape{input.size(0), outputSize};
+  const Shape expected = outputShape(input);
   if (!gradOutput.defined() || gradOutput.sizes() != expected) {
     throw Error(where(method) + "expected gradOutput of the output's shape " + tensor::shape_str(expected) +
                 " (for input " + tensor::shape_str(input.sizes()) + "), got " +
@@ -77,22 +99,24 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
     kernels::linear_forward<T>(x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr,
                                output.data<T>(), batch, inputSize, outputSize);
   });
-  if (input.dim() == 1) output = output.view({outputSize});
+  if (input.dim() != 2) output = output.view(outputShape(input));
   return output;
 }
 
 const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  const Tensor x = batched(input, "updateGradInput");
+  check_float(where("updateGradInput"), input);
+  check_matches(where("updateGradInput"), input, weight);
+  const int64_t rows = batchRows(input, "updateGradInput");  // the input itself is not read
   checkGradOutputShape(input, gradOutput, "updateGradInput");
   check_matches(where("updateGradInput"), gradOutput, weight, "gradOutput");
-  const Tensor gy = gradOutput.reshape({x.size(0), outputSize}).contiguous();
-  ensure(gradInput, x.sizes(), x);
-  tensor::dispatch_f32_f64(x.dtype(), "nn.Linear", [&](auto tag) {
+  const Tensor gy = gradOutput.reshape({rows, outputSize}).contiguous();
+  ensure(gradInput, {rows, inputSize}, input);
+  tensor::dispatch_f32_f64(input.dtype(), "nn.Linear", [&](auto tag) {
     using T = decltype(tag);
-    gemm<T>(false, false, x.size(0), inputSize, outputSize, T(1), gy.data<T>(), outputSize, weight.data<T>(), inputSize,
+    gemm<T>(false, false, rows, inputSize, outputSize, T(1), gy.data<T>(), outputSize, weight.data<T>(), inputSize,
             T(0), gradInput.data<T>(), inputSize);
   });
-  if (input.dim() == 1) gradInput = gradInput.view({inputSize});
+  if (input.dim() != 2) gradInput = gradInput.view(input.sizes());
   return gradInput;
 }
 

@@ -1,4 +1,6 @@
-// Linear.h: y = x W^T + b for x of [nInput] or [batch x nInput]; W is [nOutput x nInput].
+// Linear.h: y = x W^T + b for x of [nInput], [batch x nInput] or, as PyTorch's nn.Linear,
+// [* x nInput] with any leading dims (y is [* x nOutput]; Note [Linear over leading dims] in
+// nn/Linear.cpp); W is [nOutput x nInput].
 // Initialised as Torch does: U(-1/sqrt(nInput), 1/sqrt(nInput)) for weight and bias.
 // Twin: cudnn::Linear (cuBLAS).
 #pragma once
@@ -26,14 +28,19 @@ class Linear : public Module {
 
  protected:
   void visitState(StateVisitor& v) override;
-  // [batch x inputSize] view of a 1-d or 2-d float32/float64 input of the weight's dtype and
-  // device; throws naming the shapes, dtypes or devices otherwise.
+  // [rows x inputSize] of a float32/float64 input [* x inputSize] of the weight's dtype and
+  // device (a view where the strides allow, else a copy); throws naming the shapes, dtypes or
+  // devices otherwise.
   Tensor batched(const Tensor& input, const char* method) const;
   // The shape half of batched() alone (the cudnn twin checks dtypes and devices its own way);
   // checks the parameters' shapes too (Note [Parameters are checked where they are used]).
   Tensor asBatch(const Tensor& input, const char* method) const;
-  // Throws unless gradOutput has the output's shape for `input` ([outputSize] or
-  // [batch x outputSize]): shapes, not element counts, so [3 x 2] for [2 x 3] is refused.
+  // The rows asBatch() would have (numel / inputSize), after its checks, without the view or copy.
+  int64_t batchRows(const Tensor& input, const char* method) const;
+  // The output's shape for `input`: its shape with the last size outputSize.
+  Shape outputShape(const Tensor& input) const;
+  // Throws unless gradOutput has the output's shape for `input` ([* x outputSize]): shapes,
+  // not element counts, so [3 x 2] for [2 x 3] is refused.
   void checkGradOutputShape(const Tensor& input, const Tensor& gradOutput, const char* method) const;
   // weight and bias of the configured shapes, and with `gradients` gradWeight and gradBias too.
   void checkParameters(const char* method, bool gradients) const;

@@ -60,9 +60,10 @@ constexpr ConvAlgorithm kTable[] = {
 
 const char* policy_names[] = {"guess_once", "guess_on_shape_change", "time_once", "time_on_shape_change"};
 
-// The values of layernorm.engine and pool.backward, in their enumerations' order.
+// The values of layernorm.engine, pool.backward and groupnorm.engine, in their enumerations' order.
 constexpr const char* kLayerNormEngineNames[] = {"ours", "cudnn"};
 constexpr const char* kPoolBackwardNames[] = {"auto", "ours", "cudnn"};
+constexpr const char* kGroupNormEngineNames[] = {"kernel", "cudnn"};
 
 // The enumerator of E named `v` in `names`; throws naming the key and the accepted values.
 template <class E, size_t N>
@@ -201,6 +202,8 @@ const char* layer_norm_engine_name(LayerNormEngine engine) { return kLayerNormEn
 
 const char* pool_backward_name(PoolBackward choice) { return kPoolBackwardNames[static_cast<int>(choice)]; }
 
+const char* group_norm_engine_name(GroupNormEngine engine) { return kGroupNormEngineNames[static_cast<int>(engine)]; }
+
 const AlgoSetting& Config::algo(ConvPass pass) const {
   switch (pass) {
     case ConvPass::Forward: return algo_fwd;
@@ -292,6 +295,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.layernorm_engine = parse_choice<LayerNormEngine>(key, value, kLayerNormEngineNames);
     } else if (key == "pool.backward") {
       next.pool_backward = parse_choice<PoolBackward>(key, value, kPoolBackwardNames);
+    } else if (key == "groupnorm.engine") {
+      next.groupnorm_engine = parse_choice<GroupNormEngine>(key, value, kGroupNormEngineNames);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -310,7 +315,7 @@ void apply_flags(Config& next, const std::string& flags) {
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
                           "conv.graph, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
-                          "attention.fused, layernorm.engine, pool.backward)");
+                          "attention.fused, layernorm.engine, pool.backward, groupnorm.engine)");
     }
   }
 }

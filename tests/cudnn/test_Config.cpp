@@ -236,6 +236,37 @@ TEST_CASE("layernorm.engine and pool.backward: fields of config(), parsed, refus
   CHECK(config().str() == before.str());
 }
 
+TEST_CASE("groupnorm.engine: a field of config(), cudnn by default, parsed, refused by name, restored") {
+  CHECK(config().groupnorm_engine == GroupNormEngine::Cudnn);
+  {
+    ScopedConfig scoped("groupnorm.engine=kernel");
+    CHECK(config().groupnorm_engine == GroupNormEngine::Kernel);
+    set_flags("groupnorm.engine=cudnn");
+    CHECK(config().groupnorm_engine == GroupNormEngine::Cudnn);
+    set_flags("groupnorm.engine=kernel");
+  }
+  CHECK(config().groupnorm_engine == GroupNormEngine::Cudnn);
+  for (GroupNormEngine e : {GroupNormEngine::Kernel, GroupNormEngine::Cudnn}) {
+    ScopedConfig scoped(std::string("groupnorm.engine=") + group_norm_engine_name(e));
+    CHECK(config().groupnorm_engine == e);
+  }
+  CHECK(std::string(group_norm_engine_name(GroupNormEngine::Kernel)) == "kernel");
+  CHECK(std::string(group_norm_engine_name(GroupNormEngine::Cudnn)) == "cudnn");
+  const Config before = config();
+  // layernorm.engine's "ours" is not one of its values
+  CHECK_THROWS_WITH_AS(set_flags("groupnorm.engine=ours"),
+                       "cudnn flags: groupnorm.engine expects kernel or cudnn, got 'ours'", tensor::Error);
+  CHECK_THROWS_AS(set_flags("groupnorm.engine=cudnn,benchmark=maybe"), tensor::Error);
+  CHECK(config().groupnorm_engine == before.groupnorm_engine);
+  CHECK_THROWS_WITH_AS(set_flags("group_norm.engine=cudnn"), doctest::Contains("groupnorm.engine)"), tensor::Error);
+  {
+    const ScopedSetting<&Config::groupnorm_engine> kernel(GroupNormEngine::Kernel);
+    CHECK(config().groupnorm_engine == GroupNormEngine::Kernel);
+  }
+  CHECK(config().groupnorm_engine == GroupNormEngine::Cudnn);
+  CHECK(config().str() == before.str());
+}
+
 TEST_CASE("ScopedSetting restores one flag of config() and leaves the others") {
   {
     const ScopedSetting<&Config::pool_backward> ours(PoolBackward::Ours);

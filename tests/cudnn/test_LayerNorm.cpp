@@ -35,6 +35,7 @@ const Case kCases[] = {
     {{1}, {5, 1}, true},            // a row of one: xhat 0, var 0
     {{768}, {40, 768}, true},       // a warp a row, 3 packs a lane in 16-bit (Note [Warp-per-row layer norm])
     {{2, 32}, {9, 2, 32}, false},   // a warp a row, lanes without a pack
+    {{5}, {2, 3, 4, 5}, true},      // 4-d input, one trailing dim: [* x normalized_shape]
 };
 
 // nn.LayerNorm with weight and bias drawn (not the 1 and 0 of reset), so that they matter.

@@ -1,8 +1,11 @@
-// test_Linear.cpp: cudnn.Linear (cuBLAS) against nn.Linear in every dtype, batch and single
-// inputs, with and without bias, non-contiguous input, TF32, accumulation with a scale, the
-// steady state (no device allocation, no host synchronisation needed), a convert round trip
-// and the errors.
+// test_Linear.cpp: cudnn.Linear (cuBLAS) against nn.Linear in every dtype, batch, single and
+// N-d ([* x in]: 3-d, 4-d, strided views, empty leading dims) inputs, with and without bias, non-contiguous input,
+// TF32, accumulation with a scale, the steady state (no device allocation, no host synchronisation needed), a convert
+// round trip and the errors.
 #include <doctest/doctest.h>
+
+#include <utility>
+#include <vector>
 
 #include "cudnn/Linear.h"
 #include "cudnn/core/Config.h"
@@ -29,6 +32,10 @@ const Case kCases[] = {
     {6, 4, {3, 6}, false},     // without bias
     {37, 29, {17, 37}, true},  // odd sizes
     {1, 1, {9, 1}, true},      // degenerate
+    // Note [Linear over leading dims]: PyTorch's [* x in]
+    {5, 3, {2, 4, 5}, true},      // 3-d
+    {6, 4, {2, 3, 2, 6}, true},   // 4-d
+    {7, 5, {3, 1, 2, 7}, false},  // 4-d without bias
 };
 }  // namespace
 
@@ -48,6 +55,61 @@ TEST_CASE("cudnn.Linear matches nn.Linear (batch, single, batch 1, no bias, odd 
       }
     }
   }
+}
+
+TEST_CASE("cudnn.Linear over leading dims: strided views (a flattening view and a copy) and empty leading dims") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(3106);
+  INFO("seed 3106");
+  nn::Linear ref(4, 3);
+  ref.to(DType::Float64);
+  cudnn::Linear twin(4, 3);
+  twin.loadStateDict(ref.stateDict());
+  twin.to(gpu);
+  twin.to(DType::Float64);
+  // transposed leading dims (a copy), a narrowed last dim (a view with strided rows), a
+  // permutation; each view taken of the same values on both devices
+  const Tensor bt = uniform({2, 3, 4}, -1, 1, gen, DType::Float64), bn = uniform({2, 3, 6}, -1, 1, gen, DType::Float64);
+  const Tensor bp = uniform({3, 2, 4, 2}, -1, 1, gen, DType::Float64);
+  const std::vector<std::pair<Tensor, Tensor>> views = {{bt.transpose(0, 1), bt.to(gpu).transpose(0, 1)},
+                                                        {bn.narrow(2, 1, 4), bn.to(gpu).narrow(2, 1, 4)},
+                                                        {bp.permute({3, 1, 0, 2}), bp.to(gpu).permute({3, 1, 0, 2})}};
+  for (const auto& [x, xg] : views) {
+    INFO("input ", shape_str(x.sizes()));
+    REQUIRE(!xg.is_contiguous());
+    Shape outShape = x.sizes();
+    outShape.back() = 3;
+    const Tensor g = uniform(outShape, -1, 1, gen, DType::Float64);
+    ref.zeroGradParameters();
+    twin.zeroGradParameters();
+    CHECK(max_rel_error(twin.forward(xg), ref.forward(x)) < 1e-12);
+    CHECK(twin.output.sizes() == outShape);
+    CHECK(max_rel_error(twin.backward(xg, g.to(gpu)), ref.backward(x, g)) < 1e-12);
+    CHECK(twin.gradInput.sizes() == x.sizes());
+    CHECK(max_rel_error(twin.gradWeight, ref.gradWeight) < 1e-12);
+    CHECK(max_rel_error(twin.gradBias, ref.gradBias) < 1e-12);
+  }
+  for (DType dt : kDtypes) {
+    INFO(name(dt));
+    const Tensor base = uniform({3, 2, 4, 2}, -1, 1, gen, DType::Float64);
+    nn::Linear r(4, 3);
+    cudnn::Linear tw(4, 3);
+    expect_twin_matches(r, tw, base.permute({3, 1, 0, 2}).contiguous(), dt, TwinTolerance::for_dtype(dt), true);
+  }
+  twin.zeroGradParameters();
+  for (const Shape& shape : {Shape{0, 2, 4}, Shape{2, 0, 4}, Shape{3, 0, 1, 4}}) {
+    INFO("input ", shape_str(shape));
+    Shape outShape = shape;
+    outShape.back() = 3;
+    const Tensor x = zeros(shape, DType::Float64, gpu);
+    CHECK(twin.forward(x).sizes() == outShape);
+    CHECK(twin.backward(x, zeros(outShape, DType::Float64, gpu)).sizes() == shape);
+    CHECK(twin.gradWeight.abs().max().item() == 0);
+    CHECK(twin.gradBias.abs().max().item() == 0);
+  }
+  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 3, 5}, DType::Float64, gpu)),
+                       "cudnn.Linear::updateOutput: expected input of [* x 4] (any leading dims), got [2 x 3 x 5]",
+                       Error);
 }
 
 TEST_CASE("cudnn.Linear with TF32 allowed stays within TF32's precision") {
@@ -120,6 +182,7 @@ TEST_CASE("cudnn.Linear convert round trip") {
   Generator gen(3105);
   expect_convert_roundtrip(std::make_shared<nn::Linear>(5, 3), uniform({4, 5}, -1, 1, gen));
   expect_convert_roundtrip(std::make_shared<nn::Linear>(5, 3, false), uniform({5}, -1, 1, gen));
+  expect_convert_roundtrip(std::make_shared<nn::Linear>(5, 3), uniform({2, 3, 4, 5}, -1, 1, gen));
 }
 
 TEST_CASE("cudnn.Linear printing and errors") {
@@ -128,9 +191,9 @@ TEST_CASE("cudnn.Linear printing and errors") {
   CHECK(cudnn::Linear(4, 3, false).str() == "cudnn.Linear(4 -> 3) without bias");
   CHECK(twin.type_name() == "cudnn.Linear");
   // parameters still on the CPU
-  CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4}, DType::Float32, gpu)),
-                       doctest::Contains("cudnn.Linear::updateOutput: parameters are on cpu but the input is on cuda:0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      twin.forward(zeros({2, 4}, DType::Float32, gpu)),
+      doctest::Contains("cudnn.Linear::updateOutput: parameters are on cpu but the input is on cuda:0"), Error);
   twin.to(gpu);
   CHECK_THROWS_WITH_AS(twin.forward(zeros({2, 4})),
                        "cudnn.Linear::updateOutput: expected input on a CUDA device, got float32 [2 x 4] on cpu "
@@ -148,10 +211,11 @@ TEST_CASE("cudnn.Linear printing and errors") {
                        Error);
   const Tensor x = zeros({2, 4}, DType::Float32, gpu);
   twin.forward(x);
-  CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 5}, DType::Float32, gpu)),
-                       "cudnn.Linear::updateGradInput: expected gradOutput of the output's shape [2 x 3] (for input [2 x 4]), got "
-                       "[2 x 5]",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      twin.backward(x, zeros({2, 5}, DType::Float32, gpu)),
+      "cudnn.Linear::updateGradInput: expected gradOutput of the output's shape [2 x 3] (for input [2 x 4]), got "
+      "[2 x 5]",
+      Error);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({3, 2}, DType::Float32, gpu)),
                        doctest::Contains("expected gradOutput of the output's shape [2 x 3]"), Error);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 3})),

@@ -110,3 +110,36 @@ TEST_CASE("LayerNorm: a bias of another dtype than weight is named, on every pas
   m.to(DType::Float64);
   CHECK(m.forward(x.to(DType::Float64)).dtype() == DType::Float64);
 }
+
+TEST_CASE("LayerNorm takes [* x normalized_shape]: 4-d input over its last 1 and 2 dims, empty leading dims") {
+  // as PyTorch's nn.LayerNorm: the leading dims are rows, whatever their number
+  Generator gen(20261204);
+  for (const Shape& norm : {Shape{5}, Shape{4, 5}}) {
+    INFO("over ", shape_str(norm));
+    nn::LayerNorm m(norm, 1e-5);
+    m.to(DType::Float64);
+    m.weight.uniform_(0.5, 1.5, gen);
+    m.bias.uniform_(-1, 1, gen);
+    nn::LayerNorm flat(Shape{norm.size() == 1 ? 5 : 20}, 1e-5);
+    flat.to(DType::Float64);
+    flat.weight.copy_(m.weight.reshape({-1}));
+    flat.bias.copy_(m.bias.reshape({-1}));
+    const Tensor x = uniform({2, 3, 4, 5}, -2, 2, gen, DType::Float64);
+    const Tensor g = uniform({2, 3, 4, 5}, -1, 1, gen, DType::Float64);
+    const int64_t cols = norm.size() == 1 ? 5 : 20;
+    const Tensor y = m.forward(x);
+    CHECK(y.sizes() == x.sizes());
+    CHECK(max_abs_diff(y.reshape({-1, cols}), flat.forward(x.reshape({-1, cols}))) < 1e-14);
+    CHECK(max_abs_diff(m.backward(x, g).reshape({-1, cols}),
+                       flat.backward(x.reshape({-1, cols}), g.reshape({-1, cols}))) < 1e-14);
+    CHECK(max_abs_diff(m.gradWeight.reshape({-1}), flat.gradWeight) < 1e-13);
+    CHECK(max_abs_diff(m.gradBias.reshape({-1}), flat.gradBias) < 1e-13);
+    expect_gradients_ok(m, uniform({2, 3, 4, 5}, -2, 2, gen, DType::Float64).transpose(0, 1));
+    // empty leading dims
+    m.zeroGradParameters();
+    Shape empty = {2, 0, 4, 5};
+    CHECK(m.forward(zeros(empty, DType::Float64)).sizes() == empty);
+    CHECK(m.backward(zeros(empty, DType::Float64), zeros(empty, DType::Float64)).sizes() == empty);
+    CHECK(m.gradWeight.abs().max().item() == 0);
+  }
+}

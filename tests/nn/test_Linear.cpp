@@ -54,10 +54,104 @@ TEST_CASE("Linear state round trip, printing and errors") {
   expect_prints_type(a);
   CHECK_THROWS_WITH_AS(a.forward(zeros({2, 5})),
                        "nn.Linear::updateOutput: expected input of [4] or [batch x 4], got [2 x 5]", Error);
-  CHECK_THROWS_WITH_AS(a.forward(zeros({2, 4}, DType::Float64)),
-                       doctest::Contains("expected input of weight's dtype and device (float32 on cpu), got float64 [2 x 4] on cpu"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      a.forward(zeros({2, 4}, DType::Float64)),
+      doctest::Contains("expected input of weight's dtype and device (float32 on cpu), got float64 [2 x 4] on cpu"),
+      Error);
   CHECK_THROWS_WITH_AS(a.forward(zeros({2, 4}, DType::Int64)),
                        "nn.Linear::updateOutput: expected float32 or float64 input, got int64 [2 x 4] on cpu", Error);
   CHECK_THROWS_AS(nn::Linear(0, 3), Error);
+}
+
+TEST_CASE("Linear over leading dims (PyTorch's [* x in]): 3-d and 4-d, each row as a 2-d batch") {
+  // See Note [Linear over leading dims].
+  Generator gen(20261201);
+  INFO("seed 20261201");
+  for (bool bias : {true, false}) {
+    nn::Linear m(5, 3, bias);
+    m.to(DType::Float64);
+    for (const Shape& shape : {Shape{2, 4, 5}, Shape{2, 3, 2, 5}, Shape{1, 1, 1, 5}}) {
+      INFO("input ", shape_str(shape), bias ? "" : " without bias");
+      const Tensor x = uniform(shape, -1, 1, gen, DType::Float64);
+      Shape outShape = shape;
+      outShape.back() = 3;
+      const Tensor g = uniform(outShape, -1, 1, gen, DType::Float64);
+      const int64_t rows = x.numel() / 5;
+      // the same rows through the 2-d path
+      nn::Linear flat(5, 3, bias);
+      flat.to(DType::Float64);
+      flat.loadStateDict(m.stateDict());
+      m.zeroGradParameters();
+      flat.zeroGradParameters();
+      const Tensor y = m.forward(x).clone();
+      CHECK(y.sizes() == outShape);
+      const Tensor yf = flat.forward(x.reshape({rows, 5}));
+      CHECK(max_rel_error(y.reshape({rows, 3}), yf) < 1e-14);
+      const Tensor gx = m.backward(x, g, 0.5).clone();
+      CHECK(gx.sizes() == shape);
+      const Tensor gxf = flat.backward(x.reshape({rows, 5}), g.reshape({rows, 3}), 0.5);
+      CHECK(max_rel_error(gx.reshape({rows, 5}), gxf) < 1e-14);
+      CHECK(max_rel_error(m.gradWeight, flat.gradWeight) < 1e-14);
+      if (bias) CHECK(max_rel_error(m.gradBias, flat.gradBias) < 1e-14);
+      expect_gradients_ok(m, x);
+      expect_accumulation_ok(m, x);
+    }
+  }
+}
+
+TEST_CASE("Linear over leading dims: non-contiguous inputs (a view and a copy) give the contiguous answer") {
+  Generator gen(20261202);
+  INFO("seed 20261202");
+  nn::Linear m(4, 3);
+  m.to(DType::Float64);
+  nn::Linear ref(4, 3);
+  ref.to(DType::Float64);
+  ref.loadStateDict(m.stateDict());
+  // [3 x 2 x 4] transposed from [2 x 3 x 4]: the leading dims cannot merge, a copy
+  const Tensor t = uniform({2, 3, 4}, -1, 1, gen, DType::Float64).transpose(0, 1);
+  // [2 x 3 x 4] narrowed from [2 x 3 x 6]: the leading dims merge, rows are strided
+  const Tensor n = uniform({2, 3, 6}, -1, 1, gen, DType::Float64).narrow(2, 1, 4);
+  // [2 x 2 x 3 x 4] permuted: strides everywhere
+  const Tensor p = uniform({3, 2, 4, 2}, -1, 1, gen, DType::Float64).permute({3, 1, 0, 2});
+  for (const Tensor& x : {t, n, p}) {
+    INFO("input ", shape_str(x.sizes()));
+    REQUIRE(!x.is_contiguous());
+    const Tensor xc = x.contiguous();
+    Shape outShape = x.sizes();
+    outShape.back() = 3;
+    const Tensor g = uniform(outShape, -1, 1, gen, DType::Float64).transpose(0, 1).contiguous().transpose(0, 1);
+    m.zeroGradParameters();
+    ref.zeroGradParameters();
+    CHECK(max_rel_error(m.forward(x), ref.forward(xc)) < 1e-15);
+    CHECK(max_rel_error(m.backward(x, g), ref.backward(xc, g.contiguous())) < 1e-15);
+    CHECK(m.gradInput.sizes() == x.sizes());
+    CHECK(max_rel_error(m.gradWeight, ref.gradWeight) < 1e-15);
+    CHECK(max_rel_error(m.gradBias, ref.gradBias) < 1e-15);
+    expect_gradients_ok(m, x);
+  }
+}
+
+TEST_CASE("Linear over leading dims: a zero-size leading dim is an empty batch; errors name the shapes") {
+  nn::Linear m(4, 3);
+  m.zeroGradParameters();
+  for (const Shape& shape : {Shape{0, 4}, Shape{0, 2, 4}, Shape{2, 0, 4}, Shape{3, 0, 1, 4}}) {
+    INFO("input ", shape_str(shape));
+    Shape outShape = shape;
+    outShape.back() = 3;
+    const Tensor x = zeros(shape);
+    CHECK(m.forward(x).sizes() == outShape);
+    CHECK(m.backward(x, zeros(outShape)).sizes() == shape);
+    CHECK(m.gradWeight.abs().max().item() == 0);
+    CHECK(m.gradBias.abs().max().item() == 0);
+  }
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 5})),
+                       "nn.Linear::updateOutput: expected input of [* x 4] (any leading dims), got [2 x 3 x 5]", Error);
+  CHECK_THROWS_WITH_AS(m.forward(tensor::scalar_tensor(1.0, DType::Float32)),
+                       "nn.Linear::updateOutput: expected input of [* x 4] (any leading dims), got []", Error);
+  const Tensor x = zeros({2, 3, 4});
+  m.forward(x);
+  CHECK_THROWS_WITH_AS(m.backward(x, zeros({6, 3})),
+                       "nn.Linear::updateGradInput: expected gradOutput of the output's shape [2 x 3 x 3] (for input "
+                       "[2 x 3 x 4]), got [6 x 3]",
+                       Error);
 }
