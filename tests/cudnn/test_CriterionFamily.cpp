@@ -44,7 +44,7 @@ TEST_CASE("criterion twins: convert round trip (with weights, sizeAverage off an
   Generator gen(3804);
   for (const CriterionSpec& s : criterion_table()) {
     INFO(s.type);
-    const Tensor x = criterion_input(s.input).to(DType::Float32), t = s.target(s.input);
+    const Tensor x = spec_input(s, s.input).to(DType::Float32), t = s.target(s.input);
     expect_criterion_convert_roundtrip(s.makeWith({}, true, -100), x, t);
     expect_criterion_convert_roundtrip(s.makeWith({}, false, -100), x, t);
     if (!s.classes) continue;

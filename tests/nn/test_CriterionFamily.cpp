@@ -1,4 +1,4 @@
-// test_CriterionFamily.cpp: the gradients of the five nn criteria as one table: each row of
+// test_CriterionFamily.cpp: the gradients of the nn criteria as one table: each row of
 // tests/support/CriterionTable.h (the table the bad-input matrices and the cudnn twins' checks
 // walk) on its input shapes, with sizeAverage on and off, and for the class criteria with class
 // weights, with ignored targets (-100 among them) and with an ignoreIndex naming a class, against
@@ -34,7 +34,7 @@ TEST_CASE("criterion gradients (sizeAverage; weights, ignored targets and ignore
           nn::CriterionPtr c = s.makeWith(w, avg, variant == 3 ? 0 : -100);
           const Tensor x = uniform(shape, s.lo, s.hi, gen, DType::Float64);
           const Tensor t = s.classes ? class_targets(gen, class_target_shape(shape), classes, variant == 2 ? 3 : 0)
-                                     : uniform(shape, -1, 1, gen, DType::Float64);
+                                     : family_target(s, x, gen);
           expect_criterion_gradient_ok(*c, x, t);
           ++checked;
         }

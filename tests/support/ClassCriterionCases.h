@@ -48,7 +48,7 @@ inline void expect_criterion_twin_matches(const CriterionSpec& s) {
             const tensor::Tensor x = tensor::uniform(shape, s.lo, s.hi, gen, DType::Float64);
             const tensor::Tensor t = s.classes
                                          ? class_targets(gen, class_target_shape(shape), classes, ignoring == 1 ? 3 : 0)
-                                         : tensor::uniform(shape, -1, 1, gen, DType::Float64);
+                                         : family_target(s, x, gen);
             expect_twin_criterion_matches(*ref, *twin, x, t, dt, TwinTolerance::for_dtype(dt));
           }
         }

@@ -12,6 +12,7 @@
 //   (tests/cudnn/test_CriterionFamily.cpp).
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -19,9 +20,16 @@
 #include <utility>
 #include <vector>
 
+#include "nn/AbsCriterion.h"
+#include "nn/BCECriterion.h"
+#include "nn/BCEWithLogitsCriterion.h"
 #include "nn/ClassNLLCriterion.h"
 #include "nn/CrossEntropyCriterion.h"
+#include "nn/DistKLDivCriterion.h"
+#include "nn/HingeEmbeddingCriterion.h"
 #include "nn/MSECriterion.h"
+#include "nn/MultiLabelSoftMarginCriterion.h"
+#include "nn/SmoothL1Criterion.h"
 #include "nn/SpatialCrossEntropyCriterion.h"
 #include "nn/VolumetricCrossEntropyCriterion.h"
 #include "tensor/Generator.h"
@@ -42,7 +50,85 @@ struct CriterionSpec {
   double lo = -3, hi = 3;                      // the range of their values
   uint64_t seed = 0;                           // of their values, targets and weights
   std::vector<tensor::Shape> nonfiniteShapes;  // the inputs given NaN and +-Inf (class criteria; MSE: its own)
+  double targetLo = -1, targetHi = 1;          // the range of the non-class criteria's targets
+  // Non-class rows: the family checks' target for their input x (drawn first), from their
+  // generator (family_target); unset: uniform in [targetLo, targetHi]. Set where the gradient
+  // jumps, see Note [Family targets clear of the jumps].
+  std::function<tensor::Tensor(const tensor::Tensor& x, tensor::Generator& gen)> familyTarget = nullptr;
 };
+
+// The family checks' target for the input x of a non-class row.
+inline tensor::Tensor family_target(const CriterionSpec& s, const tensor::Tensor& x, tensor::Generator& gen) {
+  if (s.familyTarget) return s.familyTarget(x, gen);
+  return tensor::uniform(x.sizes(), s.targetLo, s.targetHi, gen, tensor::DType::Float64);
+}
+
+// Note [Family targets clear of the jumps]
+// The family checks compare each twin in float16 and bfloat16 with nn in float64, nn on the
+// values as drawn and the twin on them rounded to its dtype (testkit/TwinCheck.h). Where a
+// criterion's gradient jumps, that rounding can carry an element across the jump and change its
+// gradient by the jump's full size, far beyond any tolerance:
+// - Abs, sign(x - t) at x = t: bfloat16 rounds an x and a t closer than its spacing to the same
+//   value (sign 0) or past each other. Its row moves each target at least 1/32 from its input;
+//   rounding to bfloat16 (relative error at most 2^-9) moves x - t by under 2^-8 for
+//   |x|, |t| <= 1 + 1/32.
+// - HingeEmbedding, the tests y == 1 and y == -1: a target within 2^-9 of +-1 rounds to +-1 in
+//   bfloat16 and loses a term. Its row draws targets exact in every dtype: +-1 (Torch's targets)
+//   and, one in five, 0.5 (PyTorch's formula takes both terms); its inputs, at most 0.9, keep
+//   margin - x >= 0.1 clear of the hinge. (Uniform targets in (-1, 1) took both terms
+//   everywhere: a zero gradient, -1 + 1, checked nothing.)
+// The other elementwise criteria's gradients are continuous in the input and target.
+inline tensor::Tensor targets_clear_of_input(const tensor::Tensor& x, tensor::Generator& gen, double lo, double hi) {
+  constexpr double kGap = 1.0 / 32;
+  tensor::Tensor t = tensor::uniform(x.sizes(), lo, hi, gen, tensor::DType::Float64).contiguous();
+  const tensor::Tensor xc = x.to(tensor::DType::Float64).contiguous();
+  const double* xp = xc.data<double>();
+  double* tp = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double d = xp[i] - tp[i];
+    if (std::abs(d) < kGap) tp[i] = xp[i] + (d >= 0 ? -kGap : kGap);
+  }
+  return t;
+}
+inline tensor::Tensor hinge_targets(const tensor::Tensor& x, tensor::Generator& gen) {
+  tensor::Tensor t = tensor::uniform(x.sizes(), 0, 1, gen, tensor::DType::Float64).contiguous();
+  double* tp = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) tp[i] = tp[i] < 0.4 ? -1.0 : tp[i] < 0.8 ? 1.0 : 0.5;
+  return t;
+}
+
+// `s` with `familyTarget` set.
+inline CriterionSpec with_family_target(CriterionSpec s,
+                                        std::function<tensor::Tensor(const tensor::Tensor&, tensor::Generator&)> f) {
+  s.familyTarget = std::move(f);
+  return s;
+}
+
+// A non-class criterion's target of that shape, values in [lo, hi] (the same every time).
+inline tensor::Tensor value_target(const tensor::Shape& s, double lo, double hi) {
+  tensor::Generator gen(4);
+  return tensor::uniform(s, lo, hi, gen, tensor::DType::Float64);
+}
+
+// A row of the elementwise criteria (nn/ElementwiseCriterionBase.h): C(sizeAverage) through `make`,
+// inputs in [lo, hi], targets in [tlo, thi].
+inline CriterionSpec elementwise_row(std::string type, std::function<nn::CriterionPtr(bool sizeAverage)> make,
+                                     double lo, double hi, double tlo, double thi, uint64_t seed) {
+  CriterionSpec s;
+  s.type = std::move(type);
+  s.make = [make] { return make(true); };
+  s.input = {3, 4};
+  s.target = [tlo, thi](const tensor::Shape& shape) { return value_target(shape, tlo, thi); };
+  s.classes = false;
+  s.makeWith = [make](const tensor::Tensor&, bool sizeAverage, int64_t) { return make(sizeAverage); };
+  s.shapes = {{4, 5}, {7}, {2, 3, 4}, {1, 1}, {33, 17}};
+  s.lo = lo;
+  s.hi = hi;
+  s.seed = seed;
+  s.targetLo = tlo;
+  s.targetHi = thi;
+  return s;
+}
 
 // makeWith of a class criterion C: C(weights, sizeAverage, ignoreIndex).
 template <class C>
@@ -142,6 +228,41 @@ inline const std::vector<CriterionSpec>& criterion_table() {
        .shapes = {{2, 3, 2, 3, 4}, {1, 4, 3, 1, 5}, {2, 2, 1, 1, 1}},
        .seed = 4101,
        .nonfiniteShapes = {{2, 3, 2, 3, 4}}},
+      with_family_target(  // Note [Family targets clear of the jumps]
+          elementwise_row(
+              "AbsCriterion", [](bool avg) { return nn::CriterionPtr(std::make_shared<nn::AbsCriterion>(avg)); }, -1, 1,
+              -1, 1, 4301),
+          [](const tensor::Tensor& x, tensor::Generator& gen) { return targets_clear_of_input(x, gen, -1, 1); }),
+      elementwise_row(
+          "BCECriterion",
+          [](bool avg) { return nn::CriterionPtr(std::make_shared<nn::BCECriterion>(tensor::Tensor(), avg)); }, 0.05,
+          0.95, 0, 1, 4302),
+      elementwise_row(
+          "BCEWithLogitsCriterion",
+          [](bool avg) {
+            return nn::CriterionPtr(std::make_shared<nn::BCEWithLogitsCriterion>(tensor::Tensor(), avg));
+          },
+          -3, 3, 0, 1, 4303),
+      elementwise_row(
+          "DistKLDivCriterion",
+          [](bool avg) { return nn::CriterionPtr(std::make_shared<nn::DistKLDivCriterion>(avg)); }, -3, 0, 0.01, 1,
+          4304),
+      with_family_target(  // Note [Family targets clear of the jumps]
+          elementwise_row(
+              "HingeEmbeddingCriterion",
+              [](bool avg) { return nn::CriterionPtr(std::make_shared<nn::HingeEmbeddingCriterion>(1.0, avg)); }, -1,
+              0.9, -1, 1, 4305),
+          hinge_targets),
+      elementwise_row(
+          "MultiLabelSoftMarginCriterion",
+          [](bool avg) {
+            return nn::CriterionPtr(std::make_shared<nn::MultiLabelSoftMarginCriterion>(tensor::Tensor(), avg));
+          },
+          -3, 3, 0, 1, 4306),
+      elementwise_row(
+          "SmoothL1Criterion",
+          [](bool avg) { return nn::CriterionPtr(std::make_shared<nn::SmoothL1Criterion>(avg, 0.5)); }, -1, 1, -1, 1,
+          4307),
   };
   return table;
 }
@@ -154,10 +275,17 @@ struct CriterionCase {
   std::string names;             // ...this (a shape, a dtype, a value)
 };
 
+// criterion_input, for a non-class row mapped onto its value range [s.lo, s.hi] (a BCE input
+// stays a probability).
+inline tensor::Tensor spec_input(const CriterionSpec& s, const tensor::Shape& shape) {
+  const tensor::Tensor x = criterion_input(shape);
+  return s.classes ? x : x.add(1).mul((s.hi - s.lo) / 2).add(s.lo);
+}
+
 inline std::vector<CriterionCase> criterion_cases(const CriterionSpec& s) {
   using tensor::Tensor;
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  const Tensor x = criterion_input(s.input), t = s.target(s.input);
+  const Tensor x = spec_input(s, s.input), t = s.target(s.input);
   std::vector<CriterionCase> cases;
   auto loss = [&](std::string name, Tensor input, Tensor target, bool noncontiguous = false) {
     cases.push_back({std::move(name), std::move(input), std::move(target), noncontiguous, false, ""});
