@@ -3,45 +3,75 @@
 // and running statistics; mismatches and malformed files get errors that say what is wrong;
 // a hand-written cudnn model loads without a GPU; PyTorch's weights give PyTorch's outputs.
 #include <doctest/doctest.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "convert/Convert.h"
 #include "convert/ModelFile.h"
+#include "nn/Abs.h"
+#include "nn/AddConstant.h"
 #include "nn/BGRU.h"
 #include "nn/BLSTM.h"
 #include "nn/BatchNormalization.h"
+#include "nn/CAddTable.h"
+#include "nn/CDivTable.h"
+#include "nn/CMulTable.h"
+#include "nn/CSubTable.h"
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
+#include "nn/ConcatTable.h"
 #include "nn/Contiguous.h"
+#include "nn/CosineDistance.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/Exp.h"
+#include "nn/FlattenTable.h"
 #include "nn/FusedBatchNormalization.h"
 #include "nn/FusedConvolution.h"
 #include "nn/FusedResidual.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
+#include "nn/Graph.h"
+#include "nn/GroupNorm.h"
 #include "nn/Identity.h"
+#include "nn/InstanceNorm.h"
+#include "nn/JoinTable.h"
 #include "nn/LSTM.h"
 #include "nn/LayerNorm.h"
 #include "nn/LeakyReLU.h"
 #include "nn/Linear.h"
+#include "nn/Log.h"
 #include "nn/LogSoftMax.h"
+#include "nn/Max.h"
+#include "nn/Mean.h"
+#include "nn/Min.h"
 #include "nn/ModuleConfig.h"
+#include "nn/MulConstant.h"
 #include "nn/MultiheadAttention.h"
+#include "nn/Narrow.h"
+#include "nn/NarrowTable.h"
+#include "nn/Normalize.h"
+#include "nn/PReLU.h"
+#include "nn/Padding.h"
+#include "nn/PairwiseDistance.h"
+#include "nn/ParallelTable.h"
+#include "nn/Power.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
 #include "nn/Residual.h"
 #include "nn/Select.h"
+#include "nn/SelectTable.h"
 #include "nn/Sequential.h"
 #include "nn/SiLU.h"
 #include "nn/Sigmoid.h"
@@ -54,11 +84,23 @@
 #include "nn/SpatialFullConvolution.h"
 #include "nn/SpatialLogSoftMax.h"
 #include "nn/SpatialMaxPooling.h"
+#include "nn/SpatialReflectionPadding.h"
+#include "nn/SpatialReplicationPadding.h"
 #include "nn/SpatialSoftMax.h"
 #include "nn/SpatialTransformer.h"
+#include "nn/SpatialUpSamplingBilinear.h"
+#include "nn/SpatialUpSamplingNearest.h"
+#include "nn/SpatialZeroPadding.h"
+#include "nn/SplitTable.h"
+#include "nn/Sqrt.h"
+#include "nn/Square.h"
+#include "nn/Squeeze.h"
+#include "nn/Sum.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/TransformerEncoderLayer.h"
+#include "nn/Transpose.h"
+#include "nn/Unsqueeze.h"
 #include "nn/View.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "nn/VolumetricBatchNormalization.h"
@@ -280,6 +322,37 @@ std::vector<Case> all_cases() {
   bgru->rememberStates(true);
   c.push_back({bgru, {4, 2, 2}});
   c.push_back({make<nn::Select>(1, -2), {2, 3, 4}});
+  // the element-wise and reduction staples
+  c.push_back({make<nn::Abs>(), {2, 3}});
+  c.push_back({make<nn::Square>(), {2, 3}});
+  c.push_back({make<nn::Sqrt>(), {}, false, arange(0.5, 3.5, 0.5).view({2, 3})});  // positive: no NaN
+  c.push_back({make<nn::Exp>(), {2, 3}});
+  c.push_back({make<nn::Log>(), {}, false, arange(0.5, 3.5, 0.5).view({2, 3})});
+  c.push_back({make<nn::Power>(2.5), {}, false, arange(0.5, 3.5, 0.5).view({2, 3})});
+  c.push_back({make<nn::MulConstant>(-1.5, true), {2, 3}});
+  c.push_back({make<nn::AddConstant>(0.25), {2, 3}});
+  c.push_back({make<nn::PReLU>(), {2, 3}});
+  c.push_back({make<nn::PReLU>(3), {2, 3, 4}});
+  c.push_back({make<nn::Sum>(-1, true), {2, 3, 4}});
+  c.push_back({make<nn::Sum>(0), {2, 3}});
+  c.push_back({make<nn::Mean>(1), {2, 3, 4}});
+  c.push_back({make<nn::Max>(-2), {2, 3, 4}});
+  c.push_back({make<nn::Min>(0), {3, 2}});
+  c.push_back({make<nn::Normalize>(1.5, 1e-6), {2, 5}});
+  c.push_back({make<nn::Normalize>(std::numeric_limits<double>::infinity()), {2, 5}});
+  // the shape staples
+  c.push_back({make<nn::Narrow>(-1, 1, -1), {2, 3, 4}});
+  c.push_back({make<nn::Transpose>(nn::Transpose::Pairs{{0, 2}, {1, -1}}), {2, 3, 4}});
+  c.push_back({make<nn::Squeeze>(), {2, 1, 3}});
+  c.push_back({make<nn::Squeeze>(0, 2), {1, 1, 3}});
+  c.push_back({make<nn::Unsqueeze>(-2, 2), {2, 3, 4}});
+  c.push_back({make<nn::Padding>(0, -2, 2, 0.5, 1), {2, 3, 4}});
+  c.push_back({make<nn::SpatialZeroPadding>(1, -1, 2, 0), {2, 2, 3, 4}});
+  c.push_back({make<nn::SpatialReflectionPadding>(2, 1, 0, 1), {2, 2, 3, 4}});
+  c.push_back({make<nn::SpatialReplicationPadding>(3), {2, 3, 3}});
+  c.push_back({make<nn::SpatialUpSamplingNearest>(3), {2, 2, 3, 2}});
+  c.push_back({make<nn::SpatialUpSamplingBilinear>(int64_t{2}, false), {2, 2, 3, 2}});
+  c.push_back({make<nn::SpatialUpSamplingBilinear>(nn::SpatialUpSamplingBilinear::Size{5, 3}), {2, 2, 3, 2}});
   // containers
   c.push_back(
       {make<nn::Concat>(-1, std::initializer_list<ModulePtr>{make<nn::Linear>(4, 3), make<nn::Linear>(4, 2)}), {2, 4}});
@@ -311,6 +384,10 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::LeakyReLU>(0.2, true), {2, 5}});
   c.push_back({make<nn::LayerNorm>(Shape{2, 3}, 1e-3, false), {4, 2, 3}});
   c.push_back({make<nn::LayerNorm>(Shape{3}, 1e-6), {2, 3}});
+  c.push_back({make<nn::GroupNorm>(2, 4, 1e-3, false), {2, 4, 3}});
+  c.push_back({make<nn::GroupNorm>(3, 6), {2, 6, 2, 2}});
+  c.push_back({make<nn::InstanceNorm>(3), {2, 3, 5}});
+  c.push_back({make<nn::InstanceNorm>(3, 1e-4, 0.3, true, true), {2, 3, 4, 2}, true});
   auto mha = make<nn::MultiheadAttention>(6, 3, 0.2, false, true);
   mha->causal = true;
   c.push_back({mha, {2, 4, 6}});
@@ -318,6 +395,27 @@ std::vector<Case> all_cases() {
   encoder->setCausal(true);
   c.push_back({encoder, {2, 3, 8}});
   c.push_back({make<nn::TransformerEncoderLayer>(4, 1, 6, 0.0), {3, 2, 4}, true});
+  // table modules, inside containers whose input and output are tensors
+  c.push_back({make<nn::Sequential>(std::initializer_list<ModulePtr>{
+                   make<nn::SplitTable>(0, 2),
+                   make<nn::ParallelTable>(std::initializer_list<ModulePtr>{make<nn::Linear>(4, 3), make<nn::Tanh>()}),
+                   make<nn::ConcatTable>(
+                       std::initializer_list<ModulePtr>{make<nn::NarrowTable>(0, 2), make<nn::SelectTable>(-1)}),
+                   make<nn::FlattenTable>(), make<nn::JoinTable>(0, 1)}),
+               {2, 2, 4}});
+  {
+    nn::Node x = nn::Input();
+    nn::Node h = nn::call(make<nn::Linear>(4, 4), x);
+    nn::Node a = nn::call(make<nn::CAddTable>(), {h, x});
+    nn::Node m = nn::call(make<nn::CMulTable>(), {a, nn::call(make<nn::Tanh>(), h)});
+    nn::Node d =
+        nn::call(make<nn::CDivTable>(), {nn::call(make<nn::CSubTable>(), {m, x}), nn::call(make<nn::Sigmoid>(), a)});
+    c.push_back({make<nn::Graph>(x, d), {3, 4}});
+    nn::Node l1 = nn::call(make<nn::Linear>(4, 3), x), l2 = nn::call(make<nn::Linear>(4, 3), x);
+    nn::Node both = nn::call(make<nn::CAddTable>(), {nn::call(make<nn::PairwiseDistance>(3, 1e-5), {l1, l2}),
+                                                     nn::call(make<nn::CosineDistance>(), {l1, l2})});
+    c.push_back({make<nn::Graph>(x, both), {3, 4}});
+  }
   return c;
 }
 
@@ -859,11 +957,11 @@ TEST_CASE("load_model refuses a pair left mixed by a half-done save, even when t
   CHECK_THROWS_AS(nn::save_model(*b, base), Error);
   fs::remove(base + ".json");
   write_file(base + ".json", structureA);  // as a crash between the renames leaves it
-  CHECK_THROWS_WITH_AS(nn::load_model(base),
-                       doctest::Contains(("nn::load_model: '" + base + ".json' and '" + base +
-                                          ".safetensors' are not one save's pair")
-                                             .c_str()),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::load_model(base),
+      doctest::Contains(
+          ("nn::load_model: '" + base + ".json' and '" + base + ".safetensors' are not one save's pair").c_str()),
+      Error);
 
   // a save that completes mends the pair; the same structure saved twice shares its id, so
   // a newer weights file beside an older structure of the same model loads
@@ -876,4 +974,38 @@ TEST_CASE("load_model refuses a pair left mixed by a half-done save, even when t
   CHECK(read_file(base + ".json") == structureB);  // deterministic: same structure, same bytes
   const Tensor x = tensor::uniform({2, 3}, -1, 1);
   CHECK(identical(nn::load_model(base)->forward(x).clone(), b->forward(x).clone()));
+}
+
+TEST_CASE("tied parameters stay one tensor through save and load, to(dtype) and to(device)") {
+  // a Siamese pair as a graph: two encoders, the second tied to the first (Note [Tied parameters])
+  manual_seed(9);
+  auto enc1 = make<nn::Linear>(4, 3), enc2 = make<nn::Linear>(4, 3);
+  enc2->shareParameters(*enc1);
+  nn::Node a = nn::Input(), b = nn::Input();
+  nn::Node d = nn::call(make<nn::CSubTable>(), {nn::call(enc1, a), nn::call(enc2, b)});
+  auto inner = make<nn::Graph>(std::vector<nn::Node>{a, b}, std::vector<nn::Node>{d});
+  // a tensor-in, tensor-out wrapper so the round trip helper applies
+  auto net = make<nn::Sequential>(std::initializer_list<ModulePtr>{make<nn::SplitTable>(0), inner});
+  CHECK(net->tiedParameters() ==
+        std::vector<std::vector<std::string>>{{"1.0.weight", "1.1.weight"}, {"1.0.bias", "1.1.bias"}});
+  CHECK(net->parameters().size() == 2);
+  CHECK(net->stateDict().size() == 4);
+  Generator gen(9);
+  ModulePtr back = expect_roundtrip(net, uniform({2, 4}, -1, 1, gen));
+  CHECK(back->tiedParameters() == net->tiedParameters());
+  CHECK(back->parameters().size() == 2);
+  back->to(DType::Float64);
+  CHECK(back->tiedParameters().size() == 2);
+  // one gradient, both uses summed into it
+  const Tensor x = uniform({2, 4}, -1, 1, gen, DType::Float64);
+  back->zeroGradParameters();
+  back->forward(x);
+  back->backward(x, ones({3}, DType::Float64));
+  CHECK(max_abs_diff(back->gradParameters()[0].select(0, 0), x[0] - x[1]) < 1e-12);
+  // a tie that cannot hold is refused, naming both
+  auto other = make<nn::Linear>(4, 2);
+  CHECK_THROWS_WITH_AS(other->shareParameters(*enc1),
+                       "nn.Linear::shareParameters: expected 'weight' (float32 [2 x 4] on cpu) to match its source "
+                       "(float32 [3 x 4] on cpu) in shape, dtype and device",
+                       Error);
 }

@@ -96,23 +96,28 @@ TEST_CASE("bad-input matrix (cudnn): a CPU input is an error for the twin; the n
   for (const ModuleSpec& s : module_table()) {
     if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
-    const Tensor x = uniform(s.input, -1, 1, gen);
+    const Tensor x = uniform(s.input, s.inputLow, 1, gen);
     nn::ModulePtr twin = build_twin(s);
     const std::string e = error_of([&] { twin->forward(x); });
     INFO(e);
     CHECK(has(e, "expected input on a CUDA device"));
     CHECK(has(e, "cudnn."));
 
+    // Each module its own copy of x, which its forward and backward both see: an in-place module
+    // (AddConstant(0.5, true)) overwrites its input, and a bridged one only its host copy of it
+    // (Note [Device bridging] in nn/Module.cpp), so a shared x would reach the second module
+    // already shifted.
     nn::ModulePtr cpu = build(s), bridged = build(s);
+    const Tensor xc = x.clone(), xg = x.to(gpu);
     manual_seed(6);
-    const Tensor y = cpu->forward(x).clone();
+    const Tensor y = cpu->forward(xc).clone();
     const Tensor g = uniform(y.sizes(), -1, 1, gen);
-    const Tensor gi = cpu->backward(x, g).clone();
+    const Tensor gi = cpu->backward(xc, g).clone();
     manual_seed(6);
-    const Tensor yb = bridged->forward(x.to(gpu));
+    const Tensor yb = bridged->forward(xg);
     CHECK(yb.device() == gpu);
     CHECK(max_abs_diff(yb.cpu(), y) == 0);
-    const Tensor gib = bridged->backward(x.to(gpu), g.to(gpu));
+    const Tensor gib = bridged->backward(xg, g.to(gpu));
     CHECK(gib.device() == gpu);
     CHECK(max_abs_diff(gib.cpu(), gi) == 0);
   }
@@ -177,7 +182,7 @@ void expect_noncontiguous_match(const char* flags) {
     nn::ModulePtr ref = build(s), twin = build_twin(s);
     ref->to(DType::Float64);
     twin->to(DType::Float64);
-    const Tensor x = uniform(s.input, -1, 1, gen, DType::Float64);
+    const Tensor x = uniform(s.input, s.inputLow, 1, gen, DType::Float64);
     const Tensor xn = noncontiguous_copy(x.to(gpu));
     REQUIRE_FALSE(xn.is_contiguous());
     const Tensor y = ref->forward(x).clone();
@@ -198,10 +203,10 @@ void expect_nonfinite_match(const char* flags) {
     if (s.indexInput) continue;  // floating inputs: tests/cudnn/test_Embedding.cpp
     INFO(s.type);
     nn::ModulePtr ref = build(s), twin = build_twin(s);
-    expect_twin_nonfinite_matches(*ref, *twin, uniform(s.input, -1, 1, gen, DType::Float64));
+    expect_twin_nonfinite_matches(*ref, *twin, uniform(s.input, s.inputLow, 1, gen, DType::Float64));
     {
       nn::ModulePtr ref2 = build(s), twin2 = build_twin(s);
-      expect_twin_nonfinite_gradient_matches(*ref2, *twin2, uniform(s.input, -1, 1, gen, DType::Float64));
+      expect_twin_nonfinite_gradient_matches(*ref2, *twin2, uniform(s.input, s.inputLow, 1, gen, DType::Float64));
     }
     // NaN everywhere
     const Tensor nan = full(s.input, std::numeric_limits<double>::quiet_NaN(), DType::Float64);
@@ -247,7 +252,7 @@ TEST_CASE("bad-input matrix (cudnn): a parameter or gradient replaced by a small
         t = zeros({std::max<int64_t>(t.numel() - 1, 0)}, t.dtype(), t.device());
         // an index-input row (Embedding) takes indices in [0, 2)
         const Tensor x =
-            (s.indexInput ? uniform(s.input, 0, 2, gen).floor().to(DType::Int64) : uniform(s.input, -1, 1, gen))
+            (s.indexInput ? uniform(s.input, 0, 2, gen).floor().to(DType::Int64) : uniform(s.input, s.inputLow, 1, gen))
                 .to(gpu);
         const std::string e = error_of([&] {
           const Tensor y = m->forward(x).clone();

@@ -31,7 +31,7 @@ TEST_CASE("every module type: finite differences at its table input, training an
       nn::ModulePtr m = build(s, 11);
       m->to(DType::Float64);
       if (!training) m->evaluate();
-      expect_gradients_ok(*m, uniform(s.input, -1, 1, gen, DType::Float64));
+      expect_gradients_ok(*m, uniform(s.input, s.inputLow, 1, gen, DType::Float64));
     }
   }
 }
@@ -43,7 +43,7 @@ TEST_CASE("every module type: parameter gradients accumulate with the scale, and
     INFO(s.type);
     nn::ModulePtr m = build(s, 12);
     m->to(DType::Float64);
-    expect_accumulation_ok(*m, uniform(s.input, -1, 1, gen, DType::Float64));
+    expect_accumulation_ok(*m, uniform(s.input, s.inputLow, 1, gen, DType::Float64));
   }
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("every module type: state round trip into a differently initialised mo
     if (s.indexInput) continue;  // floating inputs: tests/nn/test_Embedding.cpp
     INFO(s.type);
     nn::ModulePtr a = build(s, 13), b = build(s, 14);
-    expect_state_roundtrip_ok(*a, *b, uniform(s.input, -1, 1, gen));
+    expect_state_roundtrip_ok(*a, *b, uniform(s.input, s.inputLow, 1, gen));
     expect_prints_type(*a);
   }
 }

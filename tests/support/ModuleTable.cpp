@@ -3,7 +3,10 @@
 
 #include <initializer_list>
 #include <memory>
+#include <set>
 
+#include "nn/Abs.h"
+#include "nn/AddConstant.h"
 #include "nn/BGRU.h"
 #include "nn/BLSTM.h"
 #include "nn/BatchNormalization.h"
@@ -13,18 +16,31 @@
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
+#include "nn/Exp.h"
 #include "nn/FusedBatchNormalization.h"
 #include "nn/FusedConvolution.h"
 #include "nn/FusedResidual.h"
 #include "nn/GELU.h"
 #include "nn/GRU.h"
+#include "nn/GroupNorm.h"
 #include "nn/Identity.h"
+#include "nn/InstanceNorm.h"
 #include "nn/LSTM.h"
 #include "nn/LayerNorm.h"
 #include "nn/LeakyReLU.h"
 #include "nn/Linear.h"
+#include "nn/Log.h"
 #include "nn/LogSoftMax.h"
+#include "nn/Max.h"
+#include "nn/Mean.h"
+#include "nn/Min.h"
+#include "nn/MulConstant.h"
 #include "nn/MultiheadAttention.h"
+#include "nn/Narrow.h"
+#include "nn/Normalize.h"
+#include "nn/PReLU.h"
+#include "nn/Padding.h"
+#include "nn/Power.h"
 #include "nn/RNNBase.h"
 #include "nn/RNNReLU.h"
 #include "nn/RNNTanh.h"
@@ -44,11 +60,22 @@
 #include "nn/SpatialFullConvolution.h"
 #include "nn/SpatialLogSoftMax.h"
 #include "nn/SpatialMaxPooling.h"
+#include "nn/SpatialReflectionPadding.h"
+#include "nn/SpatialReplicationPadding.h"
 #include "nn/SpatialSoftMax.h"
 #include "nn/SpatialTransformer.h"
+#include "nn/SpatialUpSamplingBilinear.h"
+#include "nn/SpatialUpSamplingNearest.h"
+#include "nn/SpatialZeroPadding.h"
+#include "nn/Sqrt.h"
+#include "nn/Square.h"
+#include "nn/Squeeze.h"
+#include "nn/Sum.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/TransformerEncoderLayer.h"
+#include "nn/Transpose.h"
+#include "nn/Unsqueeze.h"
 #include "nn/View.h"
 #include "nn/VolumetricAveragePooling.h"
 #include "nn/VolumetricBatchNormalization.h"
@@ -87,6 +114,8 @@ const std::vector<ModuleSpec>& module_table() {
   static const std::vector<ModuleSpec> rows = {
       // type, make, input, batchDim, planeDim, wrongRank, stochastic, anyDtype, childSeesOtherShape, nanEverywhere,
       // backwardInEvaluation
+      {"Abs", make<nn::Abs>(), {2, 3, 4}},
+      {"AddConstant", make<nn::AddConstant>(0.5, true), {2, 3, 4}},
       {"BatchNormalization", make<nn::BatchNormalization>(3), {2, 3}, 0, 1, {2, 3, 4, 5}},
       {"BGRU", make<nn::BGRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"BLSTM", make<nn::BLSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
@@ -101,6 +130,7 @@ const std::vector<ModuleSpec>& module_table() {
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
       {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
+      {"Exp", make<nn::Exp>(), {2, 3, 4}},
       {"FusedBatchNormalization",
        [] {
          return ModulePtr(std::make_shared<nn::FusedBatchNormalization>(
@@ -126,13 +156,26 @@ const std::vector<ModuleSpec>& module_table() {
        {2, 3, 4, 4}, 0, 1, {2, 3}},
       {"GELU", make<nn::GELU>("tanh"), {2, 3, 4}},
       {"GRU", make<nn::GRU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"GroupNorm", make<nn::GroupNorm>(2, 4), {2, 4, 3}, 0, 1, {4}},
       {"Identity", make<nn::Identity>(), {2, 3, 4}, 0, -1, {}, false, true},
+      {"InstanceNorm", make<nn::InstanceNorm>(3, 1e-5, 0.1, true, true), {2, 3, 4}, 0, 1, {2, 3}},
       {"LayerNorm", make<nn::LayerNorm>(tensor::Shape{3, 4}), {2, 3, 4}, 0, 2, {3}},
       {"LeakyReLU", make<nn::LeakyReLU>(0.2), {2, 3, 4}},
-      {"Linear", make<nn::Linear>(3, 4), {2, 3}, 0, 1, {2, 3, 4}},
+      {"Linear", make<nn::Linear>(3, 4), {2, 3}, 0, 1, {}},  // [* x 3]: every rank >= 1
+      {"Log", make<nn::Log>(), {2, 3, 4}, 0, -1, {}, false, false, false, true, true, false, 0.1},
       {"LogSoftMax", make<nn::LogSoftMax>(), {2, 5}, 0, -1, {2, 3, 4, 5, 6}},
       {"LSTM", make<nn::LSTM>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"Max", make<nn::Max>(1), {2, 3, 4}},
+      {"Mean", make<nn::Mean>(-1), {2, 3, 4}},
+      {"Min", make<nn::Min>(2), {2, 3, 4}},
+      {"MulConstant", make<nn::MulConstant>(-2.0), {2, 3, 4}},
       {"MultiheadAttention", make<nn::MultiheadAttention>(4, 2), {3, 2, 4}, 1, 2, {3, 4}},
+      {"Narrow", make<nn::Narrow>(1, 0, 2), {2, 3, 4}, 0, -1, {3}, false, true},
+      {"Normalize", make<nn::Normalize>(2), {2, 5}, 0, -1, {2, 3, 4}},
+      // fills constant padding: those outputs read no input
+      {"Padding", make<nn::Padding>(1, 2), {2, 3, 4}, 0, -1, {3}, false, true, false, false},
+      {"Power", make<nn::Power>(3), {2, 3, 4}},
+      {"PReLU", make<nn::PReLU>(3), {2, 3, 4}, 0, 1},
       {"ReLU", make<nn::ReLU>(), {2, 3, 4}},
       {"Reshape", make<nn::Reshape>(3, 2), {2, 6}, 0, 1, {}, false, true},
       {"Residual", [] { return ModulePtr(std::make_shared<nn::Residual>(std::make_shared<nn::Linear>(3, 3))); },
@@ -155,13 +198,27 @@ const std::vector<ModuleSpec>& module_table() {
       {"SpatialFullConvolution", make<nn::SpatialFullConvolution>(3, 4, 3, 3), {2, 3, 4, 4}, 0, 1, {2, 3}},
       {"SpatialLogSoftMax", make<nn::SpatialLogSoftMax>(), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialMaxPooling", make<nn::SpatialMaxPooling>(2, 2), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialReflectionPadding", make<nn::SpatialReflectionPadding>(1, 2, 1, 0), {2, 3, 4, 4}, 0, -1, {2, 3}},
+      {"SpatialReplicationPadding", make<nn::SpatialReplicationPadding>(2, 1, 0, 1), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialSoftMax", make<nn::SpatialSoftMax>(), {2, 3, 4, 4}, 0, -1, {2, 3}},
       {"SpatialTransformer",
        [] { return ModulePtr(std::make_shared<nn::SpatialTransformer>(localisation(), 4, 4, 2)); },
        {2, 2, 3, 3}, 0, 1, {2, 3}},
+      {"SpatialUpSamplingBilinear", make<nn::SpatialUpSamplingBilinear>(int64_t{2}, false), {2, 3, 3, 4}, 0, -1,
+       {2, 3}},
+      {"SpatialUpSamplingNearest", make<nn::SpatialUpSamplingNearest>(2), {2, 3, 3, 4}, 0, -1, {2, 3}},
+      // zeros in the border: those outputs read no input
+      {"SpatialZeroPadding", make<nn::SpatialZeroPadding>(1, -1, 2, 0), {2, 3, 4, 4}, 0, -1, {2, 3}, false, false, false,
+       false},
+      {"Sqrt", make<nn::Sqrt>(), {2, 3, 4}, 0, -1, {}, false, false, false, true, true, false, 0.1},
+      {"Square", make<nn::Square>(), {2, 3, 4}},
+      {"Squeeze", make<nn::Squeeze>(2), {2, 3, 1, 4}, 0, -1, {3}, false, true},
+      {"Sum", make<nn::Sum>(1, true), {2, 3, 4}},
       {"Tanh", make<nn::Tanh>(), {2, 3, 4}},
       {"TemporalConvolution", make<nn::TemporalConvolution>(3, 4, 2), {2, 5, 3}, 0, 2, {2, 3, 4, 5}},
       {"TransformerEncoderLayer", make<nn::TransformerEncoderLayer>(4, 2, 6, 0.1), {3, 2, 4}, 1, 2, {3, 4}, true},
+      {"Transpose", make<nn::Transpose>(nn::Transpose::Pairs{{1, 2}}), {2, 3, 4}, 0, -1, {3}, false, true},
+      {"Unsqueeze", make<nn::Unsqueeze>(1), {2, 3}, 0, -1, {}, false, true},
       {"View", [] { return ModulePtr(std::make_shared<nn::View>(6)); }, {2, 2, 3}, 0, 2, {}, false, true},
       {"VolumetricAveragePooling", make<nn::VolumetricAveragePooling>(2, 2, 2), {2, 3, 4, 4, 4}, 0, -1, {2, 3}},
       {"VolumetricBatchNormalization", make<nn::VolumetricBatchNormalization>(3), {2, 3, 2, 3, 3}, 0, 1, {2, 3}},
@@ -173,6 +230,13 @@ const std::vector<ModuleSpec>& module_table() {
   };
   // clang-format on
   return rows;
+}
+
+bool is_table_module_type(const std::string& type) {
+  static const std::set<std::string> types{
+      "CAddTable", "CDivTable", "CMulTable",   "ConcatTable",      "CosineDistance", "CSubTable",   "FlattenTable",
+      "Graph",     "JoinTable", "NarrowTable", "PairwiseDistance", "ParallelTable",  "SelectTable", "SplitTable"};
+  return types.count(type) > 0;
 }
 
 const ModuleSpec* find_spec(const std::string& type) {
@@ -200,6 +264,9 @@ std::vector<ParameterSlot> parameter_slots(nn::Module& m) {
     add("bias", b->bias, b->gradBias);
   } else if (auto* e = dynamic_cast<nn::Embedding*>(&m)) {
     add("weight", e->weight, e->gradWeight);
+  } else if (auto* g = dynamic_cast<nn::GroupNormBase*>(&m)) {
+    add("weight", g->weight, g->gradWeight);
+    add("bias", g->bias, g->gradBias);
   } else if (auto* n = dynamic_cast<nn::LayerNorm*>(&m)) {
     add("weight", n->weight, n->gradWeight);
     add("bias", n->bias, n->gradBias);
@@ -208,6 +275,8 @@ std::vector<ParameterSlot> parameter_slots(nn::Module& m) {
     add("in_proj_bias", a->inProjBias, a->gradInProjBias);
     add("out_proj.weight", a->outProjWeight, a->gradOutProjWeight);
     add("out_proj.bias", a->outProjBias, a->gradOutProjBias);
+  } else if (auto* pr = dynamic_cast<nn::PReLU*>(&m)) {
+    add("weight", pr->weight, pr->gradWeight);
   } else if (auto* r = dynamic_cast<nn::RNNBase*>(&m)) {
     for (nn::RNNParameter& p : r->params) out.push_back({m.type_name(), p.name, &p.value, &p.grad});
   }

@@ -30,7 +30,8 @@ struct ModuleSpec {
   // container's "In 1 module of nn.X:" prefix.
   bool childSeesOtherShape = false;
   // An input that is NaN everywhere gives an output that is NaN everywhere (Note [NaN and Inf]);
-  // false where some outputs do not read the input (none today).
+  // false where some outputs do not read the input (the constant paddings: Padding,
+  // SpatialZeroPadding).
   bool nanEverywhere = true;
   // backward after a forward in evaluation mode (false for the recurrent types: backward needs
   // a training forward's saved state, as cuDNN's reserve space is kept only in training)
@@ -38,12 +39,20 @@ struct ModuleSpec {
   // Takes int64 indices, not floating data (Embedding): `input` is the indices' shape, drawn in
   // [0, 2); the matrix's floating-input checks skip the row, and its own suite covers them.
   bool indexInput = false;
+  // The matrix draws inputs in [inputLow, 1]: above 0 where a negative input gives NaN (Log,
+  // Sqrt), so that its value comparisons compare numbers.
+  double inputLow = -1;
 };
 
 const std::vector<ModuleSpec>& module_table();
 
 // The row of nn type `type` ("SpatialConvolution"), or nullptr.
 const ModuleSpec* find_spec(const std::string& type);
+
+// The types whose input or output is a table (nn/TableModule.h, ConcatTable, ParallelTable,
+// Graph): the matrix feeds tensors, so tests/nn/test_Tables.cpp and test_Graph.cpp check them
+// instead, and the table needs no row for them.
+bool is_table_module_type(const std::string& type);
 
 // `shape` with size `n` at `dim`.
 tensor::Shape with_size(tensor::Shape shape, int64_t dim, int64_t n);
@@ -58,7 +67,7 @@ struct ParameterSlot {
 };
 // Every parameter of m's tree, through the families that hold parameters (Linear, the
 // convolutions, TemporalConvolution, the batch norms, the recurrent modules, Embedding, LayerNorm,
-// MultiheadAttention; twins included).
+// GroupNorm and InstanceNorm, MultiheadAttention; twins included).
 // A module type with parameters outside them is missing here: callers compare the count with
 // namedParameters() so that such a type fails their test until it is added.
 std::vector<ParameterSlot> parameter_slots(nn::Module& m);
