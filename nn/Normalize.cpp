@@ -49,7 +49,9 @@ void Normalize::checkGradOutput(const Tensor& input, const Tensor& gradOutput, c
 }
 
 const Tensor& Normalize::updateOutput(const Tensor& input) {
-  const auto [rows, d] = checkInput(input, "updateOutput");
+  // named copies, not structured bindings: clang 14 cannot capture those in the lambda below
+  const auto shape = checkInput(input, "updateOutput");
+  const int64_t rows = shape.first, d = shape.second;
   const Tensor x = input.contiguous();
   ensure(output, x.sizes(), x);
   tensor::dispatch_f32_f64(x.dtype(), type_name().c_str(), [&](auto tag) {
@@ -60,7 +62,8 @@ const Tensor& Normalize::updateOutput(const Tensor& input) {
 }
 
 const Tensor& Normalize::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
-  const auto [rows, d] = checkInput(input, "updateGradInput");
+  const auto shape = checkInput(input, "updateGradInput");
+  const int64_t rows = shape.first, d = shape.second;
   checkGradOutput(input, gradOutput, "updateGradInput");
   const Tensor x = input.contiguous(), gy = gradOutput.contiguous();
   ensure(gradInput, x.sizes(), x);
