@@ -12,9 +12,13 @@
 #include "nn/CAddTable.h"
 #include "nn/CMulTable.h"
 #include "nn/ConcatTable.h"
+#include "nn/CosineDistance.h"
+#include "nn/CosineEmbeddingCriterion.h"
 #include "nn/Graph.h"
 #include "nn/JoinTable.h"
 #include "nn/Linear.h"
+#include "nn/MarginRankingCriterion.h"
+#include "nn/PairwiseDistance.h"
 #include "nn/ReLU.h"
 #include "nn/Sequential.h"
 #include "nn/SpatialBatchNormalization.h"
@@ -147,4 +151,37 @@ TEST_CASE("a converted graph's second forward reuses its buffers and gives the s
   const Tensor y1 = g->forward(x).clone();
   const Tensor y2 = g->forward(x).clone();
   CHECK(max_abs_diff(y1, y2) == 0);
+}
+
+TEST_CASE("the distances and the pair criteria compute on CUDA tensors as on the CPU, in every floating dtype") {
+  Generator gen(4706);
+  const Tensor a = uniform({5, 7}, -1, 1, gen, DType::Float64), b = uniform({5, 7}, -1, 1, gen, DType::Float64);
+  const Tensor y = from_vector<double>({1, -1, 1, -1, 1}, {5});
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    INFO(std::string(name(dt)));
+    const double tol = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-5 : 5e-2;
+    const Tensor ag = a.to(gpu, dt), bg = b.to(gpu, dt);
+    const Tensor ar = ag.cpu().to(DType::Float64), br = bg.cpu().to(DType::Float64);  // what the GPU sees
+    for (const nn::ModulePtr& m : {nn::ModulePtr(std::make_shared<nn::PairwiseDistance>(2)),
+                                   nn::ModulePtr(std::make_shared<nn::PairwiseDistance>(3)),
+                                   nn::ModulePtr(std::make_shared<nn::CosineDistance>())}) {
+      INFO(m->str());
+      const Tensor out = m->forward(nn::Table{ag, bg}).tensor("").clone();
+      CHECK(out.is_cuda());
+      const nn::Value gi = m->backward(nn::Table{ag, bg}, ones({5}, dt, gpu));
+      const Tensor g0 = gi[0].tensor("").clone();
+      const Tensor want = m->forward(nn::Table{ar, br}).tensor("").clone();
+      const nn::Value wgi = m->backward(nn::Table{ar, br}, ones({5}, DType::Float64));
+      CHECK(max_abs_diff(out.cpu().to(DType::Float64), want) <= tol * std::max(1.0, want.abs().max().item()));
+      CHECK(max_abs_diff(g0.cpu().to(DType::Float64), wgi[0].tensor("")) <=
+            tol * std::max(1.0, wgi[0].tensor("").abs().max().item()));
+    }
+    nn::MarginRankingCriterion rank(0.2);
+    nn::CosineEmbeddingCriterion cosine(0.1);
+    const Tensor yg = y.to(gpu, dt);
+    CHECK(rank.forward(nn::Table{ag.select(1, 0), bg.select(1, 0)}, yg) ==
+          doctest::Approx(rank.forward(nn::Table{ar.select(1, 0), br.select(1, 0)}, y)).epsilon(tol));
+    CHECK(cosine.forward(nn::Table{ag, bg}, yg) == doctest::Approx(cosine.forward(nn::Table{ar, br}, y)).epsilon(tol));
+    CHECK(cosine.backward(nn::Table{ag, bg}, yg)[1].tensor("").is_cuda());
+  }
 }
