@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -1008,4 +1009,28 @@ TEST_CASE("tied parameters stay one tensor through save and load, to(dtype) and 
                        "nn.Linear::shareParameters: expected 'weight' (float32 [2 x 4] on cpu) to match its source "
                        "(float32 [3 x 4] on cpu) in shape, dtype and device",
                        Error);
+}
+
+TEST_CASE("a model file whose tied group names a parameter the network lacks is refused, loading nothing") {
+  TempDir tmp;
+  const std::string path = tmp / "tied";
+  auto a = make<nn::Linear>(4, 3), b = make<nn::Linear>(4, 3);
+  b->shareParameters(*a);
+  auto net = make<nn::Sequential>(std::initializer_list<ModulePtr>{a, make<nn::Tanh>(), b});
+  nn::save_model(*net, path);
+  // rename one path of the "tied" record
+  std::string json;
+  {
+    std::ifstream in(path + ".json");
+    json.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = json.find("\"2.weight\"", json.find("\"tied\""));
+  REQUIRE(at != std::string::npos);
+  json.replace(at, 10, "\"7.weight\"");
+  {
+    std::ofstream out(path + ".json");
+    out << json;
+  }
+  CHECK_THROWS_WITH_AS(nn::load_model(path),
+                       doctest::Contains("tied: nn.Sequential::tieParameters: '7.weight' is not a parameter"), Error);
 }

@@ -327,3 +327,26 @@ TEST_CASE("PairwiseDistance and CosineDistance: PyTorch's and Torch's numbers, g
   expect_gradients_ok(c, Table{a, b});
   expect_gradients_ok(c, Table{a.select(0, 0), b.select(0, 2)});
 }
+
+TEST_CASE("table modules and a graph take empty batches") {
+  Generator gen(13);
+  const Tensor e = zeros({0, 3}, DType::Float64), f = zeros({0, 3}, DType::Float64);
+  nn::CAddTable add;
+  CHECK(add.forward(Table{e, f}).tensor("").sizes() == Shape{0, 3});
+  CHECK(add.backward(Table{e, f}, e)[1].tensor("").sizes() == Shape{0, 3});
+  nn::CMulTable mul;
+  CHECK(mul.backward(Table{e, f}, mul.forward(Table{e, f}).tensor(""))[0].tensor("").sizes() == Shape{0, 3});
+  nn::JoinTable join(1);
+  CHECK(join.forward(Table{e, zeros({0, 2}, DType::Float64)}).tensor("").sizes() == Shape{0, 5});
+  CHECK(join.backward(Table{e, zeros({0, 2}, DType::Float64)}, zeros({0, 5}, DType::Float64))[1].tensor("").sizes() ==
+        Shape{0, 2});
+  nn::SplitTable split(0);
+  CHECK(split.forward(Value(e)).size() == 0);
+  CHECK(split.backward(Value(e), Table{}).tensor("").sizes() == Shape{0, 3});
+  nn::PairwiseDistance d;
+  CHECK(d.forward(Table{e, f}).tensor("").sizes() == Shape{0});
+  auto concat =
+      std::make_shared<nn::ConcatTable>(std::initializer_list<nn::ModulePtr>{f64<nn::Linear>(3, 2), f64<nn::Tanh>()});
+  CHECK(concat->forward(Value(e))[0].tensor("").sizes() == Shape{0, 2});
+  CHECK(concat->backward(Value(e), Table{zeros({0, 2}, DType::Float64), e}).tensor("").sizes() == Shape{0, 3});
+}
