@@ -8,20 +8,13 @@
 namespace nn {
 
 Shape broadcast_shapes(const std::string& where, const std::vector<Tensor>& entries) {
-  Shape out;
-  for (const Tensor& t : entries) {
-    const Shape& s = t.sizes();
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-    for (size_t k = 0; k < s.size(); ++k) {
-      int64_t& o = out[out.size() - s.size() + k];
-      if (s[k] == o || s[k] == 1) continue;
-      if (o != 1) {
-        std::string shapes;
-        for (size_t i = 0; i < entries.size(); ++i) shapes += (i ? ", " : "") + tensor::shape_str(entries[i].sizes());
-        throw Error(where + "expected entries that broadcast to one shape, got " + shapes);
-      }
-      o = s[k];
-    }
+  Shape out = entries.front().sizes();
+  try {
+    for (size_t i = 1; i < entries.size(); ++i) out = tensor::broadcast_shapes(out, entries[i].sizes(), "broadcast");
+  } catch (const Error&) {  // the tensor layer's rule; the message names every entry
+    std::string shapes;
+    for (size_t i = 0; i < entries.size(); ++i) shapes += (i ? ", " : "") + tensor::shape_str(entries[i].sizes());
+    throw Error(where + "expected entries that broadcast to one shape, got " + shapes);
   }
   return out;
 }

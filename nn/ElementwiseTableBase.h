@@ -42,7 +42,8 @@ class ElementwiseTableModule : public ElementwiseTableBase {
   }
 };
 
-// The broadcast shape of `shapes` (PyTorch's rules), or an Error naming `where` and the entries.
+// The broadcast shape of the entries (tensor::broadcast_shapes, PyTorch's rules), or an Error
+// naming `where` and every entry's shape.
 Shape broadcast_shapes(const std::string& where, const std::vector<Tensor>& entries);
 // t summed over the dimensions that broadcasting added to a tensor of `shape` (a copy when it
 // must sum, t itself when the shapes agree).
