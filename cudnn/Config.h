@@ -39,6 +39,9 @@
 //   groupnorm.engine   cudnn (default) | kernel: cudnn::GroupNorm and cudnn::InstanceNorm
 //                      normalise on our kernels, or through cuDNN's graph-API layer norm (a group
 //                      a row) where it takes the problem (cudnn/ops/group_norm.h)
+//   rmsnorm.engine     kernel | cudnn (default: its forward+backward measured faster at 13 of 15
+//                      shapes on an H200, docs/performance.md): cudnn::RMSNorm runs our kernels, or
+//                      cuDNN's RMS norm engines where they take the problem (cudnn/ops/rms_norm.h)
 #pragma once
 
 #include <cstddef>
@@ -57,6 +60,7 @@ using nn::ConvPass;  // one enum for the CPU kernels and cuDNN (nn/ConvSpec.h)
 enum class LayerNormEngine { Ours, Cudnn };
 enum class PoolBackward { Auto, Ours, Cudnn };
 enum class GroupNormEngine { Kernel, Cudnn };
+enum class RMSNormEngine { Kernel, Cudnn };  // rmsnorm.engine
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
@@ -121,6 +125,8 @@ struct Config {
   // cudnn by default: its forward+backward measured faster in 8 of 12 rows on an H200 (up to
   // 1.70x, at most 1.15x slower; docs/performance.md, "Group norm's two engines")
   GroupNormEngine groupnorm_engine = GroupNormEngine::Cudnn;
+  // kernel until measured against cuDNN's (samples/norm_benchmark's RMSNorm rows)
+  RMSNormEngine rmsnorm_engine = RMSNormEngine::Cudnn;
 
   const AlgoSetting& algo(ConvPass pass) const;
   // The current flags, in CUDNN_NN_FLAGS syntax (all but layernorm.engine, pool.backward and
@@ -139,6 +145,7 @@ const char* pass_name(ConvPass pass);            // "fwd", "bwd_data", "bwd_filt
 const char* layer_norm_engine_name(LayerNormEngine engine);
 const char* pool_backward_name(PoolBackward choice);
 const char* group_norm_engine_name(GroupNormEngine engine);
+const char* rms_norm_engine_name(RMSNormEngine engine);  // "kernel", "cudnn"
 
 // Sets the flags for a scope and restores all of config() on exit (tests, benchmarks).
 class ScopedConfig {

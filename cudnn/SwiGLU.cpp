@@ -1,0 +1,52 @@
+// SwiGLU.cpp: the primitives of nn::SwiGLU on cuBLAS and the fused gate kernel.
+#include "cudnn/SwiGLU.h"
+
+#include "cudnn/core/Descriptors.h"
+#include "cudnn/kernels/SwiGLU.h"
+#include "cudnn/ops/blas.h"
+#include "nn/Buffers.h"
+
+namespace cudnn {
+
+using tensor::Tensor;
+
+void SwiGLU::checkInputType(const std::string& where, const Tensor& input) const {
+  check_on_device(where, input, gateWeight);
+  check_cuda(where, input, "input");
+  nn::check_matches(where, input, gateWeight, "input", "gate_proj.weight");
+}
+
+void SwiGLU::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  nn::ensure(out, {x.size(0), weight.size(0)}, x);
+  if (bias.defined()) out.copy_(bias);  // broadcast over the rows; the GEMM adds onto it
+  gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
+}
+
+void SwiGLU::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX, bool accumulate) {
+  if (!accumulate) nn::ensure(gradX, {gy.size(0), weight.size(1)}, gy);
+  gemm(false, false, gy, weight, gradX, 1.0, accumulate ? 1.0 : 0.0);
+}
+
+void SwiGLU::linearGradParameters(const Tensor& x, const Tensor& gy, Tensor& gradWeight, Tensor& gradBias,
+                                  double scale) {
+  gemm(true, false, gy, x, gradWeight, scale, 1.0);
+  if (!gradBias.defined()) return;
+  const int64_t rows = gy.size(0);
+  if (!ones_.defined() || ones_.size(0) != rows || ones_.dtype() != gy.dtype() || ones_.device() != gy.device()) {
+    nn::ensure(ones_, {rows, 1}, gy).fill_(1.0);
+  }
+  gemm(true, false, gy, ones_, gradBias.view({gy.size(1), 1}), scale, 1.0);
+}
+
+void SwiGLU::gate(const Tensor& a, const Tensor& b, Tensor& h) {
+  nn::ensure(h, a.sizes(), a);
+  kernels::swiglu_gate_forward(a, b, h);
+}
+
+void SwiGLU::gateBackward(const Tensor& a, const Tensor& b, const Tensor& gradH, Tensor& gradA, Tensor& gradB) {
+  nn::ensure(gradA, a.sizes(), a);
+  nn::ensure(gradB, a.sizes(), a);
+  kernels::swiglu_gate_backward(a, b, gradH, gradA, gradB);
+}
+
+}  // namespace cudnn
