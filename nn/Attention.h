@@ -15,8 +15,13 @@ struct SdpaOptions {
   double scale = 0;     // 0: 1/sqrt(head_dim); else must be finite and > 0
   bool causal = false;  // PyTorch's is_causal (top-left aligned): key j masked for query i when j > i
   tensor::Tensor
-      keyLengths;      // undefined, or int64 [batch] (any device): keys j >= keyLengths[b] masked; each in [1, Sk]
-  double dropout = 0;  // probability of zeroing an attention probability, in [0, 1); 0 = none
+      keyLengths;       // undefined, or int64 [batch] (any device): keys j >= keyLengths[b] masked; each in [1, Sk]
+  double dropout = 0;   // probability of zeroing an attention probability, in [0, 1); 0 = none
+  tensor::Tensor mask;  // undefined, or broadcastable to [B x H x Sq x Sk] as [Sq x Sk], [B x 1 x Sq x Sk],
+                        // [B x H x Sq x Sk] (also [1 x 1 x Sq x Sk], [B x 1 x 1 x Sk]): uint8 = boolean,
+                        // nonzero = attend (F.scaled_dot_product_attention's convention); or floating
+                        // (the data's dtype or float32) = added to the scores (additive, -inf masks).
+                        // See Note [Attention masks] in Attention.cpp.
 };
 
 // What forward keeps for backward.
@@ -27,7 +32,9 @@ struct SdpaSaved {
       dropoutMask;  // undefined without dropout; else [batch x heads x Sq x Sk] of the input dtype holding 0 or 1/(1-p)
 };
 
-// q [B x H x Sq x D], k [B x H x Sk x D], v [B x H x Sk x Dv] -> out [B x H x Sq x Dv], same dtype and device.
+// q [B x H x Sq x D], k [B x Hkv x Sk x D], v [B x Hkv x Sk x Dv] -> out [B x H x Sq x Dv], same dtype
+// and device; Hkv divides H (grouped-query attention: query head h reads kv head h / (H / Hkv)).
+// A query row left with no key by the mask gives 0 (logsumexp -inf): Note [Attention masks].
 // The dropout mask is drawn with bernoulli_ from tensor::default_generator() on the inputs'
 // device (as nn::Dropout), so both backends draw the same mask from one seed.
 tensor::Tensor sdpa(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
@@ -37,7 +44,8 @@ struct SdpaGrads {
   tensor::Tensor q, k, v;
 };
 // The gradients for gradOut (out's shape), from forward's `out` and `saved` (which must have
-// been passed to sdpa). Contiguous [B x H x S x D] tensors.
+// been passed to sdpa). Contiguous tensors of q's, k's and v's shapes (gk, gv with Hkv heads: the
+// sums over each kv head's group of query heads).
 SdpaGrads sdpa_backward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
                         const tensor::Tensor& out, const tensor::Tensor& gradOut, const SdpaOptions& options,
                         const SdpaSaved& saved);

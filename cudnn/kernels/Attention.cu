@@ -41,6 +41,23 @@ __device__ inline int64_t key_limit(int64_t r, const AttentionRows& g) {
   return limit;
 }
 
+// Row r's bias (B typed), or null.
+template <class B>
+__device__ inline const B* bias_row(int64_t r, const AttentionRows& g) {
+  if (!g.bias) return nullptr;
+  const int64_t b = r / (g.heads * g.sq), h = (r / g.sq) % g.heads, i = r % g.sq;
+  const int64_t bb = g.biasBatch == 1 ? 0 : b, hh = g.biasHeads == 1 ? 0 : h;
+  return static_cast<const B*>(g.bias) + ((bb * g.biasHeads + hh) * g.sq + i) * g.sk;
+}
+
+// The masked, scaled score of key j < limit: -inf where the bias is -inf, whatever the score.
+template <class A>
+__device__ inline A masked_score(A scale, A s, const A* bias, int64_t j) {
+  if (!bias) return scale * s;
+  const A b = bias[j];
+  return b == A(-INFINITY) ? b : scale * s + b;
+}
+
 template <class T, class A>
 __global__ void softmax_forward_kernel(const A* scores, AttentionRows g, const T* mask, T* probs, A* lse) {
   __shared__ A shared[32];
@@ -48,28 +65,33 @@ __global__ void softmax_forward_kernel(const A* scores, AttentionRows g, const T
   const int64_t limit = key_limit(r, g);
   const A scale = static_cast<A>(g.scale);
   const A* row = scores + r * g.sk;
+  const A* bias = bias_row<A>(r, g);
   A m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < limit; j += kThreads) m = nan_max(m, scale * row[j]);
+  for (int64_t j = threadIdx.x; j < limit; j += kThreads) m = nan_max(m, masked_score(scale, row[j], bias, j));
   m = block_max(m, shared);
+  const bool dead = m == A(-INFINITY);  // no key left: probabilities 0, logsumexp -inf
   A sum = 0;
-  for (int64_t j = threadIdx.x; j < limit; j += kThreads) sum += exp_of(scale * row[j] - m);
+  if (!dead) {
+    for (int64_t j = threadIdx.x; j < limit; j += kThreads) sum += exp_of(masked_score(scale, row[j], bias, j) - m);
+  }
   sum = block_sum(sum, shared);
   const A inv = A(1) / sum;
   for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
-    A p = j < limit ? exp_of(scale * row[j] - m) * inv : A(0);
+    A p = j < limit && !dead ? exp_of(masked_score(scale, row[j], bias, j) - m) * inv : A(0);
     if (mask) p *= static_cast<A>(mask[r * g.sk + j]);
     probs[r * g.sk + j] = T(p);
   }
-  if (threadIdx.x == 0) lse[r] = m + log_of(sum);
+  if (threadIdx.x == 0) lse[r] = dead ? m : m + log_of(sum);
 }
 
 template <class T, class A>
 __global__ void probs_kernel(const A* scores, AttentionRows g, const A* lse, const T* mask, T* probs) {
   const int64_t r = blockIdx.x;
-  const int64_t limit = key_limit(r, g);
+  const int64_t limit = lse[r] == A(-INFINITY) ? 0 : key_limit(r, g);
   const A scale = static_cast<A>(g.scale), l = lse[r];
+  const A* bias = bias_row<A>(r, g);
   for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
-    A p = j < limit ? exp_of(scale * scores[r * g.sk + j] - l) : A(0);
+    A p = j < limit ? exp_of(masked_score(scale, scores[r * g.sk + j], bias, j) - l) : A(0);
     if (mask) p *= static_cast<A>(mask[r * g.sk + j]);
     probs[r * g.sk + j] = T(p);
   }
@@ -91,18 +113,66 @@ template <class T, class A>
 __global__ void softmax_backward_kernel(const A* scores, const A* gradProbs, AttentionRows g, const A* lse,
                                         const A* rowDot, const T* mask, T* gradScores) {
   const int64_t r = blockIdx.x;
-  const int64_t limit = key_limit(r, g);
+  const int64_t limit = lse[r] == A(-INFINITY) ? 0 : key_limit(r, g);
   const A scale = static_cast<A>(g.scale), l = lse[r], dsum = rowDot[r];
+  const A* bias = bias_row<A>(r, g);
   for (int64_t j = threadIdx.x; j < g.sk; j += kThreads) {
     A ds = 0;
     if (j < limit) {
-      const A p = exp_of(scale * scores[r * g.sk + j] - l);
+      const A p = exp_of(masked_score(scale, scores[r * g.sk + j], bias, j) - l);
       A dp = gradProbs[r * g.sk + j];
       if (mask) dp *= static_cast<A>(mask[r * g.sk + j]);
       ds = scale * p * (dp - dsum);
     }
     gradScores[r * g.sk + j] = T(ds);
   }
+}
+
+// One thread per bias element; M the mask's element type, O the bias's.
+template <class M, class O>
+__global__ void mask_to_bias_kernel(const M* mask, int64_t s0, int64_t s1, int64_t s2, int64_t s3, int64_t n1,
+                                    int64_t n2, int64_t n3, O* bias, int64_t n) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= n) return;
+  const int64_t j = e % n3, i = (e / n3) % n2, h = (e / (n3 * n2)) % n1, b = e / (n3 * n2 * n1);
+  const M m = mask[b * s0 + h * s1 + i * s2 + j * s3];
+  using A = tensor::acc_t<O>;
+  A v;
+  if constexpr (std::is_same_v<M, uint8_t>) {
+    v = m ? A(0) : A(-INFINITY);
+  } else {
+    v = static_cast<A>(static_cast<tensor::acc_t<M>>(m));
+    if constexpr (std::is_same_v<O, tensor::Half>) {
+      if (isfinite(v)) v = fminf(fmaxf(v, -65504.0f), 65504.0f);  // a finite bias stays finite
+    } else if constexpr (std::is_same_v<O, tensor::BFloat16>) {
+      if (isfinite(v)) v = fminf(fmaxf(v, -3.3895314e38f), 3.3895314e38f);
+    }
+  }
+  bias[e] = O(v);
+}
+
+template <class T>
+__global__ void dead_rows_kernel(AttentionRows g, T* out, int64_t o0, int64_t o1, int64_t o2, int64_t dv, float* lse) {
+  __shared__ int shared[32];
+  const int64_t r = blockIdx.x;
+  const int64_t limit = key_limit(r, g);
+  const T* bias = bias_row<T>(r, g);
+  int alive = 0;
+  for (int64_t j = threadIdx.x; j < limit && !alive; j += kThreads) {
+    alive = static_cast<float>(bias[j]) != -INFINITY;
+  }
+  alive = warp_block_reduce(
+      alive, [](int a, int b) { return a | b; }, 0, shared);
+  if (alive) return;
+  const int64_t b = r / (g.heads * g.sq), h = (r / g.sq) % g.heads, i = r % g.sq;
+  T* row = out + b * o0 + h * o1 + i * o2;
+  for (int64_t j = threadIdx.x; j < dv; j += kThreads) row[j] = T(0.0f);
+  if (threadIdx.x == 0) lse[r] = -INFINITY;
+}
+
+__global__ void backward_stats_kernel(const float* lse, float* stats, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) stats[i] = lse[i] == -INFINITY ? INFINITY : lse[i];
 }
 
 __global__ void lengths_kernel(const int64_t* in, int32_t* out, int64_t n) {
@@ -168,6 +238,51 @@ void attention_softmax_backward(const tensor::Tensor& scores, const tensor::Tens
         acc_ptr<A>(scores, "score matrix"), acc_ptr<A>(gradProbs, "probability gradient"), g,
         acc_ptr<A>(logsumexp, "logsumexp"), acc_ptr<A>(rowDot, "row sums"), mask_ptr<T>(mask),
         static_cast<T*>(gradScores.raw_data()));
+  });
+}
+
+void attention_mask_to_bias(const tensor::Tensor& mask, const tensor::Tensor& bias) {
+  const int64_t n = bias.numel();
+  if (n == 0) return;
+  if (mask.dim() != 4 || mask.sizes() != bias.sizes() || !bias.is_contiguous()) {
+    throw tensor::Error(
+        "cudnn::kernels::attention_mask_to_bias: expected a 4-d mask view of a contiguous bias's "
+        "shape, got mask " +
+        mask.description() + ", bias " + bias.description());
+  }
+  launch_floating("cudnn::kernels::attention_mask_to_bias", bias, [&]<class O, class A>(cudaStream_t stream) {
+    (void)sizeof(A);
+    tensor::dispatch(mask.dtype(), [&](auto tag) {
+      using M = decltype(tag);
+      if constexpr (std::is_same_v<M, int64_t>) {
+        throw tensor::Error("cudnn::kernels::attention_mask_to_bias: expected a uint8 or floating mask, got " +
+                            mask.description());
+      } else {
+        mask_to_bias_kernel<M, O><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+            static_cast<const M*>(mask.raw_data()), mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3),
+            mask.size(1), mask.size(2), mask.size(3), static_cast<O*>(bias.raw_data()), n);
+      }
+    });
+  });
+}
+
+void attention_dead_rows(const AttentionRows& g, const tensor::Tensor& out, const tensor::Tensor& logsumexp) {
+  if (rows_of(g) == 0 || !g.bias) return;
+  launch_floating("cudnn::kernels::attention_dead_rows", out, [&]<class T, class A>(cudaStream_t stream) {
+    (void)sizeof(A);
+    dead_rows_kernel<T><<<rows_of(g), kThreads, 0, stream>>>(
+        g, static_cast<T*>(out.raw_data()), out.stride(0), out.stride(1), out.stride(2), out.size(3),
+        const_cast<float*>(acc_ptr<float>(logsumexp, "logsumexp")));
+  });
+}
+
+void attention_backward_stats(const tensor::Tensor& logsumexp, const tensor::Tensor& stats) {
+  const int64_t n = logsumexp.numel();
+  if (n == 0) return;
+  launch_floating("cudnn::kernels::attention_backward_stats", stats, [&]<class T, class A>(cudaStream_t stream) {
+    (void)sizeof(A);
+    backward_stats_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+        acc_ptr<float>(logsumexp, "logsumexp"), const_cast<float*>(acc_ptr<float>(stats, "statistics")), n);
   });
 }
 

@@ -4,7 +4,9 @@
 // the accumulation type A (float32 for float32, float16 and bfloat16 data; float64 for
 // float64); probabilities and score gradients are written in the data type T for the GEMMs
 // that follow, as cuDNN's own graph rounds them. Masked keys (past keyLengths[b], or after
-// the query with `causal`) get probability 0 exactly.
+// the query with `causal`, or a -inf bias) get probability 0 exactly; a row with no key left
+// gets probabilities 0 and logsumexp -inf. Grouped-query attention does not reach these
+// kernels: the score matrix is laid out per query head either way.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,24 @@ struct AttentionRows {
   bool causal = false;
   const int64_t* keyLengths = nullptr;  // device pointer to [batch] int64, or null
   double scale = 1;
+  // an additive bias [biasBatch x biasHeads x sq x sk] (biasBatch 1 or batch, biasHeads 1 or
+  // heads), contiguous, of A in the fallback's kernels (of the data type in attention_dead_rows),
+  // or null; -inf removes the key whatever its score (Note [Attention masks] in nn/Attention.cpp)
+  const void* bias = nullptr;
+  int64_t biasBatch = 1, biasHeads = 1;
 };
+
+// bias = the mask as an additive bias of bias's dtype: `mask` a [biasBatch x biasHeads x sq x sk]
+// view (stride 0 where it broadcasts) of uint8 (nonzero -> 0, zero -> -inf) or floating (converted,
+// finite values clamped to bias's finite range so that no finite value becomes -inf); bias contiguous.
+void attention_mask_to_bias(const tensor::Tensor& mask, const tensor::Tensor& bias);
+// After the fused engine ran: rows whose every key is masked (past the lengths, causal, or a -inf
+// bias of the data type's g.bias) get output 0 and logsumexp -inf. out [batch x heads x sq x dv]
+// of any strides, logsumexp float32 [batch x heads x sq].
+void attention_dead_rows(const AttentionRows& g, const tensor::Tensor& out, const tensor::Tensor& logsumexp);
+// stats = logsumexp with -inf replaced by +inf: what the fused backward graph reads, so that a
+// row with no key gets P = exp(-inf - inf) = 0 (not exp(-inf + inf) = NaN).
+void attention_backward_stats(const tensor::Tensor& logsumexp, const tensor::Tensor& stats);
 
 // probs = softmax(scale * scores) over the unmasked keys of each row, times `mask` where it
 // is defined (0 or 1/(1-p)); logsumexp[r] = log sum_j exp(scale * s_rj) over unmasked j.

@@ -35,7 +35,7 @@ void say(const std::string& line) {
 
 // The problem's sizes, checked by the nn op's shared checks plus the device rules.
 struct Problem {
-  int64_t b, h, sq, sk, d, dv;
+  int64_t b, h, sq, sk, d, dv, hkv;
   double scale;
   DType dtype;
   tensor::Device device;
@@ -49,8 +49,8 @@ Problem checked_problem(const std::string& where, const Tensor& q, const Tensor&
                         k.description() + ", " + v.description());
   }
   const int64_t d = q.size(3);
-  return {q.size(0), q.size(1), q.size(2), k.size(2), d, v.size(3), o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(d)),
-          q.dtype(), q.device()};
+  const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(d));
+  return {q.size(0), q.size(1), q.size(2), k.size(2), d, v.size(3), k.size(1), scale, q.dtype(), q.device()};
 }
 
 DType acc_dtype(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
@@ -69,6 +69,36 @@ Tensor draw_mask(const nn::SdpaOptions& o, const Problem& p) {
   mask.bernoulli_(1 - o.dropout);
   mask.div_(1 - o.dropout);
   return mask;
+}
+
+// options.mask as an additive bias (See Note [Attention masks] in nn/Attention.cpp): a
+// contiguous [b|1 x h|1 x sq x sk] tensor of `dtype` (the data type for the fused graph, the
+// accumulation type for the fallback's kernels), made by one kernel from the mask's broadcast
+// view (booleans become 0 / -inf); a mask broadcast along the queries is expanded.
+struct Bias {
+  Tensor t;
+  int64_t b = 0, h = 0;  // 0: no mask
+};
+Bias bias_of(const nn::SdpaOptions& o, const Problem& p, DType dtype) {
+  if (!o.mask.defined()) return {};
+  Tensor m = o.mask;
+  while (m.dim() < 4) m = m.unsqueeze(0);
+  Bias out;
+  out.b = m.size(0) == 1 ? 1 : p.b;
+  out.h = m.size(1) == 1 ? 1 : p.h;
+  out.t = tensor::empty({out.b, out.h, p.sq, p.sk}, dtype, p.device);
+  kernels::attention_mask_to_bias(m.expand({out.b, out.h, p.sq, p.sk}), out.t);
+  return out;
+}
+
+kernels::AttentionRows rows_of(const Problem& p, const Tensor& lengths, bool causal, const Bias& bias = {}) {
+  kernels::AttentionRows g;
+  g.batch = p.b, g.heads = p.h, g.sq = p.sq, g.sk = p.sk;
+  g.causal = causal;
+  g.keyLengths = lengths.defined() ? lengths.data<int64_t>() : nullptr;
+  g.scale = p.scale;
+  if (bias.t.defined()) g.bias = bias.t.raw_data(), g.biasBatch = bias.b, g.biasHeads = bias.h;
+  return g;
 }
 
 // ---------------------------------------------------------------- fused (cuDNN graph)
@@ -123,8 +153,9 @@ CachedPlan plan_for(const graph::SdpaGraphSpec& spec) {
   CachedPlan c;
   c.plan = graph::SdpaPlan::build(spec, handle(), c.why);
   say(std::string("sdpa ") + (spec.backward ? "backward" : "forward") + " [" + std::to_string(spec.b) + " x " +
-      std::to_string(spec.h) + " x " + std::to_string(spec.sq) + "/" + std::to_string(spec.sk) + " x " +
-      std::to_string(spec.d) + "]: " + (c.plan ? c.plan->name() : "fallback, " + c.why));
+      std::to_string(spec.h) + (spec.kv_heads() != spec.h ? "/" + std::to_string(spec.kv_heads()) + " kv" : "") +
+      " x " + std::to_string(spec.sq) + "/" + std::to_string(spec.sk) + " x " + std::to_string(spec.d) + "]" +
+      (spec.biasB > 0 ? " with a mask" : "") + ": " + (c.plan ? c.plan->name() : "fallback, " + c.why));
   cache->put(key, c);
   return c;
 }
@@ -219,11 +250,13 @@ bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>
 }
 
 bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                   const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal, std::string& why) {
+                   const Tensor& mask, const Bias& bias, const Tensor& out, const Tensor& lse, bool causal,
+                   std::string& why) {
   const Tensor qv = engine_view(q), kv = engine_view(k), vv = engine_view(v);
   graph::SdpaGraphSpec s;
   s.data = cudnn_type(p.dtype);
-  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv;
+  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv, s.hkv = p.hkv;
+  s.biasB = bias.b, s.biasH = bias.h;
   s.q = qv.strides(), s.k = kv.strides(), s.v = vv.strides(), s.o = out.strides();
   s.causal = causal;
   s.padding = lengths.defined();
@@ -246,25 +279,35 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
     ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
   }
   if (s.dropout) ptrs.emplace_back(graph::kMask, mask.raw_data());
+  if (s.biasB > 0) ptrs.emplace_back(graph::kBias, bias.t.raw_data());
   tensor::cuda::DeviceGuard guard(p.device.index);
   if (!run_plan(*c.plan, std::move(ptrs), scale, why)) return false;
+  // rows the mask leaves without a key: 0 and -inf, as nn::sdpa (Note [Attention masks])
+  if (s.biasB > 0) kernels::attention_dead_rows(rows_of(p, lengths, causal, bias), out, lse);
   why = c.plan->name();
   return true;
 }
 
 bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                    const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, bool causal,
-                    const nn::SdpaGrads& g, std::string& why) {
+                    const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, const Bias& bias,
+                    bool causal, const nn::SdpaGrads& g, std::string& why) {
   if (saved.logsumexp.dtype() != DType::Float32) {
     why = "saved statistics are not float32";
     return false;
   }
   const Tensor qv = engine_view(q), kv = engine_view(k), vv = engine_view(v), ov = engine_view(out),
-               dov = engine_view(gradOut), lse = saved.logsumexp.contiguous();
+               dov = engine_view(gradOut);
+  Tensor lse = saved.logsumexp.contiguous();
+  if (bias.b > 0) {  // rows without a key (lse -inf) read +inf: P = 0 there (Note [Attention masks])
+    const Tensor stats = tensor::empty(lse.sizes(), DType::Float32, p.device);
+    kernels::attention_backward_stats(lse, stats);
+    lse = stats;
+  }
   graph::SdpaGraphSpec s;
   s.backward = true;
   s.data = cudnn_type(p.dtype);
-  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv;
+  s.b = p.b, s.h = p.h, s.sq = p.sq, s.sk = p.sk, s.d = p.d, s.dv = p.dv, s.hkv = p.hkv;
+  s.biasB = bias.b, s.biasH = bias.h;
   s.q = qv.strides(), s.k = kv.strides(), s.v = vv.strides(), s.o = ov.strides(), s.dO = dov.strides();
   s.dQ = g.q.strides(), s.dK = g.k.strides(), s.dV = g.v.strides();
   s.causal = causal;
@@ -299,7 +342,9 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
     ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
     ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
   }
-  if (s.dropout) ptrs.emplace_back(graph::kMask, saved.dropoutMask.contiguous().raw_data());
+  const Tensor dropout = s.dropout ? saved.dropoutMask.contiguous() : Tensor();
+  if (s.dropout) ptrs.emplace_back(graph::kMask, dropout.raw_data());
+  if (s.biasB > 0) ptrs.emplace_back(graph::kBias, bias.t.raw_data());
   tensor::cuda::DeviceGuard guard(p.device.index);
   if (!run_plan(*c.plan, std::move(ptrs), scale, why)) return false;
   why = c.plan->name();
@@ -310,58 +355,55 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
 
 BatchedMatrix mat(const Tensor& t, int64_t ld, int64_t stride) { return {t.raw_data(), t.dtype(), ld, stride}; }
 
-kernels::AttentionRows rows_of(const Problem& p, const Tensor& lengths, bool causal) {
-  kernels::AttentionRows g;
-  g.batch = p.b, g.heads = p.h, g.sq = p.sq, g.sk = p.sk;
-  g.causal = causal;
-  g.keyLengths = lengths.defined() ? lengths.data<int64_t>() : nullptr;
-  g.scale = p.scale;
-  return g;
-}
-
+// Grouped-query attention on the GEMM path: per-group batched GEMMs, no copy of k or v. The
+// G = h / hkv query heads of one kv head are consecutive in the packed q (and in the scores,
+// probabilities, out and their gradients), so batch entry (b, kv head) is one GEMM with G * sq
+// rows against that kv head's k or v; the products with a transposed left side (dK = dS^T Q,
+// dV = P^T dO) then sum over the group by themselves. Without groups G = 1: the plain batch.
 void fallback_forward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                      const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal) {
+                      const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal, const Bias& bias) {
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  const int64_t n = p.b * p.h;
+  const int64_t n = p.b * p.hkv, rows = p.h / p.hkv * p.sq;  // batch entries, rows of each
   const Tensor scores = tensor::empty({p.b, p.h, p.sq, p.sk}, acc_dtype(p.dtype), p.device);
-  gemm_strided_batched(false, true, p.sq, p.sk, p.d, 1.0, mat(qc, p.d, p.sq * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
-                       mat(scores, p.sk, p.sq * p.sk), n, p.device.index);
+  gemm_strided_batched(false, true, rows, p.sk, p.d, 1.0, mat(qc, p.d, rows * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
+                       mat(scores, p.sk, rows * p.sk), n, p.device.index);
   const Tensor probs = tensor::empty({p.b, p.h, p.sq, p.sk}, p.dtype, p.device);
-  kernels::attention_softmax_forward(scores, rows_of(p, lengths, causal), mask, probs, lse);
-  gemm_strided_batched(false, false, p.sq, p.dv, p.sk, 1.0, mat(probs, p.sk, p.sq * p.sk), mat(vc, p.dv, p.sk * p.dv),
-                       0.0, mat(out, p.dv, p.sq * p.dv), n, p.device.index);
+  kernels::attention_softmax_forward(scores, rows_of(p, lengths, causal, bias), mask, probs, lse);
+  gemm_strided_batched(false, false, rows, p.dv, p.sk, 1.0, mat(probs, p.sk, rows * p.sk), mat(vc, p.dv, p.sk * p.dv),
+                       0.0, mat(out, p.dv, rows * p.dv), n, p.device.index);
 }
 
 void fallback_backward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                       const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, bool causal,
-                       const nn::SdpaGrads& g) {
+                       const Tensor& gradOut, const Tensor& lengths, const nn::SdpaSaved& saved, const Bias& bias,
+                       bool causal, const nn::SdpaGrads& g) {
   const Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous(), oc = out.contiguous(),
                doc = gradOut.contiguous(), lse = saved.logsumexp.contiguous();
   const Tensor mask = saved.dropoutMask.defined() ? saved.dropoutMask.contiguous() : Tensor();
-  const int64_t n = p.b * p.h, dev = p.device.index;
-  const kernels::AttentionRows rows = rows_of(p, lengths, causal);
+  // batch entries (b, kv head) of G * sq rows each, as fallback_forward
+  const int64_t n = p.b * p.hkv, m = p.h / p.hkv * p.sq, dev = p.device.index;
+  const kernels::AttentionRows rows = rows_of(p, lengths, causal, bias);
   const DType acc = acc_dtype(p.dtype);
   const Tensor scores = tensor::empty({p.b, p.h, p.sq, p.sk}, acc, p.device);
-  gemm_strided_batched(false, true, p.sq, p.sk, p.d, 1.0, mat(qc, p.d, p.sq * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
-                       mat(scores, p.sk, p.sq * p.sk), n, dev);
+  gemm_strided_batched(false, true, m, p.sk, p.d, 1.0, mat(qc, p.d, m * p.d), mat(kc, p.d, p.sk * p.d), 0.0,
+                       mat(scores, p.sk, m * p.sk), n, dev);
   // dV = (P * mask)^T dO
   const Tensor probs = tensor::empty({p.b, p.h, p.sq, p.sk}, p.dtype, p.device);
   kernels::attention_probs(scores, rows, lse, mask, probs);
-  gemm_strided_batched(true, false, p.sk, p.dv, p.sq, 1.0, mat(probs, p.sk, p.sq * p.sk), mat(doc, p.dv, p.sq * p.dv),
-                       0.0, mat(g.v, p.dv, p.sk * p.dv), n, dev);
+  gemm_strided_batched(true, false, p.sk, p.dv, m, 1.0, mat(probs, p.sk, m * p.sk), mat(doc, p.dv, m * p.dv), 0.0,
+                       mat(g.v, p.dv, p.sk * p.dv), n, dev);
   // dS = scale * P * (dO V^T * mask - rowsum(dO * O)), into the probabilities' buffer
   const Tensor grad_probs = tensor::empty({p.b, p.h, p.sq, p.sk}, acc, p.device);
-  gemm_strided_batched(false, true, p.sq, p.sk, p.dv, 1.0, mat(doc, p.dv, p.sq * p.dv), mat(vc, p.dv, p.sk * p.dv), 0.0,
-                       mat(grad_probs, p.sk, p.sq * p.sk), n, dev);
+  gemm_strided_batched(false, true, m, p.sk, p.dv, 1.0, mat(doc, p.dv, m * p.dv), mat(vc, p.dv, p.sk * p.dv), 0.0,
+                       mat(grad_probs, p.sk, m * p.sk), n, dev);
   const Tensor row_dot = tensor::empty({p.b, p.h, p.sq}, acc, p.device);
   kernels::attention_row_dot(doc, oc, row_dot);
   const Tensor& grad_scores = probs;
   kernels::attention_softmax_backward(scores, grad_probs, rows, lse, row_dot, mask, grad_scores);
   // dQ = dS K, dK = dS^T Q
-  gemm_strided_batched(false, false, p.sq, p.d, p.sk, 1.0, mat(grad_scores, p.sk, p.sq * p.sk),
-                       mat(kc, p.d, p.sk * p.d), 0.0, mat(g.q, p.d, p.sq * p.d), n, dev);
-  gemm_strided_batched(true, false, p.sk, p.d, p.sq, 1.0, mat(grad_scores, p.sk, p.sq * p.sk), mat(qc, p.d, p.sq * p.d),
-                       0.0, mat(g.k, p.d, p.sk * p.d), n, dev);
+  gemm_strided_batched(false, false, m, p.d, p.sk, 1.0, mat(grad_scores, p.sk, m * p.sk), mat(kc, p.d, p.sk * p.d), 0.0,
+                       mat(g.q, p.d, m * p.d), n, dev);
+  gemm_strided_batched(true, false, p.sk, p.d, m, 1.0, mat(grad_scores, p.sk, m * p.sk), mat(qc, p.d, m * p.d), 0.0,
+                       mat(g.k, p.d, p.sk * p.d), n, dev);
 }
 
 }  // namespace
@@ -380,12 +422,12 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOpt
   bool done = false;
   if (why.empty()) {
     const Tensor w = writable(out, true);
-    done = fused_forward(p, q, k, v, lengths, mask, w, lse, options.causal, why);
+    done = fused_forward(p, q, k, v, lengths, mask, bias_of(options, p, p.dtype), w, lse, options.causal, why);
     if (done) finish_into(out, w);
   }
   if (!done) {
     const Tensor w = writable(out, false);
-    fallback_forward(p, q, k, v, lengths, mask, w, lse, options.causal);
+    fallback_forward(p, q, k, v, lengths, mask, w, lse, options.causal, bias_of(options, p, acc_dtype(p.dtype)));
     finish_into(out, w);
     why = "fallback: " + why;
   }
@@ -443,12 +485,14 @@ nn::SdpaGrads sdpa_backward(const Tensor& q, const Tensor& k, const Tensor& v, c
   bool done = false;
   if (why.empty()) {
     const nn::SdpaGrads w = writable_grads(true);
-    done = fused_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, w, why);
+    done =
+        fused_backward(p, q, k, v, out, gradOut, lengths, saved, bias_of(options, p, p.dtype), options.causal, w, why);
     if (done) finish(w);
   }
   if (!done) {
     const nn::SdpaGrads w = writable_grads(false);
-    fallback_backward(p, q, k, v, out, gradOut, lengths, saved, options.causal, w);
+    fallback_backward(p, q, k, v, out, gradOut, lengths, saved, bias_of(options, p, acc_dtype(p.dtype)), options.causal,
+                      w);
     finish(w);
     why = "fallback: " + why;
   }

@@ -7,7 +7,9 @@
 // (cudnn/kernels/Attention.h), saying why under verbose=true. Both paths keep the same
 // statistics (logsumexp in float32, float64 for float64 data), so a backward may take the
 // other path than its forward. The dropout mask is drawn from the device's generator as
-// nn::sdpa draws it on the CPU.
+// nn::sdpa draws it on the CPU. options.mask becomes an additive bias of the data type for the
+// fused graph (booleans 0 / -inf) and of the accumulation type for the fallback's kernels; k and
+// v may have fewer heads (grouped-query attention), which both paths take without a copy.
 #pragma once
 
 #include <string>

@@ -181,12 +181,36 @@ class GraphBuilder {
   int64_t next_uid_ = kFirstVirtual;
 };
 
+// The scaled scores plus the bias, where the spec has one.
+const BackendDescriptor& biased(const SdpaGraphSpec& s, GraphBuilder& g, const BackendDescriptor& scaled,
+                                const Shape& scores) {
+  if (s.biasB == 0) return scaled;
+  const Shape dims{s.biasB, s.biasH, s.sq, s.sk};
+  const auto& bias = g.tensor(kBias, s.data, dims, contiguous_strides(dims));
+  return g.pw(CUDNN_POINTWISE_ADD, scaled, &bias, scores);
+}
+
+// A gradient of k or v: straight into `out` without groups; else per query head into a
+// virtual [b, h, sk, n] tensor of the data type, summed over each group into `out`.
+void grouped_matmul(const SdpaGraphSpec& s, GraphBuilder& g, const BackendDescriptor& a, const BackendDescriptor& b,
+                    const BackendDescriptor& out, int64_t n, const BackendDescriptor* m_override,
+                    const BackendDescriptor* k_override) {
+  if (s.kv_heads() == s.h) {
+    g.matmul(a, b, out, m_override, nullptr, k_override);
+    return;
+  }
+  const auto& full = g.virt(s.data, {s.b, s.h, s.sk, n});
+  g.matmul(a, b, full, m_override, nullptr, k_override);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, out);
+}
+
 void build_forward(const SdpaGraphSpec& s, GraphBuilder& g) {
   const Shape scores{s.b, s.h, s.sq, s.sk}, rows{s.b, s.h, s.sq, 1};
   const Shape rows_strides{s.h * s.sq, s.sq, 1, 1};
+  const int64_t hkv = s.kv_heads();
   const auto& q = g.tensor(kQ, s.data, {s.b, s.h, s.sq, s.d}, s.q);
-  const auto& kt = g.tensor(kK, s.data, {s.b, s.h, s.d, s.sk}, swap_last(s.k));
-  const auto& v = g.tensor(kV, s.data, {s.b, s.h, s.sk, s.dv}, s.v);
+  const auto& kt = g.tensor(kK, s.data, {s.b, hkv, s.d, s.sk}, swap_last(s.k));
+  const auto& v = g.tensor(kV, s.data, {s.b, hkv, s.sk, s.dv}, s.v);
   const auto& o = g.tensor(kO, s.data, {s.b, s.h, s.sq, s.dv}, s.o);
   const auto& stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rows, rows_strides);
   const auto& scale = g.scalar(kScale);
@@ -198,7 +222,7 @@ void build_forward(const SdpaGraphSpec& s, GraphBuilder& g) {
   }
   const auto& qk = g.virt(CUDNN_DATA_FLOAT, scores);
   g.matmul(q, kt, qk, seq_q, seq_kv);
-  const auto& scaled = g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores);
+  const auto& scaled = biased(s, g, g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores), scores);
   const auto& masked = g.mask(scaled, scores, s.padding, s.causal, seq_q, seq_kv, neg_inf);
   // softmax with its statistics: Stats = max + log(sum), P = exp(S - max) / sum
   const auto& mx = g.virt(CUDNN_DATA_FLOAT, rows);
@@ -226,15 +250,16 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   const Shape scores{s.b, s.h, s.sq, s.sk}, rows{s.b, s.h, s.sq, 1};
   const Shape rows_strides{s.h * s.sq, s.sq, 1, 1};
   const Shape transposed{s.b, s.h, s.sk, s.sq}, transposed_strides{s.h * s.sq * s.sk, s.sq * s.sk, 1, s.sk};
+  const int64_t hkv = s.kv_heads();
   const auto& q = g.tensor(kQ, s.data, {s.b, s.h, s.sq, s.d}, s.q);
-  const auto& kt = g.tensor(kK, s.data, {s.b, s.h, s.d, s.sk}, swap_last(s.k));
-  const auto& vt = g.tensor(kV, s.data, {s.b, s.h, s.dv, s.sk}, swap_last(s.v));
+  const auto& kt = g.tensor(kK, s.data, {s.b, hkv, s.d, s.sk}, swap_last(s.k));
+  const auto& vt = g.tensor(kV, s.data, {s.b, hkv, s.dv, s.sk}, swap_last(s.v));
   const auto& o = g.tensor(kO, s.data, {s.b, s.h, s.sq, s.dv}, s.o);
   const auto& dout = g.tensor(kDO, s.data, {s.b, s.h, s.sq, s.dv}, s.dO);
   const auto& stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rows, rows_strides);
   const auto& dq = g.tensor(kDQ, s.data, {s.b, s.h, s.sq, s.d}, s.dQ);
-  const auto& dk = g.tensor(kDK, s.data, {s.b, s.h, s.sk, s.d}, s.dK);
-  const auto& dv = g.tensor(kDV, s.data, {s.b, s.h, s.sk, s.dv}, s.dV);
+  const auto& dk = g.tensor(kDK, s.data, {s.b, hkv, s.sk, s.d}, s.dK);
+  const auto& dv = g.tensor(kDV, s.data, {s.b, hkv, s.sk, s.dv}, s.dV);
   const auto& row_dot = g.tensor(kRowDot, CUDNN_DATA_FLOAT, rows, rows_strides);
   const auto& dq_accum =
       g.tensor(kDQAccum, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, s.d}, contiguous_strides({s.b, s.h, s.sq, s.d}));
@@ -257,7 +282,7 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   // P = exp(S * scale - Stats), masked
   const auto& qk = g.virt(CUDNN_DATA_FLOAT, scores);
   g.matmul(q, kt, qk, seq_q, seq_kv);
-  const auto& scaled = g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores);
+  const auto& scaled = biased(s, g, g.pw(CUDNN_POINTWISE_MUL, qk, &scale, scores), scores);
   const auto& padded = g.mask(scaled, scores, s.padding, false, seq_q, seq_kv, neg_inf);
   const auto& centred = g.pw(CUDNN_POINTWISE_SUB, padded, &stats, scores);
   const auto& causal = g.mask(centred, scores, false, s.causal, nullptr, nullptr, neg_inf);
@@ -271,7 +296,7 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   }
   const auto& pt = g.virt(s.data, transposed, transposed_strides);
   g.reshape(*p_used, pt);
-  g.matmul(pt, dout, dv, seq_kv, nullptr, seq_q);
+  grouped_matmul(s, g, pt, dout, dv, s.dv, seq_kv, seq_q);
 
   // dS = (dO V^T [* mask] - rowDot) * P [* 1] * scale
   const auto& dpd = g.virt(CUDNN_DATA_FLOAT, scores);
@@ -286,10 +311,10 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
   // dK = dS^T Q
   const auto& dst = g.virt(s.data, transposed, transposed_strides);
   g.reshape(ds_scaled, dst);
-  g.matmul(dst, q, dk, seq_kv, nullptr, seq_q);
+  grouped_matmul(s, g, dst, q, dk, s.d, seq_kv, seq_q);
 
   // dQ = dS K, accumulated in float
-  const auto& k = g.virt(s.data, {s.b, s.h, s.sk, s.d}, s.k);
+  const auto& k = g.virt(s.data, {s.b, hkv, s.sk, s.d}, s.k);
   g.reshape(kt, k);
   g.matmul(ds_scaled, k, dq_accum, seq_q, nullptr, seq_kv);
   g.pointwise(CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dq_accum, nullptr, nullptr, dq);
@@ -299,10 +324,12 @@ void build_backward(const SdpaGraphSpec& s, GraphBuilder& g) {
 
 SdpaKey make_key(const SdpaGraphSpec& s, uint64_t handle) {
   SdpaKey k{};  // zeros: unused strides included
-  k.backward = s.backward, k.data = static_cast<int64_t>(s.data), k.b = s.b, k.h = s.h, k.sq = s.sq, k.sk = s.sk;
-  k.d = s.d, k.dv = s.dv, k.causal = s.causal, k.padding = s.padding, k.dropout = s.dropout;
-  const Shape* strides[8] = {&s.q, &s.k, &s.v, &s.o, &s.dO, &s.dQ, &s.dK, &s.dV};
-  for (int i = 0; i < 8; ++i) {
+  k.backward = s.backward, k.data = static_cast<int64_t>(s.data), k.b = s.b, k.h = s.h, k.hkv = s.kv_heads();
+  k.sq = s.sq, k.sk = s.sk, k.d = s.d, k.dv = s.dv, k.causal = s.causal, k.padding = s.padding;
+  k.dropout = s.dropout, k.biasB = s.biasB, k.biasH = s.biasH;
+  const Shape bias = s.biasB > 0 ? contiguous_strides({s.biasB, s.biasH, s.sq, s.sk}) : Shape{};
+  const Shape* strides[9] = {&s.q, &s.k, &s.v, &s.o, &s.dO, &s.dQ, &s.dK, &s.dV, &bias};
+  for (int i = 0; i < 9; ++i) {
     for (size_t j = 0; j < strides[i]->size() && j < 4; ++j) k.strides[i][j] = (*strides[i])[j];
   }
   k.handle = handle;

@@ -3,7 +3,8 @@
 // the test asserts that it is the path taken on the GPU) and the GEMM + softmax-kernel
 // fallback (float32, float64, odd head sizes, attention.fused=false). Causal masks, key
 // lengths, dropout with the mask nn draws, strided inputs, NaN and Inf, empty batches, the
-// errors, and a backward taking the other path than its forward.
+// errors, and a backward taking the other path than its forward; every mask form (boolean and
+// additive, broadcast or not, rows of no key) and grouped-query attention on both paths.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -365,4 +366,207 @@ TEST_CASE("cudnn::sdpa's key lengths are read on every call; its plans are bound
     CHECK(e.out < tolerance(DType::Float16));
   }
   CHECK(cudnn::sdpa_plans_cached() <= 2);
+}
+
+// ---- masks (Note [Attention masks] in nn/Attention.cpp) and grouped-query attention
+
+namespace {
+
+struct MaskedGeometry {
+  int64_t b, h, hkv, sq, sk, d;
+};
+
+enum class MaskForm { None, Bool2d, BoolB1, BoolBH, KeyPadding, AddF32, AddData, Dead };
+
+const char* form_name(MaskForm f) {
+  switch (f) {
+    case MaskForm::None:
+      return "no mask";
+    case MaskForm::Bool2d:
+      return "boolean [Sq x Sk]";
+    case MaskForm::BoolB1:
+      return "boolean [B x 1 x Sq x Sk]";
+    case MaskForm::BoolBH:
+      return "boolean [B x H x Sq x Sk]";
+    case MaskForm::KeyPadding:
+      return "boolean [B x 1 x 1 x Sk]";
+    case MaskForm::AddF32:
+      return "additive float32 [Sq x Sk]";
+    case MaskForm::AddData:
+      return "additive data-type [B x H x Sq x Sk]";
+    default:
+      return "boolean with rows of no key";
+  }
+}
+
+// The mask on the CPU (uint8, float32, or float64 standing for the data type); key 0 is kept
+// in every row but for Dead's chosen rows.
+Tensor make_mask(MaskForm f, const MaskedGeometry& g, Generator& gen) {
+  auto boolean = [&](const Shape& s) {
+    Tensor m = uniform(s, 0, 1, gen, DType::Float64).gt(0.35).to(DType::UInt8);
+    m.select(m.dim() - 1, 0).fill_(1);
+    return m;
+  };
+  switch (f) {
+    case MaskForm::None:
+      return Tensor();
+    case MaskForm::Bool2d:
+      return boolean({g.sq, g.sk});
+    case MaskForm::BoolB1:
+      return boolean({g.b, 1, g.sq, g.sk});
+    case MaskForm::BoolBH:
+      return boolean({g.b, g.h, g.sq, g.sk});
+    case MaskForm::KeyPadding:
+      return boolean({g.b, 1, 1, g.sk});
+    case MaskForm::AddF32: {
+      Tensor m = uniform({g.sq, g.sk}, -3, 1, gen, DType::Float32);
+      for (int64_t i = 0; i < g.sq; ++i) m.set({i, (i * 7 + 3) % g.sk}, -INFINITY);
+      m.select(1, 0).fill_(0.5);
+      return m;
+    }
+    case MaskForm::AddData: {
+      Tensor m = uniform({g.b, g.h, g.sq, g.sk}, -2, 2, gen, DType::Float64);
+      m.select(3, g.sk - 1).fill_(-INFINITY);
+      return m;
+    }
+    default: {
+      Tensor m = boolean({g.b, g.h, g.sq, g.sk});
+      m.select(0, 0).select(0, g.h - 1).select(0, 1).fill_(0);  // row (0, h-1, 1): no key
+      m.select(0, g.b - 1).select(0, 0).select(0, g.sq - 1).fill_(0);
+      return m;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cudnn::sdpa matches nn::sdpa for every mask form and grouped-query attention, on both paths") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7220);
+  INFO("seed 7220");
+  const MaskedGeometry geometries[] = {
+      {2, 4, 2, 40, 72, 16},  // GQA, groups of 2
+      {1, 6, 1, 33, 50, 64},  // MQA
+      {2, 2, 2, 24, 24, 16},  // plain heads
+      {2, 4, 2, 20, 28, 12},  // head size not a multiple of 8: the fallback in every dtype
+  };
+  const MaskForm forms[] = {MaskForm::None,       MaskForm::Bool2d, MaskForm::BoolB1,  MaskForm::BoolBH,
+                            MaskForm::KeyPadding, MaskForm::AddF32, MaskForm::AddData, MaskForm::Dead};
+  for (const MaskedGeometry& g : geometries) {
+    const Tensor q = uniform({g.b, g.h, g.sq, g.d}, -1, 1, gen, DType::Float64);
+    const Tensor k = uniform({g.b, g.hkv, g.sk, g.d}, -1, 1, gen, DType::Float64);
+    const Tensor v = uniform({g.b, g.hkv, g.sk, g.d}, -1, 1, gen, DType::Float64);
+    const Tensor dout = uniform({g.b, g.h, g.sq, g.d}, -1, 1, gen, DType::Float64);
+    for (MaskForm form : forms) {
+      const Tensor mask = make_mask(form, g, gen);
+      for (DType dt : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+        for (int variant = 0; variant < 2; ++variant) {  // 0: plain; 1: causal with key lengths
+          for (bool fused : {true, false}) {
+            cudnn::ScopedConfig path(fused ? "attention.fused=true" : "attention.fused=false");
+            // the reference sees what the GPU sees: inputs (and a data-typed mask) rounded to dt
+            auto rounded = [&](const Tensor& t) { return t.to(dt).to(DType::Float64); };
+            nn::SdpaOptions o, og;
+            if (variant == 1) {
+              o.causal = og.causal = true;
+              std::vector<int64_t> len;
+              for (int64_t b = 0; b < g.b; ++b) len.push_back(g.sk - 3 * b);
+              o.keyLengths = og.keyLengths = from_vector(len, {g.b});
+            }
+            if (mask.defined()) {
+              const bool data_typed = mask.dtype() == DType::Float64;
+              o.mask = data_typed ? rounded(mask) : mask;
+              og.mask = data_typed ? mask.to(gpu, dt) : mask.to(gpu);
+            }
+            nn::SdpaSaved rs, gs;
+            const Tensor ref = nn::sdpa(rounded(q), rounded(k), rounded(v), o, &rs);
+            const nn::SdpaGrads rg = nn::sdpa_backward(rounded(q), rounded(k), rounded(v), ref, rounded(dout), o, rs);
+            const Tensor gq = q.to(gpu, dt), gk = k.to(gpu, dt), gv = v.to(gpu, dt);
+            const Tensor out = cudnn::sdpa(gq, gk, gv, og, &gs);
+            const std::string fwd = cudnn::sdpa_last_path();
+            const nn::SdpaGrads gg = cudnn::sdpa_backward(gq, gk, gv, out, dout.to(gpu, dt), og, gs);
+            const std::string bwd = cudnn::sdpa_last_path(true);
+            INFO("b ", g.b, " h ", g.h, " hkv ", g.hkv, " sq ", g.sq, " sk ", g.sk, " d ", g.d, " ", name(dt), " ",
+                 form_name(form), variant ? " causal, key lengths" : "", fused ? "" : " attention.fused=false",
+                 " | forward: ", fwd, " | backward: ", bwd);
+            REQUIRE(gg.k.sizes() == k.sizes());
+            REQUIRE(gg.v.sizes() == v.sizes());
+            CHECK(rel(out, ref) < tolerance(dt));
+            CHECK(rel(gg.q, rg.q) < tolerance(dt) * 2);
+            CHECK(rel(gg.k, rg.k) < tolerance(dt) * 2);
+            CHECK(rel(gg.v, rg.v) < tolerance(dt) * 2);
+            // rows of no key: exactly 0 and -inf on both paths (and the same rows)
+            const Tensor lse = gs.logsumexp.cpu().to(DType::Float64);
+            CHECK(lse.eq(-INFINITY)
+                      .to(DType::Float64)
+                      .sub(rs.logsumexp.eq(-INFINITY).to(DType::Float64))
+                      .abs()
+                      .sum()
+                      .item() == 0);
+            if (form == MaskForm::Dead) {
+              CHECK(lse.get({0, g.h - 1, 1}) == -INFINITY);
+              CHECK(out.cpu().to(DType::Float64)[0][g.h - 1][1].abs().sum().item() == 0);
+              CHECK(gg.q.cpu().to(DType::Float64)[0][g.h - 1][1].abs().sum().item() == 0);
+            }
+            CHECK(std::isfinite(gg.k.cpu().to(DType::Float64).sum().item()));
+            if (!fused || !is16(dt) || g.d % 8 != 0) {
+              CHECK(fwd.starts_with("fallback"));
+            } else {
+              // cuDNN 9.14's fused engines are expected to take these; a refusal is reported, not failed
+              WARN(fwd.starts_with("fused attention engine"));
+              WARN(bwd.starts_with("fused attention engine"));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cudnn::sdpa with a mask and grouped-query attention gives nn::sdpa's NaN and Inf") {
+  Generator gen(7221);
+  const MaskedGeometry g{1, 4, 2, 16, 24, 16};
+  Tensor q = uniform({g.b, g.h, g.sq, g.d}, -1, 1, gen, DType::Float64);
+  const Tensor k = uniform({g.b, g.hkv, g.sk, g.d}, -1, 1, gen, DType::Float64);
+  Tensor v = uniform({g.b, g.hkv, g.sk, g.d}, -1, 1, gen, DType::Float64);
+  q.set({0, 1, 3, 5}, std::nan(""));
+  v.set({0, 1, 0, 0}, INFINITY);  // key 0, which the mask keeps in every row (0 * inf would be NaN)
+  const Tensor mask = make_mask(MaskForm::BoolB1, g, gen);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    for (bool fused : {true, false}) {
+      cudnn::ScopedConfig path(fused ? "attention.fused=true" : "attention.fused=false");
+      nn::SdpaOptions o, og;
+      o.mask = mask;
+      og.mask = mask.to(gpu);
+      const Tensor ref = nn::sdpa(q.to(DType::Float32), k.to(DType::Float32), v.to(DType::Float32), o);
+      const Tensor out = cudnn::sdpa(q.to(gpu, dt), k.to(gpu, dt), v.to(gpu, dt), og);
+      INFO(name(dt), ": ", cudnn::sdpa_last_path());
+      expect_same_nonfinite("masked sdpa output", out.to(Device::cpu(), DType::Float32), ref,
+                            std::max(tolerance(dt) * 10, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("cudnn::sdpa's mask plans are their own; its mask and head errors name the op") {
+  Generator gen(7222);
+  const MaskedGeometry g{2, 4, 2, 32, 32, 16};
+  const Tensor q = uniform({g.b, g.h, g.sq, g.d}, -1, 1, gen, DType::Float16, gpu);
+  const Tensor k = uniform({g.b, g.hkv, g.sk, g.d}, -1, 1, gen, DType::Float16, gpu);
+  // the same shapes with and without a mask, and with masks of other broadcasts: each right
+  nn::SdpaOptions plain, o1, o2;
+  o1.mask = make_mask(MaskForm::Bool2d, g, gen).to(gpu);
+  o2.mask = make_mask(MaskForm::BoolBH, g, gen).to(gpu);
+  for (const nn::SdpaOptions* o : {&plain, &o1, &o2, &plain}) {
+    nn::SdpaOptions ref = *o;
+    if (o->mask.defined()) ref.mask = o->mask.cpu();
+    const Tensor want =
+        nn::sdpa(q.cpu().to(DType::Float32), k.cpu().to(DType::Float32), k.cpu().to(DType::Float32), ref);
+    CHECK(rel(cudnn::sdpa(q, k, k, *o), want) < tolerance(DType::Float16));
+  }
+  nn::SdpaOptions bad;
+  bad.mask = make_mask(MaskForm::Bool2d, g, gen);  // on the CPU
+  CHECK_THROWS_WITH(cudnn::sdpa(q, k, k, bad), doctest::Contains("cudnn::sdpa: expected a mask uint8 (boolean)"));
+  bad.mask = tensor::zeros({g.sq, g.sk + 1}, DType::Float16, gpu);
+  CHECK_THROWS_WITH(cudnn::sdpa(q, k, k, bad), doctest::Contains("broadcastable to [2 x 4 x 32 x 32]"));
+  const Tensor k3 = tensor::zeros({g.b, 3, g.sk, g.d}, DType::Float16, gpu);
+  CHECK_THROWS_WITH(cudnn::sdpa(q, k3, k3), doctest::Contains("(H a multiple of Hkv)"));
 }

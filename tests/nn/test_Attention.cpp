@@ -1,6 +1,8 @@
 // test_Attention.cpp: nn::sdpa and nn::sdpa_backward against PyTorch's
 // F.scaled_dot_product_attention (float64; key lengths as a boolean attn_mask), finite
-// differences (dropout included, with the mask repeated from the seed), and the errors.
+// differences (dropout included, with the mask repeated from the seed), and the errors; masks
+// (boolean, additive, broadcast) and grouped-query attention against
+// scripts/make_attention_mask_reference.py's F.scaled_dot_product_attention(enable_gqa=True).
 #include <doctest/doctest.h>
 
 #include "nn/Attention.h"
@@ -8,10 +10,29 @@
 #include "tests/support/NonContiguous.h"
 #include "tests/support/TransformerReference.h"
 
+#include <cmath>
+#include <limits>
+#include <map>
+
 using namespace tensor;
 using namespace testing;
 
 namespace {
+
+// scripts/make_attention_mask_reference.py's tensors
+Tensor mask_ref(const std::string& key) {
+  static const std::map<std::string, Tensor> refs =
+      load_safetensors(transformer_data("attention_mask_reference.safetensors")).tensors;
+  auto it = refs.find(key);
+  INFO("reference key ", key);
+  REQUIRE(it != refs.end());
+  return it->second;
+}
+bool has_mask_ref(const std::string& key) {
+  static const std::map<std::string, Tensor> refs =
+      load_safetensors(transformer_data("attention_mask_reference.safetensors")).tensors;
+  return refs.count(key) > 0;
+}
 
 nn::SdpaOptions options_for(const std::string& name) {
   nn::SdpaOptions o;
@@ -137,6 +158,85 @@ TEST_CASE("sdpa dropout: the mask holds 0 or 1/(1-p), is drawn from the seeded g
   }
 }
 
+TEST_CASE("sdpa with masks and grouped-query attention gives PyTorch's values") {
+  for (const char* name : {"gqa", "mqa_causal", "gqa_lengths", "bool_2d", "bool_b1", "bool_bh", "keypad",
+                           "bool_causal_lengths", "add_2d", "add_b1", "add_bh", "add_f32", "dead", "dead_add"}) {
+    INFO(name);
+    const std::string p = std::string(name) + ".";
+    nn::SdpaOptions o;
+    const Tensor flags = mask_ref(p + "flags");
+    o.causal = flags.get({0}) != 0;
+    o.scale = flags.get({1});
+    if (has_mask_ref(p + "mask")) o.mask = mask_ref(p + "mask");
+    if (has_mask_ref(p + "lengths")) o.keyLengths = mask_ref(p + "lengths");
+    const Tensor q = mask_ref(p + "q"), k = mask_ref(p + "k"), v = mask_ref(p + "v");
+    nn::SdpaSaved saved;
+    const Tensor out = nn::sdpa(q, k, v, o, &saved);
+    expect_matches("out", out, mask_ref(p + "out"));
+    const nn::SdpaGrads g = nn::sdpa_backward(q, k, v, out, mask_ref(p + "gy"), o, saved);
+    expect_matches("gq", g.q, mask_ref(p + "gq"));
+    expect_matches("gk", g.k, mask_ref(p + "gk"));
+    expect_matches("gv", g.v, mask_ref(p + "gv"));
+    CHECK(g.k.sizes() == k.sizes());
+    // strided views (and a strided mask) give the same
+    nn::SdpaOptions os = o;
+    if (o.mask.defined()) os.mask = noncontiguous_copy(o.mask);
+    const Tensor out2 = nn::sdpa(noncontiguous_copy(q), noncontiguous_copy(k), noncontiguous_copy(v), os);
+    CHECK(max_abs_diff(out2, out) == 0);
+  }
+}
+
+TEST_CASE("sdpa: a row with no key left gives 0, logsumexp -inf and no gradient") {
+  const Tensor q = mask_ref("dead.q"), k = mask_ref("dead.k"), v = mask_ref("dead.v");
+  nn::SdpaOptions o;
+  o.mask = mask_ref("dead.mask");
+  nn::SdpaSaved saved;
+  const Tensor out = nn::sdpa(q, k, v, o, &saved);
+  CHECK(saved.logsumexp.get({0, 1, 2}) == -std::numeric_limits<double>::infinity());
+  CHECK(saved.logsumexp.get({1, 0, 4}) == -std::numeric_limits<double>::infinity());
+  CHECK(std::isfinite(saved.logsumexp.get({0, 0, 2})));
+  CHECK(out[0][1][2].abs().sum().item() == 0);
+  const nn::SdpaGrads g = nn::sdpa_backward(q, k, v, out, mask_ref("dead.gy"), o, saved);
+  CHECK(g.q[0][1][2].abs().sum().item() == 0);
+  CHECK(g.q[1][0][4].abs().sum().item() == 0);
+  CHECK(std::isfinite(g.k.sum().item()));
+  CHECK(std::isfinite(g.v.sum().item()));
+}
+
+TEST_CASE("sdpa finite differences with masks and grouped-query attention") {
+  Generator gen(20261202);
+  struct Case {
+    int64_t B, H, Hkv, Sq, Sk;
+    bool causal;
+    int kind;  // 0 none, 1 boolean [B x 1 x Sq x Sk], 2 additive [Sq x Sk], 3 boolean [B x 1 x 1 x Sk]
+    double dropout;
+  };
+  for (const Case& c : std::vector<Case>{{2, 4, 2, 3, 4, false, 0, 0},
+                                         {1, 3, 1, 4, 3, true, 1, 0},
+                                         {2, 2, 2, 3, 5, false, 2, 0},
+                                         {2, 4, 1, 3, 4, true, 3, 0},
+                                         {1, 2, 1, 3, 4, false, 1, 0.3}}) {
+    nn::SdpaOptions o;
+    o.causal = c.causal;
+    o.dropout = c.dropout;
+    if (c.kind == 1) {
+      o.mask = uniform({c.B, 1, c.Sq, c.Sk}, 0, 1, gen, DType::Float64).gt(0.4).to(DType::UInt8);
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t i = 0; i < c.Sq; ++i) o.mask.set({b, 0, i, 0}, 1);
+    } else if (c.kind == 2) {
+      o.mask = uniform({c.Sq, c.Sk}, -2, 2, gen, DType::Float64);
+      o.mask.set({1, 2}, -std::numeric_limits<double>::infinity());
+    } else if (c.kind == 3) {
+      o.mask = zeros({c.B, 1, 1, c.Sk}, DType::UInt8);
+      for (int64_t b = 0; b < c.B; ++b) o.mask.set({b, 0, 0, 0}, 1), o.mask.set({b, 0, 0, c.Sk - 1 - b}, 1);
+    }
+    INFO("B ", c.B, " H ", c.H, " Hkv ", c.Hkv, " Sq ", c.Sq, " Sk ", c.Sk, " causal ", c.causal, " mask ", c.kind);
+    expect_fd_ok(uniform({c.B, c.H, c.Sq, 3}, -2, 2, gen, DType::Float64),
+                 uniform({c.B, c.Hkv, c.Sk, 3}, -2, 2, gen, DType::Float64),
+                 uniform({c.B, c.Hkv, c.Sk, 2}, -1, 1, gen, DType::Float64), o, gen);
+  }
+}
+
 TEST_CASE("sdpa: an empty batch gives an empty output and gradients") {
   const Tensor q = zeros({0, 2, 3, 4}), k = zeros({0, 2, 5, 4}), v = zeros({0, 2, 5, 6});
   nn::SdpaSaved saved;
@@ -151,18 +251,42 @@ TEST_CASE("sdpa: an empty batch gives an empty output and gradients") {
 TEST_CASE("sdpa errors name the op and the shapes") {
   const Tensor q = zeros({2, 3, 4, 5}), k = zeros({2, 3, 6, 5}), v = zeros({2, 3, 6, 7});
   const std::string shapes = "q [2 x 3 x 4 x 5], k [2 x 3 x 6 x 5], v [2 x 3 x 6 x 7]";
+  const std::string agree =
+      "nn.sdpa: expected q [B x H x Sq x D], k [B x Hkv x Sk x D] and v [B x Hkv x Sk x Dv] that agree (H a multiple "
+      "of Hkv), got ";
   CHECK_THROWS_WITH_AS(nn::sdpa(q, zeros({2, 3, 6, 4}), v),
-                       "nn.sdpa: expected q [B x H x Sq x D], k [B x H x Sk x D] and v [B x H x Sk x Dv] that agree, "
-                       "got q [2 x 3 x 4 x 5], k [2 x 3 x 6 x 4], v [2 x 3 x 6 x 7]",
-                       Error);
+                       (agree + "q [2 x 3 x 4 x 5], k [2 x 3 x 6 x 4], v [2 x 3 x 6 x 7]").c_str(), Error);
   CHECK_THROWS_WITH_AS(nn::sdpa(q, k, zeros({2, 3, 5, 7})),
-                       "nn.sdpa: expected q [B x H x Sq x D], k [B x H x Sk x D] and v [B x H x Sk x Dv] that agree, "
-                       "got q [2 x 3 x 4 x 5], k [2 x 3 x 6 x 5], v [2 x 3 x 5 x 7]",
-                       Error);
+                       (agree + "q [2 x 3 x 4 x 5], k [2 x 3 x 6 x 5], v [2 x 3 x 5 x 7]").c_str(), Error);
   CHECK_THROWS_WITH_AS(nn::sdpa(zeros({1, 3, 4, 5}), k, v),
-                       "nn.sdpa: expected q [B x H x Sq x D], k [B x H x Sk x D] and v [B x H x Sk x Dv] that agree, "
-                       "got q [1 x 3 x 4 x 5], k [2 x 3 x 6 x 5], v [2 x 3 x 6 x 7]",
-                       Error);
+                       (agree + "q [1 x 3 x 4 x 5], k [2 x 3 x 6 x 5], v [2 x 3 x 6 x 7]").c_str(), Error);
+  // grouped-query attention: Hkv must divide H, and k and v agree on it
+  CHECK_THROWS_WITH_AS(nn::sdpa(q, zeros({2, 2, 6, 5}), zeros({2, 2, 6, 7})),
+                       (agree + "q [2 x 3 x 4 x 5], k [2 x 2 x 6 x 5], v [2 x 2 x 6 x 7]").c_str(), Error);
+  CHECK_THROWS_WITH_AS(nn::sdpa(zeros({2, 4, 4, 5}), zeros({2, 2, 6, 5}), zeros({2, 1, 6, 7})),
+                       (agree + "q [2 x 4 x 4 x 5], k [2 x 2 x 6 x 5], v [2 x 1 x 6 x 7]").c_str(), Error);
+  {
+    const std::string mask_msg =
+        "nn.sdpa: expected a mask uint8 (boolean) or float32 (additive) on cpu "
+        "broadcastable to [2 x 3 x 4 x 6] ([B x H x Sq x Sk] of " +
+        shapes + "), got ";
+    nn::SdpaOptions m;
+    m.mask = zeros({4, 5});
+    CHECK_THROWS_WITH_AS(nn::sdpa(q, k, v, m), (mask_msg + "float32 [4 x 5] on cpu").c_str(), Error);
+    m.mask = zeros({2, 2, 4, 6});
+    CHECK_THROWS_WITH_AS(nn::sdpa(q, k, v, m), (mask_msg + "float32 [2 x 2 x 4 x 6] on cpu").c_str(), Error);
+    m.mask = zeros({4, 6}, DType::Float64);
+    CHECK_THROWS_WITH_AS(nn::sdpa(q, k, v, m), (mask_msg + "float64 [4 x 6] on cpu").c_str(), Error);
+    m.mask = zeros({4, 6}, DType::Int64);
+    CHECK_THROWS_WITH_AS(nn::sdpa(q, k, v, m), (mask_msg + "int64 [4 x 6] on cpu").c_str(), Error);
+    m.mask = zeros({1, 2, 1, 4, 6});
+    CHECK_THROWS_WITH_AS(nn::sdpa(q, k, v, m), (mask_msg + "float32 [1 x 2 x 1 x 4 x 6] on cpu").c_str(), Error);
+    // every listed form is taken
+    for (const Shape& ok : {Shape{4, 6}, Shape{2, 1, 4, 6}, Shape{2, 3, 4, 6}, Shape{1, 1, 4, 6}, Shape{2, 1, 1, 6}}) {
+      m.mask = ones(ok, DType::UInt8);
+      CHECK_NOTHROW(nn::sdpa(q, k, v, m));
+    }
+  }
   CHECK_THROWS_WITH_AS(
       nn::sdpa(q, k, v.to(DType::Float64)),
       "nn.sdpa: expected floating q, k and v of one dtype and device, got q float32 [2 x 3 x 4 x 5] on "
