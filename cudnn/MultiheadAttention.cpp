@@ -2,8 +2,10 @@
 #include "cudnn/MultiheadAttention.h"
 
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/kernels/KVCache.h"
 #include "cudnn/ops/attention.h"
 #include "cudnn/ops/blas.h"
+#include "cudnn/ops/rotary.h"
 #include "nn/Buffers.h"
 
 namespace cudnn {
@@ -47,6 +49,16 @@ void MultiheadAttention::attentionBackward(const Tensor& q, const Tensor& k, con
                                            const Tensor& gradOut, const nn::SdpaOptions& options,
                                            const nn::SdpaSaved& saved, nn::SdpaGrads into) {
   cudnn::sdpa_backward(q, k, v, out, gradOut, options, saved, &into);
+}
+
+void MultiheadAttention::rotary(Tensor& qOrK, const Tensor& offsets, const nn::RotaryOptions& options, bool inverse) {
+  cudnn::rotary_embedding_(qOrK, offsets, options, inverse);
+}
+
+void MultiheadAttention::cacheWrite(const Tensor& k, const Tensor& v, Tensor& cacheK, Tensor& cacheV,
+                                    const Tensor& lengths, const std::vector<int64_t>& hostLengths) {
+  (void)hostLengths;  // the kernel reads the device lengths: See Note [Cached attention]
+  kernels::kv_cache_write(k, v, cacheK, cacheV, lengths);
 }
 
 }  // namespace cudnn

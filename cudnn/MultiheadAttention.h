@@ -4,7 +4,9 @@
 // overrides its primitives only: the projections are cuBLAS GEMMs (cudnn::gemm, the bias
 // broadcast first and its gradient a GEMM against a ones vector, as cudnn::Linear), and the
 // attention is cudnn::sdpa, cuDNN's fused flash attention where it takes the problem
-// (cudnn/ops/attention.h).
+// (cudnn/ops/attention.h), with grouped-query heads and masks as the nn module hands them; RoPE
+// is cudnn::rotary_embedding_ and the KV cache write one kernel reading the cache's device
+// lengths (cudnn/kernels/KVCache.h), so a captured decode step replays correctly.
 #pragma once
 
 #include "cudnn/Twin.h"
@@ -28,6 +30,10 @@ class MultiheadAttention : public Twin<nn::MultiheadAttention> {
   void attentionBackward(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
                          const tensor::Tensor& out, const tensor::Tensor& gradOut, const nn::SdpaOptions& options,
                          const nn::SdpaSaved& saved, nn::SdpaGrads into) override;
+  void rotary(tensor::Tensor& qOrK, const tensor::Tensor& offsets, const nn::RotaryOptions& options,
+              bool inverse) override;
+  void cacheWrite(const tensor::Tensor& k, const tensor::Tensor& v, tensor::Tensor& cacheK, tensor::Tensor& cacheV,
+                  const tensor::Tensor& lengths, const std::vector<int64_t>& hostLengths) override;
 
  private:
   tensor::Tensor ones_;  // [rows x 1] of ones, for the bias gradients

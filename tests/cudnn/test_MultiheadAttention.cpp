@@ -26,6 +26,14 @@ double rel(const Tensor& got, const Tensor& want) {
   return g.sub(w).norm() / (norm > 0 ? norm : 1.0);
 }
 
+// uint8 [n x n], PyTorch's boolean attn_mask: about 30% of the keys not allowed, never a query's own
+Tensor random_bool_mask(int64_t n, Generator& gen) {
+  const std::vector<double> u = uniform({n, n}, 0, 1, gen, DType::Float64).to_vector<double>();
+  std::vector<uint8_t> v(u.size());
+  for (int64_t i = 0; i < n * n; ++i) v[static_cast<size_t>(i)] = (u[static_cast<size_t>(i)] < 0.3 && i / n != i % n);
+  return from_vector(v, {n, n});
+}
+
 // 16-bit twins through several products: looser than a single layer's tolerance
 TwinTolerance attention_tolerance(DType dt) {
   TwinTolerance t = TwinTolerance::for_dtype(dt);
@@ -126,4 +134,49 @@ TEST_CASE("cudnn.MultiheadAttention and cudnn.TransformerEncoderLayer convert bo
   auto layer = std::make_shared<nn::TransformerEncoderLayer>(16, 2, 32, 0.0, "gelu");
   layer->evaluate();
   expect_convert_roundtrip(layer, uniform({6, 2, 16}, -1, 1, gen));
+}
+
+TEST_CASE("cudnn.MultiheadAttention matches nn with grouped-query heads, RoPE, attn_mask and key_padding_mask") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(7305);
+  struct Case {
+    int64_t kvHeads;
+    bool rope, causal, boolMask, addMask, kpm;
+  };
+  const Case cases[] = {{2, true, true, false, false, false},
+                        {1, true, false, true, false, true},
+                        {4, true, false, false, true, true},
+                        {2, false, true, false, false, true}};
+  const int64_t E = 64, H = 4, S = 12, B = 2;
+  for (const Case& c : cases) {
+    for (DType dt : kDtypes) {
+      INFO("kv heads ", c.kvHeads, c.rope ? " rope" : "", c.causal ? " causal" : "", c.boolMask ? " bool mask" : "",
+           c.addMask ? " additive mask" : "", c.kpm ? " kpm" : "", " ", name(dt));
+      nn::MultiheadAttentionOptions o;
+      o.embedDim = E;
+      o.numHeads = H;
+      o.numKvHeads = c.kvHeads;
+      o.batchFirst = true;
+      o.causal = c.causal;
+      if (c.rope) o.rotary = nn::RotaryOptions{};
+      nn::MultiheadAttention ref(o);
+      cudnn::MultiheadAttention twin(o);
+      Tensor mask, kpm;
+      if (c.boolMask) mask = random_bool_mask(S, gen);
+      if (c.addMask) mask = uniform({B * H, S, S}, -2, 2, gen, DType::Float64);
+      if (c.kpm)
+        kpm = from_vector<uint8_t>(std::vector<uint8_t>{0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1,  //
+                                                        0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+                                   {B, S});
+      if (mask.defined()) {
+        ref.setAttnMask(mask);
+        twin.setAttnMask(mask.dtype() == DType::UInt8 ? mask.to(gpu) : mask.to(gpu, dt));
+      }
+      if (kpm.defined()) {
+        ref.setKeyPaddingMask(kpm);
+        twin.setKeyPaddingMask(kpm.to(gpu));
+      }
+      expect_twin_matches(ref, twin, uniform({B, S, E}, -1, 1, gen, DType::Float64), dt, attention_tolerance(dt));
+    }
+  }
 }

@@ -1,6 +1,7 @@
 // test_MultiheadAttention.cpp
 #include <doctest/doctest.h>
 
+#include "nn/ModuleConfig.h"
 #include "nn/MultiheadAttention.h"
 #include "tests/support/GradCheck.h"
 #include "tests/support/TransformerReference.h"
@@ -17,6 +18,38 @@ std::shared_ptr<nn::MultiheadAttention> torch_mha(const std::string& name, int64
   m->to(DType::Float64);
   m->loadStateDict(torch_refs("mha." + name + ".p."));
   return m;
+}
+
+// scripts/make_mha_decoder_reference.py's tensors (its docstring lists the keys)
+const std::map<std::string, Tensor>& decoder_refs() {
+  static const std::map<std::string, Tensor> refs =
+      load_safetensors(transformer_data("mha_decoder_reference.safetensors")).tensors;
+  return refs;
+}
+Tensor dref(const std::string& key) {
+  INFO("reference key ", key);
+  REQUIRE(decoder_refs().count(key) == 1);
+  return decoder_refs().at(key);
+}
+bool has_dref(const std::string& key) { return decoder_refs().count(key) == 1; }
+std::map<std::string, Tensor> drefs(const std::string& prefix) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [k, v] : decoder_refs()) {
+    if (k.rfind(prefix, 0) == 0) out[k.substr(prefix.size())] = v;
+  }
+  return out;
+}
+
+nn::MultiheadAttentionOptions llama_options(int64_t kvHeads, double theta, bool causal) {
+  nn::MultiheadAttentionOptions o;
+  o.embedDim = 16;
+  o.numHeads = 4;
+  o.numKvHeads = kvHeads;
+  o.bias = false;
+  o.batchFirst = true;
+  o.causal = causal;
+  o.rotary = nn::RotaryOptions{nn::RotaryStyle::Half, theta, 0};
+  return o;
 }
 
 }  // namespace
@@ -280,4 +313,183 @@ TEST_CASE("MultiheadAttention computes through its primitives alone (what the cu
   CHECK(n.gradInputs == 1);  // the output projection's, into the attention
   CHECK(n.gradParameters == 2);
   CHECK(n.gradInProjWeight.norm() > 0);
+}
+
+TEST_CASE("MultiheadAttention with GQA and RoPE gives Hugging Face LlamaAttention's outputs and gradients") {
+  struct Case {
+    std::string name;
+    int64_t kvHeads;
+    double theta;
+    bool causal;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"llama_gqa", 2, 10000, true}, {"llama_gqa_kpm", 2, 10000, true}, {"llama_mqa", 1, 500000, false}}) {
+    INFO(c.name);
+    nn::MultiheadAttention m(llama_options(c.kvHeads, c.theta, c.causal));
+    m.to(DType::Float64);
+    m.loadStateDict(drefs(c.name + ".p."));
+    CHECK(m.inProjWeight.sizes() == Shape{(4 + 2 * c.kvHeads) * 4, 16});
+    if (has_dref(c.name + ".kpm")) m.setKeyPaddingMask(dref(c.name + ".kpm"));
+    const Tensor x = dref(c.name + ".x");
+    expect_matches("output", m.forward(x), dref(c.name + ".y"), 1e-11);
+    expect_matches("gradInput", m.backward(x, dref(c.name + ".gy")), dref(c.name + ".gx"), 1e-11);
+    for (const auto& [name, g] : m.namedGradParameters()) {
+      INFO(name);
+      expect_matches("parameter gradient", g, dref(c.name + ".g." + name), 1e-11);
+    }
+  }
+}
+
+TEST_CASE("MultiheadAttention's attn_mask and key_padding_mask give PyTorch's (bool, additive, 2-, 3- and 4-d)") {
+  for (const std::string name : {"amask_bool", "amask_add3", "amask4", "kpm", "both", "both_add"}) {
+    INFO(name);
+    nn::MultiheadAttention m(8, 2);
+    m.to(DType::Float64);
+    m.loadStateDict(drefs(name + ".p."));
+    if (has_dref(name + ".attn_mask")) m.setAttnMask(dref(name + ".attn_mask"));
+    if (has_dref(name + ".kpm")) m.setKeyPaddingMask(dref(name + ".kpm"));
+    const Tensor x = dref(name + ".x");
+    expect_matches("output", m.forward(x), dref(name + ".y"), 1e-11);
+    expect_matches("gradInput", m.backward(x, dref(name + ".gy")), dref(name + ".gx"), 1e-11);
+    for (const auto& [pname, g] : m.namedGradParameters()) {
+      INFO(pname);
+      expect_matches("parameter gradient", g, dref(name + ".g." + pname), 1e-11);
+    }
+  }
+}
+
+TEST_CASE("MultiheadAttention finite differences: GQA and MQA with RoPE, masks, padding, cross-attention") {
+  Generator gen(20261202);
+  struct Case {
+    int64_t kvHeads;
+    bool rope, interleaved, causal, boolMask, addMask, kpm, batchFirst;
+  };
+  for (const Case& c : std::vector<Case>{{2, true, false, true, false, false, false, true},
+                                         {1, true, true, false, true, false, true, false},
+                                         {2, true, false, false, false, true, true, true},
+                                         {4, false, false, true, false, false, true, false},
+                                         {1, false, false, false, true, true, false, true}}) {
+    INFO("kv heads ", c.kvHeads, c.rope ? " rope" : "", c.causal ? " causal" : "", c.boolMask ? " bool mask" : "",
+         c.addMask ? " additive mask" : "", c.kpm ? " kpm" : "");
+    nn::MultiheadAttentionOptions o;
+    o.embedDim = 8;
+    o.numHeads = 4;
+    o.numKvHeads = c.kvHeads;
+    o.batchFirst = c.batchFirst;
+    o.causal = c.causal;
+    if (c.rope)
+      o.rotary = nn::RotaryOptions{c.interleaved ? nn::RotaryStyle::Interleaved : nn::RotaryStyle::Half, 100, 0};
+    nn::MultiheadAttention m(o);
+    m.to(DType::Float64);
+    m.inProjBias.uniform_(-0.5, 0.5, gen);
+    const int64_t B = 2, S = 4;
+    if (c.boolMask) m.setAttnMask(from_vector<uint8_t>({0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0}, {S, S}));
+    if (c.addMask) {
+      Tensor a = uniform({B * 4, S, S}, -1, 1, gen, DType::Float64);
+      a.set({1, 2, 0}, -INFINITY);
+      if (c.boolMask) {  // both: the boolean one goes, the additive one stays (another key per row)
+        m.setAttnMask(a);
+      } else {
+        m.setAttnMask(a);
+      }
+    }
+    if (c.kpm) m.setKeyPaddingMask(from_vector<uint8_t>({0, 0, 1, 0, 0, 1, 0, 0}, {B, S}));
+    expect_gradients_ok(m, uniform(c.batchFirst ? Shape{B, S, 8} : Shape{S, B, 8}, -1, 1, gen, DType::Float64));
+  }
+  // cross-attention with grouped kv heads and a padding mask over the memory
+  nn::MultiheadAttentionOptions o;
+  o.embedDim = 8;
+  o.numHeads = 4;
+  o.numKvHeads = 2;
+  nn::MultiheadAttention m(o);
+  m.to(DType::Float64);
+  m.inProjBias.uniform_(-0.5, 0.5, gen);
+  m.setMemory(uniform({5, 2, 8}, -1, 1, gen, DType::Float64));
+  m.setKeyPaddingMask(from_vector<uint8_t>({0, 1, 0, 0, 1, 0, 0, 0, 1, 0}, {2, 5}));
+  expect_gradients_ok(m, uniform({3, 2, 8}, -1, 1, gen, DType::Float64));
+}
+
+TEST_CASE("MultiheadAttention with num_kv_heads == num_heads and no rotary is PyTorch's module") {
+  Generator gen(5);
+  nn::MultiheadAttentionOptions o;
+  o.embedDim = 8;
+  o.numHeads = 2;
+  o.numKvHeads = 2;
+  nn::MultiheadAttention a(o), b(8, 2);
+  CHECK(a.stateDict().at("in_proj_weight").sizes() == Shape{24, 8});
+  b.loadStateDict(a.stateDict());
+  const Tensor x = uniform({3, 2, 8}, -1, 1, gen);
+  CHECK(max_abs_diff(a.forward(x), b.forward(x)) == 0);
+  CHECK(a.str() == "nn.MultiheadAttention(8, heads=2)");
+}
+
+TEST_CASE("MultiheadAttention decoder options: errors, printing, configuration, old configurations") {
+  nn::MultiheadAttentionOptions o;
+  o.embedDim = 16;
+  o.numHeads = 4;
+  o.numKvHeads = 3;
+  CHECK_THROWS_WITH_AS(nn::MultiheadAttention{o},
+                       "nn.MultiheadAttention: expected embed_dim >= 1 divisible by num_heads >= 1 and num_kv_heads >= "
+                       "0 dividing num_heads, got embed_dim 16 and num_heads 4 and num_kv_heads 3",
+                       Error);
+  o.numKvHeads = 2;
+  o.rotary = nn::RotaryOptions{nn::RotaryStyle::Half, 10000, 6};
+  CHECK_THROWS_WITH_AS(nn::MultiheadAttention{o}, doctest::Contains("nn.MultiheadAttention: "), Error);
+  o.rotary->rotaryDim = 2;
+  o.batchFirst = true;
+  o.causal = true;
+  o.bias = false;
+  nn::MultiheadAttention m(o);
+  CHECK(m.str() ==
+        "nn.MultiheadAttention(16, heads=4, kv_heads=2, rotary(half, theta=10000, rotary_dim=2), without bias, "
+        "batch_first, causal)");
+  CHECK(m.inProjWeight.sizes() == Shape{32, 16});
+  auto back = nn::MultiheadAttention::fromConfig(m.config());
+  CHECK(back->str() == m.str());
+  CHECK(back->stateDict().at("in_proj_weight").sizes() == Shape{32, 16});
+  // a configuration written before num_kv_heads and rotary existed
+  const tensor::Json old =
+      tensor::Json::Object{{"embed_dim", int64_t{8}}, {"num_heads", int64_t{2}}, {"dropout", 0.0}, {"bias", true},
+                           {"batch_first", false},    {"causal", false}};
+  CHECK(nn::MultiheadAttention::fromConfig(old)->str() == "nn.MultiheadAttention(8, heads=2)");
+  // num_kv_heads changed by hand: the parameters' shapes are named
+  m.numKvHeads = 4;
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 16})),
+                       doctest::Contains("nn.MultiheadAttention::updateOutput: expected in_proj_weight of [48 x 16]"),
+                       Error);
+  m.numKvHeads = 2;
+  // masks: dtype and rank when set, shapes against the input on every pass
+  CHECK_THROWS_WITH_AS(m.setAttnMask(zeros({3}, DType::Int64)),
+                       "nn.MultiheadAttention::setAttnMask: expected a uint8 (nonzero = not allowed) or floating "
+                       "(additive) attn_mask [T x S], [B*H x T x S] or [B x H x T x S], got int64 [3] on cpu",
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      m.setKeyPaddingMask(zeros({2, 3})),
+      "nn.MultiheadAttention::setKeyPaddingMask: expected a uint8 key_padding_mask [B x S] (nonzero = ignore), got "
+      "float32 [2 x 3] on cpu",
+      Error);
+  m.setAttnMask(zeros({3, 4}, DType::UInt8));
+  CHECK_THROWS_WITH_AS(
+      m.forward(zeros({2, 3, 16})),
+      "nn.MultiheadAttention::updateOutput: expected attn_mask [3 x 3], [8 x 3 x 3] or [2 x 4 x 3 x 3] "
+      "(T x S, B*H x T x S, B x H x T x S), got [3 x 4]",
+      Error);
+  m.setAttnMask(Tensor());
+  m.setKeyPaddingMask(zeros({3, 3}, DType::UInt8));
+  CHECK_THROWS_WITH_AS(m.forward(zeros({2, 3, 16})),
+                       "nn.MultiheadAttention::updateOutput: expected key_padding_mask [2 x 3] (B x S), got [3 x 3]",
+                       Error);
+  m.setKeyPaddingMask(Tensor());
+  CHECK(m.forward(zeros({2, 3, 16})).sizes() == Shape{2, 3, 16});
+  // num_kv_heads changed between forward and backward
+  nn::MultiheadAttention g(o);
+  const Tensor x = zeros({2, 3, 16});
+  g.forward(x);
+  g.numKvHeads = 1;
+  g.inProjWeight = zeros({24, 16});
+  g.gradInProjWeight = zeros({24, 16});
+  CHECK_THROWS_WITH_AS(g.backward(x, x),
+                       "nn.MultiheadAttention::updateGradInput: expected num_kv_heads 2 as in the forward, got 1 "
+                       "(num_kv_heads changed between forward and backward)",
+                       Error);
 }

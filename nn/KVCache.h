@@ -1,0 +1,74 @@
+// KVCache.h: the keys and values a decoder's attention layers have seen, for generation one
+// token at a time (not a module: a model holds one and hands it to its MultiheadAttention
+// layers with setCache(cache, layer)). Per layer, key(layer) and value(layer) are
+// [batch x kvHeads x maxLength x headDim] tensors of the cache's dtype and device, zero at
+// first; lengths() (int64 [batch] on the cache's device) says how many positions of each batch
+// row hold tokens, and hostLengths() mirrors it on the host.
+// - A layer's cached forward writes its S new tokens of row b at positions lengths[b] + s and
+//   attends over the first lengths[b] + S; it does not move the lengths: the model calls
+//   advance(S) after its last layer (or setLengths() after a right-padded prefill).
+// - fixedShape (KVCacheOptions): the layers attend over the whole preallocated cache, masking
+//   past each row's length, so every decode step has the same shapes and reads the lengths from
+//   the device only: a captured CUDA graph of one step replays correctly. Without it they attend
+//   over a view up to max(hostLengths()) + S, less work on short sequences.
+// The lengths change in place (advance, setLengths, reset), so their device storage stays where
+// a captured graph read it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/Tensor.h"
+
+namespace nn {
+
+struct KVCacheOptions {
+  bool fixedShape = false;  // attend over the whole cache (see above)
+};
+
+class KVCache {
+ public:
+  KVCache(int64_t layers, int64_t batch, int64_t kvHeads, int64_t maxLength, int64_t headDim, tensor::DType dtype,
+          tensor::Device device, const KVCacheOptions& options = {});
+
+  // [batch x kvHeads x maxLength x headDim]; layer in [0, layers())
+  tensor::Tensor& key(int64_t layer);
+  tensor::Tensor& value(int64_t layer);
+  const tensor::Tensor& lengths() const { return lengths_; }  // int64 [batch] on device()
+  const std::vector<int64_t>& hostLengths() const { return hostLengths_; }
+  int64_t maxHostLength() const;  // max(hostLengths()), 0 for an empty batch
+
+  // Every row grew by `tokens` (>= 0; each length + tokens <= maxLength): one device op and the
+  // host mirror.
+  void advance(int64_t tokens);
+  // One length per batch row, each in [0, maxLength] (e.g. the prompts' lengths after a
+  // right-padded prefill).
+  void setLengths(const std::vector<int64_t>& lengths);
+  void reset();  // every length 0 (the keys and values stay: they are masked)
+
+  int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
+  int64_t batch() const { return batch_; }
+  int64_t kvHeads() const { return kvHeads_; }
+  int64_t maxLength() const { return maxLength_; }
+  int64_t headDim() const { return headDim_; }
+  tensor::DType dtype() const { return dtype_; }
+  tensor::Device device() const { return device_; }
+  bool fixedShape() const { return options_.fixedShape; }
+  // "nn.KVCache(layers=2, batch=3, kv_heads=2, max_length=64, head_dim=16, float32 on cpu)"
+  std::string str() const;
+
+  static constexpr std::string_view kTypeName = "nn.KVCache";
+
+ private:
+  void checkLayer(const char* method, int64_t layer) const;
+  int64_t batch_, kvHeads_, maxLength_, headDim_;
+  tensor::DType dtype_;
+  tensor::Device device_;
+  KVCacheOptions options_;
+  std::vector<tensor::Tensor> keys_, values_;
+  tensor::Tensor lengths_;
+  std::vector<int64_t> hostLengths_;
+};
+
+}  // namespace nn
