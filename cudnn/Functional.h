@@ -4,8 +4,11 @@
 // docs/architecture.md): only tensor and nn types, no CUDA or cuDNN header. Each op's
 // semantics are its internal header's (cudnn/ops/<op>.h, which includes this one), summed up
 // here:
-//   sdpa, sdpa_backward            scaled dot-product attention, nn::sdpa's arguments (fused
-//                                  flash attention for 16-bit data where cuDNN takes it)
+//   sdpa, sdpa_backward            scaled dot-product attention, nn::sdpa's arguments (masks,
+//                                  grouped-query k and v; fused flash attention for 16-bit
+//                                  data where cuDNN takes it)
+//   rotary_embedding_              rotary position embeddings in place, nn::rotary_embedding_'s
+//                                  arguments (offsets read on the device)
 //   spatial_tf, spatial_tf_backward  the spatial transformer's affine grid and bilinear sampler
 //   conv, conv_grad_input, conv_grad_weight  Theano's dnn_conv / dnn_gradinput / dnn_gradweight
 //   pool, pool_grad                2-D and 3-D pooling, Theano's dnn_pool (Torch's ceil mode)
@@ -20,6 +23,7 @@
 
 #include "cudnn/Config.h"
 #include "nn/Attention.h"
+#include "nn/Rotary.h"
 #include "nn/kernels/SpatialTransformer.h"
 #include "tensor/Tensor.h"
 
@@ -45,6 +49,14 @@ nn::SdpaGrads sdpa_backward(const tensor::Tensor& q, const tensor::Tensor& k, co
 // The path the last sdpa (or sdpa_backward) on this thread took: "fused attention engine N",
 // or "fallback: <why>". For tests and benchmarks.
 const std::string& sdpa_last_path(bool backward = false);
+
+// ---- rotary position embeddings (cudnn/ops/rotary.h)
+
+// nn::rotary_embedding_ on a CUDA tensor x [B x H x S x D] (float32, float64, float16, bfloat16;
+// any strides), in place; offsets undefined or int64 [B] on x's device, read by the kernel (a CPU
+// tensor is checked and copied there). See Note [Rotary offsets on the device] in cudnn/kernels/Rotary.h.
+void rotary_embedding_(tensor::Tensor& x, const tensor::Tensor& offsets, const nn::RotaryOptions& options,
+                       bool inverse = false);
 
 // ---- spatial transformer (cudnn/ops/spatial_tf.h)
 

@@ -31,6 +31,8 @@
 #include "nn/ConcatTable.h"
 #include "nn/Contiguous.h"
 #include "nn/CosineDistance.h"
+#include "nn/DecoderBlock.h"
+#include "nn/DecoderLM.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
@@ -70,11 +72,14 @@
 #include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
+#include "nn/RMSNorm.h"
 #include "nn/Residual.h"
+#include "nn/RotaryEmbedding.h"
 #include "nn/Select.h"
 #include "nn/SelectTable.h"
 #include "nn/Sequential.h"
 #include "nn/SiLU.h"
+#include "nn/SwiGLU.h"
 #include "nn/Sigmoid.h"
 #include "nn/SoftMax.h"
 #include "nn/SpatialAveragePooling.h"
@@ -99,6 +104,7 @@
 #include "nn/Sum.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
+#include "nn/TransformerDecoderLayer.h"
 #include "nn/TransformerEncoderLayer.h"
 #include "nn/Transpose.h"
 #include "nn/Unsqueeze.h"
@@ -380,11 +386,30 @@ std::vector<Case> all_cases() {
   c.push_back({make<nn::Sequential>(), {2, 3}});
   // the Transformer modules
   c.push_back({make<nn::Embedding>(7, 3, -1), {}, false, from_vector<int64_t>({0, 6, 2, 2, 5, 1}, {2, 3})});
+  // decoder language models (and their blocks): GPT-2 tied; Llama with GQA, RoPE, SwiGLU, untied
+  nn::DecoderLMConfig lm;
+  lm.vocabSize = 7;
+  lm.nPositions = 8;
+  lm.nEmbd = 8;
+  lm.nLayer = 1;
+  lm.nHead = 2;
+  lm.normEps = 1e-6;
+  c.push_back({nn::make_gpt2(lm), {}, false, from_vector<int64_t>({0, 6, 2, 2, 5, 1}, {2, 3})});
+  lm.nKvHead = 1;
+  lm.intermediateSize = 12;
+  lm.ropeTheta = 500;
+  lm.tied = false;
+  c.push_back({nn::make_llama(lm), {}, true, from_vector<int64_t>({0, 6, 2, 2, 5, 1}, {2, 3})});
   c.push_back({make<nn::GELU>("tanh"), {2, 5}});
   c.push_back({make<nn::SiLU>(), {2, 5}});
   c.push_back({make<nn::LeakyReLU>(0.2, true), {2, 5}});
   c.push_back({make<nn::LayerNorm>(Shape{2, 3}, 1e-3, false), {4, 2, 3}});
   c.push_back({make<nn::LayerNorm>(Shape{3}, 1e-6), {2, 3}});
+  c.push_back({make<nn::RMSNorm>(Shape{2, 3}, 1e-3, false), {4, 2, 3}});
+  c.push_back({make<nn::RMSNorm>(Shape{3}), {2, 3}});
+  c.push_back({make<nn::RotaryEmbedding>(nn::RotaryOptions{nn::RotaryStyle::Interleaved, 500000, 4}), {2, 3, 4, 6}});
+  c.push_back({make<nn::SwiGLU>(4, 6), {2, 3, 4}});
+  c.push_back({make<nn::SwiGLU>(3, 5, true), {2, 3}});
   c.push_back({make<nn::GroupNorm>(2, 4, 1e-3, false), {2, 4, 3}});
   c.push_back({make<nn::GroupNorm>(3, 6), {2, 6, 2, 2}});
   c.push_back({make<nn::InstanceNorm>(3), {2, 3, 5}});
@@ -396,6 +421,11 @@ std::vector<Case> all_cases() {
   encoder->setCausal(true);
   c.push_back({encoder, {2, 3, 8}});
   c.push_back({make<nn::TransformerEncoderLayer>(4, 1, 6, 0.0), {3, 2, 4}, true});
+  // {tgt, memory} split from one tensor
+  c.push_back({make<nn::Sequential>(std::initializer_list<ModulePtr>{
+                   make<nn::SplitTable>(0), make<nn::TransformerDecoderLayer>(4, 2, 6, 0.1, "gelu", true, true, 1e-6)}),
+               {2, 2, 3, 4},
+               true});
   // table modules, inside containers whose input and output are tensors
   c.push_back({make<nn::Sequential>(std::initializer_list<ModulePtr>{
                    make<nn::SplitTable>(0, 2),

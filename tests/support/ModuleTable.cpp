@@ -13,6 +13,8 @@
 #include "nn/ClippedReLU.h"
 #include "nn/Concat.h"
 #include "nn/Contiguous.h"
+#include "nn/DecoderBlock.h"
+#include "nn/DecoderLM.h"
 #include "nn/Dropout.h"
 #include "nn/ELU.h"
 #include "nn/Embedding.h"
@@ -46,7 +48,9 @@
 #include "nn/RNNTanh.h"
 #include "nn/ReLU.h"
 #include "nn/Reshape.h"
+#include "nn/RMSNorm.h"
 #include "nn/Residual.h"
+#include "nn/RotaryEmbedding.h"
 #include "nn/Select.h"
 #include "nn/Sequential.h"
 #include "nn/SiLU.h"
@@ -71,6 +75,7 @@
 #include "nn/Square.h"
 #include "nn/Squeeze.h"
 #include "nn/Sum.h"
+#include "nn/SwiGLU.h"
 #include "nn/Tanh.h"
 #include "nn/TemporalConvolution.h"
 #include "nn/TransformerEncoderLayer.h"
@@ -96,6 +101,20 @@ std::function<nn::ModulePtr()> make(A... args) {
 
 nn::ModulePtr sequential(std::initializer_list<nn::ModulePtr> children) {
   return std::make_shared<nn::Sequential>(children);
+}
+
+// a tiny decoder (vocab 5, E 8, 2 layers, 2 heads; Llama with 1 kv head), untied
+nn::DecoderLMConfig tiny_decoder(nn::DecoderKind kind) {
+  nn::DecoderLMConfig c;
+  c.kind = kind;
+  c.vocabSize = 5;
+  c.nPositions = 8;
+  c.nEmbd = 8;
+  c.nLayer = 2;
+  c.nHead = 2;
+  c.nKvHead = kind == nn::DecoderKind::Llama ? 1 : 0;
+  c.tied = false;
+  return c;
 }
 
 // [N x 2 x 3 x 3] -> [N x 6]: the spatial transformer's localisation network
@@ -127,6 +146,10 @@ const std::vector<ModuleSpec>& module_table() {
        },
        {2, 3}, 0, 1, {2, 3, 4}},
       {"Contiguous", make<nn::Contiguous>(tensor::MemoryFormat::ChannelsLast), {2, 3, 4, 4}, 0, -1, {2, 3}, false, true},
+      {"DecoderBlock", [] { return nn::make_llama(tiny_decoder(nn::DecoderKind::Llama))->blocks().get(0); },
+       {2, 3, 8}, 0, 2, {3, 8}},
+      {"DecoderLM", [] { return ModulePtr(nn::make_gpt2(tiny_decoder(nn::DecoderKind::GPT2))); }, {2, 4}, 0, -1, {},
+       false, false, false, true, true, true},
       {"Dropout", make<nn::Dropout>(0.5), {2, 3, 4}, 0, -1, {}, true},
       {"ELU", make<nn::ELU>(0.7), {2, 3, 4}},
       {"Embedding", make<nn::Embedding>(5, 3), {2, 4}, 0, -1, {}, false, false, false, true, true, true},
@@ -180,8 +203,10 @@ const std::vector<ModuleSpec>& module_table() {
       {"Reshape", make<nn::Reshape>(3, 2), {2, 6}, 0, 1, {}, false, true},
       {"Residual", [] { return ModulePtr(std::make_shared<nn::Residual>(std::make_shared<nn::Linear>(3, 3))); },
        {2, 3}, 0, 1, {2, 3, 4}},
+      {"RMSNorm", make<nn::RMSNorm>(tensor::Shape{3, 4}, 1e-5), {2, 3, 4}, 0, 2, {3}},
       {"RNNReLU", make<nn::RNNReLU>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
       {"RNNTanh", make<nn::RNNTanh>(3, 4), {5, 2, 3}, 1, 2, {2, 3, 4, 5}, false, false, false, true, false},
+      {"RotaryEmbedding", make<nn::RotaryEmbedding>(), {2, 3, 4, 6}, 0, 3, {2, 3}},  // D + 1: odd
       {"Select", make<nn::Select>(1, -1), {2, 3, 4}, 0, -1, {3}, false, true},
       {"Sequential",
        [] { return sequential({std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::Tanh>()}); },
@@ -214,6 +239,7 @@ const std::vector<ModuleSpec>& module_table() {
       {"Square", make<nn::Square>(), {2, 3, 4}},
       {"Squeeze", make<nn::Squeeze>(2), {2, 3, 1, 4}, 0, -1, {3}, false, true},
       {"Sum", make<nn::Sum>(1, true), {2, 3, 4}},
+      {"SwiGLU", make<nn::SwiGLU>(3, 5, true), {2, 3}, 0, 1, {}},  // [* x 3]: every rank >= 1
       {"Tanh", make<nn::Tanh>(), {2, 3, 4}},
       {"TemporalConvolution", make<nn::TemporalConvolution>(3, 4, 2), {2, 5, 3}, 0, 2, {2, 3, 4, 5}},
       {"TransformerEncoderLayer", make<nn::TransformerEncoderLayer>(4, 2, 6, 0.1), {3, 2, 4}, 1, 2, {3, 4}, true},
@@ -234,8 +260,9 @@ const std::vector<ModuleSpec>& module_table() {
 
 bool is_table_module_type(const std::string& type) {
   static const std::set<std::string> types{
-      "CAddTable", "CDivTable", "CMulTable",   "ConcatTable",      "CosineDistance", "CSubTable",   "FlattenTable",
-      "Graph",     "JoinTable", "NarrowTable", "PairwiseDistance", "ParallelTable",  "SelectTable", "SplitTable"};
+      "CAddTable",        "CDivTable",     "CMulTable",   "ConcatTable", "CosineDistance",
+      "CSubTable",        "FlattenTable",  "Graph",       "JoinTable",   "NarrowTable",
+      "PairwiseDistance", "ParallelTable", "SelectTable", "SplitTable",  "TransformerDecoderLayer"};
   return types.count(type) > 0;
 }
 
@@ -270,6 +297,15 @@ std::vector<ParameterSlot> parameter_slots(nn::Module& m) {
   } else if (auto* n = dynamic_cast<nn::LayerNorm*>(&m)) {
     add("weight", n->weight, n->gradWeight);
     add("bias", n->bias, n->gradBias);
+  } else if (auto* rn = dynamic_cast<nn::RMSNorm*>(&m)) {
+    add("weight", rn->weight, rn->gradWeight);
+  } else if (auto* sw = dynamic_cast<nn::SwiGLU*>(&m)) {
+    add("gate_proj.weight", sw->gateWeight, sw->gradGateWeight);
+    add("gate_proj.bias", sw->gateBias, sw->gradGateBias);
+    add("up_proj.weight", sw->upWeight, sw->gradUpWeight);
+    add("up_proj.bias", sw->upBias, sw->gradUpBias);
+    add("down_proj.weight", sw->downWeight, sw->gradDownWeight);
+    add("down_proj.bias", sw->downBias, sw->gradDownBias);
   } else if (auto* a = dynamic_cast<nn::MultiheadAttention*>(&m)) {
     add("in_proj_weight", a->inProjWeight, a->gradInProjWeight);
     add("in_proj_bias", a->inProjBias, a->gradInProjBias);
