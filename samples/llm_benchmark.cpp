@@ -1,0 +1,202 @@
+// llm_benchmark: times decoder language models on one GPU as scripts/bench_torch_llm.py times
+// Hugging Face transformers' models in PyTorch (the median of timed iterations after a warm-up,
+// each synchronised; the same shapes):
+//   - a training step of GPT-2 small's shape (vocab 50304, n_embd 768, 12 heads, --layers
+//     blocks, batch 8, sequence 512) and of a Llama of the same width (12 heads, 4 kv heads,
+//     SwiGLU 2048, RMSNorm, RoPE, vocab 32000): forward, the cross-entropy loss and its gradient,
+//     backward, gradients to the float32 master weights, AdamW, weights back to 16 bits;
+//   - decoding: a prompt of 128 tokens (prefill) then 128 greedy tokens one step at a time
+//     through the KV cache (nn::generate), batch 1 and 8, as tokens per second.
+// Every row reports the peak device memory of its timed iterations.
+// Usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]
+//                      [--json FILE] [--flags KEY=VALUE,...]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert/Convert.h"
+#include "cudnn/core/Config.h"
+#include "nn/AdamW.h"
+#include "nn/CrossEntropyCriterion.h"
+#include "nn/DecoderLM.h"
+#include "nn/Generation.h"
+#include "nn/MixedPrecision.h"
+#include "samples/Args.h"
+#include "tensor/Cuda.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]\n"
+    "                     [--json FILE] [--flags KEY=VALUE,...]\n"
+    "Times a GPT-2-small-shaped and a Llama training step (batch 8, sequence 512, AdamW over float32\n"
+    "master weights) and greedy decoding through the KV cache (prompt 128, 128 new tokens, batch 1 and 8)\n"
+    "on the GPU, each with its peak device memory. scripts/bench_torch_llm.py --ours FILE times\n"
+    "transformers' GPT2LMHeadModel and LlamaForCausalLM in the same way and prints the ratios.\n";
+
+using tensor::DType;
+using tensor::Tensor;
+
+struct Options {
+  std::string dtype_name = "bfloat16", json_path, flags;
+  int iterations = 10, warmup = 3;
+  int64_t layers = 12;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  samples::Args args(argc, argv, kUsage);
+  samples::Flags()
+      .choice("--dtype", o.dtype_name, {"bfloat16", "float16", "float32"})
+      .integer("--layers", o.layers, 1, 128)
+      .integer("--iterations", o.iterations, 1, 100000)
+      .integer("--warmup", o.warmup, 0, 100000)
+      .text("--json", o.json_path)
+      .text("--flags", o.flags)
+      .parse(args);
+  return o;
+}
+
+// The median of `iterations` synchronised runs after `warmup` runs (ms), and the peak device
+// memory of those runs (MiB).
+double timed(const std::function<void()>& fn, int iterations, int warmup, double& peakMib) {
+  fn();
+  tensor::cuda::synchronize();
+  tensor::cuda::reset_peak_memory_stats();
+  for (int i = 0; i < warmup; ++i) fn();
+  tensor::cuda::synchronize();
+  std::vector<double> times;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    tensor::cuda::synchronize();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  peakMib = static_cast<double>(tensor::cuda::memory_stats().peak_allocated_bytes) / 1048576.0;
+  return times[times.size() / 2];
+}
+
+nn::DecoderLMConfig model_config(nn::DecoderKind kind, int64_t layers) {
+  nn::DecoderLMConfig c;
+  c.kind = kind;
+  c.nEmbd = 768;
+  c.nHead = 12;
+  c.nLayer = layers;
+  if (kind == nn::DecoderKind::GPT2) {
+    c.vocabSize = 50304;  // GPT-2's 50257 padded to a multiple of 64, as nanoGPT and llm.c do
+    c.nPositions = 1024;
+  } else {
+    c.vocabSize = 32000;
+    c.nPositions = 2048;
+    c.nKvHead = 4;
+    c.intermediateSize = 2048;
+    c.tied = false;
+  }
+  return c;
+}
+
+std::shared_ptr<nn::DecoderLM> gpu_model(const nn::DecoderLMConfig& c, DType dt) {
+  auto model = c.kind == nn::DecoderKind::GPT2 ? nn::make_gpt2(c) : nn::make_llama(c);
+  model = std::dynamic_pointer_cast<nn::DecoderLM>(nn::convert(model, cudnn::backend));
+  model->to(tensor::Device::cuda(0));
+  if (dt != DType::Float32) model->to(dt);
+  return model;
+}
+
+tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) {
+  const int64_t batch = 8, seq = 512;
+  const nn::DecoderLMConfig c = model_config(kind, o.layers);
+  auto model = gpu_model(c, dt);
+  model->setFreeIntermediateGradients(true);
+  nn::MasterWeights master(*model);
+  nn::AdamW optimizer(master.groups(), nn::AdamW::Options{.lr = 1e-4, .beta2 = 0.95, .weightDecay = 0.1});
+  nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+  const tensor::Device gpu = tensor::Device::cuda(0);
+  const Tensor tokens =
+      tensor::uniform({batch, seq}, 0, static_cast<double>(c.vocabSize), tensor::default_generator(), DType::Float64)
+          .floor()
+          .to(gpu, DType::Int64);
+  const Tensor targets = tokens.view({batch * seq});
+  auto step = [&] {
+    model->zeroGradParameters();
+    const Tensor& logits = model->forward(tokens);
+    const Tensor scores = logits.view({batch * seq, c.vocabSize});
+    criterion->forward(scores, targets);
+    const Tensor& gy = criterion->backward(scores, targets);
+    model->backward(tokens, gy.view(logits.sizes()));
+    master.gradsToMaster();
+    optimizer.step();
+    master.paramsToModel();
+  };
+  double peak = 0;
+  const double ms = timed(step, o.iterations, o.warmup, peak);
+  const std::string name = nn::decoder_kind_name(kind);
+  std::printf("%s train step (%lld layers, batch %lld, seq %lld, %s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
+              name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch),
+              static_cast<long long>(seq), o.dtype_name.c_str(), ms, batch * seq / (ms / 1000), peak);
+  return tensor::Json::Object{{"model", name}, {"layers", o.layers}, {"batch", batch},
+                              {"seq", seq},    {"ms", ms},           {"peak_mib", peak}};
+}
+
+tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int64_t batch) {
+  const int64_t prompt = 128, fresh = 128;
+  const nn::DecoderLMConfig c = model_config(kind, o.layers);
+  auto model = gpu_model(c, dt);
+  model->evaluate();
+  std::vector<std::vector<int64_t>> prompts(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < prompt; ++t) prompts[b].push_back((b * 7919 + t * 104729) % c.vocabSize);
+  }
+  nn::GenerationOptions g;
+  g.maxNewTokens = fresh;  // greedy, no stop tokens: every row makes all of them
+  auto run = [&] { nn::generate(*model, prompts, g); };
+  double peak = 0;
+  const double ms = timed(run, std::max(1, o.iterations / 2), std::min(o.warmup, 1), peak);
+  const std::string name = nn::decoder_kind_name(kind);
+  std::printf("%s decode (batch %lld, prompt %lld, %lld new tokens, %s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
+              name.c_str(), static_cast<long long>(batch), static_cast<long long>(prompt),
+              static_cast<long long>(fresh), o.dtype_name.c_str(), ms, batch * fresh / (ms / 1000), peak);
+  return tensor::Json::Object{{"model", name},       {"layers", o.layers}, {"batch", batch},  {"prompt", prompt},
+                              {"new_tokens", fresh}, {"ms", ms},           {"peak_mib", peak}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (!tensor::cuda::is_available()) {
+    std::fprintf(stderr, "llm_benchmark: no CUDA device is visible (it times the cudnn backend only)\n");
+    return 1;
+  }
+  try {
+    if (!o.flags.empty()) cudnn::set_flags(o.flags);
+    const DType dt = o.dtype_name == "float16"    ? DType::Float16
+                     : o.dtype_name == "bfloat16" ? DType::BFloat16
+                                                  : DType::Float32;
+    tensor::Json::Array train, decode;
+    for (const auto kind : {nn::DecoderKind::GPT2, nn::DecoderKind::Llama}) {
+      train.push_back(bench_train_step(o, kind, dt));
+      for (const int64_t batch : {1, 8}) decode.push_back(bench_decode(o, kind, dt, batch));
+    }
+    const tensor::Json results =
+        tensor::Json::Object{{"dtype", o.dtype_name}, {"train_step", train}, {"decode", decode}};
+    if (!o.json_path.empty()) {
+      std::ofstream f(o.json_path);
+      f << results.dump() << "\n";
+      if (!f) {
+        std::fprintf(stderr, "llm_benchmark: cannot write %s\n", o.json_path.c_str());
+        return 2;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llm_benchmark: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

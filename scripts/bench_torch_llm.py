@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""PyTorch's side of samples/llm_benchmark: the same rows with Hugging Face transformers'
+GPT2LMHeadModel and LlamaForCausalLM (attn_implementation="sdpa", the fastest transformers
+offers without extra packages), timed the same way (median of synchronised iterations after a
+warm-up), and the ratio PyTorch time / ours (above 1.00: ours faster).
+
+  build/samples/llm_benchmark --dtype bfloat16 --json ours.json
+  python3 scripts/bench_torch_llm.py --ours ours.json [--compile]
+
+Training step: as PyTorch users train in 16 bits, float32 parameters under torch.autocast (the
+parameters are the master weights), fused AdamW, the cross-entropy on float32 logits. --compile also times torch.compile(model) and keeps the faster.
+Decoding: model.generate(greedy, 128 new tokens, min_new_tokens 128) with the dynamic KV cache,
+the model cast to the dtype, prompts of 128 tokens.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def median_ms(fn, iterations, warmup):
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iterations):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return times[len(times) // 2], torch.cuda.max_memory_allocated() / 2**20
+
+
+def make_model(name, layers):
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    if name == "gpt2":
+        cfg = GPT2Config(vocab_size=50304, n_positions=1024, n_embd=768, n_layer=layers, n_head=12,
+                         resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, attn_implementation="sdpa")
+        return GPT2LMHeadModel(cfg)
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=layers,
+                      num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=2048,
+                      tie_word_embeddings=False, attn_implementation="sdpa")
+    return LlamaForCausalLM(cfg)
+
+
+def train_step_ms(row, dt, args):
+    model = make_model(row["model"], row["layers"]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    vocab = model.config.vocab_size
+    x = torch.randint(0, vocab, (row["batch"], row["seq"]), device="cuda")
+    best = None
+    variants = [("eager", model)] + ([("compile", torch.compile(model))] if args.compile else [])
+    for tag, m in variants:
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=dt, enabled=dt != torch.float32):
+                logits = m(x).logits
+            loss = F.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
+            loss.backward()
+            opt.step()
+        ms, peak = median_ms(step, args.iterations, args.warmup)
+        if best is None or ms < best[0]:
+            best = (ms, peak, tag)
+    return best
+
+
+def decode_ms(row, dt, args):
+    model = make_model(row["model"], row["layers"]).cuda().to(dt).eval()
+    vocab = model.config.vocab_size
+    b, p, n = row["batch"], row["prompt"], row["new_tokens"]
+    ids = torch.tensor([[(i * 7919 + t * 104729) % vocab for t in range(p)] for i in range(b)], device="cuda")
+
+    @torch.no_grad()
+    def run():
+        model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
+                       min_new_tokens=n, pad_token_id=0)
+    ms, peak = median_ms(run, max(1, args.iterations // 2), min(args.warmup, 1))
+    return ms, peak, "generate"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--ours", required=True, help="llm_benchmark's --json output")
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--compile", action="store_true")
+    args = p.parse_args()
+    ours = json.load(open(args.ours))
+    dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[ours["dtype"]]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print(f"{ours['dtype']} on {torch.cuda.get_device_name()} (PyTorch {torch.__version__}); ratio = PyTorch / ours")
+    print(f"{'row':58s} {'ours ms':>9s} {'torch ms':>9s} {'ratio':>6s} {'ours MiB':>9s} {'torch MiB':>9s}")
+    for row in ours["train_step"]:
+        ms, peak, tag = train_step_ms(row, dt, args)
+        name = f"{row['model']} train step L{row['layers']} b{row['batch']} s{row['seq']} ({tag})"
+        print(f"{name:58s} {row['ms']:9.3f} {ms:9.3f} {ms / row['ms']:6.2f} {row['peak_mib']:9.0f} {peak:9.0f}")
+        torch.cuda.empty_cache()
+    for row in ours["decode"]:
+        ms, peak, tag = decode_ms(row, dt, args)
+        name = f"{row['model']} decode b{row['batch']} prompt {row['prompt']} +{row['new_tokens']} ({tag})"
+        print(f"{name:58s} {row['ms']:9.3f} {ms:9.3f} {ms / row['ms']:6.2f} {row['peak_mib']:9.0f} {peak:9.0f}")
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
