@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Draws a training log (train/TrainingLog.h: CSV or JSON lines, as fashion_mnist --log writes)
 to a PNG: loss, accuracy, learning rate and loss scale against the step, one panel each (panels
-with no values are left out). Epoch records are drawn as lines with markers, step records as a
-thin line. matplotlib is needed only here, at run time.
+with no values are left out). Epoch records (and samples/gpt's held-out "eval" records) are
+drawn as lines with markers, step records as a thin line. matplotlib is needed only here, at run time.
 
     scripts/plot_log.py run.csv [--out run.png] [--title TEXT]
 """
@@ -59,6 +59,10 @@ def main(argv):
         xs, ys = series(rows, "epoch", key)
         if xs:
             ax.plot(xs, ys, color="C1", marker="o", label="epochs")
+        # samples/gpt's held-out evaluations (kind "eval")
+        xs, ys = series(rows, "eval", key)
+        if xs:
+            ax.plot(xs, ys, color="C2", marker="s", label="held-out")
         ax.set_ylabel(label)
         if key in ("loss_scale",):
             ax.set_yscale("log", base=2)
