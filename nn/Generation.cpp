@@ -192,8 +192,11 @@ std::vector<std::vector<int64_t>> generate(DecoderLM& model, const std::vector<s
     }
     // one token a row through the cache (a finished row's results are not read)
     const Tensor step_logits = model.forward(tensor::from_vector(next, {B, 1}).to(device));
+    // every row's logits to the host in one copy (one synchronisation a step, not one a row)
+    const std::vector<float> all = step_logits.select(1, 0).to(DType::Float32).cpu().to_vector<float>();
+    const size_t V = all.size() / static_cast<size_t>(B);
     for (int64_t b = 0; b < B; ++b) {
-      if (!finished[b]) rows[b] = step_logits.select(0, b).select(0, 0).to(DType::Float32).cpu().to_vector<float>();
+      if (!finished[b]) rows[b].assign(all.begin() + b * V, all.begin() + (b + 1) * V);
     }
   }
   return out;
