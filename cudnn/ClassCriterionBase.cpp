@@ -17,6 +17,15 @@ double ClassCriterionCompute::loss(const std::string& where, const Tensor& input
   return plan_->cross_entropy(where, x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()));
 }
 
+void ClassCriterionCompute::lossOnDevice(const std::string& where, const Tensor& input, const Tensor& target,
+                                         const ClassCriterionFields& f, Tensor& out) {
+  const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);
+  if (!out.defined() || out.device() != x.device()) out = tensor::empty({}, tensor::DType::Float64, x.device());
+  if (!f.logProbs) return plan_->nll_on_device(x, target, f.weights, f.sizeAverage, f.ignoreIndex, out);
+  nn::ensure(*f.logProbs, input.sizes(), x);
+  plan_->cross_entropy_on_device(x, target, f.weights, f.sizeAverage, f.ignoreIndex, f.logProbs->view(x.sizes()), out);
+}
+
 void ClassCriterionCompute::gradient(const std::string& where, const Tensor& input, const Tensor& target,
                                      const ClassCriterionFields& f, Tensor& gradInput) {
   const Tensor x = NLLPlan::canonical(where, input, target, f.weights, f.spatialDims);

@@ -37,6 +37,9 @@ class ClassCriterionCompute {
   ~ClassCriterionCompute();
 
   double loss(const std::string& where, const Tensor& input, const Tensor& target, const ClassCriterionFields& f);
+  // loss() left on the device, in `out` (made once: a 0-dim float64 tensor on the input's device).
+  void lossOnDevice(const std::string& where, const Tensor& input, const Tensor& target, const ClassCriterionFields& f,
+                    Tensor& out);
   // Targets are checked by the forward pass only: checking them here would wait for the
   // device. Out-of-range targets contribute nothing to the gradient.
   void gradient(const std::string& where, const Tensor& input, const Tensor& target, const ClassCriterionFields& f,
@@ -63,6 +66,15 @@ class ClassCriterionBase : public Twin<Base> {
     return this->gradInput;
   }
 
+  // updateOutput's loss left on the device: a 0-dim float64 tensor, the same one every call (so a
+  // CUDA graph may capture the call and read it after each replay), with updateOutput's double and
+  // no host read; `output` is not set, and targets out of range are not reported (they count
+  // nothing, as in the gradient).
+  const tensor::Tensor& lossOnDevice(const tensor::Tensor& input, const tensor::Tensor& target) {
+    compute_.lossOnDevice(this->where("lossOnDevice"), input, target, fields(), deviceLoss_);
+    return deviceLoss_;
+  }
+
  private:
   detail::ClassCriterionFields fields() {
     Tensor* logProbs = this->classInput() == nn::ClassInput::Scores ? &this->logProbs : nullptr;
@@ -70,6 +82,7 @@ class ClassCriterionBase : public Twin<Base> {
   }
 
   detail::ClassCriterionCompute compute_;
+  tensor::Tensor deviceLoss_;
 };
 
 }  // namespace cudnn

@@ -6,7 +6,9 @@
 namespace nn {
 
 namespace {
-Adam::Options adam_options(const AdamW::Options& o) { return {o.lr, o.beta1, o.beta2, o.eps, o.weightDecay}; }
+Adam::Options adam_options(const AdamW::Options& o) {
+  return {o.lr, o.beta1, o.beta2, o.eps, o.weightDecay, o.capturable};
+}
 }  // namespace
 
 AdamW::AdamW(std::vector<ParamGroup> groups, const Options& o)

@@ -20,8 +20,9 @@
 //   scaleGrad   gradOutput times the device scale (tensor::cuda::scale_by);
 //   unscale     1 / scale computed on the device, then unscale_and_check per dtype;
 //   step        optimizer.stepIfFinite(flag): SGD skips inside its fused kernels (once its
-//               momentum buffers exist: SGD::stepIfFinite); other optimizers (Adam: its bias
-//               corrections count steps on the host) read the flag;
+//               momentum buffers exist: SGD::stepIfFinite), as Adam / AdamW built with
+//               capturable do (Note [Capturable Adam] in nn/Adam.h); other optimizers (the default
+//               Adam: its bias corrections count steps on the host) read the flag;
 //   update      one single-thread kernel with the host path's arithmetic, bit for bit.
 // So the whole mixed-precision step (with nn::MasterWeights' copies, plain tensor copies) can be
 // captured in a CUDA graph (after an eager warm-up step, as any capture) and replayed, a replay

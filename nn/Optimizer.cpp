@@ -111,6 +111,7 @@ void Optimizer::setGroupLr(size_t group, double value) {
                 std::to_string(group));
   }
   groupLr_[group] = value;
+  lrChanged();
 }
 
 void Optimizer::setGroupWeightDecay(size_t group, double value) {
@@ -124,6 +125,7 @@ void Optimizer::setGroupWeightDecay(size_t group, double value) {
 void Optimizer::setLr(double value) {
   lr = value;
   for (auto& g : groupLr_) g = value;
+  lrChanged();
 }
 
 void Optimizer::zeroGrad() {
@@ -150,8 +152,8 @@ bool Optimizer::foundOnHost(const Tensor& foundInf, const char* method) const {
   if (foundInf.is_cuda() && tensor::cuda::Graph::capturing(foundInf.device().index)) {
     throw Error(where(method) + "cannot be captured in a CUDA graph here: it reads foundInf on the host (" +
                 foundInf.description() +
-                "); capture SGD over contiguous CUDA parameters of foundInf's device, after an eager step has "
-                "made its momentum buffers");
+                "); capture SGD, or Adam / AdamW built with capturable = true, over dense CUDA parameters of "
+                "foundInf's device, after an eager step has made their state");
   }
   return foundInf.item() != 0;
 }
@@ -243,7 +245,9 @@ std::vector<std::vector<size_t>> Optimizer::fusedCudaGroups(std::initializer_lis
 std::map<std::string, Tensor> Optimizer::stateDict() const {
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < state_.size(); ++i) {
-    for (const auto& [name, t] : state_[i]) out[std::to_string(i) + "." + name] = t;
+    for (const auto& [name, t] : state_[i]) {
+      out[std::to_string(i) + "." + name] = name == "step" && t.is_cuda() ? t.cpu() : t;  // a device count, read
+    }
   }
   return out;
 }
@@ -305,6 +309,16 @@ void Optimizer::loadStateDict(const std::map<std::string, Tensor>& state) {
       Tensor copy = tensor::empty_like(params_[i]);  // the parameter's layout, so the fused kernels still take it
       copy.copy_(t);
       loaded[i][name] = copy;
+    }
+  }
+  if (loadsInPlace_) {
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      for (auto& [name, t] : loaded[i]) {
+        const auto it = state_[i].find(name);
+        if (it == state_[i].end() || it->second.sizes() != t.sizes() || it->second.dtype() != t.dtype()) continue;
+        it->second.copy_(t);  // across devices for a step count kept on one
+        t = it->second;
+      }
     }
   }
   state_ = std::move(loaded);

@@ -92,6 +92,7 @@ class Optimizer {
   void setGroupWeightDecay(size_t group, double value);
   // Every group's lr (what schedulers call).
   void setLr(double value);
+  // (setGroupLr and setLr then call lrChanged(): capturable Adam writes its device lr there.)
 
   const std::vector<Tensor>& params() const { return params_; }
   const std::vector<Tensor>& grads() const { return grads_; }
@@ -99,6 +100,9 @@ class Optimizer {
   const std::map<std::string, Tensor>& state(size_t i) const { return state_.at(i); }
   // All state, keyed "<parameter index>.<name>" ("0.exp_avg"); loadStateDict copies such a
   // map back (onto each parameter's device and dtype; "step" counters stay Int64 on the CPU).
+  // Step counters kept on a device (capturable Adam) come back read to the CPU (a synchronisation),
+  // and an optimizer with `loadsInPlace_` loads into its existing state tensors, so that a CUDA
+  // graph captured before the load keeps the addresses it saw.
   std::map<std::string, Tensor> stateDict() const;
   void loadStateDict(const std::map<std::string, Tensor>& state);
   // What loadStateDict checks, changing nothing: every key "<index>.<name>" with an index below
@@ -122,6 +126,8 @@ class Optimizer {
   bool foundOnHost(const Tensor& foundInf, const char* method) const;
   // A parameter's step counter, incremented: Adam's bias corrections use it.
   int64_t nextStep(size_t i);
+  // After setGroupLr / setLr (capturable Adam's device lr).
+  virtual void lrChanged() {}
   // The parameters of fused CUDA updates, grouped by device and dtype, in index order, and a mask
   // of them (Note [Fused optimizer steps]); a group never spans parameter groups; `stateNames`: the state tensors the
   // update uses, where they already exist. Empty when `fused` is false.
@@ -133,6 +139,7 @@ class Optimizer {
   std::vector<std::map<std::string, Tensor>> state_;
   std::vector<size_t> groupOf_;  // parameter index -> parameter group
   std::vector<std::optional<double>> groupLr_, groupWeightDecay_;
+  bool loadsInPlace_ = false;  // loadStateDict writes into existing state of the same shape and dtype
 };
 
 }  // namespace nn

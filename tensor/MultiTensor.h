@@ -36,6 +36,17 @@ struct AdamStep {
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
                const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
                const AdamStep& options);
+// Capturable Adam (Note [Capturable Adam] in nn/Adam.h): the step counts and lr live on the device,
+// so the launches can be captured in a CUDA graph and every replay advances them. steps[i] is
+// parameter i's count, a one-element int64 tensor on the list's device, incremented by the launch;
+// lr a one-element float64 tensor there (options.lr unused). The bias corrections and the scalars
+// of adam_step come from them on the device (tensor/AdamScalars.h: Note [Bias corrections on the
+// device]), so the parameters and moments get adam_step's bits. With `foundInf` (as sgd_step's),
+// nonzero skips the whole step: no parameter, moment or count changes.
+void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& expAvg, const std::vector<Tensor>& expAvgSq,
+                          const std::vector<Tensor>& steps, const Tensor& lr, const AdamStep& options,
+                          const Tensor& foundInf = {});
 
 // Gradient clipping and loss scaling (nn/ClipGrad.h, nn/GradScaler.h): lists as above (any
 // element counts), without a host synchronisation; see Note [Deterministic multi-tensor norms]

@@ -365,6 +365,24 @@ NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const
   return NLLSums{host[0], host[1], static_cast<int64_t>(host[2])};
 }
 
+namespace {
+// the host's division in nll_of (cudnn/ops/nll.cpp), on the device
+__global__ void nll_loss_kernel(const double* sums, bool size_average, double* loss) {
+  const double w = sums[1];
+  loss[0] = __ddiv_rn(sums[0], size_average && w > 0 ? w : 1.0);
+}
+}  // namespace
+
+void nll_loss_on_device(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
+                        int64_t ignore_index, bool size_average, const tensor::Tensor& loss,
+                        const tensor::Tensor* picked) {
+  tensor::cuda::DeviceGuard guard(logp.device().index);
+  const tensor::Tensor sums = tensor::empty({3}, tensor::DType::Float64, logp.device());  // queued use only
+  launch_sums(&logp, logp, target, weights, ignore_index, sums, picked);
+  nll_loss_kernel<<<1, 1, 0, stream_of(logp)>>>(sums.data<double>(), size_average, loss.data<double>());
+  CUDA_CHECK_LAUNCH("nll_loss_on_device");
+}
+
 NLLSums nll_forward(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                     int64_t ignore_index, const std::string& where) {
   const NLLSums sums = nll_sums(logp, target, weights, ignore_index);

@@ -23,6 +23,12 @@ struct NLLSums {
 // (cross_entropy_rows_forward's), replaces logp's values at the targets.
 NLLSums nll_sums(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                  int64_t ignore_index, const tensor::Tensor* picked = nullptr);
+// The loss nll_sums gives the host, sum / (size_average and weight > 0 ? weight : 1), computed on
+// the device into `loss` (one float64 element on logp's device): no host read, so capturable in a
+// CUDA graph; targets out of range count nothing and are not reported.
+void nll_loss_on_device(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
+                        int64_t ignore_index, bool size_average, const tensor::Tensor& loss,
+                        const tensor::Tensor* picked = nullptr);
 // nll_sums, throwing "<where>target <value> at position <i> (flattened) is out of range [0, C)".
 NLLSums nll_forward(const tensor::Tensor& logp, const tensor::Tensor& target, const tensor::Tensor& weights,
                     int64_t ignore_index, const std::string& where);

@@ -87,6 +87,26 @@ double NLLPlan::cross_entropy(const std::string& where, const Tensor& scores, co
   return loss;
 }
 
+void NLLPlan::nll_on_device(const Tensor& logp, const Tensor& target, const Tensor& weights, bool sizeAverage,
+                            int64_t ignoreIndex, const Tensor& loss) {
+  kernels::nll_loss_on_device(logp, indices(target), contiguous(weights), ignoreIndex, sizeAverage, loss);
+}
+
+void NLLPlan::cross_entropy_on_device(const Tensor& scores, const Tensor& target, const Tensor& weights,
+                                      bool sizeAverage, int64_t ignoreIndex, const Tensor& logp, const Tensor& loss) {
+  // cross_entropy's two paths, the loss's division on the device
+  const DType wide = cross_entropy_dtype(scores.dtype());
+  nn::ensure(picked_, {scores.size(0)}, wide, scores.device());
+  const Tensor idx = indices(target);
+  if (kernels::cross_entropy_rows_forward(scores, idx, ignoreIndex, logp, picked_)) {
+    kernels::nll_loss_on_device(logp, idx, contiguous(weights), ignoreIndex, sizeAverage, loss, &picked_);
+    return;
+  }
+  const Tensor wide_logp = log_softmax_wide(scores, logp);
+  kernels::nll_loss_on_device(wide_logp, idx, contiguous(as(weights, wide)), ignoreIndex, sizeAverage, loss);
+  if (wide_logp.raw_data() != logp.raw_data()) Tensor(logp).copy_(wide_logp);
+}
+
 void NLLPlan::cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
                                int64_t ignoreIndex, const Tensor& logp, const Tensor& dx) {
   // [N x C] scores: the log-softmax, the NLL gradient and the log-softmax backward in one

@@ -39,6 +39,13 @@ class NLLPlan {
   // Weights (the scores' dtype) are converted where the computation needs it.
   double cross_entropy(const std::string& where, const Tensor& scores, const Tensor& target, const Tensor& weights,
                       bool sizeAverage, int64_t ignoreIndex, const Tensor& logp);
+  // The losses of nll() and cross_entropy() left on the device, into `loss` (a one-element float64
+  // tensor on the input's device): no host read (capturable in a CUDA graph), the same double;
+  // targets are not checked (one out of range counts nothing, as in the gradients).
+  void nll_on_device(const Tensor& logp, const Tensor& target, const Tensor& weights, bool sizeAverage,
+                     int64_t ignoreIndex, const Tensor& loss);
+  void cross_entropy_on_device(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,
+                               int64_t ignoreIndex, const Tensor& logp, const Tensor& loss);
   // Its gradient into dx (scores' shape and dtype); logp is recomputed (backward may follow any
   // forward, as in nn).
   void cross_entropy_grad(const Tensor& scores, const Tensor& target, const Tensor& weights, bool sizeAverage,

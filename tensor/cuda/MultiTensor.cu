@@ -21,6 +21,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "tensor/AdamScalars.h"
 #include "tensor/Cuda.h"
 #include "tensor/MultiTensor.h"
 #include "tensor/cuda/BlockFold.cuh"
@@ -105,6 +106,7 @@ struct Entry {
   int64_t n;
   acc_t<T> a = 0, b = 0;  // Adam: -lr / bias1, 1 / sqrt(bias2)
   uint8_t flag = 0;       // SGD: the momentum buffer is new
+  uint32_t slot = 0;      // capturable Adam: the parameter's index in its device scalars
 };
 
 template <class T>
@@ -116,6 +118,7 @@ struct Table {
   int64_t n[kMaxEntries];
   acc_t<T> a[kMaxEntries], b[kMaxEntries];
   uint8_t flag[kMaxEntries];
+  uint32_t slot[kMaxEntries];
   uint32_t chunk_start[kMaxEntries + 1];  // entry e: blocks chunk_start[e] to chunk_start[e + 1] - 1
   int count;
 };
@@ -139,8 +142,8 @@ MT_HD int entry_of(const Table<T>& table, uint32_t block) {
 template <class T, class Op>
 MT_HD void update_chunk(const Table<T>& table, uint32_t block, uint32_t thread, const Op& op) {
   const int lo = entry_of(table, block);
-  const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo], table.s2[lo],
-                   table.n[lo], table.a[lo], table.b[lo],  table.flag[lo]};
+  const Entry<T> e{table.p[lo], table.g[lo], table.s1[lo],   table.s2[lo],  table.n[lo],
+                   table.a[lo], table.b[lo], table.flag[lo], table.slot[lo]};
   const int64_t begin = static_cast<int64_t>(block - table.chunk_start[lo]) * kChunk;
   const int64_t end = begin + kChunk < e.n ? begin + kChunk : e.n;
   for (int64_t i = begin + thread; i < end; i += kThreads) op(e, i);
@@ -178,6 +181,7 @@ void for_each_table(const std::vector<Entry<T>>& entries, Run&& run) {
       table.a[k] = e.a;
       table.b[k] = e.b;
       table.flag[k] = e.flag;
+      table.slot[k] = e.slot;
       table.chunk_start[k] = chunks;
       chunks += static_cast<uint32_t>((n + kChunk - 1) / kChunk);
       if (++table.count == kMaxEntries) flush();
@@ -225,15 +229,27 @@ struct SgdOp {
 };
 
 // nn::Adam::step's tensor ops, each commented; a = -lr / bias1, b = 1 / sqrt(bias2) per tensor.
+// Capturable Adam: a, b and keep come from the device (`scalars`, three doubles a parameter, written
+// by adam_prepare_kernel), converted to C as the host converts them; `found` as SgdOp's.
 template <class T>
 struct AdamOp {
   using C = acc_t<T>;
   C weightDecay, beta1, beta2, c1, c2, eps;  // c1, c2: 1 - beta1, 1 - beta2
-  C keep;                                     // AdamW: 1 - lr * weightDecay
-  bool decay, shrink;                         // L2 term (Adam), decoupled decay (AdamW)
-  MT_HD void operator()(const Entry<T>& e, int64_t i) const {
+  C keep;                                    // AdamW: 1 - lr * weightDecay
+  bool decay, shrink;                        // L2 term (Adam), decoupled decay (AdamW)
+  const double* scalars = nullptr;           // capturable: {a, b, keep} per slot
+  const float* found = nullptr;
+  MT_HD void operator()(Entry<T> e, int64_t i) const {
+    C keepBy = keep;
+    if (scalars) {
+      if (found && *found != 0) return;
+      const double* s = scalars + 3 * static_cast<int64_t>(e.slot);
+      e.a = static_cast<C>(s[0]);
+      e.b = static_cast<C>(s[1]);
+      keepBy = static_cast<C>(s[2]);
+    }
     C p = load(e.p, i);
-    if (shrink) p = stored<T>(mul(p, keep));  // p.mul_(1 - lr * weightDecay)
+    if (shrink) p = stored<T>(mul(p, keepBy));  // p.mul_(1 - lr * weightDecay)
     C g = load(e.g, i);
     if (decay) g = stored<T>(add(g, mul(weightDecay, p)));  // decayedGrad.copy_(grad).add_(p, weightDecay)
     C m = stored<T>(mul(load(e.s1, i), beta1));             // m.mul_(beta1)
@@ -447,24 +463,25 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
   });
 }
 
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
-               const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
-               const AdamStep& o) {
-  constexpr const char* op = "tensor::cuda::adam_step";
-  check_lists(op, params, {{"gradient", &grads}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
-  TENSOR_CHECK(bias1.size() == params.size() && bias2.size() == params.size(), op,
-               ": expected one bias correction of each kind per parameter (", params.size(), "), got ", bias1.size(),
-               " and ", bias2.size());
-  if (params.empty()) return;
+namespace {
+// Adam's launches over checked lists: the per-tensor scalars from the host's bias corrections
+// (bias1, bias2) or, capturable, from the device (`scalars`, with `found`).
+void adam_launch(const char* op, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& expAvg, const std::vector<Tensor>& expAvgSq,
+                 const std::vector<double>* bias1, const std::vector<double>* bias2, const AdamStep& o,
+                 const double* scalars, const float* found) {
   dispatch_floating(params[0].dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     using C = acc_t<T>;
     std::vector<Entry<T>> entries;
     for (size_t i = 0; i < params.size(); ++i) {
       Entry<T> e{ptr<T>(params[i]), ptr<T>(grads[i]), ptr<T>(expAvg[i]), ptr<T>(expAvgSq[i]), params[i].numel()};
-      // the scalars of addcdiv_(m, denom, -lr / bias1) and div_(sqrt(bias2)) (= mul_(1 / sqrt(bias2)))
-      e.a = static_cast<C>(-o.lr / bias1[i]);
-      e.b = static_cast<C>(1.0 / std::sqrt(bias2[i]));
+      if (bias1) {
+        // the scalars of addcdiv_(m, denom, -lr / bias1) and div_(sqrt(bias2)) (= mul_(1 / sqrt(bias2)))
+        e.a = static_cast<C>(-o.lr / (*bias1)[i]);
+        e.b = static_cast<C>(1.0 / std::sqrt((*bias2)[i]));
+      }
+      e.slot = static_cast<uint32_t>(i);
       entries.push_back(e);
     }
     const bool decay = o.weightDecay != 0;
@@ -476,9 +493,82 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                          static_cast<C>(o.eps),
                          static_cast<C>(1 - o.lr * o.weightDecay),
                          decay && !o.decoupled,
-                         decay && o.decoupled};
+                         decay && o.decoupled,
+                         scalars,
+                         found};
     launch(entries, adam, params[0].device().index);
   });
+}
+
+// Capturable Adam's counters: one thread a parameter advances its step count (unless *found) and
+// writes {a, b, keep} (tensor/AdamScalars.h) at its slot, before the update launches read them.
+constexpr int kMaxSteps = 256;
+struct StepTable {
+  int64_t* step[kMaxSteps];
+  int count;
+  uint32_t first;  // the slot of step[0]
+};
+
+__global__ void adam_prepare_kernel(const __grid_constant__ StepTable table, const double* lr, const float* found,
+                                    double beta1, double beta2, double weightDecay, double* scalars) {
+  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= table.count || (found && *found != 0)) return;
+  const int64_t t = *table.step[k] + 1;
+  *table.step[k] = t;
+  const adam::Scalars s = adam::scalars(*lr, beta1, beta2, weightDecay, t);
+  double* out = scalars + 3 * static_cast<int64_t>(table.first + static_cast<uint32_t>(k));
+  out[0] = s.a;
+  out[1] = s.b;
+  out[2] = s.keep;
+}
+}  // namespace
+
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& expAvg,
+               const std::vector<Tensor>& expAvgSq, const std::vector<double>& bias1, const std::vector<double>& bias2,
+               const AdamStep& o) {
+  constexpr const char* op = "tensor::cuda::adam_step";
+  check_lists(op, params, {{"gradient", &grads}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
+  TENSOR_CHECK(bias1.size() == params.size() && bias2.size() == params.size(), op,
+               ": expected one bias correction of each kind per parameter (", params.size(), "), got ", bias1.size(),
+               " and ", bias2.size());
+  if (params.empty()) return;
+  adam_launch(op, params, grads, expAvg, expAvgSq, &bias1, &bias2, o, nullptr, nullptr);
+}
+
+void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& expAvg, const std::vector<Tensor>& expAvgSq,
+                          const std::vector<Tensor>& steps, const Tensor& lr, const AdamStep& o,
+                          const Tensor& foundInf) {
+  constexpr const char* op = "tensor::cuda::adam_step_capturable";
+  check_lists(op, params, {{"gradient", &grads}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
+  TENSOR_CHECK(steps.size() == params.size(), op, ": expected one step count per parameter (", params.size(), "), got ",
+               steps.size());
+  if (params.empty()) return;
+  const Device device = params[0].device();
+  for (const Tensor& t : steps) check_flag(op, "a step count", t, device, DType::Int64);
+  check_flag(op, "lr", lr, device, DType::Float64);
+  if (foundInf.defined()) check_flag(op, "foundInf", foundInf, device);
+  const float* found = foundInf.defined() ? static_cast<const float*>(foundInf.raw_data()) : nullptr;
+  // freed at the end of this call but still in use by the queued kernels: safe on the device's one
+  // stream; while capturing, its block stays in the graph's pool (Note [CUDA graphs])
+  const Tensor scalars = empty({static_cast<int64_t>(3 * params.size())}, DType::Float64, device);
+  {
+    DeviceGuard guard(device.index);
+    const auto stream = static_cast<cudaStream_t>(cuda::stream(device.index));
+    for (size_t begin = 0; begin < steps.size(); begin += kMaxSteps) {
+      StepTable table{};
+      table.first = static_cast<uint32_t>(begin);
+      table.count = static_cast<int>(std::min<size_t>(kMaxSteps, steps.size() - begin));
+      for (int k = 0; k < table.count; ++k) table.step[k] = static_cast<int64_t*>(steps[begin + k].raw_data());
+      constexpr int threads = 64;
+      adam_prepare_kernel<<<(table.count + threads - 1) / threads, threads, 0, stream>>>(
+          table, static_cast<const double*>(lr.raw_data()), found, o.beta1, o.beta2, o.weightDecay,
+          static_cast<double*>(scalars.raw_data()));
+      CUDA_CHECK_LAUNCH("tensor::cuda::adam_step_capturable (counts)");
+    }
+  }
+  adam_launch(op, params, grads, expAvg, expAvgSq, nullptr, nullptr, o, static_cast<const double*>(scalars.raw_data()),
+              found);
 }
 
 namespace {

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "nn/Adam.h"
+#include "nn/AdamW.h"
 #include "nn/Linear.h"
+#include "tensor/AdamScalars.h"
 #include "tests/support/GradCheck.h"
 
 using namespace tensor;
@@ -198,4 +200,48 @@ TEST_CASE("Adam with fused = false takes the tensor ops and gives the fused step
       CHECK(fused.state(0).at("step").item() == 4);
     }
   }
+}
+
+// Note [Bias corrections on the device] (tensor/AdamScalars.h): the device's scalars come from a
+// double-double power; run here on the host with the same IEEE operations, they must give the host
+// path's float scalars (what float32, float16 and bfloat16 parameters use) over many steps.
+TEST_CASE("capturable Adam's device bias corrections give the host path's float scalars") {
+  int64_t doubleDiffers = 0, cases = 0;
+  for (double beta : {0.9, 0.95, 0.98, 0.99, 0.999, 0.9999, 0.5, 0.0}) {
+    for (double lr : {1e-3, 6e-4, 3e-4 * 0.37}) {
+      for (int64_t t = 1; t <= 30000; t += (t < 3000 ? 1 : 7)) {
+        const tensor::adam::Scalars s = tensor::adam::scalars(lr, beta, beta, 0.1, t);
+        const double bias = 1 - std::pow(beta, static_cast<double>(t));
+        ++cases;
+        doubleDiffers += s.a != -lr / bias;
+        REQUIRE(static_cast<float>(s.a) == static_cast<float>(-lr / bias));
+        REQUIRE(static_cast<float>(s.b) == static_cast<float>(1.0 / std::sqrt(bias)));
+        REQUIRE(s.keep == 1 - lr * 0.1);
+      }
+    }
+  }
+  // glibc's pow is not always correctly rounded: a few doubles may differ by an ulp
+  CHECK(doubleDiffers < cases / 100);
+  // step 0 and far beyond: bias corrections 0 and 1
+  CHECK(tensor::adam::pow_steps(0.9, 0) == 1);
+  CHECK(tensor::adam::pow_steps(0.9, int64_t{1} << 40) == 0);
+  CHECK(tensor::adam::pow_steps(0.5, 10) == std::pow(0.5, 10));
+}
+
+TEST_CASE("capturable Adam and AdamW refuse CPU parameters, naming the optimizer and the option") {
+  Tensor p = ones({3}), g = zeros({3});
+  CHECK_THROWS_WITH_AS(nn::Adam({p}, {g}, nn::Adam::Options{.capturable = true}),
+                       doctest::Contains("nn.Adam::Adam: capturable expects CUDA parameters"), Error);
+  CHECK_THROWS_WITH_AS(
+      nn::AdamW({p}, {g}, nn::AdamW::Options{.capturable = true}),
+      doctest::Contains("nn.AdamW::AdamW: capturable expects CUDA parameters (Note [Capturable Adam]), "
+                        "got parameter 0: float32 [3]"),
+      Error);
+  // the default stays the host path on CPU tensors
+  nn::AdamW opt({p}, {g});
+  CHECK_FALSE(opt.capturable());
+  g.fill_(1);
+  opt.step();
+  CHECK(opt.state(0).at("step").is_cpu());
+  CHECK(opt.stateDict().at("0.step").item() == 1);
 }
