@@ -39,6 +39,11 @@ void Container::releaseChildGradInputs() {
   for (size_t i = 0; i < modules.size(); ++i) child_at(*this, modules, i, "releaseGradInput").releaseGradInput();
 }
 
+void Container::releaseActivations() {
+  Module::releaseActivations();
+  for (size_t i = 0; i < modules.size(); ++i) child_at(*this, modules, i, "releaseActivations").releaseActivations();
+}
+
 ModulePtr Container::get(size_t index) const {
   if (index >= modules.size()) {
     throw Error(where("get") + "index " + std::to_string(index) + " out of range for " +

@@ -23,6 +23,8 @@ class Container : public Module {
   // and as add() brings them.
   void setGradInputNeeded(bool needed) override;
   void setFreeIntermediateGradients(bool on) override;
+  // Its own output and every child's forward state (Module::releaseActivations).
+  void releaseActivations() override;
 
   std::vector<ModulePtr> modules;
 

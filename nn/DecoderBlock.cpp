@@ -2,8 +2,10 @@
 #include "nn/DecoderBlock.h"
 
 #include "nn/Buffers.h"
+#include "nn/KVCache.h"
 #include "nn/ModuleConfig.h"
 #include "nn/MultiheadAttention.h"
+#include "tensor/Cuda.h"
 
 namespace nn {
 
@@ -41,9 +43,104 @@ void DecoderBlock::checkInput(const Tensor& input, const char* method) const {
   }
 }
 
+// Note [Activation checkpointing]
+// A block's forward state is most of a training step's memory: per token, the norms' outputs,
+// the qkv projections, the attention's output and saved statistics, the residual sum, the mlp's
+// hidden activations (4 E or two of `hidden` wide) and the dropout masks, all kept until
+// backward. With checkpointing a training forward keeps the block's output alone (its input is
+// the caller's, which DecoderLM's Sequential keeps as it keeps every block's), and backward first
+// runs the forward again, then the children's backward as always, then lets go again, as
+// torch.utils.checkpoint does: one block's state alive at a time, for one more forward.
+// Bit-identity with the run without it needs the recompute to draw the same dropout masks: the
+// forward copies the default generator (seed and offset), the recompute runs from that copy, and
+// the generator is then put back as backward found it, so what follows draws what it would have
+// drawn. Inside a CUDA graph capture a fill draws at its position among the capture's draws,
+// not at the generator's offset (Note [Random fills in CUDA graphs] in tensor/Cuda.h): the
+// recompute sets the capture's count back to what it was before the forward
+// (Graph::set_capture_draws) and then forward again, so a replay draws the forward's masks
+// twice, as the eager run does. A forward that drew numbers inside a capture and a backward
+// outside it (or the other way round) cannot draw them again: that is refused. The recompute does
+// not write the output (it is the next block's input; the last sum is skipped).
+
+void DecoderBlock::releaseActivations() {
+  Container::releaseActivations();
+  n1_ = a_ = h_ = n2_ = Tensor();
+  released_ = false;  // nothing to recompute from: backward asks for a forward
+}
+
+void DecoderBlock::releaseForCheckpoint() {
+  for (size_t i = 0; i < kSlots; ++i) child_at(*this, modules, i, "releaseActivations").releaseActivations();
+  n1_ = a_ = h_ = n2_ = Tensor();
+  released_ = true;
+}
+
 const Tensor& DecoderBlock::updateOutput(const Tensor& input) {
   checkModules("updateOutput");
   checkInput(input, "updateOutput");
+  released_ = false;
+  if (!checkpoint_ || !training_) {
+    forwardPass(input, true);
+    return output;
+  }
+  if (const auto& cache = attn().cache()) {
+    throw Error(where("updateOutput") +
+                "expected no KV cache with activation checkpointing in training mode (a cached forward is "
+                "inference only), got " +
+                cache->str());
+  }
+  tensor::Generator& gen = tensor::default_generator();
+  const int device = input.is_cuda() ? input.device().index : -1;
+  captured_ = device >= 0 && tensor::cuda::Graph::capturing(device);
+  captureDraws_ = captured_ ? tensor::cuda::Graph::capture_draws(device, gen) : 0;
+  generator_ = gen;
+  forwardPass(input, true);
+  drew_ = captured_ ? tensor::cuda::Graph::capture_draws(device, gen) != captureDraws_
+                    : gen.seed() != generator_.seed() || gen.offset() != generator_.offset();
+  releaseForCheckpoint();
+  return output;
+}
+
+void DecoderBlock::recompute(const Tensor& input) {
+  const char* method = "backward";
+  if (!training_) {
+    throw Error(where(method) +
+                "expected training mode for the recompute of a checkpointed forward (it ran in "
+                "training mode), got evaluate() mode");
+  }
+  const int device = input.is_cuda() ? input.device().index : -1;
+  const bool capturing = device >= 0 && tensor::cuda::Graph::capturing(device);
+  if (drew_ && capturing != captured_) {
+    throw Error(where(method) + "expected the backward of a checkpointed forward that drew random numbers (dropout) " +
+                (captured_ ? "inside the CUDA graph capture its forward ran in"
+                           : "outside a CUDA graph capture, where its forward ran") +
+                ", got " + (capturing ? "a capture under way" : "no capture under way") +
+                ": the recompute could not draw the forward's masks again (Note [Activation checkpointing])");
+  }
+  // See Note [Activation checkpointing]: the generator as the forward found it, then as now; in
+  // the capture the forward ran in, its count of draws too
+  const bool rewind = capturing && captured_;
+  tensor::Generator& gen = tensor::default_generator();
+  struct Restore {
+    tensor::Generator& gen;
+    const tensor::Generator now;
+    int device;
+    bool rewind;
+    uint64_t draws;
+    ~Restore() {
+      gen = now;
+      try {
+        if (rewind) tensor::cuda::Graph::set_capture_draws(device, gen, draws);
+      } catch (...) {  // a capture is under way on `device`: it does not throw
+      }
+    }
+  } restore{gen, gen, device, rewind, rewind ? tensor::cuda::Graph::capture_draws(device, gen) : 0};
+  gen = generator_;
+  if (rewind) tensor::cuda::Graph::set_capture_draws(device, gen, captureDraws_);
+  forwardPass(input, false);
+  released_ = false;
+}
+
+void DecoderBlock::forwardPass(const Tensor& input, bool writeOutput) {
   auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
     return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
   };
@@ -62,17 +159,36 @@ const Tensor& DecoderBlock::updateOutput(const Tensor& input) {
     throw Error(where("updateOutput") + "expected an mlp output of the input's shape " +
                 tensor::shape_str(input.sizes()) + ", got " + tensor::shape_str(m.sizes()));
   }
+  if (!writeOutput) return;  // a recompute: the output is there already
   tensor::add_out(ensure(output, input.sizes(), input), h_, m);
-  return output;
 }
 
 void DecoderBlock::backwardPass(const Tensor& input, const Tensor& gradOutput, double scale, Tensor& gradIn) {
   checkModules("backward");
   checkInput(input, "backward");
   check_grad_output_shape(where("backward"), input.sizes(), gradOutput);
+  const bool checkpointed = released_;
+  if (checkpointed) {
+    try {
+      recompute(input);
+    } catch (...) {
+      releaseForCheckpoint();
+      throw;
+    }
+  }
   if (!h_.defined() || h_.sizes() != input.sizes()) {
     throw Error(where("backward") + "expected a forward() of input " + input.description() + " first");
   }
+  try {
+    childrenBackward(input, gradOutput, scale, gradIn);
+  } catch (...) {
+    if (checkpointed) releaseForCheckpoint();
+    throw;
+  }
+  if (checkpointed) releaseForCheckpoint();
+}
+
+void DecoderBlock::childrenBackward(const Tensor& input, const Tensor& gradOutput, double scale, Tensor& gradIn) {
   auto bwd = [&](size_t i, const Tensor& in, const Tensor& g) -> const Tensor& {
     return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->backward(in, g, scale); });
   };

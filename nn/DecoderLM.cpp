@@ -293,6 +293,31 @@ void DecoderLM::setCache(std::shared_ptr<KVCache> cache) {
   cache_ = std::move(cache);
 }
 
+void DecoderLM::setActivationCheckpointing(bool on) {
+  setActivationCheckpointing(std::vector<bool>(static_cast<size_t>(config_.nLayer), on));
+}
+
+void DecoderLM::setActivationCheckpointing(const std::vector<bool>& on) {
+  checkModules("setActivationCheckpointing");
+  if (static_cast<int64_t>(on.size()) != config_.nLayer) {
+    throw Error(where("setActivationCheckpointing") + "expected one flag per block (" + std::to_string(config_.nLayer) +
+                "), got " + std::to_string(on.size()));
+  }
+  for (int64_t i = 0; i < config_.nLayer; ++i) block(i).setActivationCheckpointing(on[static_cast<size_t>(i)]);
+}
+
+std::vector<bool> DecoderLM::activationCheckpointing() const {
+  checkModules("activationCheckpointing");
+  std::vector<bool> on;
+  for (int64_t i = 0; i < config_.nLayer; ++i) on.push_back(block(i).activationCheckpointing());
+  return on;
+}
+
+void DecoderLM::releaseActivations() {
+  Container::releaseActivations();
+  positions_ = x_ = hidden_ = normed_ = Tensor();
+}
+
 const Tensor& DecoderLM::updateOutput(const Tensor& input) {
   checkModules("updateOutput");
   checkTokens(input, "updateOutput");
@@ -303,7 +328,10 @@ const Tensor& DecoderLM::updateOutput(const Tensor& input) {
   const Tensor& e = fwd(0, input);
   if (learnedPositions()) {
     // position ids on the tokens' device: s, or lengths[b] + s behind a cache
-    const Tensor steps = tensor::arange(0, static_cast<double>(S), 1, DType::Int64, input.device()).view({1, S});
+    if (!steps_.defined() || steps_.device() != input.device() || steps_.numel() < S) {
+      steps_ = tensor::arange(0, static_cast<double>(S), 1, DType::Int64, input.device());
+    }
+    const Tensor steps = steps_.narrow(0, 0, S).view({1, S});
     positions_ = cache_ ? steps.add(cache_->lengths().to(input.device()).view({B, 1})).contiguous()
                         : steps.expand({B, S}).contiguous();
     const Tensor& p = fwd(1, positions_);

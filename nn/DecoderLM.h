@@ -79,6 +79,16 @@ class DecoderLM : public Container {
   void setCache(std::shared_ptr<KVCache> cache);
   const std::shared_ptr<KVCache>& cache() const { return cache_; }
 
+  // Activation checkpointing (DecoderBlock::setActivationCheckpointing; results unchanged, a
+  // training step's activations one block's): on every block, or on block i where blocks[i]
+  // (n_layer entries; {true, false, true, false} checkpoints every other block). The getter
+  // says, per block, which are.
+  void setActivationCheckpointing(bool on);
+  void setActivationCheckpointing(const std::vector<bool>& blocks);
+  std::vector<bool> activationCheckpointing() const;
+  // The children's forward state and the model's own (the position ids, the embeddings' sum).
+  void releaseActivations() override;
+
   const DecoderLMConfig& settings() const { return config_; }
   bool learnedPositions() const { return config_.kind == DecoderKind::GPT2; }
   // The children by role (throw naming the slot when one was replaced by another type).
@@ -106,6 +116,7 @@ class DecoderLM : public Container {
   std::shared_ptr<KVCache> cache_;
   // forward: the position ids, the embeddings' sum, the children's outputs as handed back
   Tensor positions_, x_, hidden_, normed_;
+  Tensor steps_;  // 0, 1, ... on the tokens' device, made once (a host copy cannot be captured in a CUDA graph)
 };
 
 std::shared_ptr<DecoderLM> make_gpt2(DecoderLMConfig config);   // config.kind set to GPT2

@@ -24,6 +24,12 @@ void Dropout::setp(double p_) {
   p = p_;
 }
 
+void Dropout::releaseActivations() {
+  Module::releaseActivations();
+  noise = Tensor();
+  outputIsAlias_ = false;
+}
+
 void Dropout::checkInput(const Tensor& input, const char* method) const {
   check_float(where(method), input);
   checkP(method);

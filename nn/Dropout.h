@@ -19,6 +19,8 @@ class Dropout : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void setp(double p);
+  // output and the mask (Module::releaseActivations): a training backward then asks for a forward.
+  void releaseActivations() override;
   static constexpr std::string_view kTypeName = "nn.Dropout";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;

@@ -37,6 +37,11 @@ void LayerNorm::reset() {
   if (bias.defined()) bias.fill_(0);
 }
 
+void LayerNorm::releaseActivations() {
+  Module::releaseActivations();
+  saveMean = saveRstd = Tensor();
+}
+
 void LayerNorm::visitState(StateVisitor& v) {
   if (weight.defined()) {
     v.parameter("weight", weight, gradWeight);

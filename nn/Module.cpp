@@ -127,6 +127,12 @@ const Tensor& Module::backward(const Tensor& input, const Tensor& gradOutput, do
   return gradInput;
 }
 
+void Module::releaseActivations() {
+  output = Tensor();
+  outputValue = Value();
+  bridgedInput_ = bridgedOutput_ = Tensor();
+}
+
 void Module::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
   updateGradInput(input, gradOutput);
   accGradParameters(input, gradOutput, scale);

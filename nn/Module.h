@@ -101,6 +101,17 @@ class Module {
     gradInput = Tensor();
     gradInputValue = Value();
   }
+  // ---- forward state (activation checkpointing, nn::DecoderBlock::setActivationCheckpointing) ----
+  // Drops what the last forward kept for backward: output and outputValue (and a bridged module's
+  // copies) here; containers recurse into their children and drop their own records of the
+  // children's inputs; a module that saves intermediates drops them too (MultiheadAttention's
+  // projections, attention output and sdpa's saved state; the norms' statistics; SwiGLU's
+  // projections; Dropout's mask), with the backward intermediates that only accGradParameters
+  // reads alongside them. Parameters, their gradients, buffers and gradInput stay. A backward
+  // without a new forward then throws naming the module and that a forward must come first
+  // (Linear, whose backward reads nothing but its input, computes from the input it is handed);
+  // it never reads released memory.
+  virtual void releaseActivations();
 
   // ---- state ----
   std::vector<Tensor> parameters();

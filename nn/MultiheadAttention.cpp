@@ -453,6 +453,15 @@ void MultiheadAttention::backwardImpl(const Tensor& input, const Tensor& gradOut
   }
 }
 
+void MultiheadAttention::releaseActivations() {
+  Module::releaseActivations();
+  qkv_ = kv_ = attnTokens_ = attn_ = Tensor();
+  saved_ = SdpaSaved();
+  savedOptions_ = SdpaOptions();
+  gradAttnTokens_ = gradQkv_ = gradKv_ = Tensor();
+  gradsValid_ = false;
+}
+
 void MultiheadAttention::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const auto [S, B] = checkInput(input, "accGradParameters");
   checkParameters("accGradParameters", true);

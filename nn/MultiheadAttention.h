@@ -66,6 +66,9 @@ class MultiheadAttention : public Module {
   // PyTorch's initialisation: in_proj_weight Xavier-uniform, out_proj.weight U(+-1/sqrt(E)),
   // biases zero.
   void reset();
+  // The projections, the attention output, sdpa's saved state (its dropout mask included), the
+  // call's options and backward's intermediates (Module::releaseActivations); the twin's too.
+  void releaseActivations() override;
   static constexpr std::string_view kTypeName = "nn.MultiheadAttention";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;

@@ -49,6 +49,11 @@ void RMSNorm::reset() {
   if (weight.defined()) weight.fill_(1);
 }
 
+void RMSNorm::releaseActivations() {
+  Module::releaseActivations();
+  saveRstd = Tensor();
+}
+
 void RMSNorm::visitState(StateVisitor& v) {
   if (weight.defined()) v.parameter("weight", weight, gradWeight);
 }

@@ -25,6 +25,8 @@ class RMSNorm : public Module {
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset();  // weight 1
+  // output and the statistics (Module::releaseActivations); the twin's too.
+  void releaseActivations() override;
   static constexpr std::string_view kTypeName = "nn.RMSNorm";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;

@@ -135,6 +135,12 @@ void Sequential::releaseGradInput() {
   for (auto& g : valueGradOutputs_) g = Value();
 }
 
+void Sequential::releaseActivations() {
+  Container::releaseActivations();
+  inputs_.clear();
+  valueInputs_.clear();
+}
+
 const Tensor& Sequential::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   if (usesTables()) {
     gradInput = updateGradInputValue(input, gradOutput).tensorOrUndefined();

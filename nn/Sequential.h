@@ -26,6 +26,8 @@ class Sequential : public Container {
   const Value& updateGradInputValue(const Value& input, const Value& gradOutput) override;
   void accGradParametersValue(const Value& input, const Value& gradOutput, double scale = 1.0) override;
   bool usesTables() const override;
+  // The children's forward state and the inputs recorded for them: backward asks for a forward first.
+  void releaseActivations() override;
   bool writesGradOutput() const override {
     return !modules.empty() && modules.back() && modules.back()->writesGradOutput();
   }

@@ -128,6 +128,13 @@ const Tensor& SwiGLU::updateGradInput(const Tensor& input, const Tensor& gradOut
   return gradInput;
 }
 
+void SwiGLU::releaseActivations() {
+  Module::releaseActivations();
+  gate_ = up_ = h_ = Tensor();
+  gradH_ = gradGate_ = gradUp_ = Tensor();
+  gradsValid_ = false;
+}
+
 void SwiGLU::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const int64_t rows = checkInput(input, "accGradParameters");
   checkParameters("accGradParameters", true);

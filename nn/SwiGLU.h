@@ -26,6 +26,8 @@ class SwiGLU : public Module {
   // come out of the gate's backward.
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
   void reset();  // nn.Linear's initialisation of each projection
+  // The projections, the gate's output and backward's intermediates (Module::releaseActivations).
+  void releaseActivations() override;
   static constexpr std::string_view kTypeName = "nn.SwiGLU";
   std::string type_name() const override { return std::string(kTypeName); }
   tensor::Json config() const override;

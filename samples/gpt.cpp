@@ -13,7 +13,7 @@
 //       [--layers N] [--heads N] [--batch-size N] [--accum N] [--steps N] [--lr X] [--warmup N]
 //       [--weight-decay X] [--amp bfloat16] [--eval-every N] [--stop-at N] [--checkpoint DIR] [--resume DIR]
 //       [--log FILE] [--generate N] [--prompt TEXT] [--temperature T] [--top-k K] [--top-p P]
-//       [--seed N] [--hf DIR]
+//       [--seed N] [--hf DIR] [--checkpoint-activations]
 // --hf DIR loads a Hugging Face checkpoint (GPT2LMHeadModel or LlamaForCausalLM, config.json +
 // safetensors) instead of training, and generates from it (with DIR/tokenizer.json when there).
 #include <algorithm>
@@ -59,6 +59,7 @@ struct Options {
   double lr = 3e-3, weightDecay = 0.1, temperature = 0.8, topP = 0.95;
   std::string checkpoint, resume, log, hf, prompt = "This License";
   uint64_t seed = 1;
+  bool checkpointActivations = false;  // DecoderLM::setActivationCheckpointing: the same run, less memory
 };
 
 const char* kUsage =
@@ -90,7 +91,9 @@ const char* kUsage =
     "  --top-k K         sample among the K most likely tokens (default 40; 0: all)\n"
     "  --top-p P         and among the smallest set of probability P (default 0.95)\n"
     "  --seed N          initialisation, data order and sampling seed (default 1)\n"
-    "  --hf DIR          load a Hugging Face checkpoint from DIR and generate from it (no training)\n";
+    "  --hf DIR          load a Hugging Face checkpoint from DIR and generate from it (no training)\n"
+    "  --checkpoint-activations  recompute each block's forward in backward instead of keeping its\n"
+    "                    activations (the same results, less memory; not --checkpoint's files)\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -122,6 +125,7 @@ Options parse(int argc, char** argv) {
       .number("--top-p", o.topP, 1e-6, 1)
       .integer("--seed", o.seed, 0, INT64_MAX)
       .text("--hf", o.hf)
+      .set("--checkpoint-activations", o.checkpointActivations)
       .parse(args);
   if (o.nEmbd % o.heads != 0) args.fail("--n-embd must be divisible by --heads");
   if (o.amp == "bfloat16" && o.backend != "cudnn") args.fail("--amp bfloat16 needs --backend cudnn");
@@ -284,6 +288,7 @@ int run(const Options& o) {
   config.nLayer = o.layers;
   config.nHead = o.heads;
   auto model = nn::make_gpt2(config);
+  model->setActivationCheckpointing(o.checkpointActivations);
   if (device.is_cuda()) {
     model = std::dynamic_pointer_cast<nn::DecoderLM>(nn::convert(model, cudnn::backend));
     model->to(device);

@@ -105,8 +105,8 @@ void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_devi
 //     workspaces and buffers happen outside the capture;
 //   - static tensors: replay reads and writes the addresses the capture saw, so inputs are
 //     refreshed in place (x.copy_(batch)) and every tensor the work uses stays alive.
-//   - nothing whose state advances on the host: nn::Adam's step count refuses a capture with
-//     an error, since every replay would repeat it. Random fills (dropout masks) are fine: see
+//   - nothing whose state advances on the host: nn::Adam's step count refuses a capture (build
+//     it with capturable: Note [Capturable Adam] in nn/Adam.h). Random fills (dropout masks) are fine: see
 //     Note [Random fills in CUDA graphs] below.
 // Memory allocated while capturing comes from a pool private to the graph, and a block freed
 // while capturing joins that pool too: the graph's addresses are never handed to other
@@ -148,6 +148,12 @@ class Graph {
   // read and, in `relative`, the fill's first draw among the capture's draws from `gen`;
   // nullptr (the fill runs as usual) when no capture is under way on `index`.
   static const uint64_t* random_state_for_capture(int index, Generator& gen, uint64_t n, uint64_t& relative);
+  // The draws the capture under way on `index` has made from `gen` so far (0 before its first,
+  // and when no capture is under way), and setting them back, so that work captured again draws
+  // what it drew the first time: a checkpointed block's recompute in backward
+  // (nn/DecoderBlock.cpp). set_capture_draws throws unless a capture is under way on `index`.
+  static uint64_t capture_draws(int index, const Generator& gen);
+  static void set_capture_draws(int index, const Generator& gen, uint64_t draws);
 
   struct RandomBinding {  // one generator a capture drew from
     Generator* gen;

@@ -652,6 +652,34 @@ const uint64_t* Graph::random_state_for_capture(int index, Generator& gen, uint6
   return found->state;
 }
 
+uint64_t Graph::capture_draws(int index, const Generator& gen) {
+  index = resolve(index, "tensor::cuda::Graph::capture_draws");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  const DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+  if (state.capturing == 0 || state.capture_random == nullptr) return 0;
+  const std::vector<RandomBinding>& bindings = *state.capture_random;
+  auto found = std::find_if(bindings.begin(), bindings.end(), [&](const RandomBinding& b) { return b.gen == &gen; });
+  return found == bindings.end() ? 0 : found->draws;
+}
+
+void Graph::set_capture_draws(int index, const Generator& gen, uint64_t draws) {
+  index = resolve(index, "tensor::cuda::Graph::set_capture_draws");
+  Runtime& runtime = Runtime::get();
+  std::lock_guard<std::mutex> lock(runtime.mutex);
+  DeviceState& state = runtime.devices[static_cast<size_t>(index)];
+  TENSOR_CHECK(state.capturing != 0 && state.capture_random != nullptr,
+               "tensor::cuda::Graph::set_capture_draws: expected a capture under way on cuda:", index, ", got none");
+  std::vector<RandomBinding>& bindings = *state.capture_random;
+  auto found = std::find_if(bindings.begin(), bindings.end(), [&](const RandomBinding& b) { return b.gen == &gen; });
+  if (found == bindings.end()) {  // nothing drawn from gen yet: only 0 is its count
+    TENSOR_CHECK(draws == 0, "tensor::cuda::Graph::set_capture_draws: expected 0 draws for a generator the capture ",
+                 "has not drawn from, got ", draws);
+    return;
+  }
+  found->draws = draws;
+}
+
 bool Graph::capturing(int index) {
   // No visible device (a CUDA build on a machine without a GPU): nothing can be capturing, as
   // in a build without CUDA; resolve() would throw "no CUDA device is visible".

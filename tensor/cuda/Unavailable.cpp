@@ -48,6 +48,11 @@ void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std
                const std::vector<Tensor>&, const std::vector<double>&, const std::vector<double>&, const AdamStep&) {
   unavailable("tensor::cuda::adam_step");
 }
+void adam_step_capturable(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&, const std::vector<Tensor>&, const Tensor&, const AdamStep&,
+                          const Tensor&) {
+  unavailable("tensor::cuda::adam_step_capturable");
+}
 Tensor multi_tensor_norm(const std::vector<Tensor>&, double) { unavailable("tensor::cuda::multi_tensor_norm"); }
 Tensor clip_by_norm(const std::vector<Tensor>&, double, double) { unavailable("tensor::cuda::clip_by_norm"); }
 void unscale_and_check(const std::vector<Tensor>&, const Tensor&, const Tensor&) {
@@ -70,6 +75,10 @@ void Graph::replay() const { unavailable("tensor::cuda::Graph::replay"); }
 size_t Graph::nodes() const { return 0; }
 bool Graph::capturing(int) { return false; }
 const uint64_t* Graph::random_state_for_capture(int, Generator&, uint64_t, uint64_t&) { return nullptr; }
+uint64_t Graph::capture_draws(int, const Generator&) { return 0; }
+void Graph::set_capture_draws(int, const Generator&, uint64_t) {
+  unavailable("tensor::cuda::Graph::set_capture_draws");
+}
 void Graph::reset() noexcept {}
 
 DeviceGuard::DeviceGuard(int) { unavailable("tensor::cuda::DeviceGuard"); }
