@@ -1,4 +1,5 @@
-// Generation.cpp: the prefill, the decode loop through the cache, and the sampler chain on the host.
+// Generation.cpp: the prefill, the decode loop through the cache (captured in a CUDA graph on a
+// GPU), and the sampler chain on the host.
 #include "nn/Generation.h"
 
 #include <algorithm>
@@ -6,10 +7,12 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 #include "nn/DecoderLM.h"
 #include "nn/Embedding.h"
 #include "nn/KVCache.h"
+#include "tensor/Cuda.h"
 
 namespace nn {
 
@@ -50,6 +53,55 @@ struct ModelState {
   ModelState(const ModelState&) = delete;
   ModelState& operator=(const ModelState&) = delete;
 };
+
+// Note [Captured decode steps]
+// On a CUDA device generate() captures one decode step (the model's forward of [B x 1] tokens
+// through a fixed-shape cache, and the reduction below) in a CUDA graph and replays it for every
+// later token: a step of a small model is a few hundred short kernels whose launches, not the
+// GPU, set its time. What the capture needs: the step's input is one static tensor refreshed in
+// place; the cache's lengths live on the device and the forward advances them there (its host
+// mirror stops following after the capture; generate() uses its own cache and drops it); no
+// host read inside the step. What the host then reads is small: for greedy decoding each row's
+// largest logit and its first index, not the row.
+
+// One step's next-token logits, reduced on their device as far as the sampler allows.
+struct StepLogits {
+  Tensor rows;     // float32 [B x V] (on the host path's precision: float32 before the comparison)
+  Tensor top, at;  // greedy: each row's largest logit (float32 [B]) and its first index (int64 [B])
+};
+
+StepLogits reduce_logits(const Tensor& logits, bool greedy) {  // logits [B x V]
+  StepLogits s;
+  s.rows = logits.to(DType::Float32).contiguous();
+  if (greedy) std::tie(s.top, s.at) = s.rows.max(1);  // the first NaN, else the first largest
+  return s;
+}
+
+// Each unfinished row's token from `s` (finished rows: unused). Greedy reads 2B numbers; a row
+// whose largest is NaN or +inf is read whole, so that sample_token names the value and the token.
+std::vector<int64_t> draw_tokens(const StepLogits& s, const std::vector<bool>& finished,
+                                 const GenerationOptions& options, tensor::Generator& gen) {
+  const int64_t B = static_cast<int64_t>(finished.size());
+  std::vector<int64_t> drawn(B, 0);
+  if (s.at.defined()) {
+    const std::vector<float> top = s.top.cpu().to_vector<float>();
+    const std::vector<int64_t> at = s.at.cpu().to_vector<int64_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      if (finished[b]) continue;
+      drawn[b] = std::isnan(top[b]) || top[b] == INFINITY
+                     ? sample_token(s.rows.select(0, b).cpu().to_vector<float>(), options, gen)
+                     : at[b];
+    }
+    return drawn;
+  }
+  const std::vector<float> all = s.rows.cpu().to_vector<float>();  // one copy, one synchronisation
+  const size_t V = all.size() / static_cast<size_t>(B);
+  for (int64_t b = 0; b < B; ++b) {
+    if (finished[b]) continue;
+    drawn[b] = sample_token(std::vector<float>(all.begin() + b * V, all.begin() + (b + 1) * V), options, gen);
+  }
+  return drawn;
+}
 
 }  // namespace
 
@@ -157,27 +209,37 @@ std::vector<std::vector<int64_t>> generate(DecoderLM& model, const std::vector<s
   tensor::Generator& gen = options.generator ? *options.generator : own;
   const Tensor& weight = model.wte().weight;
   const tensor::Device device = weight.device();
-  auto cache = std::make_shared<KVCache>(cfg.nLayer, B, cfg.kvHeads(), span, cfg.headDim(), weight.dtype(), device);
+  const bool graphed = options.cudaGraph && device.is_cuda();
+  auto cache = std::make_shared<KVCache>(cfg.nLayer, B, cfg.kvHeads(), span, cfg.headDim(), weight.dtype(), device,
+                                         KVCacheOptions{.fixedShape = graphed});
   ModelState restore(model);
   model.evaluate();
   model.setCache(cache);
+  const bool greedy = options.temperature == 0;
 
-  // prefill: the prompts right-padded, one pass; then each row's length
+  // prefill: the prompts right-padded, one pass; then each row's length, and the logits of each
+  // row's last real token
   std::vector<int64_t> padded(static_cast<size_t>(B * longest), options.padToken);
   for (int64_t b = 0; b < B; ++b) std::copy(prompts[b].begin(), prompts[b].end(), padded.begin() + b * longest);
   const Tensor logits = model.forward(tensor::from_vector(padded, {B, longest}).to(device));
   cache->setLengths(lengths);
-  std::vector<std::vector<float>> rows(B);
-  for (int64_t b = 0; b < B; ++b) {
-    rows[b] = logits.select(0, b).select(0, lengths[b] - 1).to(DType::Float32).cpu().to_vector<float>();
-  }
+  std::vector<int64_t> last(B);
+  for (int64_t b = 0; b < B; ++b) last[b] = b * longest + lengths[b] - 1;
+  StepLogits prefill = reduce_logits(
+      tensor::index_select(logits.reshape({B * longest, cfg.vocabSize}), 0, tensor::from_vector(last, {B}).to(device)),
+      greedy);
 
   std::vector<bool> finished(B, false);
   std::vector<int64_t> next(B, options.padToken);
+  Tensor tokens = tensor::zeros({B, 1}, DType::Int64, device);  // the decode step's input, refreshed in place
+  StepLogits decoded;
+  tensor::cuda::Graph graph;
+  const StepLogits* current = &prefill;
   for (int64_t step = 0;; ++step) {
+    const std::vector<int64_t> drawn = draw_tokens(*current, finished, options, gen);
     for (int64_t b = 0; b < B; ++b) {
       if (finished[b]) continue;
-      const int64_t t = sample_token(rows[b], options, gen);
+      const int64_t t = drawn[b];
       out[b].push_back(t);
       next[b] = t;
       auto stops = [t](const std::vector<int64_t>& list) {
@@ -191,13 +253,27 @@ std::vector<std::vector<int64_t>> generate(DecoderLM& model, const std::vector<s
       break;
     }
     // one token a row through the cache (a finished row's results are not read)
-    const Tensor step_logits = model.forward(tensor::from_vector(next, {B, 1}).to(device));
-    // every row's logits to the host in one copy (one synchronisation a step, not one a row)
-    const std::vector<float> all = step_logits.select(1, 0).to(DType::Float32).cpu().to_vector<float>();
-    const size_t V = all.size() / static_cast<size_t>(B);
-    for (int64_t b = 0; b < B; ++b) {
-      if (!finished[b]) rows[b].assign(all.begin() + b * V, all.begin() + (b + 1) * V);
+    tokens.copy_(tensor::from_vector(next, {B, 1}));
+    auto decode = [&] { decoded = reduce_logits(model.forward(tokens).select(1, 0), greedy); };
+    // Note [Captured decode steps]: the first decode step runs eagerly (plans, workspaces), the
+    // second is captured when at least one more follows, and every later one replays it.
+    const int64_t remaining = options.maxNewTokens - 1 - step;
+    if (graph.defined()) {
+      graph.replay();
+    } else if (graphed && step >= 1 && remaining >= 2) {
+      try {
+        graph = tensor::cuda::Graph::capture(decode, device.index);
+      } catch (const Error& e) {
+        throw Error(std::string(kWhere) +
+                    "the decode step could not be captured in a CUDA graph (set "
+                    "GenerationOptions::cudaGraph = false to decode eagerly): " +
+                    e.what());
+      }
+      graph.replay();
+    } else {
+      decode();
     }
+    current = &decoded;
   }
   return out;
 }

@@ -1,5 +1,7 @@
-// Generation.h: text generation with a DecoderLM through a KVCache, on either backend (the
-// logits of each step are copied to the host for sampling).
+// Generation.h: text generation with a DecoderLM through a KVCache, on either backend. The
+// sampler runs on the host: greedy decoding copies each row's largest logit and its id (found
+// on the model's device), sampling copies each row's logits (Note [Captured decode steps] in
+// Generation.cpp).
 // generate(model, prompts, options): a batch of prompts of any lengths, right-padded and run
 // in one prefill pass (the cache then set to each prompt's length, and each row's next token
 // drawn from the logits of its last real token), then one token a step for every row through
@@ -31,12 +33,17 @@ struct GenerationOptions {
   uint64_t seed = 0x5eed;  // the draws' generator when `generator` is null
   tensor::Generator* generator = nullptr;
   int64_t padToken = 0;  // fills the prefill's rows past their prompt (any id works)
+  // On a CUDA device: the decode step captured once in a CUDA graph and replayed (the cache then
+  // attends over its whole length, KVCacheOptions::fixedShape); the tokens are the same as
+  // eager decoding's. false: every step runs eagerly. Ignored on the CPU.
+  bool cudaGraph = true;
 };
 
 // Throws "nn.generate: expected ..." for options out of range (temperature < 0, top_p not in
 // (0, 1], top_k < 0, maxNewTokens < 0, rowStopTokens neither empty nor one list per prompt), for
 // an empty prompt or batch, for a token id outside
 // [0, vocab), and for prompts whose generation would pass n_positions; nothing runs then.
+// A decode step that cannot be captured (cudaGraph) throws, naming the option that avoids it.
 std::vector<std::vector<int64_t>> generate(DecoderLM& model, const std::vector<std::vector<int64_t>>& prompts,
                                            const GenerationOptions& options = {});
 

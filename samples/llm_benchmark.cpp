@@ -4,22 +4,31 @@
 //   - a training step of GPT-2 small's shape (vocab 50304, n_embd 768, 12 heads, --layers
 //     blocks, batch 8, sequence 512) and of a Llama of the same width (12 heads, 4 kv heads,
 //     SwiGLU 2048, RMSNorm, RoPE, vocab 32000): forward, the cross-entropy loss and its gradient,
-//     backward, gradients to the float32 master weights, AdamW, weights back to 16 bits;
-//   - decoding: a prompt of 128 tokens (prefill) then 128 greedy tokens one step at a time
-//     through the KV cache (nn::generate), batch 1 and 8, as tokens per second.
+//     backward, gradients to the float32 master weights, AdamW, weights back to 16 bits; with
+//     --graph the whole step is captured once in a CUDA graph and its replays are timed
+//     (capturable AdamW, Note [Capturable Adam] in nn/Adam.h; the loss left on the device); with
+//     --checkpoint-activations every block recomputes its forward in backward
+//     (DecoderLM::setActivationCheckpointing);
+//   - decoding: a prompt of --prompt tokens (512; the prefill) then --new-tokens greedy tokens
+//     (128) one step at a time through the KV cache (nn::generate, the step captured in a CUDA
+//     graph unless --eager-decode), at each of --decode-batches (1,16): the prefill's time, a
+//     decode step's time (the rest over the steps after the first token), tokens per second.
 // Every row reports the peak device memory of its timed iterations.
 // Usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]
-//                      [--json FILE] [--flags KEY=VALUE,...]
+//                      [--json FILE] [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N]
+//                      [--decode-batches B,B,...] [--eager-decode] [--graph] [--checkpoint-activations]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "convert/Convert.h"
+#include "cudnn/CrossEntropyCriterion.h"
 #include "cudnn/core/Config.h"
 #include "nn/AdamW.h"
 #include "nn/CrossEntropyCriterion.h"
@@ -33,10 +42,15 @@ namespace {
 
 const char* kUsage =
     "usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]\n"
-    "                     [--json FILE] [--flags KEY=VALUE,...]\n"
+    "                     [--json FILE] [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N]\n"
+    "                     [--decode-batches B,B,...] [--eager-decode] [--graph] [--checkpoint-activations]\n"
     "Times a GPT-2-small-shaped and a Llama training step (batch 8, sequence 512, AdamW over float32\n"
-    "master weights) and greedy decoding through the KV cache (prompt 128, 128 new tokens, batch 1 and 8)\n"
-    "on the GPU, each with its peak device memory. scripts/bench_torch_llm.py --ours FILE times\n"
+    "master weights) and greedy decoding through the KV cache (prompt 512, 128 new tokens, batches 1\n"
+    "and 16; the decode step captured in a CUDA graph unless --eager-decode)\n"
+    "on the GPU, each with its peak device memory; --graph captures the training step once in a CUDA\n"
+    "graph (capturable AdamW, the loss left on the device) and times its replays; --checkpoint-activations\n"
+    "recomputes every block's forward in the training step's backward instead of keeping its activations.\n"
+    "scripts/bench_torch_llm.py --ours FILE times\n"
     "transformers' GPT2LMHeadModel and LlamaForCausalLM in the same way and prints the ratios.\n";
 
 using tensor::DType;
@@ -46,6 +60,12 @@ struct Options {
   std::string dtype_name = "bfloat16", json_path, flags;
   int iterations = 10, warmup = 3;
   int64_t layers = 12;
+  int64_t prompt = 512, newTokens = 128;
+  std::vector<int64_t> decodeBatches{1, 16};
+  bool eagerDecode = false;  // every decode step eagerly (GenerationOptions::cudaGraph = false)
+  bool graph = false;        // the train step captured once as a CUDA graph, then replayed
+  // the train step's blocks recompute their forward in backward (DecoderLM::setActivationCheckpointing)
+  bool checkpointActivations = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -58,6 +78,25 @@ Options parse(int argc, char** argv) {
       .integer("--warmup", o.warmup, 0, 100000)
       .text("--json", o.json_path)
       .text("--flags", o.flags)
+      .integer("--prompt", o.prompt, 1, 4096)
+      .integer("--new-tokens", o.newTokens, 2, 4096)
+      .on("--decode-batches",
+          [&o](samples::Args& a, const std::string& f) {
+            o.decodeBatches.clear();
+            std::stringstream list(a.value(f));
+            for (std::string item; std::getline(list, item, ',');) {
+              char* end = nullptr;
+              const long long b = std::strtoll(item.c_str(), &end, 10);
+              if (item.empty() || *end != '\0' || b < 1 || b > 1024) {
+                a.fail(f + " expects batch sizes in [1, 1024] separated by commas, got '" + item + "'");
+              }
+              o.decodeBatches.push_back(b);
+            }
+            if (o.decodeBatches.empty()) a.fail(f + " expects at least one batch size");
+          })
+      .set("--eager-decode", o.eagerDecode)
+      .set("--graph", o.graph)
+      .set("--checkpoint-activations", o.checkpointActivations)
       .parse(args);
   return o;
 }
@@ -114,9 +153,14 @@ tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) 
   const nn::DecoderLMConfig c = model_config(kind, o.layers);
   auto model = gpu_model(c, dt);
   model->setFreeIntermediateGradients(true);
+  model->setActivationCheckpointing(o.checkpointActivations);
   nn::MasterWeights master(*model);
-  nn::AdamW optimizer(master.groups(), nn::AdamW::Options{.lr = 1e-4, .beta2 = 0.95, .weightDecay = 0.1});
+  nn::AdamW optimizer(master.groups(),
+                      nn::AdamW::Options{.lr = 1e-4, .beta2 = 0.95, .weightDecay = 0.1, .capturable = o.graph});
   nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+  // --graph: the loss stays on the device (a host read cannot be captured)
+  auto* deviceLoss = o.graph ? dynamic_cast<cudnn::CrossEntropyCriterion*>(criterion.get()) : nullptr;
+  if (o.graph && !deviceLoss) throw tensor::Error("llm_benchmark: --graph expects cudnn's CrossEntropyCriterion");
   const tensor::Device gpu = tensor::Device::cuda(0);
   const Tensor tokens =
       tensor::uniform({batch, seq}, 0, static_cast<double>(c.vocabSize), tensor::default_generator(), DType::Float64)
@@ -127,25 +171,38 @@ tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) 
     model->zeroGradParameters();
     const Tensor& logits = model->forward(tokens);
     const Tensor scores = logits.view({batch * seq, c.vocabSize});
-    criterion->forward(scores, targets);
+    if (deviceLoss) {
+      deviceLoss->lossOnDevice(scores, targets);
+    } else {
+      criterion->forward(scores, targets);
+    }
     const Tensor& gy = criterion->backward(scores, targets);
     model->backward(tokens, gy.view(logits.sizes()));
     master.gradsToMaster();
     optimizer.step();
     master.paramsToModel();
   };
+  std::function<void()> timedStep = step;
+  tensor::cuda::Graph graph;
+  if (o.graph) {
+    for (int i = 0; i < 2; ++i) step();  // warm-up: plans, workspaces, the optimizer's state
+    graph = tensor::cuda::Graph::capture(step);
+    timedStep = [&graph] { graph.replay(); };
+  }
   double peak = 0;
-  const double ms = timed(step, o.iterations, o.warmup, peak);
+  const double ms = timed(timedStep, o.iterations, o.warmup, peak);
   const std::string name = nn::decoder_kind_name(kind);
-  std::printf("%s train step (%lld layers, batch %lld, seq %lld, %s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
+  std::printf("%s train step (%lld layers, batch %lld, seq %lld, %s%s%s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
               name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch),
-              static_cast<long long>(seq), o.dtype_name.c_str(), ms, batch * seq / (ms / 1000), peak);
-  return tensor::Json::Object{{"model", name}, {"layers", o.layers}, {"batch", batch},
-                              {"seq", seq},    {"ms", ms},           {"peak_mib", peak}};
+              static_cast<long long>(seq), o.dtype_name.c_str(), o.graph ? ", graphed" : ", eager",
+              o.checkpointActivations ? ", activations checkpointed" : "", ms, batch * seq / (ms / 1000), peak);
+  return tensor::Json::Object{
+      {"model", name}, {"layers", o.layers}, {"batch", batch},   {"seq", seq},
+      {"ms", ms},      {"graphed", o.graph}, {"peak_mib", peak}, {"checkpoint_activations", o.checkpointActivations}};
 }
 
 tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int64_t batch) {
-  const int64_t prompt = 128, fresh = 128;
+  const int64_t prompt = o.prompt, fresh = o.newTokens;
   const nn::DecoderLMConfig c = model_config(kind, o.layers);
   auto model = gpu_model(c, dt);
   model->evaluate();
@@ -153,17 +210,28 @@ tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int6
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t t = 0; t < prompt; ++t) prompts[b].push_back((b * 7919 + t * 104729) % c.vocabSize);
   }
+  // the prefill alone is generate() of one token; a decode step is the rest of the time over the
+  // fresh - 1 steps that follow (scripts/bench_torch_llm.py times transformers' generate alike)
   nn::GenerationOptions g;
-  g.maxNewTokens = fresh;  // greedy, no stop tokens: every row makes all of them
-  auto run = [&] { nn::generate(*model, prompts, g); };
+  g.cudaGraph = !o.eagerDecode;
+  g.maxNewTokens = 1;
   double peak = 0;
-  const double ms = timed(run, std::max(1, o.iterations / 2), std::min(o.warmup, 1), peak);
+  const int iterations = std::max(1, o.iterations / 2), warmup = std::min(o.warmup, 1);
+  const double prefillMs = timed([&] { nn::generate(*model, prompts, g); }, iterations, warmup, peak);
+  g.maxNewTokens = fresh;  // greedy, no stop tokens: every row makes all of them
+  const double ms = timed([&] { nn::generate(*model, prompts, g); }, iterations, warmup, peak);
+  const double stepMs = (ms - prefillMs) / static_cast<double>(std::max<int64_t>(fresh - 1, 1));
   const std::string name = nn::decoder_kind_name(kind);
-  std::printf("%s decode (batch %lld, prompt %lld, %lld new tokens, %s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
-              name.c_str(), static_cast<long long>(batch), static_cast<long long>(prompt),
-              static_cast<long long>(fresh), o.dtype_name.c_str(), ms, batch * fresh / (ms / 1000), peak);
-  return tensor::Json::Object{{"model", name},       {"layers", o.layers}, {"batch", batch},  {"prompt", prompt},
-                              {"new_tokens", fresh}, {"ms", ms},           {"peak_mib", peak}};
+  std::printf(
+      "%s decode (batch %lld, prompt %lld, %lld new tokens, %s%s): %.3f ms; prefill %.3f ms (%.0f tokens/s), "
+      "%.3f ms a step (%.0f tokens/s) (peak %.0f MiB)\n",
+      name.c_str(), static_cast<long long>(batch), static_cast<long long>(prompt), static_cast<long long>(fresh),
+      o.dtype_name.c_str(), o.eagerDecode ? ", eager" : ", graphed", ms, prefillMs, batch * prompt / (prefillMs / 1000),
+      stepMs, batch / (stepMs / 1000), peak);
+  return tensor::Json::Object{{"model", name},           {"layers", o.layers},  {"batch", batch},
+                              {"prompt", prompt},        {"new_tokens", fresh}, {"ms", ms},
+                              {"prefill_ms", prefillMs}, {"step_ms", stepMs},   {"graphed", !o.eagerDecode},
+                              {"peak_mib", peak}};
 }
 
 }  // namespace
@@ -182,7 +250,7 @@ int main(int argc, char** argv) {
     tensor::Json::Array train, decode;
     for (const auto kind : {nn::DecoderKind::GPT2, nn::DecoderKind::Llama}) {
       train.push_back(bench_train_step(o, kind, dt));
-      for (const int64_t batch : {1, 8}) decode.push_back(bench_decode(o, kind, dt, batch));
+      for (const int64_t batch : o.decodeBatches) decode.push_back(bench_decode(o, kind, dt, batch));
     }
     const tensor::Json results =
         tensor::Json::Object{{"dtype", o.dtype_name}, {"train_step", train}, {"decode", decode}};

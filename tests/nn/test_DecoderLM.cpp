@@ -278,6 +278,14 @@ TEST_CASE("bad sampling parameters, prompts and logits are errors naming generat
   CHECK(has(error_of([&] { nn::sample_token({}, o, g); }), "at least one token"));
   o.maxNewTokens = 0;
   CHECK(nn::generate(*m, {{1, 2}}, o) == std::vector<std::vector<int64_t>>{{}});
+  // NaN logits (from a NaN weight) are named alike by greedy decoding (which reads each row's
+  // largest logit alone) and by sampling
+  m->lmHead().weight.fill_(NAN);
+  for (const double temperature : {0.0, 1.0}) {
+    o.maxNewTokens = 3;
+    o.temperature = temperature;
+    CHECK(has(error_of([&] { nn::generate(*m, {{1, 2}}, o); }), "neither NaN nor +inf, got nan for token 0"));
+  }
 }
 
 TEST_CASE("DecoderLM errors name the model: tokens, positions past n_positions, caches that do not fit") {
