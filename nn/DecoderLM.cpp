@@ -2,6 +2,7 @@
 // the position ids and the embeddings' sum are tensor ops on the tokens' device.
 #include "nn/DecoderLM.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -315,12 +316,12 @@ std::vector<bool> DecoderLM::activationCheckpointing() const {
 
 void DecoderLM::releaseActivations() {
   Container::releaseActivations();
-  positions_ = x_ = hidden_ = normed_ = Tensor();
+  positions_ = x_ = hidden_ = normed_ = rowsOutput_ = Tensor();
 }
 
-const Tensor& DecoderLM::updateOutput(const Tensor& input) {
-  checkModules("updateOutput");
-  checkTokens(input, "updateOutput");
+const Tensor& DecoderLM::forwardBlocks(const Tensor& input, const char* method) {
+  checkModules(method);
+  checkTokens(input, method);
   const int64_t B = input.size(0), S = input.size(1);
   auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
     return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
@@ -342,9 +343,49 @@ const Tensor& DecoderLM::updateOutput(const Tensor& input) {
   const size_t h = slot("h"), lnf = slot("ln_f");
   hidden_ = fwd(h, x_);
   if (cache_) cache_->advance(S);  // every block has written its S tokens
+  return hidden_;
+}
+
+const Tensor& DecoderLM::updateOutput(const Tensor& input) {
+  forwardBlocks(input, "updateOutput");
+  const size_t lnf = slot("ln_f");
+  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
+    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+  };
   normed_ = fwd(lnf, hidden_);
   output = fwd(lnf + 1, normed_);
   return output;
+}
+
+const Tensor& DecoderLM::forwardRows(const Tensor& tokens, const Tensor& rows) {
+  if (!rows.defined() || rows.dim() != 1 || rows.dtype() != DType::Int64) {
+    throw Error(where("forwardRows") + "expected the rows as int64 [N], got " +
+                (rows.defined() ? rows.description() : std::string("an undefined tensor")));
+  }
+  checkTokens(tokens, "forwardRows");
+  if (rows.device() != tokens.device()) {
+    throw Error(where("forwardRows") + "the rows " + rows.description() + " are not on the tokens' device " +
+                tokens.device().str());
+  }
+  // the rows are checked against B x S before the forward writes anything (a cache included)
+  const int64_t flat = tokens.size(0) * tokens.size(1);
+  if (rows.numel() > 0) {
+    const std::vector<int64_t> host = rows.cpu().to_vector<int64_t>();
+    const auto [lo, hi] = std::minmax_element(host.begin(), host.end());
+    if (*lo < 0 || *hi >= flat) {
+      throw Error(where("forwardRows") + "row " + std::to_string(*lo < 0 ? *lo : *hi) + " is outside the " +
+                  std::to_string(flat) + " positions of tokens " + tokens.description());
+    }
+  }
+  const Tensor& hidden = forwardBlocks(tokens, "forwardRows");
+  const size_t lnf = slot("ln_f");
+  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
+    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+  };
+  const Tensor picked = tensor::index_select(hidden.reshape({flat, config_.nEmbd}), 0, rows);
+  rowsOutput_ = fwd(lnf + 1, fwd(lnf, picked));
+  normed_ = Tensor();  // ln_f and the head hold the picked rows' state: no backward from here
+  return rowsOutput_;
 }
 
 void DecoderLM::backwardPass(const Tensor& input, const Tensor& gradOutput, double scale) {

@@ -63,6 +63,11 @@ class DecoderLM : public Container {
   DecoderLM(const DecoderLMConfig& config, std::vector<ModulePtr> children);
 
   const Tensor& updateOutput(const Tensor& input) override;
+  // Inference: the logits [N x V] of the N flat positions `rows` (int64 [N] on the tokens'
+  // device, each b * S + s) of the forward of `tokens`, with ln_f and the head run on those N
+  // rows only (a prefill needs each row's last token: B of the B x S). Advances a cache as
+  // forward does; leaves no state for a backward.
+  const Tensor& forwardRows(const Tensor& tokens, const Tensor& rows);
   // Leaves gradInput undefined (token ids have no gradient), after the children's pass.
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
@@ -111,11 +116,14 @@ class DecoderLM : public Container {
   void checkModules(const char* method) const;
   void checkTokens(const Tensor& tokens, const char* method) const;
   void backwardPass(const Tensor& input, const Tensor& gradOutput, double scale);
+  // forward through the embeddings and the blocks (advancing a cache): hidden_
+  const Tensor& forwardBlocks(const Tensor& input, const char* method);
 
   DecoderLMConfig config_;
   std::shared_ptr<KVCache> cache_;
   // forward: the position ids, the embeddings' sum, the children's outputs as handed back
   Tensor positions_, x_, hidden_, normed_;
+  Tensor rowsOutput_;  // forwardRows' logits
   Tensor steps_;  // 0, 1, ... on the tokens' device, made once (a host copy cannot be captured in a CUDA graph)
 };
 

@@ -221,13 +221,13 @@ std::vector<std::vector<int64_t>> generate(DecoderLM& model, const std::vector<s
   // row's last real token
   std::vector<int64_t> padded(static_cast<size_t>(B * longest), options.padToken);
   for (int64_t b = 0; b < B; ++b) std::copy(prompts[b].begin(), prompts[b].end(), padded.begin() + b * longest);
-  const Tensor logits = model.forward(tensor::from_vector(padded, {B, longest}).to(device));
-  cache->setLengths(lengths);
   std::vector<int64_t> last(B);
   for (int64_t b = 0; b < B; ++b) last[b] = b * longest + lengths[b] - 1;
-  StepLogits prefill = reduce_logits(
-      tensor::index_select(logits.reshape({B * longest, cfg.vocabSize}), 0, tensor::from_vector(last, {B}).to(device)),
-      greedy);
+  // ln_f and the head on each row's last real token only (not the B x longest x V logits)
+  const Tensor logits =
+      model.forwardRows(tensor::from_vector(padded, {B, longest}).to(device), tensor::from_vector(last, {B}).to(device));
+  cache->setLengths(lengths);
+  StepLogits prefill = reduce_logits(logits, greedy);
 
   std::vector<bool> finished(B, false);
   std::vector<int64_t> next(B, options.padToken);

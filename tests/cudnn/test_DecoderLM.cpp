@@ -87,6 +87,27 @@ TEST_CASE("cudnn DecoderLM: the cached forward equals the full recomputation on 
   }
 }
 
+TEST_CASE("cudnn DecoderLM forwardRows: the picked positions' logits of the full forward, float32 and bfloat16") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  for (const char* name : {"gpt2_tied", "llama_gqa"}) {
+    for (DType dt : {DType::Float32, DType::BFloat16}) {
+      INFO(name, " ", std::string(tensor::name(dt)));
+      auto m = on_gpu(name, dt);
+      const int64_t V = m->settings().vocabSize;
+      const Tensor t = from_vector<int64_t>({5, 17, 42, 8, 99, 3, 61, 0}, {2, 4}).to(gpu);
+      const Tensor full = m->forward(t).clone().reshape({8, V});
+      const std::vector<int64_t> picks = {3, 7, 0};
+      const Tensor got = m->forwardRows(t, from_vector(picks, {3}).to(gpu)).clone();
+      REQUIRE(got.sizes() == Shape{3, V});
+      // the head's product over 3 rows instead of 8 may take another algorithm
+      const double tol = dt == DType::Float32 ? 1e-5 : 2e-2;
+      for (int64_t i = 0; i < 3; ++i) CHECK(max_rel(got.select(0, i), full.select(0, picks[i])) < tol);
+      CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector(picks, {3})), doctest::Contains("not on the tokens' device"),
+                           std::exception);
+    }
+  }
+}
+
 TEST_CASE("cudnn DecoderLM saves as a Hugging Face checkpoint and converts back to nn, the tie kept") {
   cudnn::ScopedConfig flags("allow_tf32=false");
   auto m = on_gpu("gpt2_tied");

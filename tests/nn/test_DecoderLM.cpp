@@ -153,6 +153,37 @@ TEST_CASE("a cached forward gives the full recomputation's logits: prefill, then
   }
 }
 
+TEST_CASE("forwardRows: the picked positions' logits of the full forward, bad rows refused before a cache moves") {
+  for (nn::DecoderKind kind : kKinds) {
+    INFO(nn::decoder_kind_name(kind));
+    manual_seed(13);
+    auto m = make(tiny(kind));
+    m->evaluate();
+    const Tensor t = tokens({{3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}});
+    const Tensor full = m->forward(t).clone().reshape({10, 13});
+    const std::vector<int64_t> picks = {4, 6, 0, 9, 4};  // any order, repeats allowed
+    const Tensor rows = from_vector(picks, {5});
+    const Tensor got = m->forwardRows(t, rows).clone();
+    REQUIRE(got.sizes() == Shape{5, 13});
+    for (int64_t i = 0; i < 5; ++i) {
+      INFO("row ", picks[i]);
+      CHECK(max_abs_diff(got.select(0, i), full.select(0, picks[i])) == 0);
+    }
+    // no backward from a forwardRows
+    CHECK_THROWS(m->backward(t, zeros({2, 5, 13})));
+    auto cache = std::make_shared<nn::KVCache>(2, 2, tiny(kind).kvHeads(), 16, 4, DType::Float32, Device::cpu());
+    m->setCache(cache);
+    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<int64_t>({10}, {1})),
+                         doctest::Contains("row 10 is outside the 10 positions"), std::exception);
+    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<int64_t>({-1}, {1})), doctest::Contains("row -1"), std::exception);
+    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<double>({1}, {1})), doctest::Contains("int64 [N]"), std::exception);
+    CHECK(cache->hostLengths() == std::vector<int64_t>{0, 0});  // nothing written
+    m->forwardRows(t, rows);
+    CHECK(cache->hostLengths() == std::vector<int64_t>{5, 5});
+    m->setCache(nullptr);
+  }
+}
+
 TEST_CASE("greedy generation is the argmax of the full recomputation, per row, with stop tokens") {
   for (nn::DecoderKind kind : kKinds) {
     INFO(nn::decoder_kind_name(kind));
