@@ -2,7 +2,7 @@
 // Hugging Face transformers' models in PyTorch (the median of timed iterations after a warm-up,
 // each synchronised; the same shapes):
 //   - a training step of GPT-2 small's shape (vocab 50304, n_embd 768, 12 heads, --layers
-//     blocks, batch 8, sequence 512) and of a Llama of the same width (12 heads, 4 kv heads,
+//     blocks, --batch 8 x --seq 512 tokens) and of a Llama of the same width (12 heads, 4 kv heads,
 //     SwiGLU 2048, RMSNorm, RoPE, vocab 32000): forward, the cross-entropy loss and its gradient,
 //     backward, gradients to the float32 master weights, AdamW, weights back to 16 bits; with
 //     --graph the whole step is captured once in a CUDA graph and its replays are timed
@@ -13,10 +13,16 @@
 //     (128) one step at a time through the KV cache (nn::generate, the step captured in a CUDA
 //     graph unless --eager-decode), at each of --decode-batches (1,16): the prefill's time, a
 //     decode step's time (the rest over the steps after the first token), tokens per second.
-// Every row reports the peak device memory of its timed iterations.
-// Usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]
-//                      [--json FILE] [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N]
-//                      [--decode-batches B,B,...] [--eager-decode] [--graph] [--checkpoint-activations]
+// Every row reports the peak device memory of its timed iterations and where it stands against the
+// machine's limits (Note [Counted FLOPs and bytes]): a training step's model TFLOP/s against the
+// dense 16-bit peak (--peak-tflops, 790: an H200's measured bfloat16 rate), a decode step's GB/s
+// (its weights and the cache read once) against the copy bandwidth (--peak-gbps, 4300).
+// --models picks gpt2, llama or both; --decode-batches none (or --no-train) leaves a part out.
+// Usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--batch N] [--seq N]
+//                      [--models gpt2,llama] [--iterations N] [--warmup N] [--json FILE]
+//                      [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N] [--no-train]
+//                      [--decode-batches B,B,...|none] [--eager-decode] [--graph]
+//                      [--checkpoint-activations] [--peak-tflops X] [--peak-gbps X]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,15 +47,19 @@
 namespace {
 
 const char* kUsage =
-    "usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--iterations N] [--warmup N]\n"
-    "                     [--json FILE] [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N]\n"
-    "                     [--decode-batches B,B,...] [--eager-decode] [--graph] [--checkpoint-activations]\n"
-    "Times a GPT-2-small-shaped and a Llama training step (batch 8, sequence 512, AdamW over float32\n"
+    "usage: llm_benchmark [--dtype bfloat16|float16|float32] [--layers N] [--batch N] [--seq N]\n"
+    "                     [--models gpt2,llama] [--iterations N] [--warmup N] [--json FILE]\n"
+    "                     [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N] [--no-train]\n"
+    "                     [--decode-batches B,B,...|none] [--eager-decode] [--graph]\n"
+    "                     [--checkpoint-activations] [--peak-tflops X] [--peak-gbps X]\n"
+    "Times a GPT-2-small-shaped and a Llama training step (--batch 8 x --seq 512, AdamW over float32\n"
     "master weights) and greedy decoding through the KV cache (prompt 512, 128 new tokens, batches 1\n"
     "and 16; the decode step captured in a CUDA graph unless --eager-decode)\n"
     "on the GPU, each with its peak device memory; --graph captures the training step once in a CUDA\n"
     "graph (capturable AdamW, the loss left on the device) and times its replays; --checkpoint-activations\n"
     "recomputes every block's forward in the training step's backward instead of keeping its activations.\n"
+    "Each row also reports its model TFLOP/s (training) or GB/s (decoding) against --peak-tflops (790)\n"
+    "and --peak-gbps (4300), an H200's measured bfloat16 and copy rates.\n"
     "scripts/bench_torch_llm.py --ours FILE times\n"
     "transformers' GPT2LMHeadModel and LlamaForCausalLM in the same way and prints the ratios.\n";
 
@@ -60,6 +70,10 @@ struct Options {
   std::string dtype_name = "bfloat16", json_path, flags;
   int iterations = 10, warmup = 3;
   int64_t layers = 12;
+  int64_t batch = 8, seq = 512;  // the training step's
+  std::vector<std::string> models{"gpt2", "llama"};
+  bool train = true;
+  double peakTflops = 790, peakGbps = 4300;
   int64_t prompt = 512, newTokens = 128;
   std::vector<int64_t> decodeBatches{1, 16};
   bool eagerDecode = false;  // every decode step eagerly (GenerationOptions::cudaGraph = false)
@@ -74,6 +88,22 @@ Options parse(int argc, char** argv) {
   samples::Flags()
       .choice("--dtype", o.dtype_name, {"bfloat16", "float16", "float32"})
       .integer("--layers", o.layers, 1, 128)
+      .integer("--batch", o.batch, 1, 4096)
+      .integer("--seq", o.seq, 1, 8192)
+      .on("--models",
+          [&o](samples::Args& a, const std::string& f) {
+            const std::string v = a.value(f);
+            if (v == "gpt2" || v == "llama") {
+              o.models = {v};
+            } else if (v == "gpt2,llama" || v == "llama,gpt2") {
+              o.models = {"gpt2", "llama"};
+            } else {
+              a.fail(f + " expects gpt2, llama or gpt2,llama, got '" + v + "'");
+            }
+          })
+      .on("--no-train", [&o](samples::Args&, const std::string&) { o.train = false; })
+      .number("--peak-tflops", o.peakTflops, 1, 1e6)
+      .number("--peak-gbps", o.peakGbps, 1, 1e6)
       .integer("--iterations", o.iterations, 1, 100000)
       .integer("--warmup", o.warmup, 0, 100000)
       .text("--json", o.json_path)
@@ -83,7 +113,9 @@ Options parse(int argc, char** argv) {
       .on("--decode-batches",
           [&o](samples::Args& a, const std::string& f) {
             o.decodeBatches.clear();
-            std::stringstream list(a.value(f));
+            const std::string value = a.value(f);
+            if (value == "none") return;
+            std::stringstream list(value);
             for (std::string item; std::getline(list, item, ',');) {
               char* end = nullptr;
               const long long b = std::strtoll(item.c_str(), &end, 10);
@@ -92,7 +124,7 @@ Options parse(int argc, char** argv) {
               }
               o.decodeBatches.push_back(b);
             }
-            if (o.decodeBatches.empty()) a.fail(f + " expects at least one batch size");
+            if (o.decodeBatches.empty()) a.fail(f + " expects at least one batch size, or none");
           })
       .set("--eager-decode", o.eagerDecode)
       .set("--graph", o.graph)
@@ -140,6 +172,32 @@ nn::DecoderLMConfig model_config(nn::DecoderKind kind, int64_t layers) {
   return c;
 }
 
+// Note [Counted FLOPs and bytes]
+// The roofline figures count the work a row must do, not what our kernels happen to do:
+//   - a training step: 6 x (the weights of the matrix products: q, k, v, o, the MLP, the head)
+//     per token, plus 12 x n_layer x n_embd x seq per token for the attention's two products
+//     forward and backward (the PaLM and nanoGPT convention: the whole square, although a causal
+//     mask needs half of it, and no recompute under activation checkpointing);
+//   - a decode step: every matrix product's weights read once (the B rows share the read) and
+//     the keys and values of the cache read once per row, at the decode's mean length
+//     prompt + new_tokens / 2. Norms, embeddings, biases and activations are left out (under 1%).
+double matmul_weights(const nn::DecoderLMConfig& c) {
+  const double E = static_cast<double>(c.nEmbd), kv = static_cast<double>(c.kvHeads() * c.headDim());
+  const double mlp = c.kind == nn::DecoderKind::GPT2 ? 2 * E * 4 * E : 3 * E * static_cast<double>(c.intermediateSize);
+  return static_cast<double>(c.nLayer) * (2 * E * E + 2 * E * kv + mlp) + static_cast<double>(c.vocabSize) * E;
+}
+
+double train_flops(const nn::DecoderLMConfig& c, int64_t batch, int64_t seq) {
+  const double tokens = static_cast<double>(batch * seq);
+  return tokens * (6 * matmul_weights(c) + 12.0 * static_cast<double>(c.nLayer * c.nEmbd * seq));
+}
+
+double decode_step_bytes(const nn::DecoderLMConfig& c, DType dt, int64_t batch, double meanLength) {
+  const double bytes = static_cast<double>(tensor::itemsize(dt));
+  const double cache = 2.0 * static_cast<double>(c.nLayer * batch * c.kvHeads() * c.headDim()) * meanLength;
+  return bytes * (matmul_weights(c) + cache);
+}
+
 std::shared_ptr<nn::DecoderLM> gpu_model(const nn::DecoderLMConfig& c, DType dt) {
   auto model = c.kind == nn::DecoderKind::GPT2 ? nn::make_gpt2(c) : nn::make_llama(c);
   model = std::dynamic_pointer_cast<nn::DecoderLM>(nn::convert(model, cudnn::backend));
@@ -149,8 +207,12 @@ std::shared_ptr<nn::DecoderLM> gpu_model(const nn::DecoderLMConfig& c, DType dt)
 }
 
 tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) {
-  const int64_t batch = 8, seq = 512;
+  const int64_t batch = o.batch, seq = o.seq;
   const nn::DecoderLMConfig c = model_config(kind, o.layers);
+  if (seq > c.nPositions) {
+    throw tensor::Error("llm_benchmark: --seq " + std::to_string(seq) + " is past the model's " +
+                        std::to_string(c.nPositions) + " positions");
+  }
   auto model = gpu_model(c, dt);
   model->setFreeIntermediateGradients(true);
   model->setActivationCheckpointing(o.checkpointActivations);
@@ -192,13 +254,25 @@ tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) 
   double peak = 0;
   const double ms = timed(timedStep, o.iterations, o.warmup, peak);
   const std::string name = nn::decoder_kind_name(kind);
-  std::printf("%s train step (%lld layers, batch %lld, seq %lld, %s%s%s): %.3f ms, %.0f tokens/s (peak %.0f MiB)\n",
-              name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch),
-              static_cast<long long>(seq), o.dtype_name.c_str(), o.graph ? ", graphed" : ", eager",
-              o.checkpointActivations ? ", activations checkpointed" : "", ms, batch * seq / (ms / 1000), peak);
-  return tensor::Json::Object{
-      {"model", name}, {"layers", o.layers}, {"batch", batch},   {"seq", seq},
-      {"ms", ms},      {"graphed", o.graph}, {"peak_mib", peak}, {"checkpoint_activations", o.checkpointActivations}};
+  const double flops = train_flops(c, batch, seq), tflops = flops / (ms / 1000) / 1e12;
+  std::printf(
+      "%s train step (%lld layers, batch %lld, seq %lld, %s%s%s): %.3f ms, %.0f tokens/s, %.0f TFLOP/s = %.0f%% "
+      "of %.0f (peak %.0f MiB)\n",
+      name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch), static_cast<long long>(seq),
+      o.dtype_name.c_str(), o.graph ? ", graphed" : ", eager",
+      o.checkpointActivations ? ", activations checkpointed" : "", ms, static_cast<double>(batch * seq) / (ms / 1000),
+      tflops, 100 * tflops / o.peakTflops, o.peakTflops, peak);
+  return tensor::Json::Object{{"model", name},
+                              {"layers", o.layers},
+                              {"batch", batch},
+                              {"seq", seq},
+                              {"ms", ms},
+                              {"graphed", o.graph},
+                              {"peak_mib", peak},
+                              {"checkpoint_activations", o.checkpointActivations},
+                              {"flops", flops},
+                              {"tflops", tflops},
+                              {"peak_tflops", o.peakTflops}};
 }
 
 tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int64_t batch) {
@@ -222,16 +296,20 @@ tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int6
   const double ms = timed([&] { nn::generate(*model, prompts, g); }, iterations, warmup, peak);
   const double stepMs = (ms - prefillMs) / static_cast<double>(std::max<int64_t>(fresh - 1, 1));
   const std::string name = nn::decoder_kind_name(kind);
+  const double stepBytes =
+      decode_step_bytes(c, dt, batch, static_cast<double>(prompt) + static_cast<double>(fresh) / 2);
+  const double gbps = stepBytes / (stepMs / 1000) / 1e9;
   std::printf(
       "%s decode (batch %lld, prompt %lld, %lld new tokens, %s%s): %.3f ms; prefill %.3f ms (%.0f tokens/s), "
-      "%.3f ms a step (%.0f tokens/s) (peak %.0f MiB)\n",
+      "%.3f ms a step (%.0f tokens/s, %.0f GB/s = %.1f%% of %.0f) (peak %.0f MiB)\n",
       name.c_str(), static_cast<long long>(batch), static_cast<long long>(prompt), static_cast<long long>(fresh),
       o.dtype_name.c_str(), o.eagerDecode ? ", eager" : ", graphed", ms, prefillMs, batch * prompt / (prefillMs / 1000),
-      stepMs, batch / (stepMs / 1000), peak);
-  return tensor::Json::Object{{"model", name},           {"layers", o.layers},  {"batch", batch},
-                              {"prompt", prompt},        {"new_tokens", fresh}, {"ms", ms},
-                              {"prefill_ms", prefillMs}, {"step_ms", stepMs},   {"graphed", !o.eagerDecode},
-                              {"peak_mib", peak}};
+      stepMs, static_cast<double>(batch) / (stepMs / 1000), gbps, 100 * gbps / o.peakGbps, o.peakGbps, peak);
+  return tensor::Json::Object{{"model", name},           {"layers", o.layers},      {"batch", batch},
+                              {"prompt", prompt},        {"new_tokens", fresh},     {"ms", ms},
+                              {"prefill_ms", prefillMs}, {"step_ms", stepMs},       {"graphed", !o.eagerDecode},
+                              {"peak_mib", peak},        {"step_bytes", stepBytes}, {"gbps", gbps},
+                              {"peak_gbps", o.peakGbps}};
 }
 
 }  // namespace
@@ -248,8 +326,9 @@ int main(int argc, char** argv) {
                      : o.dtype_name == "bfloat16" ? DType::BFloat16
                                                   : DType::Float32;
     tensor::Json::Array train, decode;
-    for (const auto kind : {nn::DecoderKind::GPT2, nn::DecoderKind::Llama}) {
-      train.push_back(bench_train_step(o, kind, dt));
+    for (const std::string& model : o.models) {
+      const nn::DecoderKind kind = model == "gpt2" ? nn::DecoderKind::GPT2 : nn::DecoderKind::Llama;
+      if (o.train) train.push_back(bench_train_step(o, kind, dt));
       for (const int64_t batch : o.decodeBatches) decode.push_back(bench_decode(o, kind, dt, batch));
     }
     const tensor::Json results =

@@ -13,6 +13,9 @@ Decoding: model.generate(greedy, min_new_tokens = max_new_tokens) with the dynam
 model cast to the dtype, the rows' prompt and new tokens (512 and 128 by default); the prefill is
 generate() of one token, a decode step the rest over the steps after it. --torch-graph also times
 a greedy loop over transformers' StaticCache with the step captured in a torch.cuda.CUDAGraph.
+Roofline: each training row prints both sides' TFLOP/s and each decode step both sides' GB/s, from
+the work llm_benchmark counted for the row (Note [Counted FLOPs and bytes] in
+samples/llm_benchmark.cpp), as a share of the peaks it names.
 """
 import argparse
 import json
@@ -164,6 +167,10 @@ def main():
         ours_tag = ", ours graphed" if row.get("graphed") else ""
         name = f"{row['model']} train step L{row['layers']} b{row['batch']} s{row['seq']} ({tag}{ours_tag})"
         print(f"{name:58s} {row['ms']:9.3f} {ms:9.3f} {ms / row['ms']:6.2f} {row['peak_mib']:9.0f} {peak:9.0f}")
+        if "flops" in row:
+            ours_t, torch_t = row["flops"] / row["ms"] / 1e9, row["flops"] / ms / 1e9
+            print(f"{'  TFLOP/s (% of ' + str(round(row['peak_tflops'])) + ')':58s} {ours_t:9.0f} {torch_t:9.0f}"
+                  f"   ours {100 * ours_t / row['peak_tflops']:.0f}%, torch {100 * torch_t / row['peak_tflops']:.0f}%")
         torch.cuda.empty_cache()
     for row in ours["decode"]:
         ms, pre, step, peak, tag = decode_times(row, dt, args)
@@ -172,6 +179,10 @@ def main():
         if "step_ms" in row:
             print(f"{'  prefill':58s} {row['prefill_ms']:9.3f} {pre:9.3f} {pre / row['prefill_ms']:6.2f}")
             print(f"{'  a decode step':58s} {row['step_ms']:9.3f} {step:9.3f} {step / row['step_ms']:6.2f}")
+        if "step_bytes" in row:
+            ours_g, torch_g = row["step_bytes"] / row["step_ms"] / 1e6, row["step_bytes"] / step / 1e6
+            print(f"{'  GB/s a step (% of ' + str(round(row['peak_gbps'])) + ')':58s} {ours_g:9.0f} {torch_g:9.0f}"
+                  f"   ours {100 * ours_g / row['peak_gbps']:.1f}%, torch {100 * torch_g / row['peak_gbps']:.1f}%")
         torch.cuda.empty_cache()
 
 if __name__ == "__main__":
