@@ -23,6 +23,15 @@ class Backend {
   // `stream`: a cudaStream_t for NCCL (nullptr: the device's stream); ignored by MPI.
   virtual void allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) = 0;
   virtual void broadcast(void* data, int64_t count, tensor::DType dtype, int root, void* stream) = 0;
+  // Equal chunks (ShardedDataParallel's shards). reduceScatter: `send` holds worldSize chunks of
+  // `count` elements; rank r receives in `recv` (`count` elements) the reduction (Sum or Avg)
+  // of every rank's chunk r. allGather: `send` holds `count` elements; `recv` (worldSize chunks
+  // of `count`) receives rank r's in chunk r, on every rank; in place when `send` is `recv`'s
+  // own chunk (recv + rank * count). Both are enqueued like the others: `send` and `recv` stay
+  // alive and untouched until wait() (MPI) or the stream's order (NCCL) completes them.
+  virtual void reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op,
+                             void* stream) = 0;
+  virtual void allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void* stream) = 0;
   virtual void groupStart() {}
   virtual void groupEnd() {}
   // Completes the work enqueued so far (on `stream` for NCCL) within the timeout; `what` names it.

@@ -51,6 +51,18 @@ void broadcast(tensor::Tensor& t, int root) {
   g->wait(t.device(), "broadcast");
 }
 
+void reduce_scatter(const tensor::Tensor& input, tensor::Tensor& output, ReduceOp op) {
+  auto g = default_group();
+  g->reduceScatter(input, output, op);
+  g->wait(input.device(), "reduce_scatter");
+}
+
+void all_gather(const tensor::Tensor& input, tensor::Tensor& output) {
+  auto g = default_group();
+  g->allGather(input, output);
+  g->wait(input.device(), "all_gather");
+}
+
 void barrier() { default_group()->barrier(); }
 
 void destroy() { slot().reset(); }

@@ -26,6 +26,10 @@ int world_size();  // 1 before init()
 // (the host waits, Note [Failure is not a hang] in ProcessGroup.h).
 void all_reduce(tensor::Tensor& t, ReduceOp op = ReduceOp::Sum);
 void broadcast(tensor::Tensor& t, int root = 0);
+// Equal chunks (ProcessGroup::reduceScatter / allGather): `output` gets this rank's chunk of the
+// reduced `input`; every rank's `input` in order.
+void reduce_scatter(const tensor::Tensor& input, tensor::Tensor& output, ReduceOp op = ReduceOp::Sum);
+void all_gather(const tensor::Tensor& input, tensor::Tensor& output);
 void barrier();
 // Releases the default group (also done at exit, before CUDA goes).
 void destroy();

@@ -149,6 +149,41 @@ void MpiBackend::broadcast(void* data, int64_t count, tensor::DType dtype, int r
   ops_.push_back(std::move(o));
 }
 
+void MpiBackend::reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op, void*) {
+  check("reduceScatter");
+  const MPI_Datatype type = mpi_type(dtype, true, where_ + "reduceScatter: ");
+  if (op != ReduceOp::Sum && op != ReduceOp::Avg) {
+    throw tensor::Error(where_ + "reduceScatter: expected ReduceOp::Sum or ReduceOp::Avg, got another reduction");
+  }
+  if (count > INT32_MAX) throw tensor::Error(where_ + "reduceScatter: expected at most 2^31 - 1 elements per chunk");
+  if (send == recv) throw tensor::Error(where_ + "reduceScatter: expected separate send and receive buffers");
+  auto o = std::make_unique<Op>();
+  o->data = recv;
+  o->count = count;
+  o->dtype = dtype;
+  o->average = op == ReduceOp::Avg;
+  const int rc =
+      MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), type, MPI_SUM, MPI_COMM_WORLD, &o->request);
+  if (rc != MPI_SUCCESS) fail("MPI_Ireduce_scatter_block failed: " + mpi_error(rc));
+  std::lock_guard<std::mutex> lock(mutex_);
+  ops_.push_back(std::move(o));
+}
+
+void MpiBackend::allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void*) {
+  check("allGather");
+  const MPI_Datatype type = mpi_type(dtype, false, where_ + "allGather: ");
+  if (count > INT32_MAX) throw tensor::Error(where_ + "allGather: expected at most 2^31 - 1 elements per chunk");
+  // In place (MPI_IN_PLACE) when `send` is this rank's own chunk of `recv`.
+  const void* own =
+      static_cast<const char*>(recv) + world_.rank * count * static_cast<int64_t>(tensor::itemsize(dtype));
+  auto o = std::make_unique<Op>();
+  const int rc = MPI_Iallgather(send == own ? MPI_IN_PLACE : send, static_cast<int>(count), type, recv,
+                                static_cast<int>(count), type, MPI_COMM_WORLD, &o->request);
+  if (rc != MPI_SUCCESS) fail("MPI_Iallgather failed: " + mpi_error(rc));
+  std::lock_guard<std::mutex> lock(mutex_);
+  ops_.push_back(std::move(o));
+}
+
 void MpiBackend::wait(void*, const std::string& what) {
   check("wait");
   std::vector<std::unique_ptr<Op>> ops;

@@ -294,6 +294,30 @@ void NcclBackend::broadcast(void* data, int64_t count, tensor::DType dtype, int 
   renewExitHook();
 }
 
+void NcclBackend::reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op,
+                                void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  checkUsable("reduceScatter");
+  if (op != ReduceOp::Sum && op != ReduceOp::Avg) {
+    throw tensor::Error(where_ + "reduceScatter: expected ReduceOp::Sum or ReduceOp::Avg, got another reduction");
+  }
+  if (!stream) stream = tensor::cuda::stream(world_.localRank);
+  NCCL_CHECK_COMM(comm_, ncclReduceScatter(send, recv, static_cast<size_t>(count), detail::nccl_type(dtype),
+                                           nccl_op(op), comm_, static_cast<cudaStream_t>(stream)));
+  settle("reduceScatter");
+  renewExitHook();
+}
+
+void NcclBackend::allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  checkUsable("allGather");
+  if (!stream) stream = tensor::cuda::stream(world_.localRank);
+  NCCL_CHECK_COMM(comm_, ncclAllGather(send, recv, static_cast<size_t>(count), detail::nccl_type(dtype), comm_,
+                                       static_cast<cudaStream_t>(stream)));
+  settle("allGather");
+  renewExitHook();
+}
+
 // Note [Groups hold the lock]: from groupStart() to its groupEnd() the user's thread holds
 // mutex_ (locked here, released by groupEnd), so the watchdog cannot abort the communicator
 // while NCCL holds recorded calls on it.

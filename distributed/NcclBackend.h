@@ -63,6 +63,10 @@ class NcclBackend : public Backend {
   void allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream) override;
   void broadcast(tensor::Tensor& t, int root = 0, void* stream = nullptr);
   void broadcast(void* data, int64_t count, tensor::DType dtype, int root, void* stream) override;
+  // Equal chunks (Backend.h): ncclReduceScatter and ncclAllGather, on `stream` like the others.
+  void reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op,
+                     void* stream) override;
+  void allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void* stream) override;
   // Brackets several collectives into one launch (ncclGroupStart/End).
   void groupStart() override;
   void groupEnd() override;

@@ -2,6 +2,7 @@
 #include "distributed/ProcessGroup.h"
 
 #include <cstdlib>
+#include <cstring>
 
 #include "distributed/Rendezvous.h"
 #include "tensor/Cuda.h"
@@ -28,6 +29,15 @@ class SelfBackend : public Backend {
   tensor::Device device() const override { return tensor::Device::cpu(); }
   void allReduce(void*, int64_t, tensor::DType, ReduceOp, void*) override { check("allReduce"); }
   void broadcast(void*, int64_t, tensor::DType, int, void*) override { check("broadcast"); }
+  // One rank: its own chunk is the whole result (the reduction of one value, its average too).
+  void reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp, void*) override {
+    check("reduceScatter");
+    if (send != recv) std::memmove(recv, send, static_cast<size_t>(count) * tensor::itemsize(dtype));
+  }
+  void allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void*) override {
+    check("allGather");
+    if (send != recv) std::memmove(recv, send, static_cast<size_t>(count) * tensor::itemsize(dtype));
+  }
   void wait(void*, const std::string&) override { check("wait"); }
   void check(const char* method) const override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -146,6 +156,43 @@ void ProcessGroup::broadcast(tensor::Tensor& t, int root, void* stream) {
                         "), got " + std::to_string(root));
   }
   need(t.device(), "broadcast").broadcast(t.raw_data(), t.numel(), t.dtype(), root, stream);
+}
+
+// Note [Equal chunks]: the shards of ShardedDataParallel are equal (padded) chunks, so the
+// collectives take one chunk size: reduceScatter's input is worldSize chunks, its output one;
+// allGather's input one chunk, its output worldSize.
+void ProcessGroup::checkChunks(const tensor::Tensor& whole, const tensor::Tensor& chunk, const char* method) const {
+  auto describe = [](const tensor::Tensor& t) {
+    return t.defined() ? t.description() + (t.is_contiguous() ? "" : " (not contiguous)") : std::string("undefined");
+  };
+  if (!whole.defined() || !chunk.defined() || !whole.is_contiguous() || !chunk.is_contiguous() ||
+      whole.dtype() != chunk.dtype() || whole.device() != chunk.device() ||
+      whole.numel() != chunk.numel() * world_.worldSize) {
+    throw tensor::Error(tensor::detail::concat(
+        where_, method, ": expected contiguous tensors of one dtype and device, ", "the whole one worldSize (",
+        world_.worldSize, ") times the chunk's elements, got whole ", describe(whole), " and chunk ", describe(chunk)));
+  }
+}
+
+void ProcessGroup::reduceScatter(const tensor::Tensor& input, tensor::Tensor& output, ReduceOp op, void* stream) {
+  checkChunks(input, output, "reduceScatter");
+  need(input.device(), "reduceScatter")
+      .reduceScatter(input.raw_data(), output.raw_data(), output.numel(), output.dtype(), op, stream);
+}
+
+void ProcessGroup::reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op,
+                                 void* stream) {
+  need(device(), "reduceScatter").reduceScatter(send, recv, count, dtype, op, stream);
+}
+
+void ProcessGroup::allGather(const tensor::Tensor& input, tensor::Tensor& output, void* stream) {
+  checkChunks(output, input, "allGather");
+  need(input.device(), "allGather")
+      .allGather(input.raw_data(), output.raw_data(), input.numel(), input.dtype(), stream);
+}
+
+void ProcessGroup::allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void* stream) {
+  need(device(), "allGather").allGather(send, recv, count, dtype, stream);
 }
 
 void ProcessGroup::groupStart() { need(device(), "groupStart").groupStart(); }

@@ -47,6 +47,16 @@ class ProcessGroup {
   // Raw buffers on device() (DistributedDataParallel's buckets).
   void allReduce(void* data, int64_t count, tensor::DType dtype, ReduceOp op, void* stream);
   void broadcast(tensor::Tensor& t, int root = 0, void* stream = nullptr);
+  // Equal chunks (Backend.h; Note [Equal chunks] in the .cpp), enqueued like allReduce.
+  // reduceScatter: `input` is worldSize chunks of output.numel() elements; this rank's `output`
+  // gets the Sum or Avg of every rank's chunk rank(). allGather: `output` (worldSize chunks of
+  // input.numel()) gets every rank's `input`; `input` may be output's own chunk (in place).
+  void reduceScatter(const tensor::Tensor& input, tensor::Tensor& output, ReduceOp op = ReduceOp::Sum,
+                     void* stream = nullptr);
+  void allGather(const tensor::Tensor& input, tensor::Tensor& output, void* stream = nullptr);
+  // Raw buffers on device(): `count` elements per chunk.
+  void reduceScatter(const void* send, void* recv, int64_t count, tensor::DType dtype, ReduceOp op, void* stream);
+  void allGather(const void* send, void* recv, int64_t count, tensor::DType dtype, void* stream);
   // Brackets several collectives of device()'s backend into one launch (NCCL's groups).
   void groupStart();
   void groupEnd();
@@ -71,6 +81,7 @@ class ProcessGroup {
  private:
   ProcessGroup() = default;
   Backend& need(const tensor::Device& d, const char* method) const;
+  void checkChunks(const tensor::Tensor& whole, const tensor::Tensor& chunk, const char* method) const;
 
   WorldInfo world_;
   double timeout_ = 300;

@@ -2,7 +2,9 @@
 // mpirun (world sizes 2 and 4, the MPI backend). Prints "rank R: <result>" and exits 0, or
 // "rank R: error: <message>" and exits 1. Cases:
 //   collectives  broadcast from rank 0, all-reduce sum / average / max of CPU tensors; a
-//                bfloat16 broadcast, and its all-reduce refused (MPI has no such type)
+//                bfloat16 broadcast, and its all-reduce refused (MPI has no such type);
+//                reduce-scatter (sum, average) and all-gather (separate and in place, bfloat16
+//                too) of equal chunks, exact values
 //   ddp          DistributedDataParallel of a small nn network (float64): every rank starts
 //                from other weights, gets rank 0's; the gradients of one step, averaged in
 //                buckets launched from the backward hooks, and the parameters after an SGD
@@ -13,24 +15,45 @@
 //                and the filters keep their layout
 //   layouts-differ  channels-last filters on rank 0 only: every rank refuses the network,
 //                naming the filter
+//   sharded      ShardedDataParallel, stages 1, 2 and 3, with AdamW and gradient clipping, and
+//                with SGD (momentum, weight decay), both with gradient accumulation (noSync), and
+//                with a GradScaler whose overflow on one rank skips the step on all, and a
+//                float32 network with float64 master shards against nn::MasterWeights:
+//                every rank starts from other weights; after K steps the parameters equal bit
+//                for bit those of one process on the whole global batch (Note [Exact sharded
+//                runs] below); then the per-rank memory of parameters, gradients and optimizer
+//                state against DDP's (the whole model on every rank) over N
+//   sharded-save DIR / sharded-resume DIR  a sharded checkpoint saved (stage 3, AdamW) and loaded
+//                at another world size, into stages 3, 2, 1 and into one process: training
+//                goes on bit-identical to an unbroken run
+//   sharded-mismatch  rank 1 builds another model (a wider layer; an extra layer): every rank
+//                refuses it, naming the parameter (or the counts) and the ranks
 //   killed       the last rank kills itself (SIGKILL) in the second step: the others fail
 //                with an error naming it, long before the timeout
+//   sharded-killed  the same under ShardedDataParallel (stage 3): the others fail naming it
 //   hung         the last rank sleeps through the second step: the others fail at the
 //                timeout (CUDNN_NN_DIST_TIMEOUT), it fails when it comes back
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "distributed/Dist.h"
 #include "distributed/DistributedDataParallel.h"
+#include "distributed/ShardedDataParallel.h"
+#include "nn/AdamW.h"
+#include "nn/ClipGrad.h"
+#include "nn/GradScaler.h"
 #include "nn/Linear.h"
 #include "nn/MSECriterion.h"
+#include "nn/MixedPrecision.h"
 #include "nn/ReLU.h"
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
@@ -130,6 +153,50 @@ std::string collectives(dist::ProcessGroup& g) {
       if (!std::strstr(e.what(), "MPI has no 16-bit float type")) return std::string("error: ") + e.what();
     }
   }
+  // reduce-scatter: rank r's chunk c holds (r + 1) * (3c + j + 1); rank r gets the sum over the
+  // ranks of its chunk, n (n + 1) / 2 * (3r + j + 1), or that over n (exact: halves, quarters)
+  for (const tensor::DType dt : {tensor::DType::Float64, tensor::DType::Float32}) {
+    for (const dist::ReduceOp op : {dist::ReduceOp::Sum, dist::ReduceOp::Avg}) {
+      tensor::Tensor in = tensor::empty({3 * n}, tensor::DType::Float64);
+      for (int64_t i = 0; i < 3 * n; ++i) in.data<double>()[i] = (r + 1.0) * static_cast<double>(i + 1);
+      in = in.to(dt);
+      tensor::Tensor out = tensor::zeros({3}, dt);
+      dist::reduce_scatter(in, out, op);
+      const tensor::Tensor got = out.to(tensor::DType::Float64);
+      for (int64_t j = 0; j < 3; ++j) {
+        const double want = (op == dist::ReduceOp::Sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0) * (3.0 * r + j + 1);
+        if (got.data<double>()[j] != want) {
+          return tensor::detail::concat("error: reduce-scatter (", tensor::name(dt),
+                                        op == dist::ReduceOp::Sum ? ", sum" : ", average", ") element ", j,
+                                        ": expected ", want, ", got ", got.data<double>()[j]);
+        }
+      }
+    }
+  }
+  // all-gather: rank r sends {10r, 10r + 1}; every rank gets them all in rank order
+  for (const bool inPlace : {false, true}) {
+    for (const tensor::DType dt : {tensor::DType::Float64, tensor::DType::BFloat16}) {
+      tensor::Tensor whole = tensor::zeros({2 * n}, dt);
+      tensor::Tensor mine = inPlace ? whole.narrow(0, 2 * r, 2) : tensor::empty({2}, dt);
+      mine.copy_(tensor::arange(10.0 * r, 10.0 * r + 2, 1.0, tensor::DType::Float64));
+      dist::all_gather(mine, whole);
+      const tensor::Tensor got = whole.to(tensor::DType::Float64);
+      for (int64_t i = 0; i < 2 * n; ++i) {
+        if (got.data<double>()[i] != 10.0 * static_cast<double>(i / 2) + static_cast<double>(i % 2)) {
+          return tensor::detail::concat("error: all-gather (", tensor::name(dt), inPlace ? ", in place" : "",
+                                        ") element ", i, ": got ", got.data<double>()[i]);
+        }
+      }
+    }
+  }
+  try {  // chunks that do not match the world size: refused, naming the rank and the shapes
+    tensor::Tensor in = tensor::zeros({3 * n + 1}), out = tensor::zeros({3});
+    dist::reduce_scatter(in, out);
+    return "error: a reduce-scatter of unequal chunks ran";
+  } catch (const tensor::Error& e) {
+    if (!std::strstr(e.what(), "reduceScatter: expected contiguous tensors of one dtype and device"))
+      return std::string("error: ") + e.what();
+  }
   dist::barrier();
   return "collectives ok over " + g.backends();
 }
@@ -194,12 +261,387 @@ std::string layouts_differ(dist::ProcessGroup& g) {
   return "error: rank-dependent layouts were accepted";
 }
 
-std::string failure(dist::ProcessGroup& g, bool kill) {
+// Note [Exact sharded runs]: for bit-identical parameters whatever the order of the sums (rows
+// split over ranks, MPI's reduction order, a clipping norm summed by shards), every sum must be
+// exact: parameters on a grid of 1/64 in [-4, 4] (snapped after each step, alike in both runs),
+// inputs and output gradients on a grid of 1/4 in [-2, 2], scaled by 1/rows (a power of two):
+// the loss is linear in the output, so no gradient needs more than about 21 bits and their
+// squares fit float64 exactly. The optimizers' own arithmetic (Adam's moments, square roots,
+// divisions; the clipping coefficient) is not snapped: it must be the one process's, bit for bit.
+constexpr double kGrid = 64;
+
+template <class T>
+void snap_as(tensor::Tensor& t) {
+  auto* d = static_cast<T*>(t.raw_data());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    d[i] = static_cast<T>(std::clamp(std::round(static_cast<double>(d[i]) * kGrid) / kGrid, -4.0, 4.0));
+}
+
+void snap(tensor::Tensor t) {
+  if (t.dtype() == tensor::DType::Float32)
+    snap_as<float>(t);
+  else
+    snap_as<double>(t);
+}
+
+// 3 -> 7 -> 3: no parameter divides into equal shards at 2 or 4 ranks (padding everywhere).
+std::shared_ptr<nn::Sequential> sharded_network(uint64_t seed, int64_t hidden = 7, bool extra = false,
+                                                tensor::DType dtype = tensor::DType::Float64) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(3, hidden));
+  net->add(std::make_shared<nn::ReLU>());
+  net->add(std::make_shared<nn::Linear>(hidden, 3));
+  if (extra) net->add(std::make_shared<nn::Linear>(3, 3));
+  net->to(dtype);
+  for (tensor::Tensor& p : net->parameters()) snap(p);
+  return net;
+}
+
+// Micro-batch m of step s: inputs [8 x 3] and output gradients [8 x 3] on a grid of 1/4.
+std::pair<tensor::Tensor, tensor::Tensor> sharded_batch(int s, int m) {
+  tensor::Generator gen(700 + 10 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
+  tensor::Tensor x = tensor::uniform({kGlobalBatch, 3}, -2, 2, gen, tensor::DType::Float64);
+  tensor::Tensor g = tensor::uniform({kGlobalBatch, 3}, -2, 2, gen, tensor::DType::Float64);
+  to_grid(x, 4);
+  to_grid(g, 4);
+  return {x, g};
+}
+
+struct ShardedConfig {
+  int stage;
+  bool adam;  // AdamW with clipping, else SGD (momentum, weight decay) without
+};
+
+std::unique_ptr<nn::Optimizer> make_optimizer(bool adam, std::vector<tensor::Tensor> p, std::vector<tensor::Tensor> g) {
+  if (adam) {
+    nn::AdamW::Options o;
+    o.lr = 1.0 / 16;
+    o.weightDecay = 1.0 / 8;
+    return std::make_unique<nn::AdamW>(std::move(p), std::move(g), o);
+  }
+  nn::SGD::Options o;
+  o.lr = 1.0 / 8;
+  o.momentum = 0.5;
+  o.weightDecay = 1.0 / 4;
+  return std::make_unique<nn::SGD>(std::move(p), std::move(g), o);
+}
+
+constexpr int kShardedSteps = 3, kMicroBatches = 2;
+constexpr double kMaxNorm = 0.25;
+
+// Steps [from, to) of one process on the whole global batch (Note [Exact sharded runs]), with
+// accumulation over kMicroBatches and (adam) clipping; the clipping norms.
+std::vector<double> train_alone(nn::Module& net, nn::Optimizer& opt, bool adam, int from, int to) {
+  std::vector<double> norms;
+  for (int s = from; s < to; ++s) {
+    opt.zeroGrad();
+    for (int m = 0; m < kMicroBatches; ++m) {
+      auto [x, go] = sharded_batch(s, m);
+      net.forward(x);
+      net.backward(x, go * (1.0 / kGlobalBatch));
+    }
+    if (adam) norms.push_back(nn::clipGradNorm(net, kMaxNorm).item());
+    opt.step();
+    for (tensor::Tensor& p : net.parameters()) snap(p);
+  }
+  return norms;
+}
+
+// The same steps sharded: rank r of n takes rows [r * 8 / n, (r + 1) * 8 / n) of each batch,
+// with no communication but on the last micro-batch.
+std::vector<double> train_sharded(dist::ShardedDataParallel& model, bool adam, int from, int to,
+                                  tensor::DType dtype = tensor::DType::Float64) {
+  const int r = model.group().rank(), n = model.group().worldSize();
+  const int64_t rows = kGlobalBatch / n;
+  std::vector<double> norms;
+  for (int s = from; s < to; ++s) {
+    model.zeroGradParameters();
+    for (int m = 0; m < kMicroBatches; ++m) {
+      auto [x, go] = sharded_batch(s, m);
+      const tensor::Tensor xs = x.narrow(0, r * rows, rows).to(dtype).contiguous();
+      const tensor::Tensor gs = (go.narrow(0, r * rows, rows) * (1.0 / static_cast<double>(rows))).to(dtype);
+      model.setNoSync(m + 1 < kMicroBatches);
+      model.forward(xs);
+      model.backward(xs, gs);
+    }
+    model.setNoSync(false);
+    if (adam) norms.push_back(model.clipGradNorm(kMaxNorm));
+    model.step();
+    for (tensor::Tensor& p : model.masterShards()) snap(p);
+    model.syncParameters();
+  }
+  return norms;
+}
+
+// "" when `got` (a full state dict) equals `want` bit for bit, else the first difference.
+std::string compare_state(const std::map<std::string, tensor::Tensor>& got,
+                          const std::map<std::string, tensor::Tensor>& want, const std::string& what) {
+  if (got.size() != want.size()) return "error: " + what + ": state dict sizes differ";
+  for (const auto& [name, t] : want) {
+    auto it = got.find(name);
+    if (it == got.end() || !bit_equal({it->second}, {t})) {
+      return tensor::detail::concat("error: ", what, ": parameter '", name,
+                                    "' differs from one process's (largest difference ",
+                                    it == got.end() ? -1.0 : tensor::max_abs_diff(it->second, t), ")");
+    }
+  }
+  return "";
+}
+
+std::unique_ptr<dist::ShardedDataParallel> sharded_model(int stage, bool adam, uint64_t seed) {
+  dist::ShardedDataParallel::Options options;
+  options.stage = stage;
+  if (stage != 2) options.bucketBytes = 64;  // a unit per parameter; stage 2: one per block
+  auto model = std::make_unique<dist::ShardedDataParallel>(sharded_network(seed), options);
+  model->setOptimizer([adam](auto p, auto gr) { return make_optimizer(adam, std::move(p), std::move(gr)); });
+  return model;
+}
+
+std::string sharded_case(dist::ProcessGroup& g, const ShardedConfig& c) {
+  const std::string what = tensor::detail::concat("stage ", c.stage, c.adam ? " AdamW+clip" : " SGD");
+  auto alone = sharded_network(100);
+  auto opt = make_optimizer(c.adam, alone->parameters(), alone->gradParameters());
+  auto model = sharded_model(c.stage, c.adam, 100 + static_cast<uint64_t>(g.rank()));  // other weights on every rank
+  const std::vector<double> want = train_alone(*alone, *opt, c.adam, 0, kShardedSteps);
+  const std::vector<double> got = train_sharded(*model, c.adam, 0, kShardedSteps);
+  if (got != want) return "error: " + what + ": the clipping norms differ from one process's";
+  if (c.adam && std::none_of(want.begin(), want.end(), [](double x) { return x > kMaxNorm; }))
+    return "error: " + what + ": no step clipped (raise the gradients or lower kMaxNorm)";
+  return compare_state(model->fullStateDict(), alone->stateDict(), what);
+}
+
+// Mixed precision at stage 3: a float32 network with float64 master shards (the CPU's stand-in
+// for 16-bit parameters with float32 masters) against one process with nn::MasterWeights; the
+// float32 gradients stay exact (Note [Exact sharded runs]: at most about 21 bits).
+std::string sharded_mixed(dist::ProcessGroup& g) {
+  const auto f32 = tensor::DType::Float32;
+  auto alone = sharded_network(100, 7, false, f32);
+  nn::MasterWeights master(*alone, tensor::DType::Float64);
+  auto opt = make_optimizer(true, master.params(), master.grads());
+  dist::ShardedDataParallel::Options options;
+  options.bucketBytes = 64;
+  options.masterDtype = tensor::DType::Float64;
+  dist::ShardedDataParallel model(sharded_network(100 + static_cast<uint64_t>(g.rank()), 7, false, f32), options);
+  model.setOptimizer([](auto p, auto gr) { return make_optimizer(true, std::move(p), std::move(gr)); });
+  std::vector<double> want;
+  for (int s = 0; s < kShardedSteps; ++s) {
+    alone->zeroGradParameters();
+    for (int m = 0; m < kMicroBatches; ++m) {
+      auto [x, go] = sharded_batch(s, m);
+      alone->forward(x.to(f32));
+      alone->backward(x.to(f32), (go * (1.0 / kGlobalBatch)).to(f32));
+    }
+    master.gradsToMaster();
+    want.push_back(nn::clipGradNorm(master.grads(), kMaxNorm).item());
+    opt->step();
+    for (const tensor::Tensor& p : master.params()) snap(p);
+    master.paramsToModel();
+  }
+  const std::vector<double> got = train_sharded(model, true, 0, kShardedSteps, f32);
+  if (got != want) return "error: mixed precision: the clipping norms differ from one process's";
+  return compare_state(model.fullStateDict(), alone->stateDict(), "mixed precision (float64 masters)");
+}
+
+// GradScaler at stage `stage`: in step 1 one gradient element (in rank 0's shard) overflows
+// on rank 0 alone; every rank must skip that step and back its scale off, as one process does
+// (Note [One verdict for every rank]); the other steps equal one process's bit for bit.
+std::string sharded_scaler(dist::ProcessGroup& g, int stage) {
+  const int r = g.rank(), n = g.worldSize();
+  const std::string what = tensor::detail::concat("stage ", stage, " GradScaler");
+  nn::GradScaler::Options so;
+  so.initScale = 1024;
+  nn::GradScaler refScaler(so), scaler(so);
+  auto alone = sharded_network(100);
+  auto opt = make_optimizer(true, alone->parameters(), alone->gradParameters());
+  auto model = sharded_model(stage, true, 100 + static_cast<uint64_t>(r));
+  const int64_t rows = kGlobalBatch / n;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int s = 0; s < kShardedSteps; ++s) {
+    auto [x, go] = sharded_batch(s, 0);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, refScaler.scaleGrad(go * (1.0 / kGlobalBatch)));
+    model->zeroGradParameters();
+    const tensor::Tensor xs = x.narrow(0, r * rows, rows).contiguous();
+    model->forward(xs);
+    model->backward(xs,
+                    scaler.scaleGrad(go.narrow(0, r * rows, rows).contiguous() * (1.0 / static_cast<double>(rows))));
+    if (s == 1) {  // the last bias's first element: in rank 0's shard of its unit
+      alone->gradParameters().back().narrow(0, 0, 1).fill_(inf);
+      if (r == 0) model->gradientShards().back().narrow(0, 0, 1).fill_(inf);
+    }
+    const bool want = refScaler.step(*opt), got = model->step(scaler);
+    refScaler.update();
+    scaler.update();
+    if (got != want || want != (s != 1))
+      return tensor::detail::concat("error: ", what, ": step ", s, (got ? " taken" : " skipped"), " on rank ", r);
+    for (tensor::Tensor& p : alone->parameters()) snap(p);
+    for (tensor::Tensor& p : model->masterShards()) snap(p);
+    model->syncParameters();
+  }
+  if (scaler.scale() != refScaler.scale() || scaler.scale() != 512)
+    return tensor::detail::concat("error: ", what, ": scale ", scaler.scale(), ", expected ", refScaler.scale());
+  return compare_state(model->fullStateDict(), alone->stateDict(), what);
+}
+
+// Sharded checkpoints: stage 3 with AdamW trains kSavedSteps steps and saves (at N = 4 in
+// test_Mpi.sh); a resume (at N = 2, or alone) loads it into models of stages 3, 2 and 1 built
+// from other weights, and into one process without sharding (readFullCheckpoint), trains on
+// to kShardedSteps + 1, and must equal an unbroken one-process run bit for bit.
+constexpr int kSavedSteps = 2;
+
+std::string sharded_save(dist::ProcessGroup& g, const std::string& dir) {
+  auto model = sharded_model(3, true, 100 + static_cast<uint64_t>(g.rank()));
+  train_sharded(*model, true, 0, kSavedSteps);
+  model->saveCheckpoint(dir);
+  return tensor::detail::concat("sharded checkpoint saved at world size ", g.worldSize());
+}
+
+std::string sharded_resume(dist::ProcessGroup& g, const std::string& dir) {
+  const int end = kShardedSteps + 1;
+  auto alone = sharded_network(100);
+  auto opt = make_optimizer(true, alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, true, 0, end);
+  const auto want = alone->stateDict();
+  for (int stage : {3, 2, 1}) {
+    auto model = sharded_model(stage, true, 900 + static_cast<uint64_t>(g.rank()));
+    model->loadCheckpoint(dir);
+    train_sharded(*model, true, kSavedSteps, end);
+    const std::string e =
+        compare_state(model->fullStateDict(), want, tensor::detail::concat("resumed at stage ", stage));
+    if (!e.empty()) return e;
+  }
+  const auto full = dist::ShardedDataParallel::readFullCheckpoint(dir);
+  auto plain = sharded_network(900);
+  plain->loadStateDict(full.model);
+  auto plainOpt = make_optimizer(true, plain->parameters(), plain->gradParameters());
+  plainOpt->loadStateDict(full.optimizer);
+  train_alone(*plain, *plainOpt, true, kSavedSteps, end);
+  const std::string e = compare_state(plain->stateDict(), want, "resumed in one process");
+  if (!e.empty()) return e;
+  return tensor::detail::concat("sharded checkpoint of world size ", full.worldSize, " resumed at world size ",
+                                g.worldSize(),
+                                " (stages 3, 2, 1) and in one process, bit-identical to an unbroken run");
+}
+
+// The memory of a larger network (three 64 x 64 blocks) after an AdamW step: stage 3 within
+// 1.1 x DDP's (parameters, gradients, both moments of the whole model) / N plus the largest
+// block in full (its parameters and gradients); stages 1 and 2 reported.
+std::string sharded_memory(dist::ProcessGroup& g, int stage) {
+  const int n = g.worldSize();
+  auto build = [] {
+    tensor::manual_seed(5);
+    auto net = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 3; ++i) {
+      net->add(std::make_shared<nn::Linear>(64, 64));
+      net->add(std::make_shared<nn::ReLU>());
+    }
+    return net;
+  };
+  auto alone = build();
+  nn::AdamW ref(*alone);
+  auto net = build();
+  dist::ShardedDataParallel::Options options;
+  options.stage = stage;
+  dist::ShardedDataParallel model(net, options);
+  model.setOptimizer([](auto p, auto gr) { return std::make_unique<nn::AdamW>(std::move(p), std::move(gr)); });
+  tensor::Generator gen(3);
+  const tensor::Tensor x = tensor::uniform({4, 64}, -1, 1, gen);
+  for (int s = 0; s < 2; ++s) {  // the second backward sees the optimizer state made by the first step
+    for (nn::Module* m : {static_cast<nn::Module*>(alone.get()), static_cast<nn::Module*>(&model)}) {
+      m->forward(x);
+      m->backward(x, tensor::ones({4, 64}));
+    }
+    ref.step();
+    model.step();
+  }
+  size_t ddp = 0;
+  for (const auto& t : alone->parameters()) ddp += t.nbytes();
+  for (const auto& t : alone->gradParameters()) ddp += t.nbytes();
+  for (const auto& [k, t] : ref.stateDict()) ddp += t.nbytes();
+  const size_t peak = model.peakBytes(), block = model.largestBlockBytes();
+  const double bound = 1.1 * static_cast<double>(ddp) / n + static_cast<double>(block);
+  const std::string line = tensor::detail::concat("stage ", stage, " peak ", peak, " B (DDP ", ddp, " B, /N ", ddp / n,
+                                                  ", largest block ", block, ")");
+  if (stage == 3 && static_cast<double>(peak) > bound)
+    return tensor::detail::concat("error: memory ", line, " over the bound ", bound);
+  return line;
+}
+
+std::string sharded(dist::ProcessGroup& g) {
+  for (int stage = 1; stage <= 3; ++stage) {
+    for (bool adam : {true, false}) {
+      const std::string e = sharded_case(g, {stage, adam});
+      if (!e.empty()) return e;
+    }
+  }
+  for (int stage : {3, 1}) {
+    const std::string e = sharded_scaler(g, stage);
+    if (!e.empty()) return e;
+  }
+  if (const std::string e = sharded_mixed(g); !e.empty()) return e;
+  std::string mem;
+  for (int stage = 1; stage <= 3; ++stage) {
+    const std::string line = sharded_memory(g, stage);
+    if (line.rfind("error", 0) == 0) return line;
+    mem += "; " + line;
+  }
+  return tensor::detail::concat("sharded stages 1-3 bit-identical to one process after ", kShardedSteps,
+                                " steps (AdamW + clipping, SGD, accumulation, GradScaler, float64 masters)", mem);
+}
+
+std::string sharded_mismatch(dist::ProcessGroup& g) {
+  const int r = g.rank();
+  std::string seen;
+  for (bool wider : {true, false}) {
+    auto net = r == 1 ? sharded_network(1, wider ? 8 : 7, !wider) : sharded_network(1);
+    try {
+      dist::ShardedDataParallel model(net);
+      return "error: rank-dependent models were accepted";
+    } catch (const tensor::Error& e) {
+      const std::string text = e.what();
+      // rank 1 hears of rank 0's layer, the others of rank 1's
+      const std::string mine = r == 1 ? "8 x 3" : "7 x 3", other = r == 1 ? "7 x 3" : "8 x 3";
+      const std::string want = wider ? "expected parameter '0.weight' alike on every rank, got float64 [" + mine +
+                                           "] on rank " + std::to_string(r) + " and float64 [" + other + "] on rank " +
+                                           (r == 1 ? "0" : "1")
+                                     : "parameters on rank ";
+      if (text.find(want) == std::string::npos || text.find("(rank " + std::to_string(r)) == std::string::npos)
+        return "error: " + text;
+      if (!wider && text.find("4 parameters") == std::string::npos) return "error: " + text;
+    }
+  }
+  return "sharded models refused";
+}
+
+std::string failure(dist::ProcessGroup& g, bool kill, bool sharded = false) {
   const int r = g.rank(), n = g.worldSize();
   auto net = network(7);
-  dist::DistributedDataParallel model(net);
+  std::unique_ptr<nn::Module> model;
+  dist::ShardedDataParallel* sdp = nullptr;
+  if (sharded) {  // stage 3: the second step's first collective is the first block's all-gather
+    auto m = std::make_unique<dist::ShardedDataParallel>(net);
+    m->setOptimizer([](auto p, auto gr) { return std::make_unique<nn::SGD>(std::move(p), std::move(gr), 0.125); });
+    sdp = m.get();
+    model = std::move(m);
+  } else {
+    model = std::make_unique<dist::DistributedDataParallel>(net);
+  }
   const int64_t rows = kGlobalBatch / n;
-  step(model, 0, r * rows, rows);
+  auto train = [&](int s) {
+    if (!sdp) return step(*model, s, r * rows, rows);
+    auto [x, y] = batch(s);
+    const tensor::Tensor xs = x.narrow(0, r * rows, rows).contiguous();
+    const tensor::Tensor ys = y.narrow(0, r * rows, rows).contiguous();
+    nn::MSECriterion mse;
+    sdp->zeroGradParameters();
+    const tensor::Tensor& out = sdp->forward(xs);
+    mse.forward(out, ys);
+    sdp->backward(xs, mse.backward(out, ys));
+    sdp->step();
+  };
+  train(0);
   dist::barrier();
   const auto start = std::chrono::steady_clock::now();
   if (r == n - 1) {
@@ -207,7 +649,7 @@ std::string failure(dist::ProcessGroup& g, bool kill) {
     std::this_thread::sleep_for(std::chrono::duration<double>(g.timeout() + 2));
   }
   try {
-    step(model, 1, r * rows, rows);
+    train(1);
   } catch (const std::exception& e) {
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char seconds[32];
@@ -234,8 +676,18 @@ int main(int argc, char** argv) {
       result = ddp_channels_last(*g);
     else if (which == "layouts-differ")
       result = layouts_differ(*g);
+    else if (which == "sharded")
+      result = sharded(*g);
+    else if (which == "sharded-mismatch")
+      result = sharded_mismatch(*g);
+    else if (which == "sharded-save" && argc > 2)
+      result = sharded_save(*g, argv[2]);
+    else if (which == "sharded-resume" && argc > 2)
+      result = sharded_resume(*g, argv[2]);
     else if (which == "killed" || which == "hung")
       result = failure(*g, which == "killed");
+    else if (which == "sharded-killed")
+      result = failure(*g, true, true);
     else
       result = "error: unknown case '" + which + "'";
   } catch (const std::exception& e) {

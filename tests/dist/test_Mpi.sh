@@ -2,8 +2,10 @@
 # The MPI backend as real processes under mpirun (tests/dist/mpi_worker): collectives and
 # DistributedDataParallel on CPU tensors at world sizes 2 and 4 (bit-identical to one process,
 # buckets launched from the backward hooks; channels-last filters too, and refused where the
-# ranks' layouts differ), then a killed rank and a hung rank, each an error
-# on the others within a bounded time. Usage: test_Mpi.sh MPIRUN WORKER
+# ranks' layouts differ), ShardedDataParallel (stages 1-3 bit-identical to one process, its
+# memory, models that differ refused, a checkpoint saved at 4 ranks resumed at 2 and alone),
+# then a killed rank (DDP and sharded) and a hung rank, each an error on the others within a
+# bounded time. Usage: test_Mpi.sh MPIRUN WORKER
 set -u
 mpirun="$1"
 worker="$2"
@@ -14,17 +16,20 @@ check() {  # name, condition
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 # CI runs as root on 2 cores: allow both. --enable-recovery keeps the job running when a rank
 # dies, so the others report it themselves (else mpirun kills them first).
-run() {  # np, case, timeout seconds for the job
-  CUDNN_NN_DIST_NCCL=0 timeout "$3" "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
-    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none -np "$1" -x MASTER_PORT="$(port)" -x CUDNN_NN_DIST_TIMEOUT -x CUDNN_NN_DIST_NCCL \
-    "$worker" "$2" 2>&1
+run() {  # np, case, timeout seconds for the job, the case's arguments
+  local np="$1" case="$2" seconds="$3"
+  shift 3
+  CUDNN_NN_DIST_NCCL=0 timeout "$seconds" "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
+    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none -np "$np" -x MASTER_PORT="$(port)" -x CUDNN_NN_DIST_TIMEOUT -x CUDNN_NN_DIST_NCCL \
+    "$worker" "$case" "$@" 2>&1
 }
 
 # One process without mpirun: no MPI at all (a trivial CPU backend), the same results.
-out=$(CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" collectives 2>&1; CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" ddp 2>&1); st=$?
+out=$(CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" collectives 2>&1; CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" ddp 2>&1
+  CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" sharded 2>&1); st=$?
 echo "$out"
-check "one process without mpirun: collectives and DDP on the CPU" \
-  'grep -q "rank 0: collectives ok over self" <<<"$out" && grep -q "rank 0: ddp bit-identical to one process" <<<"$out"'
+check "one process without mpirun: collectives, DDP and sharded data parallelism on the CPU" \
+  'grep -q "rank 0: collectives ok over self" <<<"$out" && grep -q "rank 0: ddp bit-identical to one process" <<<"$out" && grep -q "rank 0: sharded stages 1-3 bit-identical" <<<"$out"'
 
 for np in 2 4; do
   out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np collectives 60); st=$?
@@ -38,7 +43,32 @@ for np in 2 4; do
   echo "$out"
   check "DDP at world size $np with channels-last filters: bit-identical to one process" \
     '[ $st -eq 0 ] && [ "$(grep -c "ddp channels-last bit-identical to one process" <<<"$out")" -eq $np ]'
+  out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np sharded 60); st=$?
+  echo "$out"
+  check "sharded stages 1-3 at world size $np: bit-identical to one process, stage 3 memory within 1.1 x DDP's / N + a block" \
+    '[ $st -eq 0 ] && [ "$(grep -c "sharded stages 1-3 bit-identical to one process" <<<"$out")" -eq $np ]'
+  out=$(CUDNN_NN_DIST_TIMEOUT=20 run $np sharded-mismatch 60); st=$?
+  echo "$out"
+  check "sharded models that differ at world size $np: refused on every rank, naming the parameter and ranks" \
+    '[ $st -eq 0 ] && [ "$(grep -c "sharded models refused" <<<"$out")" -eq $np ]'
 done
+
+# Sharded checkpoints: saved at world size 4, resumed at 2 and alone (resharding), each also
+# into stages 2 and 1 and into one process without sharding, bit-identical to an unbroken run.
+ckpt=$(mktemp -d)
+trap 'rm -rf "$ckpt"' EXIT
+out=$(CUDNN_NN_DIST_TIMEOUT=20 run 4 sharded-save 60 "$ckpt/run"); st=$?
+echo "$out"
+check "sharded checkpoint saved at world size 4: a shard per rank and a manifest" \
+  '[ $st -eq 0 ] && [ "$(grep -c "sharded checkpoint saved at world size 4" <<<"$out")" -eq 4 ] && [ -f "$ckpt/run/manifest.json" ] && [ "$(ls "$ckpt/run" | grep -c "^shard-[0-3]-of-4.safetensors$")" -eq 4 ] && [ -z "$(ls "$ckpt/run" | grep tmp)" ]'
+out=$(CUDNN_NN_DIST_TIMEOUT=20 run 2 sharded-resume 60 "$ckpt/run"); st=$?
+echo "$out"
+check "sharded checkpoint of world size 4 resumed at world size 2: bit-identical to an unbroken run" \
+  '[ $st -eq 0 ] && [ "$(grep -c "resumed at world size 2 (stages 3, 2, 1) and in one process, bit-identical" <<<"$out")" -eq 2 ]'
+out=$(CUDNN_NN_DIST_NCCL=0 timeout 60 "$worker" sharded-resume "$ckpt/run" 2>&1); st=$?
+echo "$out"
+check "sharded checkpoint of world size 4 resumed by one process without mpirun: bit-identical" \
+  '[ $st -eq 0 ] && grep -q "rank 0: sharded checkpoint of world size 4 resumed at world size 1" <<<"$out"'
 
 out=$(CUDNN_NN_DIST_TIMEOUT=20 run 2 layouts-differ 60); st=$?
 echo "$out"
@@ -59,6 +89,12 @@ for np in 2 4; do
   done
   check "killed rank at world size $np: within 15 s, not the 30 s timeout" '[ $((SECONDS - start)) -lt 15 ]'
 done
+
+start=$SECONDS
+out=$(CUDNN_NN_DIST_TIMEOUT=30 run 2 sharded-killed 60); st=$?
+echo "$out"
+check "killed rank under ShardedDataParallel at world size 2: rank 0 names it, within 15 s" \
+  'grep -q "rank 0: error after [0-9.]* s: .*waiting for the parameters. all-gather: .*rank 1 exited" <<<"$out" && [ $((SECONDS - start)) -lt 15 ]'
 
 for np in 2 4; do
   last=$((np - 1))

@@ -1,0 +1,1155 @@
+// ShardedDataParallel.cpp
+// Note [Shards of a unit]
+// A unit is a run of parameters of one block and one dtype, laid end to end in a flat buffer of
+// `padded` = ceil(numel / N) * N elements (the padding stays zero), cut into N shards of `shard`
+// elements: rank r owns elements [r * shard, (r + 1) * shard). The optimizer sees one piece per
+// parameter and rank: the part of the parameter inside this rank's shard, a view of the master
+// shard (and of the gradient shard), so its per-element arithmetic is the one process's and
+// the padding is never stepped. The averaged gradient of a unit comes from one reduce-scatter
+// (average) of its full gradient buffer; the parameters from one all-gather of the shards, in
+// place into the full buffer (stages 1 and 2 keep it and, when the master dtype is the
+// parameters', the master shard is that buffer's own chunk, so nothing is copied).
+// Note [Block wrappers]
+// Stages 2 and 3 must act just before a block's backward (bind fresh gradient buffers; stage 3:
+// gather the parameters) and stage 3 just before and after its forward, and nn::Module has only
+// a backward hook. So while the wrapper lives, each top-level child that owns parameters sits in
+// its parent's slot inside a thin private module that calls back here around the child's
+// forward and backward and otherwise passes everything through (its state is the child's, under
+// the same paths); the child's backward hook starts the block's reduce-scatter. The destructor
+// puts the children back. A network without children is one block, handled here directly.
+// Note [Sharded checkpoints]
+// A unit's cut does not depend on the world size (only its padding does), so a checkpoint is
+// per unit and element: shard file R of N holds, for every unit i, "u<i>.master" (elements
+// [R * shard, (R + 1) * shard) of the unit's master weights, padding included), "u<i>.<name>"
+// for each optimizer state of one value per element (Adam's moments, SGD's momentum; zeros
+// where no parameter lies), "step.<p>" for each parameter with a part here, and (rank 0) the
+// buffers "buffer.<path>"; its metadata names the save (a nonce of rank 0's), the rank and
+// the state names. manifest.json (written by rank 0 after a barrier, so it exists only when
+// every shard does) records the world size, the nonce, and the units: each parameter's path,
+// dtype, shape, unit and offset. A load at M ranks reads, for each of its new shards, the
+// overlapping ranges of the old files (refusing a file of another save), so N and M are free,
+// and one process takes the whole (readFullCheckpoint). Each file is written through
+// tensor::write_file_atomic (a temporary file renamed over the target).
+// Note [Freed parameters]
+// Where a full tensor is freed (stage 3's parameters, stage 2 and 3's gradients between
+// backwards), the module's field is not left undefined, which modules read as "no such
+// tensor" (Linear's optional bias, and so parameters(), config(), printing), but holds a
+// placeholder: a view of the parameter's shape over one zero element (all strides 0), its own
+// per parameter so that no two look tied (Note [Tied parameters] in nn/Module.cpp). It holds
+// no memory to speak of and, not being contiguous, fails loudly where a kernel would take it
+// for the real tensor.
+// Note [Sharded model agreement]
+// Every rank must cut the same units: at construction the ranks all-gather the world size, the
+// stage and the parameter count, then a signature (name, dtype, shape) and the size of every
+// parameter, so every rank refuses the same model with the same error, naming the first rank
+// and parameter that differ, instead of hanging in mismatched collectives.
+#include "distributed/ShardedDataParallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "distributed/Dist.h"
+#include "tensor/Cuda.h"
+#include "tensor/FileIO.h"
+#include "tensor/Json.h"
+#include "tensor/Safetensors.h"
+
+namespace dist {
+
+using tensor::Tensor;
+
+namespace {
+
+// Module's state walkers are protected; a pointer to member formed through a derived class
+// reaches them on any module (the wrapper needs the child's tree under the wrapper's paths).
+struct TreeAccess : nn::Module {
+  static void tree(nn::Module& m, nn::StateVisitor& v, const std::string& prefix) {
+    (m.*(&TreeAccess::visitTree))(v, prefix);
+  }
+  static void own(nn::Module& m, nn::StateVisitor& v) { (m.*(&TreeAccess::visitState))(v); }
+};
+
+std::string shape_str(const tensor::Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? " x " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+int64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);
+}
+
+bool is_16bit_float(tensor::DType t) { return t == tensor::DType::Float16 || t == tensor::DType::BFloat16; }
+
+// See Note [Block wrappers]
+class BlockWrapper final : public nn::Module {
+ public:
+  BlockWrapper(nn::ModulePtr inner, ShardedDataParallel& owner, size_t block)
+      : inner_(std::move(inner)), owner_(owner), block_(block) {
+    training_ = inner_->isTraining();
+  }
+  nn::ModulePtr inner() const { return inner_; }
+
+  const Tensor& updateOutput(const Tensor& input) override {
+    owner_.beforeForward(block_);
+    try {
+      output = inner_->forward(input);
+    } catch (...) {
+      owner_.afterForward(block_);
+      throw;
+    }
+    owner_.afterForward(block_);
+    return output;
+  }
+  const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override {
+    owner_.beforeForward(block_);  // the parameters alone: no gradient is produced
+    try {
+      gradInput = inner_->updateGradInput(input, gradOutput);
+    } catch (...) {
+      owner_.afterForward(block_);
+      throw;
+    }
+    owner_.afterForward(block_);
+    return gradInput;
+  }
+  void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) override {
+    owner_.beforeBackward(block_);
+    try {
+      inner_->accGradParameters(input, gradOutput, scale);
+    } catch (...) {
+      owner_.afterBackward(block_);
+      throw;
+    }
+    owner_.blockDone(block_);  // no hook on this path
+    owner_.afterBackward(block_);
+  }
+  void zeroGradParameters() override {}  // the owner's (its gradients are its buffers)
+  std::string type_name() const override { return inner_->type_name(); }
+  std::string str() const override { return inner_->str(); }
+  tensor::Json config() const override { return inner_->config(); }
+  bool writesGradOutput() const override { return inner_->writesGradOutput(); }
+  bool computesOn(tensor::Device d) const override { return inner_->computesOn(d); }
+  void setGradInputNeeded(bool needed) override {
+    nn::Module::setGradInputNeeded(needed);
+    inner_->setGradInputNeeded(needed);
+  }
+  void setFreeIntermediateGradients(bool on) override {
+    nn::Module::setFreeIntermediateGradients(on);
+    inner_->setFreeIntermediateGradients(on);
+  }
+  void releaseGradInput() override {
+    nn::Module::releaseGradInput();
+    inner_->releaseGradInput();
+  }
+  void releaseActivations() override {
+    nn::Module::releaseActivations();
+    inner_->releaseActivations();
+  }
+  void train() override {
+    nn::Module::train();
+    inner_->train();
+  }
+  void evaluate() override {
+    nn::Module::evaluate();
+    inner_->evaluate();
+  }
+
+ protected:
+  void backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) override {
+    owner_.beforeBackward(block_);
+    try {
+      gradInput = inner_->backward(input, gradOutput, scale);  // its hook: owner_.blockDone
+    } catch (...) {
+      owner_.afterBackward(block_);
+      throw;
+    }
+    owner_.afterBackward(block_);
+  }
+  bool parametersNeedGradInput() const override { return true; }  // always backwardImpl: the child decides
+  void visitState(nn::StateVisitor& v) override { TreeAccess::tree(*inner_, v, ""); }
+
+ private:
+  nn::ModulePtr inner_;
+  ShardedDataParallel& owner_;
+  size_t block_;
+};
+
+}  // namespace
+
+std::string ShardedDataParallel::where(const char* method) const {
+  return tensor::detail::concat("dist.ShardedDataParallel::", method, " (rank ", group_->rank(), " of ",
+                                group_->worldSize(), "): ");
+}
+
+ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std::shared_ptr<ProcessGroup> group)
+    : options_(options), group_(group ? std::move(group) : default_group()) {
+  if (options_.stage < 1 || options_.stage > 3) {
+    throw tensor::Error(where("ShardedDataParallel") + "expected stage 1, 2 or 3, got " +
+                        std::to_string(options_.stage));
+  }
+  add(std::move(net));
+  const auto params = module().parameters();
+  device_ = params.empty() ? group_->device() : params.front().device();
+  if (!group_->backend(device_)) {
+    throw tensor::Error(where("ShardedDataParallel") + "expected a backend for the network's device " + device_.str() +
+                        " (NCCL for CUDA, MPI for the CPU), got the group's " + group_->backends());
+  }
+  if (!module().tiedParameters().empty()) {
+    throw tensor::Error(where("ShardedDataParallel") + "expected no tied parameters, got '" +
+                        module().tiedParameters().front().front() + "' tied (not supported when sharding)");
+  }
+  collect();
+  checkAgreement();
+  makeUnits();
+  if (options_.broadcastState && group_->worldSize() > 1) {
+    std::vector<Tensor> buffers;
+    for (auto& [name, b] : module().namedBuffers()) {
+      if (!b.is_contiguous())
+        throw tensor::Error(where("ShardedDataParallel") + "expected buffer '" + name + "' contiguous, got " +
+                            b.description());
+      group_->broadcast(b, 0);
+    }
+    if (device_.is_cpu()) group_->wait(device_, "the broadcast of rank 0's buffers");
+  }
+  wrapBlocks();  // last: nothing after it throws
+  peak_ = memory().total();
+}
+
+// Blocks: the network's children that own parameters (or the network itself, without
+// children); each parameter with a pointer to the module's own field.
+void ShardedDataParallel::collect() {
+  struct Collect : nn::StateVisitor {
+    std::vector<Param>* out;
+    void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+      Param p;
+      p.name = n;
+      p.value = &v;
+      p.grad = &g;
+      out->push_back(std::move(p));
+    }
+    void buffer(const std::string&, Tensor&) override {}
+  };
+  nn::Module& net = module();
+  std::vector<Param> own;
+  Collect c;
+  c.out = &own;
+  TreeAccess::own(net, c);
+  auto* kids = net.children();
+  if (kids && !kids->empty()) {
+    if (!own.empty()) {
+      throw tensor::Error(where("ShardedDataParallel") + "expected the network's parameters in its children, got '" +
+                          own.front().name + "' of the " + net.type_name() + " itself");
+    }
+    for (size_t i = 0; i < kids->size(); ++i) {
+      nn::Module& child = nn::child_at(net, *kids, i, "ShardedDataParallel");
+      std::vector<Param> mine;
+      c.out = &mine;
+      TreeAccess::tree(child, c, net.childName(i) + ".");
+      if (mine.empty()) continue;
+      Block b;
+      b.module = &child;
+      blocks_.push_back(b);
+      for (Param& p : mine) params_.push_back(std::move(p));
+      blocks_.back().units.push_back(params_.size());  // the end of its parameters (units: makeUnits)
+    }
+  } else if (!own.empty()) {
+    Block b;
+    b.module = &net;
+    blocks_.push_back(b);
+    params_ = std::move(own);
+    blocks_.back().units.push_back(params_.size());
+  }
+  for (Param& p : params_) {
+    const Tensor& v = *p.value;
+    const Tensor& g = *p.grad;
+    if (!v.defined() || !v.is_contiguous() || v.device() != device_ || !g.defined() || g.sizes() != v.sizes() ||
+        g.dtype() != v.dtype() || g.device() != v.device()) {
+      throw tensor::Error(where("ShardedDataParallel") + "expected parameter '" + p.name +
+                          "' and its gradient row-major on " + device_.str() + ", of one shape and dtype, got " +
+                          (v.defined() ? v.description() : std::string("undefined")) + " with gradient " +
+                          (g.defined() ? g.description() : std::string("undefined")));
+    }
+    p.shape = v.sizes();
+    p.numel = v.numel();
+    const tensor::Shape ones(p.shape.size(), 1);
+    p.valueHolder = tensor::zeros(ones, v.dtype(), device_).expand(p.shape);
+    p.gradHolder = tensor::zeros(ones, v.dtype(), device_).expand(p.shape);
+  }
+}
+
+// See Note [Sharded model agreement]
+void ShardedDataParallel::checkAgreement() {
+  const int n = group_->worldSize(), r = group_->rank();
+  if (n == 1) return;
+  auto gather = [&](const std::vector<int64_t>& mine) {
+    const auto k = static_cast<int64_t>(mine.size());
+    Tensor local = tensor::empty({k}, tensor::DType::Int64, tensor::Device::cpu());
+    std::copy(mine.begin(), mine.end(), local.data<int64_t>());
+    Tensor all = tensor::zeros({k * n}, tensor::DType::Int64, device_);
+    Tensor send = local.to(device_);
+    group_->allGather(send, all);
+    group_->wait(device_, "the model agreement check");
+    return all.cpu();
+  };
+  const std::vector<int64_t> head = {n, options_.stage, static_cast<int64_t>(params_.size())};
+  const Tensor heads = gather(head);
+  for (int q = 0; q < n; ++q) {
+    const int64_t* h = heads.data<int64_t>() + 3 * q;
+    if (h[0] != head[0] || h[1] != head[1] || h[2] != head[2]) {
+      throw tensor::Error(tensor::detail::concat(
+          where("ShardedDataParallel"), "expected every rank to agree on the world size, the stage and the number of ",
+          "parameters, got world size ", h[0], ", stage ", h[1], ", ", h[2], " parameters on rank ", q,
+          " and world size ", head[0], ", stage ", head[1], ", ", head[2], " parameters on rank ", r));
+    }
+  }
+  // Per parameter: a hash of its name, its dtype, rank and first kDims sizes (the rest hashed in).
+  constexpr size_t kDims = 4, kEach = 3 + kDims;
+  std::vector<int64_t> sig;
+  for (const Param& p : params_) {
+    sig.push_back(fnv1a(p.name + "|" + shape_str(p.shape)));
+    sig.push_back(static_cast<int64_t>(p.value->dtype()));
+    sig.push_back(static_cast<int64_t>(p.shape.size()));
+    for (size_t d = 0; d < kDims; ++d) sig.push_back(d < p.shape.size() ? p.shape[d] : 0);
+  }
+  if (sig.empty()) return;
+  const Tensor sigs = gather(sig);
+  const size_t k = sig.size();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (int q = 0; q < n; ++q) {
+      const int64_t* s = sigs.data<int64_t>() + k * static_cast<size_t>(q) + kEach * i;
+      if (std::equal(s, s + kEach, sig.begin() + static_cast<std::ptrdiff_t>(kEach * i))) continue;
+      const Param& p = params_[i];
+      std::string theirs = tensor::name(static_cast<tensor::DType>(s[1])) + std::string(" [");
+      for (int64_t d = 0; d < s[2]; ++d) {
+        theirs += (d ? " x " : "") + (d < static_cast<int64_t>(kDims) ? std::to_string(s[3 + d]) : std::string("?"));
+      }
+      theirs += "]";
+      const bool sameShape = std::equal(s + 1, s + kEach, sig.begin() + static_cast<std::ptrdiff_t>(kEach * i + 1));
+      throw tensor::Error(tensor::detail::concat(where("ShardedDataParallel"), "expected parameter '", p.name,
+                                                 "' alike on every rank, got ", tensor::name(p.value->dtype()), " ",
+                                                 shape_str(p.shape), " on rank ", r, " and ", theirs,
+                                                 sameShape ? " under another name" : "", " on rank ", q));
+    }
+  }
+}
+
+void ShardedDataParallel::makeUnits() {
+  const int n = group_->worldSize(), r = group_->rank();
+  size_t begin = 0;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const size_t end = blocks_[b].units.front();
+    blocks_[b].units.clear();
+    size_t bytes = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const Param& p = params_[i];
+      const size_t pb = static_cast<size_t>(p.numel) * tensor::itemsize(p.value->dtype());
+      const bool fresh =
+          i == begin || p.value->dtype() != units_.back().dtype || (bytes > 0 && bytes + pb > options_.bucketBytes);
+      if (fresh) {
+        Unit u;
+        u.block = b;
+        u.dtype = p.value->dtype();
+        u.masterDtype = !tensor::is_floating(u.dtype) ? u.dtype
+                        : options_.masterDtype        ? *options_.masterDtype
+                        : is_16bit_float(u.dtype)     ? tensor::DType::Float32
+                                                      : u.dtype;
+        units_.push_back(std::move(u));
+        blocks_[b].units.push_back(units_.size() - 1);
+        bytes = 0;
+      }
+      Unit& u = units_.back();
+      params_[i].unit = units_.size() - 1;
+      params_[i].offset = u.numel;
+      u.numel += p.numel;
+      u.params.push_back(i);
+      bytes += pb;
+    }
+    begin = end;
+  }
+  for (Unit& u : units_) {
+    u.shard = (u.numel + n - 1) / n;
+    u.padded = u.shard * n;
+    u.flat = tensor::zeros({u.padded}, u.dtype, device_);
+    for (size_t i : u.params) {
+      Param& p = params_[i];
+      u.flat.narrow(0, p.offset, p.numel).copy_(tensor::flat_view(*p.value));
+    }
+    if (options_.broadcastState && n > 1) group_->broadcast(u.flat, 0);
+  }
+  if (options_.broadcastState && n > 1 && device_.is_cpu())
+    group_->wait(device_, "the broadcast of rank 0's parameters");
+  for (Unit& u : units_) {
+    const Tensor own = u.flat.narrow(0, r * u.shard, u.shard);
+    u.master = options_.stage < 3 && u.masterDtype == u.dtype ? own : own.to(u.masterDtype).clone();
+    u.grad = tensor::zeros({u.shard}, u.masterDtype, device_);
+    for (size_t i : u.params) {
+      Param& p = params_[i];
+      *p.value = u.flat.narrow(0, p.offset, p.numel).view(p.shape);
+      *p.grad = p.gradHolder;
+    }
+    if (options_.stage == 1) bindGrads(u);
+    if (options_.stage == 3) release(u);
+  }
+}
+
+void ShardedDataParallel::wrapBlocks() {
+  if (options_.stage == 1) return;
+  nn::Module& net = module();
+  auto* kids = net.children();
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    nn::Module* m = blocks_[b].module;
+    m->setBackwardHook([this, b](nn::Module&) { blockDone(b); });
+    if (m == &net || !kids) continue;
+    for (auto& slot : *kids) {
+      if (slot.get() != m) continue;
+      slot = std::make_shared<BlockWrapper>(slot, *this, b);
+      blocks_[b].wrapped = true;
+      break;
+    }
+  }
+}
+
+ShardedDataParallel::~ShardedDataParallel() {
+  try {
+    for (Block& b : blocks_) b.module->setBackwardHook({});
+    if (auto* kids = module().children()) {
+      for (auto& slot : *kids) {
+        if (auto* w = dynamic_cast<BlockWrapper*>(slot.get())) slot = w->inner();
+      }
+    }
+    // The modules get gradients of their own again (stage 3 leaves their parameters empty).
+    for (Param& p : params_) {
+      if (p.grad->is_same_view(p.gradHolder)) *p.grad = tensor::zeros(p.shape, p.value->dtype(), device_);
+    }
+  } catch (...) {
+  }
+}
+
+void ShardedDataParallel::gather(Unit& u) {
+  if (u.flat.defined()) return;
+  const int r = group_->rank();
+  u.flat = tensor::empty({u.padded}, u.dtype, device_);
+  Tensor own = u.flat.narrow(0, r * u.shard, u.shard);
+  own.copy_(u.master);
+  group_->allGather(own, u.flat);
+  if (device_.is_cpu()) group_->wait(device_, "the parameters' all-gather");  // CUDA: in the stream's order
+  for (size_t i : u.params) {
+    Param& p = params_[i];
+    *p.value = u.flat.narrow(0, p.offset, p.numel).view(p.shape);
+  }
+}
+
+void ShardedDataParallel::release(Unit& u) {
+  for (size_t i : u.params) *params_[i].value = params_[i].valueHolder;
+  u.flat = Tensor();
+}
+
+void ShardedDataParallel::bindGrads(Unit& u) {
+  if (u.flatGrad.defined()) return;
+  u.flatGrad = tensor::zeros({u.padded}, u.dtype, device_);
+  for (size_t i : u.params) {
+    Param& p = params_[i];
+    *p.grad = u.flatGrad.narrow(0, p.offset, p.numel).view(p.shape);
+  }
+}
+
+// The unit's full gradient, averaged over the ranks, added into this rank's shard of it.
+void ShardedDataParallel::reduceGrads(Unit& u) {
+  if (!u.flatGrad.defined()) return;
+  // MPI reduces no 16-bit floats: there, 16-bit gradients are reduced in float32
+  const bool widen = device_.is_cpu() && is_16bit_float(u.dtype);
+  const Tensor whole = widen ? u.flatGrad.to(tensor::DType::Float32) : u.flatGrad;  // alive until the wait
+  Tensor part = tensor::empty({u.shard}, whole.dtype(), device_);
+  group_->reduceScatter(whole, part, ReduceOp::Avg);
+  if (device_.is_cpu()) group_->wait(device_, "the gradients' reduce-scatter");
+  u.grad.add_(part.dtype() == u.masterDtype ? part : part.to(u.masterDtype));
+  u.pending = false;
+  if (options_.stage == 1) {
+    u.flatGrad.zero_();
+    return;
+  }
+  for (size_t i : u.params) *params_[i].grad = params_[i].gradHolder;
+  u.flatGrad = Tensor();
+}
+
+// NCCL: the collectives run in the compute stream's order and the host does not wait for them;
+// the group's watchdog follows them (ProcessGroup::watch), so a lost rank or a stuck collective
+// still aborts the group within its timeout and the next call here throws.
+void ShardedDataParallel::watchDevice(const char* what) {
+  if (device_.is_cuda()) group_->watch(tensor::cuda::stream(device_.index), what);
+}
+
+void ShardedDataParallel::notePeak() { peak_ = std::max(peak_, memory().total()); }
+
+void ShardedDataParallel::beforeForward(size_t block) {
+  if (options_.stage != 3) return;
+  for (size_t u : blocks_[block].units) gather(units_[u]);
+  notePeak();
+}
+
+void ShardedDataParallel::afterForward(size_t block) {
+  if (options_.stage != 3) return;
+  for (size_t u : blocks_[block].units) release(units_[u]);
+}
+
+void ShardedDataParallel::beforeBackward(size_t block) {
+  for (size_t u : blocks_[block].units) {
+    if (options_.stage == 3) gather(units_[u]);
+    bindGrads(units_[u]);
+  }
+  notePeak();
+}
+
+void ShardedDataParallel::blockDone(size_t block) {
+  if (!inBackward_ || options_.stage == 1) return;
+  for (size_t u : blocks_[block].units) {
+    if (noSync_) {
+      units_[u].pending = units_[u].flatGrad.defined();
+    } else {
+      reduceGrads(units_[u]);
+    }
+  }
+}
+
+void ShardedDataParallel::afterBackward(size_t block) {
+  if (options_.stage != 3) return;
+  for (size_t u : blocks_[block].units) release(units_[u]);
+}
+
+const Tensor& ShardedDataParallel::updateOutput(const Tensor& input) {
+  group_->check("ShardedDataParallel::forward");
+  const bool direct = !blocks_.empty() && blocks_[0].module == &module();
+  if (direct) beforeForward(0);
+  try {
+    output = module().forward(input);
+  } catch (...) {
+    if (direct) afterForward(0);
+    throw;
+  }
+  if (direct) afterForward(0);
+  return output;
+}
+
+const Tensor& ShardedDataParallel::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
+  const bool direct = !blocks_.empty() && blocks_[0].module == &module();
+  if (direct) beforeForward(0);
+  gradInput = module().updateGradInput(input, gradOutput);
+  if (direct) afterForward(0);
+  return gradInput;
+}
+
+void ShardedDataParallel::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
+  group_->check("ShardedDataParallel::backward");
+  const bool direct = !blocks_.empty() && blocks_[0].module == &module();
+  inBackward_ = true;
+  try {
+    if (direct) beforeBackward(0);
+    module().accGradParameters(input, gradOutput, scale);
+    if (direct) {
+      blockDone(0);
+      afterBackward(0);
+    }
+  } catch (...) {
+    inBackward_ = false;
+    throw;
+  }
+  finishBackward();
+}
+
+void ShardedDataParallel::backwardImpl(const Tensor& input, const Tensor& gradOutput, double scale) {
+  group_->check("ShardedDataParallel::backward");
+  const bool direct = !blocks_.empty() && blocks_[0].module == &module();
+  inBackward_ = true;
+  try {
+    if (direct) beforeBackward(0);
+    gradInput = module().backward(input, gradOutput, scale);  // direct: its hook runs blockDone(0)
+    if (direct) afterBackward(0);
+  } catch (...) {
+    inBackward_ = false;
+    throw;
+  }
+  finishBackward();
+}
+
+void ShardedDataParallel::finishBackward() {
+  inBackward_ = false;
+  for (Unit& u : units_) {
+    if (options_.stage == 1) {
+      if (noSync_)
+        u.pending = true;
+      else
+        reduceGrads(u);
+    }
+  }
+  watchDevice("the gradients' reduce-scatter");
+  notePeak();
+}
+
+void ShardedDataParallel::zeroGradParameters() {
+  for (Unit& u : units_) {
+    u.grad.zero_();
+    u.pending = false;
+    if (options_.stage == 1) {
+      u.flatGrad.zero_();
+    } else if (u.flatGrad.defined()) {
+      for (size_t i : u.params) *params_[i].grad = params_[i].gradHolder;
+      u.flatGrad = Tensor();
+    }
+  }
+}
+
+void ShardedDataParallel::setOptimizer(const OptimizerFactory& make) {
+  const int r = group_->rank();
+  std::vector<Tensor> params, grads;
+  std::vector<Piece> pieces;
+  for (Unit& u : units_) {
+    const int64_t lo = r * u.shard, hi = lo + u.shard;
+    for (size_t i : u.params) {
+      const Param& p = params_[i];
+      const int64_t a = std::max(lo, p.offset), b = std::min(hi, p.offset + p.numel);
+      if (a >= b) continue;
+      params.push_back(u.master.narrow(0, a - lo, b - a));
+      grads.push_back(u.grad.narrow(0, a - lo, b - a));
+      pieces.push_back(Piece{static_cast<size_t>(&u - units_.data()), i, a - lo, b - a});
+    }
+  }
+  optimizer_.reset();
+  pieces_.clear();
+  if (!params.empty()) optimizer_ = make(std::move(params), std::move(grads));
+  if (optimizer_) pieces_ = std::move(pieces);
+  countOptimizerState();
+  notePeak();
+}
+
+double ShardedDataParallel::clipGradNorm(double maxNorm, double normType) {
+  if (!(maxNorm > 0) || !std::isfinite(maxNorm)) {
+    throw tensor::Error(where("clipGradNorm") + "expected a finite maxNorm > 0, got " + std::to_string(maxNorm));
+  }
+  const bool inf = std::isinf(normType);
+  if (normType != 2 && !inf) {
+    throw tensor::Error(where("clipGradNorm") + "expected normType 2 or inf, got " + std::to_string(normType));
+  }
+  // As nn::clipGradNorm: the sum of squares (or the largest |g|) in float64, here over this
+  // rank's shards (the padding is zero), then over the ranks.
+  double acc = 0;
+  for (const Unit& u : units_) {
+    const Tensor x = u.grad.to(tensor::Device::cpu(), tensor::DType::Float64).contiguous();
+    const double* v = x.data<double>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double a = std::fabs(v[i]);
+      acc = inf ? (std::isnan(a) || std::isnan(acc) ? a + acc : std::max(acc, a)) : acc + a * a;
+    }
+  }
+  Tensor total = tensor::full({1}, acc, tensor::DType::Float64, device_);
+  group_->allReduce(total, inf ? ReduceOp::Max : ReduceOp::Sum);
+  group_->wait(device_, "the gradient norm's all-reduce");
+  const double sum = total.item();
+  const double norm = inf ? sum : std::sqrt(sum);
+  const double coef = std::min(maxNorm / (norm + 1e-6), 1.0);
+  if (!(coef == 1.0)) {
+    for (Unit& u : units_) u.grad.mul_(coef);
+  }
+  return norm;
+}
+
+void ShardedDataParallel::checkReduced(const char* method) const {
+  group_->check(method);
+  for (const Unit& u : units_) {
+    if (u.pending) {
+      throw tensor::Error(where(method) + "expected the gradients reduce-scattered, got those of '" +
+                          params_[u.params.front()].name +
+                          "' still accumulated under noSync (run the last micro-batch's backward without it)");
+    }
+  }
+}
+
+void ShardedDataParallel::step() {
+  checkReduced("step");
+  if (optimizer_) optimizer_->step();
+  unscaled_ = false;
+  countOptimizerState();
+  syncParameters();
+  notePeak();
+}
+
+// Note [One verdict for every rank]: GradScaler decides from the gradients it unscales, and
+// each rank unscales only its shard, so an overflow in one rank's shard would skip the step
+// (and back the scale off) there alone, and the replicas would part. So the ranks first agree,
+// in one all-reduce (max), on whether any shard holds an Inf or NaN; where one does and this
+// rank's shards do not, one element of them is made NaN before the scaler sees them: every
+// scaler then finds the overflow, every optimizer skips the step (the poisoned gradient is
+// never used: the next zeroGradParameters() clears it) and every scale backs off alike.
+void ShardedDataParallel::unscale(nn::GradScaler& scaler) {
+  checkReduced("unscale");
+  if (unscaled_) throw tensor::Error(where("unscale") + "expected one unscale() per step, got a second");
+  if (scaler.enabled()) {
+    double local = 0;
+    for (const Unit& u : units_) {
+      const Tensor x = u.grad.to(tensor::Device::cpu(), tensor::DType::Float64).contiguous();
+      const double* v = x.data<double>();
+      for (int64_t i = 0; i < x.numel() && local == 0; ++i) local = std::isfinite(v[i]) ? 0 : 1;
+    }
+    Tensor any = tensor::full({1}, local, tensor::DType::Float64, device_);
+    group_->allReduce(any, ReduceOp::Max);
+    group_->wait(device_, "the non-finite gradients' all-reduce");
+    if (any.item() != 0 && local == 0) {
+      for (Unit& u : units_) {
+        if (u.shard == 0) continue;
+        u.grad.narrow(0, 0, 1).fill_(std::nan(""));
+        break;
+      }
+    }
+  }
+  std::vector<Tensor> grads;
+  for (const Unit& u : units_) {
+    if (u.shard > 0) grads.push_back(u.grad);
+  }
+  if (grads.empty()) grads.push_back(tensor::zeros({1}, tensor::DType::Float32, device_));  // the verdict needs one
+  scaler.unscale(grads);
+  unscaled_ = true;
+}
+
+bool ShardedDataParallel::step(nn::GradScaler& scaler) {
+  checkReduced("step");
+  if (!unscaled_ && scaler.enabled()) unscale(scaler);
+  unscaled_ = false;
+  // The scaler steps the optimizer (and counts a skipped step); a rank without a piece has no
+  // optimizer and follows the common verdict.
+  const bool stepped = optimizer_ ? scaler.step(*optimizer_) : !(scaler.enabled() && scaler.foundInf());
+  countOptimizerState();
+  if (stepped) syncParameters();  // (on the scaler's device path a skip happens inside the kernels)
+  notePeak();
+  return stepped;
+}
+
+void ShardedDataParallel::syncParameters() {
+  if (options_.stage == 3) return;
+  const int r = group_->rank();
+  for (Unit& u : units_) {
+    Tensor own = u.flat.narrow(0, r * u.shard, u.shard);
+    if (!own.is_same_view(u.master)) own.copy_(u.master);
+    group_->allGather(own, u.flat);
+  }
+  if (device_.is_cpu() && !units_.empty()) group_->wait(device_, "the parameters' all-gather");
+  watchDevice("the parameters' all-gather");
+}
+
+std::map<std::string, Tensor> ShardedDataParallel::fullStateDict() {
+  std::map<std::string, Tensor> out;
+  for (Unit& u : units_) {
+    const bool gathered = u.flat.defined();
+    gather(u);
+    for (size_t i : u.params) {
+      const Param& p = params_[i];
+      out[p.name] = u.flat.narrow(0, p.offset, p.numel).view(p.shape).clone();
+    }
+    if (!gathered) release(u);
+  }
+  for (auto& [name, b] : module().namedBuffers()) out[name] = b.clone();
+  return out;
+}
+
+std::vector<Tensor> ShardedDataParallel::masterShards() const {
+  std::vector<Tensor> out;
+  for (const Unit& u : units_) out.push_back(u.master);
+  return out;
+}
+
+std::vector<Tensor> ShardedDataParallel::gradientShards() const {
+  std::vector<Tensor> out;
+  for (const Unit& u : units_) out.push_back(u.grad);
+  return out;
+}
+
+ShardedDataParallel::Memory ShardedDataParallel::memory() const {
+  Memory m;
+  std::set<const void*> seen;
+  auto count = [&](const Tensor& t, size_t& into) {
+    if (t.defined() && seen.insert(t.storage().get()).second) into += t.storage()->nbytes();
+  };
+  for (const Unit& u : units_) {
+    count(u.flat, m.parameters);
+    count(u.master, m.parameters);
+    count(u.flatGrad, m.gradients);
+    count(u.grad, m.gradients);
+  }
+  m.optimizer = optimizerBytes_;
+  return m;
+}
+
+// The optimizer's state changes only in its step and in a load: counted then, not at every
+// block's gather (notePeak).
+void ShardedDataParallel::countOptimizerState() {
+  optimizerBytes_ = 0;
+  if (!optimizer_) return;
+  std::set<const void*> seen;
+  for (const auto& [name, t] : optimizer_->stateDict()) {
+    if (t.defined() && seen.insert(t.storage().get()).second) optimizerBytes_ += t.storage()->nbytes();
+  }
+}
+
+size_t ShardedDataParallel::largestBlockBytes() const {
+  size_t most = 0;
+  for (const Block& b : blocks_) {
+    size_t bytes = 0;
+    for (size_t u : b.units) bytes += 2 * static_cast<size_t>(units_[u].padded) * tensor::itemsize(units_[u].dtype);
+    most = std::max(most, bytes);
+  }
+  return most;
+}
+
+namespace {
+
+const char* kCheckpointFormat = "cudnn-nn sharded checkpoint 1";
+
+std::string shard_path(const std::string& dir, int64_t rank, int64_t world) {
+  return dir + "/shard-" + std::to_string(rank) + "-of-" + std::to_string(world) + ".safetensors";
+}
+
+std::string unit_key(size_t unit, const std::string& name) { return tensor::detail::concat("u", unit, ".", name); }
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// A saved checkpoint: its manifest and its shard files, read on demand.
+struct CheckpointReader {
+  std::string dir, nonce;
+  int64_t world = 0;
+  tensor::Json manifest;
+  std::map<int64_t, tensor::SafetensorsFile> files;
+  std::string who;
+
+  CheckpointReader(std::string d, std::string w) : dir(std::move(d)), who(std::move(w)) {
+    const std::vector<uint8_t> bytes = tensor::read_file(dir + "/manifest.json", "dist.ShardedDataParallel");
+    manifest = tensor::Json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                   dir + "/manifest.json");
+    if (manifest.at("format", "the manifest").as_string() != kCheckpointFormat) {
+      throw tensor::Error(who + "expected a manifest of format '" + kCheckpointFormat + "' in " + dir + ", got '" +
+                          manifest.at("format").as_string() + "'");
+    }
+    world = manifest.at("worldSize").as_int();
+    nonce = manifest.at("nonce").as_string();
+  }
+  const tensor::SafetensorsFile& file(int64_t q) {
+    auto it = files.find(q);
+    if (it != files.end()) return it->second;
+    tensor::SafetensorsFile f = tensor::load_safetensors(shard_path(dir, q, world));
+    const auto n = f.metadata.find("nonce");
+    if (n == f.metadata.end() || n->second != nonce) {
+      throw tensor::Error(who + "expected " + shard_path(dir, q, world) + " of the save the manifest names (" + nonce +
+                          "), got " + (n == f.metadata.end() ? std::string("no save") : "save " + n->second) +
+                          " (a shard of another save?)");
+    }
+    return files.emplace(q, std::move(f)).first->second;
+  }
+  // Elements [begin, end) of unit `unit`'s flat tensor `key` ("master", a state name) into
+  // `out` from `at` on, from the files that hold them; false when one lacks the key.
+  bool read(size_t unit, int64_t numel, const std::string& key, int64_t begin, int64_t end, Tensor out, int64_t at) {
+    const int64_t shard = (numel + world - 1) / world;
+    end = std::min(end, numel);
+    for (int64_t q = begin / std::max<int64_t>(shard, 1); q < world && q * shard < end; ++q) {
+      const int64_t lo = std::max(begin, q * shard), hi = std::min(end, (q + 1) * shard);
+      if (lo >= hi) continue;
+      const auto& f = file(q);
+      auto t = f.tensors.find(unit_key(unit, key));
+      if (t == f.tensors.end()) return false;
+      if (t->second.numel() != shard) {
+        throw tensor::Error(tensor::detail::concat(who, "expected '", t->first, "' of ", shard, " elements in ",
+                                                   shard_path(dir, q, world), ", got ", t->second.description()));
+      }
+      out.narrow(0, at + lo - begin, hi - lo).copy_(t->second.narrow(0, lo - q * shard, hi - lo));
+    }
+    return true;
+  }
+  // Elements [begin, end) of saved parameter k's `key`, wherever the saved units put them.
+  bool readParam(size_t k, const std::string& key, int64_t begin, int64_t end, Tensor out, int64_t at) {
+    const tensor::Json& p = manifest.at("params").as_array().at(k);
+    const auto unit = static_cast<size_t>(p.at("unit").as_int());
+    const int64_t offset = p.at("offset").as_int();
+    const int64_t numel = manifest.at("units").as_array().at(unit).at("numel").as_int();
+    return read(unit, numel, key, offset + begin, offset + end, out, at);
+  }
+  // The shard file holding element `e` of saved parameter k.
+  const tensor::SafetensorsFile& fileOf(size_t k, int64_t e) {
+    const tensor::Json& p = manifest.at("params").as_array().at(k);
+    const int64_t numel =
+        manifest.at("units").as_array().at(static_cast<size_t>(p.at("unit").as_int())).at("numel").as_int();
+    return file((p.at("offset").as_int() + e) / ((numel + world - 1) / world));
+  }
+};
+
+}  // namespace
+
+void ShardedDataParallel::saveCheckpoint(const std::string& dir) {
+  group_->check("ShardedDataParallel::saveCheckpoint");
+  const int r = group_->rank(), n = group_->worldSize();
+  // rank 0's nonce names the save in every file (Note [Sharded checkpoints])
+  Tensor nonce = tensor::empty({1}, tensor::DType::Int64, tensor::Device::cpu());
+  nonce.data<int64_t>()[0] = static_cast<int64_t>(
+      (std::random_device{}() ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
+      0x7fffffffffffffffull);
+  if (n > 1) {
+    Tensor shared = nonce.to(device_);
+    group_->broadcast(shared, 0);
+    group_->wait(device_, "the checkpoint's nonce broadcast");
+    nonce = shared.cpu();
+  }
+  const std::string tag = std::to_string(nonce.data<int64_t>()[0]);
+  std::filesystem::create_directories(dir);
+  std::map<std::string, Tensor> tensors;
+  std::vector<std::string> stateNames;
+  std::map<std::string, std::vector<Tensor>> stateFlat;  // name -> per unit [shard]
+  if (optimizer_) {
+    const auto state = optimizer_->stateDict();
+    for (const auto& [key, t] : state) {
+      const size_t dot = key.find('.');
+      const size_t piece = std::stoul(key.substr(0, dot));
+      const std::string name = key.substr(dot + 1);
+      const Piece& pc = pieces_.at(piece);
+      if (name == "step") {
+        tensors["step." + std::to_string(pc.param)] = t.cpu().to(tensor::DType::Int64).reshape({1});
+        continue;
+      }
+      auto& flats = stateFlat[name];
+      if (flats.empty()) {
+        stateNames.push_back(name);
+        for (const Unit& u : units_) flats.push_back(tensor::zeros({u.shard}, u.masterDtype, tensor::Device::cpu()));
+      }
+      flats[pc.unit].narrow(0, pc.begin, pc.length).copy_(tensor::flat_view(t));
+    }
+  }
+  for (size_t i = 0; i < units_.size(); ++i) {
+    tensors[unit_key(i, "master")] = units_[i].master.cpu().contiguous();
+    for (const auto& [name, flats] : stateFlat) tensors[unit_key(i, name)] = flats[i];
+  }
+  std::vector<std::string> bufferNames;
+  for (auto& [name, b] : module().namedBuffers()) {
+    bufferNames.push_back(name);
+    if (r == 0) tensors["buffer." + name] = b.cpu().contiguous();
+  }
+  tensor::save_safetensors(shard_path(dir, r, n), tensors,
+                           {{"nonce", tag}, {"rank", std::to_string(r)}, {"stateNames", join(stateNames)}});
+  if (n > 1) group_->barrier();  // every shard is in before the manifest names them
+  if (r == 0) {
+    tensor::Json units = tensor::Json::Array{};
+    for (const Unit& u : units_) {
+      tensor::Json j = tensor::Json::Object{};
+      j.set("dtype", tensor::name(u.dtype));
+      j.set("masterDtype", tensor::name(u.masterDtype));
+      j.set("numel", u.numel);
+      units.push(std::move(j));
+    }
+    tensor::Json params = tensor::Json::Array{};
+    for (const Param& p : params_) {
+      tensor::Json j = tensor::Json::Object{};
+      j.set("name", p.name);
+      j.set("dtype", tensor::name(units_[p.unit].dtype));
+      tensor::Json shape = tensor::Json::Array{};
+      for (int64_t d : p.shape) shape.push(d);
+      j.set("shape", std::move(shape));
+      j.set("unit", static_cast<int64_t>(p.unit));
+      j.set("offset", p.offset);
+      params.push(std::move(j));
+    }
+    tensor::Json buffers = tensor::Json::Array{};
+    for (const auto& b : bufferNames) buffers.push(b);
+    tensor::Json m = tensor::Json::Object{};
+    m.set("format", kCheckpointFormat);
+    m.set("worldSize", static_cast<int64_t>(n));
+    m.set("stage", static_cast<int64_t>(options_.stage));
+    m.set("nonce", tag);
+    m.set("optimizer", optimizer_ ? optimizer_->type_name() : std::string());
+    m.set("units", std::move(units));
+    m.set("params", std::move(params));
+    m.set("buffers", std::move(buffers));
+    const std::string text = m.dump(1);
+    tensor::write_file_atomic(dir + "/manifest.json", text.data(), text.size(), "dist.ShardedDataParallel");
+  }
+  if (n > 1) group_->barrier();
+}
+
+void ShardedDataParallel::loadCheckpoint(const std::string& dir) {
+  group_->check("ShardedDataParallel::loadCheckpoint");
+  const std::string who = where("loadCheckpoint");
+  CheckpointReader ck(dir, who);
+  const auto& units = ck.manifest.at("units").as_array();
+  const auto& params = ck.manifest.at("params").as_array();
+  if (params.size() != params_.size()) {
+    throw tensor::Error(tensor::detail::concat(who, "expected a checkpoint of ", params_.size(),
+                                               " parameters (the same network), got ", params.size(), " in ", dir));
+  }
+  (void)units;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = params_[i];
+    const tensor::Json& j = params[i];
+    tensor::Shape shape;
+    for (const auto& d : j.at("shape").as_array()) shape.push_back(d.as_int());
+    if (j.at("name").as_string() != p.name || shape != p.shape ||
+        j.at("dtype").as_string() != tensor::name(units_[p.unit].dtype)) {
+      throw tensor::Error(who + "expected parameter " + std::to_string(i) + " '" + p.name + "' " +
+                          tensor::name(units_[p.unit].dtype) + " " + shape_str(p.shape) + ", got '" +
+                          j.at("name").as_string() + "' " + j.at("dtype").as_string() + " " + shape_str(shape) +
+                          " in " + dir);
+    }
+  }
+  const std::string savedOptimizer = ck.manifest.at("optimizer").as_string();
+  if (optimizer_ && !savedOptimizer.empty() && savedOptimizer != optimizer_->type_name()) {
+    throw tensor::Error(who + "expected the state of " + optimizer_->type_name() + ", got " + savedOptimizer +
+                        "'s in " + dir);
+  }
+  const int r = group_->rank();
+  // This rank's part [a, b) of parameter i (elements into the parameter), at `at` in its shard.
+  struct Part {
+    size_t param, unit;
+    int64_t a, b, at;
+  };
+  std::vector<Part> parts;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = params_[i];
+    const Unit& u = units_[p.unit];
+    const int64_t lo = std::max(r * u.shard, p.offset), hi = std::min((r + 1) * u.shard, p.offset + p.numel);
+    if (lo < hi) parts.push_back(Part{i, p.unit, lo - p.offset, hi - p.offset, lo - r * u.shard});
+  }
+  // Every value is read before any is written: a bad checkpoint changes nothing.
+  std::vector<Tensor> masters;
+  for (const Unit& u : units_) masters.push_back(tensor::zeros({u.shard}, u.masterDtype, tensor::Device::cpu()));
+  for (const Part& pt : parts) ck.readParam(pt.param, "master", pt.a, pt.b, masters[pt.unit], pt.at);
+  std::map<std::string, Tensor> optState;
+  if (optimizer_) {
+    std::vector<std::string> names;
+    for (const Part& pt : parts) {
+      for (const auto& name : split(ck.fileOf(pt.param, pt.a).metadata.at("stateNames"))) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+    }
+    std::map<std::string, std::vector<Tensor>> states;  // name -> per unit [shard] on the CPU
+    for (const auto& name : names) {
+      auto& flats = states[name];
+      for (const Unit& u : units_) flats.push_back(tensor::zeros({u.shard}, u.masterDtype, tensor::Device::cpu()));
+      for (const Part& pt : parts) {
+        if (!ck.readParam(pt.param, name, pt.a, pt.b, flats[pt.unit], pt.at)) {
+          throw tensor::Error(who + "expected optimizer state '" + name + "' of parameter '" + params_[pt.param].name +
+                              "' in " + dir + ", got a shard without it");
+        }
+      }
+    }
+    for (size_t k = 0; k < pieces_.size(); ++k) {
+      const Piece& pc = pieces_[k];
+      for (const auto& name : names) {
+        optState[std::to_string(k) + "." + name] = states[name][pc.unit].narrow(0, pc.begin, pc.length).clone();
+      }
+      // the parameter's step counter, from the file holding this piece's first element
+      const Unit& u = units_[pc.unit];
+      const int64_t element = r * u.shard + pc.begin - params_[pc.param].offset;
+      const auto& f = ck.fileOf(pc.param, element);
+      auto step = f.tensors.find("step." + std::to_string(pc.param));
+      if (step != f.tensors.end()) optState[std::to_string(k) + ".step"] = step->second.reshape({});
+    }
+    optimizer_->checkStateDict(optState);
+  }
+  std::map<std::string, Tensor> buffers;
+  for (const auto& b : ck.manifest.at("buffers").as_array()) {
+    const auto& f = ck.file(0);
+    auto t = f.tensors.find("buffer." + b.as_string());
+    if (t == f.tensors.end()) throw tensor::Error(who + "expected buffer '" + b.as_string() + "' in shard 0 of " + dir);
+    buffers[b.as_string()] = t->second;
+  }
+  for (size_t i = 0; i < units_.size(); ++i) units_[i].master.copy_(masters[i]);
+  if (optimizer_) optimizer_->loadStateDict(optState);
+  countOptimizerState();
+  for (auto& [name, b] : module().namedBuffers()) {
+    auto it = buffers.find(name);
+    if (it != buffers.end()) b.copy_(it->second);
+  }
+  zeroGradParameters();
+  syncParameters();
+}
+
+ShardedDataParallel::FullCheckpoint ShardedDataParallel::readFullCheckpoint(const std::string& dir) {
+  const std::string who = "dist.ShardedDataParallel::readFullCheckpoint: ";
+  CheckpointReader ck(dir, who);
+  FullCheckpoint out;
+  out.worldSize = static_cast<int>(ck.world);
+  const auto& units = ck.manifest.at("units").as_array();
+  std::vector<Tensor> masters;
+  std::map<std::string, std::vector<Tensor>> states;
+  for (int64_t q = 0; q < ck.world; ++q) ck.file(q);
+  std::vector<std::string> names;
+  for (auto& [q, f] : ck.files) {
+    for (const auto& name : split(f.metadata["stateNames"])) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  for (size_t i = 0; i < units.size(); ++i) {
+    const int64_t numel = units[i].at("numel").as_int();
+    const tensor::DType md = tensor::dtype_from_name(units[i].at("masterDtype").as_string());
+    Tensor m = tensor::zeros({numel}, md, tensor::Device::cpu());
+    ck.read(i, numel, "master", 0, numel, m, 0);
+    masters.push_back(m);
+    for (const auto& name : names) {
+      Tensor t = tensor::zeros({numel}, md, tensor::Device::cpu());
+      ck.read(i, numel, name, 0, numel, t, 0);
+      states[name].push_back(t);
+    }
+  }
+  const auto& params = ck.manifest.at("params").as_array();
+  for (size_t k = 0; k < params.size(); ++k) {
+    const tensor::Json& j = params[k];
+    tensor::Shape shape;
+    int64_t numel = 1;
+    for (const auto& d : j.at("shape").as_array()) {
+      shape.push_back(d.as_int());
+      numel *= d.as_int();
+    }
+    const size_t unit = static_cast<size_t>(j.at("unit").as_int());
+    const int64_t offset = j.at("offset").as_int();
+    const tensor::DType dt = tensor::dtype_from_name(j.at("dtype").as_string());
+    out.model[j.at("name").as_string()] = masters.at(unit).narrow(0, offset, numel).to(dt).view(shape).clone();
+    for (const auto& name : names) {
+      out.optimizer[std::to_string(k) + "." + name] = states[name][unit].narrow(0, offset, numel).view(shape).clone();
+    }
+    for (auto& [q, f] : ck.files) {
+      auto step = f.tensors.find("step." + std::to_string(k));
+      if (step == f.tensors.end()) continue;
+      out.optimizer[std::to_string(k) + ".step"] = step->second.reshape({});
+      break;
+    }
+  }
+  for (const auto& b : ck.manifest.at("buffers").as_array()) {
+    const auto& f = ck.file(0);
+    auto t = f.tensors.find("buffer." + b.as_string());
+    if (t == f.tensors.end()) throw tensor::Error(who + "expected buffer '" + b.as_string() + "' in shard 0 of " + dir);
+    out.model[b.as_string()] = t->second;
+  }
+  return out;
+}
+
+std::string ShardedDataParallel::str() const {
+  return type_name() + " (stage " + std::to_string(options_.stage) + ", " + std::to_string(units_.size()) +
+         " units over " + std::to_string(group_->worldSize()) +
+         " ranks) {\n  (1): " + nn::indent_lines(module().str(), "  ") + "\n}";
+}
+
+}  // namespace dist

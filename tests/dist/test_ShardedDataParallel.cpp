@@ -1,0 +1,362 @@
+// ShardedDataParallel at world size 1 (the one-process backend, no MPI): every stage trains
+// exactly as the network alone (AdamW with clipping and accumulation, SGD, GradScaler), stage 3
+// holds the parameters only while a block runs, the checkpoint round trip (into a sharded model
+// and into one process), and the errors. The self backend's equal-chunk collectives. The
+// multi-process paths (world sizes 2 and 4, resharding) are tests/dist/test_Mpi.sh's.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+#include "distributed/ProcessGroup.h"
+#include "distributed/ShardedDataParallel.h"
+#include "nn/AdamW.h"
+#include "nn/ClipGrad.h"
+#include "nn/DecoderBlock.h"
+#include "nn/GELU.h"
+#include "nn/GradScaler.h"
+#include "nn/LayerNorm.h"
+#include "nn/Linear.h"
+#include "nn/MixedPrecision.h"
+#include "nn/MultiheadAttention.h"
+#include "nn/ReLU.h"
+#include "nn/SGD.h"
+#include "nn/Sequential.h"
+#include "tests/dist/SameBits.h"
+#include "tests/support/ErrorText.h"
+#include "tests/support/TempDir.h"
+
+using dist::ShardedDataParallel;
+using tensor::Tensor;
+using testing::error_of;
+using testing::has;
+using testing::same_bits;
+
+namespace {
+
+std::shared_ptr<dist::ProcessGroup> single_group() { return dist::ProcessGroup::create(dist::WorldInfo{}, 60); }
+
+std::shared_ptr<nn::Sequential> network(uint64_t seed) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(5, 6));
+  net->add(std::make_shared<nn::ReLU>());
+  net->add(std::make_shared<nn::Linear>(6, 4));
+  return net;
+}
+
+std::unique_ptr<nn::Optimizer> adamw(std::vector<Tensor> p, std::vector<Tensor> g) {
+  nn::AdamW::Options o;
+  o.lr = 0.01;
+  return std::make_unique<nn::AdamW>(std::move(p), std::move(g), o);
+}
+
+std::pair<Tensor, Tensor> batch(int s, int m) {
+  tensor::Generator gen(40 + 7 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
+  return {tensor::normal({3, 5}, 0, 1, gen), tensor::normal({3, 4}, 0, 1, gen)};
+}
+
+constexpr double kMaxNorm = 0.05;  // small enough to clip every step
+
+// Two micro-batches per step, clipping, AdamW: alone, and through `model` (noSync on the first).
+void train_alone(nn::Module& net, nn::Optimizer& opt, int from, int to) {
+  for (int s = from; s < to; ++s) {
+    opt.zeroGrad();
+    for (int m = 0; m < 2; ++m) {
+      auto [x, g] = batch(s, m);
+      net.forward(x);
+      net.backward(x, g);
+    }
+    nn::clipGradNorm(net, kMaxNorm);
+    opt.step();
+  }
+}
+
+void train_sharded(ShardedDataParallel& model, int from, int to) {
+  for (int s = from; s < to; ++s) {
+    model.zeroGradParameters();
+    for (int m = 0; m < 2; ++m) {
+      auto [x, g] = batch(s, m);
+      model.setNoSync(m == 0);
+      model.forward(x);
+      model.backward(x, g);
+    }
+    model.setNoSync(false);
+    model.clipGradNorm(kMaxNorm);
+    model.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("self backend: reduce-scatter and all-gather of one rank copy the chunk; unequal chunks are refused") {
+  auto g = single_group();
+  Tensor in = tensor::arange(4.0), out = tensor::zeros({4});
+  g->reduceScatter(in, out, dist::ReduceOp::Avg);
+  g->wait(tensor::Device::cpu(), "test");
+  CHECK(tensor::max_abs_diff(in, out) == 0);
+  Tensor whole = tensor::zeros({4});
+  g->allGather(in, whole);
+  g->allGather(whole, whole);  // in place: its own chunk is the whole
+  CHECK(tensor::max_abs_diff(in, whole) == 0);
+  Tensor small = tensor::zeros({3});
+  const std::string e = error_of([&] { g->reduceScatter(in, small); });
+  CHECK(has(e, "dist (rank 0 of 1): reduceScatter: expected contiguous tensors of one dtype and device"));
+  CHECK(has(e, "[4]"));
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: stages 1-3 train exactly as the network alone") {
+  auto g = single_group();
+  for (int stage = 1; stage <= 3; ++stage) {
+    for (size_t bucket : {size_t{1}, size_t{25} << 20}) {  // a unit per parameter, or one per block
+      CAPTURE(stage);
+      CAPTURE(bucket);
+      auto alone = network(3);
+      auto opt = adamw(alone->parameters(), alone->gradParameters());
+      ShardedDataParallel::Options o;
+      o.stage = stage;
+      o.bucketBytes = bucket;
+      ShardedDataParallel model(network(3), o, g);
+      model.setOptimizer(adamw);
+      CHECK(model.units() == (bucket == 1 ? 4u : 2u));
+      train_alone(*alone, *opt, 0, 3);
+      train_sharded(model, 0, 3);
+      CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+      CHECK(has(model.str(), "dist.ShardedDataParallel (stage " + std::to_string(stage)));
+    }
+  }
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: SGD, and a network without children (one block)") {
+  auto g = single_group();
+  auto sgd = [](std::vector<Tensor> p, std::vector<Tensor> gr) {
+    return std::make_unique<nn::SGD>(std::move(p), std::move(gr), 0.1, 0.9, 0, 0.01);
+  };
+  tensor::manual_seed(8);
+  auto alone = std::make_shared<nn::Linear>(5, 4);
+  tensor::manual_seed(8);
+  auto leaf = std::make_shared<nn::Linear>(5, 4);
+  auto opt = sgd(alone->parameters(), alone->gradParameters());
+  ShardedDataParallel model(leaf, ShardedDataParallel::Options{}, g);  // stage 3
+  model.setOptimizer(sgd);
+  for (int s = 0; s < 3; ++s) {
+    auto [x, go] = batch(s, 0);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, go);
+    opt->step();
+    model.zeroGradParameters();
+    model.forward(x);
+    model.backward(x, go);
+    model.step();
+    CHECK(leaf->parameters().front().storage()->nbytes() == 4);  // stage 3: freed after its backward
+    CHECK(leaf->parameters().size() == 2);                       // a placeholder, not an absent bias
+  }
+  CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+}
+
+// Two GPT-2 blocks (attention, MLP) with activation checkpointing: stage 3 gathers a block's
+// parameters before its backward, so the recomputed forward inside it sees them.
+std::shared_ptr<nn::Sequential> decoder(uint64_t seed, bool checkpointing) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  for (int b = 0; b < 2; ++b) {
+    nn::MultiheadAttentionOptions o;
+    o.embedDim = 8;
+    o.numHeads = 2;
+    o.batchFirst = true;
+    o.causal = true;
+    auto mlp = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+        std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::GELU>("tanh"), std::make_shared<nn::Linear>(16, 8)});
+    auto block = std::make_shared<nn::DecoderBlock>(std::make_shared<nn::LayerNorm>(tensor::Shape{8}),
+                                                    std::make_shared<nn::MultiheadAttention>(o),
+                                                    std::make_shared<nn::LayerNorm>(tensor::Shape{8}), mlp);
+    block->setActivationCheckpointing(checkpointing);
+    net->add(block);
+  }
+  return net;
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: stage 3 with activation-checkpointed decoder blocks") {
+  auto g = single_group();
+  auto alone = decoder(4, false);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  ShardedDataParallel model(decoder(4, true), ShardedDataParallel::Options{}, g);
+  model.setOptimizer(adamw);
+  CHECK(model.units() == 2);
+  for (int s = 0; s < 2; ++s) {
+    tensor::Generator gen(60 + static_cast<uint64_t>(s));
+    const Tensor x = tensor::normal({2, 5, 8}, 0, 1, gen), go = tensor::normal({2, 5, 8}, 0, 1, gen);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, go);
+    opt->step();
+    model.zeroGradParameters();
+    model.forward(x);
+    model.backward(x, go);
+    model.step();
+  }
+  CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: master shards of another dtype train as nn::MasterWeights") {
+  auto g = single_group();
+  for (int stage : {1, 3}) {
+    CAPTURE(stage);
+    auto alone = network(6);
+    nn::MasterWeights master(*alone, tensor::DType::Float64);  // float32 network, float64 masters
+    auto opt = adamw(master.params(), master.grads());
+    ShardedDataParallel::Options o;
+    o.stage = stage;
+    o.masterDtype = tensor::DType::Float64;
+    auto net = network(6);
+    ShardedDataParallel model(net, o, g);
+    model.setOptimizer(adamw);
+    CHECK(model.masterShards().front().dtype() == tensor::DType::Float64);
+    for (int s = 0; s < 3; ++s) {
+      auto [x, go] = batch(s, 0);
+      alone->zeroGradParameters();
+      alone->forward(x);
+      alone->backward(x, go);
+      master.gradsToMaster();
+      nn::clipGradNorm(master.grads(), kMaxNorm);
+      opt->step();
+      master.paramsToModel();
+      model.zeroGradParameters();
+      model.forward(x);
+      model.backward(x, go);
+      model.clipGradNorm(kMaxNorm);
+      model.step();
+    }
+    const auto got = model.fullStateDict();
+    CHECK(got.at("0.weight").dtype() == tensor::DType::Float32);
+    CHECK(same_bits(got, alone->stateDict()));
+  }
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: a GradScaler skips an overflowing step as with one process") {
+  auto g = single_group();
+  nn::GradScaler::Options so;
+  so.initScale = 256;
+  nn::GradScaler refScaler(so), scaler(so);
+  auto alone = network(5);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  ShardedDataParallel model(network(5), ShardedDataParallel::Options{}, g);
+  model.setOptimizer(adamw);
+  for (int s = 0; s < 3; ++s) {
+    auto [x, go] = batch(s, 0);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, refScaler.scaleGrad(go));
+    model.zeroGradParameters();
+    model.forward(x);
+    model.backward(x, scaler.scaleGrad(go));
+    if (s == 1) {
+      alone->gradParameters().front().narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
+      model.gradientShards().front().narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
+    }
+    const bool want = refScaler.step(*opt), got = model.step(scaler);
+    CHECK(got == want);
+    CHECK(got == (s != 1));
+    refScaler.update();
+    scaler.update();
+  }
+  CHECK(scaler.scale() == refScaler.scale());
+  CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+}
+
+TEST_CASE("ShardedDataParallel: stage 3 holds a block's parameters only while it runs; stage 2 frees the gradients") {
+  auto g = single_group();
+  for (int stage : {2, 3}) {
+    auto net = network(1);
+    ShardedDataParallel::Options o;
+    o.stage = stage;
+    ShardedDataParallel model(net, o, g);
+    model.setOptimizer(adamw);
+    auto [x, go] = batch(0, 0);
+    model.forward(x);
+    model.backward(x, go);
+    model.step();
+    const auto params = net->namedParameters();
+    const auto grads = net->namedGradParameters();
+    REQUIRE(params.size() == 4);
+    for (size_t i = 0; i < params.size(); ++i) {  // freed: a placeholder of the shape over one element
+      CHECK((params[i].second.storage()->nbytes() == 4) == (stage == 3));
+      CHECK(grads[i].second.storage()->nbytes() == 4);
+      CHECK(grads[i].second.sizes() == params[i].second.sizes());
+    }
+    const auto m = model.memory();
+    CHECK(m.gradients == 4 * static_cast<size_t>(6 * 5 + 6 + 4 * 6 + 4));  // the float32 gradient shards alone
+    CHECK(model.peakBytes() >= m.total());
+    CHECK(net->get(0)->type_name() == "nn.Linear");  // the wrapper passes the child's name through
+  }
+  auto net = network(1);
+  { ShardedDataParallel model(net, ShardedDataParallel::Options{}, g); }
+  CHECK(net->get(0).get() != nullptr);
+  CHECK(dynamic_cast<nn::Linear*>(net->get(0).get()) != nullptr);  // the child is given back
+}
+
+TEST_CASE("ShardedDataParallel: a checkpoint round trip, into a sharded model and into one process") {
+  auto g = single_group();
+  testing::TempDir tmp("cudnn_nn_sharded_ckpt");
+  auto alone = network(9);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 4);
+  ShardedDataParallel::Options o;
+  o.bucketBytes = 1;
+  ShardedDataParallel model(network(9), o, g);
+  model.setOptimizer(adamw);
+  train_sharded(model, 0, 2);
+  model.saveCheckpoint(tmp / "ck");
+  CHECK(std::filesystem::exists(tmp / "ck/manifest.json"));
+  CHECK(std::filesystem::exists(tmp / "ck/shard-0-of-1.safetensors"));
+  for (int stage : {3, 1}) {  // another stage and another unit cut: the checkpoint is per parameter
+    ShardedDataParallel::Options other;
+    other.stage = stage;
+    ShardedDataParallel resumed(network(77), other, g);
+    resumed.setOptimizer(adamw);
+    resumed.loadCheckpoint(tmp / "ck");
+    train_sharded(resumed, 2, 4);
+    CHECK(same_bits(resumed.fullStateDict(), alone->stateDict()));
+  }
+  const auto full = ShardedDataParallel::readFullCheckpoint(tmp / "ck");
+  CHECK(full.worldSize == 1);
+  auto plain = network(77);
+  plain->loadStateDict(full.model);
+  auto plainOpt = adamw(plain->parameters(), plain->gradParameters());
+  plainOpt->loadStateDict(full.optimizer);
+  train_alone(*plain, *plainOpt, 2, 4);
+  CHECK(same_bits(plain->stateDict(), alone->stateDict()));
+  // another network: refused, naming the parameter
+  tensor::manual_seed(1);
+  auto wider = std::make_shared<nn::Sequential>();
+  wider->add(std::make_shared<nn::Linear>(5, 7));
+  wider->add(std::make_shared<nn::ReLU>());
+  wider->add(std::make_shared<nn::Linear>(7, 4));
+  ShardedDataParallel bad(wider, ShardedDataParallel::Options{}, g);
+  const std::string e = error_of([&] { bad.loadCheckpoint(tmp / "ck"); });
+  CHECK(has(
+      e,
+      "loadCheckpoint (rank 0 of 1): expected parameter 0 '0.weight' float32 [7 x 5], got '0.weight' float32 [6 x 5]"));
+}
+
+TEST_CASE("ShardedDataParallel: errors name the rank, the stage or the parameter") {
+  auto g = single_group();
+  ShardedDataParallel::Options o;
+  o.stage = 4;
+  CHECK(has(error_of([&] { ShardedDataParallel m(network(1), o, g); }),
+            "dist.ShardedDataParallel::ShardedDataParallel (rank 0 of 1): expected stage 1, 2 or 3, got 4"));
+  ShardedDataParallel model(network(1), ShardedDataParallel::Options{}, g);
+  model.setOptimizer(adamw);
+  auto [x, go] = batch(0, 0);
+  model.setNoSync(true);
+  model.forward(x);
+  model.backward(x, go);
+  CHECK(has(error_of([&] { model.step(); }),
+            "step (rank 0 of 1): expected the gradients reduce-scattered, got those of '0.weight' still accumulated "
+            "under noSync"));
+  CHECK(has(error_of([&] { model.clipGradNorm(-1); }), "expected a finite maxNorm > 0, got"));
+}
