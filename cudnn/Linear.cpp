@@ -27,8 +27,7 @@ const Tensor& Linear::updateOutput(const Tensor& input) {
   const Tensor x = checked(input, "updateOutput").contiguous();
   const int64_t batch = x.size(0);
   nn::ensure(output, {batch, outputSize}, x);
-  if (bias.defined()) output.copy_(bias);  // broadcast over the batch; the GEMM adds onto it
-  gemm(false, true, x, weight, output, 1.0, bias.defined() ? 1.0 : 0.0);
+  gemm_plus_bias(x, weight, bias, output);
   if (input.dim() != 2) output = output.view(outputShape(input));  // Note [Linear over leading dims]
   return output;
 }

@@ -2,9 +2,10 @@
 // (cudnn::gemm: TF32 for float32 when allow_tf32, float32 accumulation for float16 and
 // bfloat16). x is [nInput], [batch x nInput] or [* x nInput], its leading dims flattened into
 // the GEMMs' rows as a view where the strides allow, else a contiguous copy (Note [Linear over
-// leading dims] in nn/Linear.cpp). The bias is broadcast into the output before
-// the GEMM accumulates onto it; its gradient is a GEMM of gradOutput^T against a ones vector
-// kept here, so no pass synchronises with the host.
+// leading dims] in nn/Linear.cpp). In float16 and bfloat16 the bias is added in the product's
+// epilogue, else broadcast into the output before the GEMM accumulates onto it (Note [The bias
+// in the product's epilogue] in cudnn/ops/blas.cpp); its gradient is a GEMM of gradOutput^T
+// against a ones vector kept here, so no pass synchronises with the host.
 #pragma once
 
 #include "cudnn/Twin.h"

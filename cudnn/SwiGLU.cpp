@@ -18,8 +18,7 @@ void SwiGLU::checkInputType(const std::string& where, const Tensor& input) const
 
 void SwiGLU::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   nn::ensure(out, {x.size(0), weight.size(0)}, x);
-  if (bias.defined()) out.copy_(bias);  // broadcast over the rows; the GEMM adds onto it
-  gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
+  gemm_plus_bias(x, weight, bias, out);  // Note [The bias in the product's epilogue] (ops/blas.cpp)
 }
 
 void SwiGLU::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX, bool accumulate) {

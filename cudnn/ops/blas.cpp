@@ -126,55 +126,43 @@ uint32_t alignment_of(const void* p) {
   return align;
 }
 
-// The heuristics' choice per product: asked once per shape, dtype, device and alignments (the
-// query costs far more than the product's launch), in the one plan-cache type (graph_plan.h,
-// Note [One plan cache] in conv_search.cpp), bounded by conv.cache_limit.
-struct RowSumsKey {
+// The heuristics' choice per product: asked once per shape, dtype, device, alignments and
+// epilogue (the query costs far more than the product's launch), in the one plan-cache type
+// (graph_plan.h, Note [One plan cache] in conv_search.cpp), bounded by conv.cache_limit.
+struct LtKey {
   int32_t device, dtype, transA, transB;
   int64_t M, N, K;
-  uint32_t alignA, alignB, alignC, unused;  // 0
+  uint32_t alignA, alignB, alignC, epilogue;
 };
-static_assert(sizeof(RowSumsKey) == 4 * 4 + 3 * 8 + 4 * 4, "RowSumsKey must have no padding");
-struct RowSumsChoice {
+static_assert(sizeof(LtKey) == 4 * 4 + 3 * 8 + 4 * 4, "LtKey must have no padding");
+struct LtChoice {
   bool found = false;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
 };
-graph::PlanCache<RowSumsKey, RowSumsChoice>& row_sums_choices() {
-  static auto* m = new graph::PlanCache<RowSumsKey, RowSumsChoice>;  // leaked: Note [CUDA teardown] in tensor/Cuda.h
+graph::PlanCache<LtKey, LtChoice>& lt_choices() {
+  static auto* m = new graph::PlanCache<LtKey, LtChoice>;  // leaked: Note [CUDA teardown] in tensor/Cuda.h
   return *m;
 }
-constexpr size_t kRowSumsWorkspaceLimit = size_t(32) << 20;  // as cuBLAS's own (Note [cuBLAS's workspace])
+constexpr size_t kLtWorkspaceLimit = size_t(32) << 20;  // as cuBLAS's own (Note [cuBLAS's workspace])
 
-// The product's descriptor with the bias-gradient epilogue writing to `sums` of `sumsType`.
-// The sums take the output's type: cuBLASLt 13 refused float32 sums for float16 products
+// C = alpha * op(A) * op(B) + beta * C on float16 or bfloat16, row-major as gemm(), with the
+// epilogue reading or writing `vector` (C's dtype): cuBLASLt's B-side bias gradient (the sums of
+// C's rows, for gemm_with_row_sums) or its bias (added to each of C's rows in the float32
+// accumulator before the one rounding, for gemm_with_bias). False, having enqueued nothing, where
+// cuBLASLt offers no algorithm for these shapes, pointers and epilogue.
+// The vector takes the output's type: cuBLASLt 13 refused float32 sums for float16 products
 // (CUBLAS_STATUS_INVALID_VALUE, docs/performance.md).
-void describe_row_sums(LtDesc& desc, cublasOperation_t opFirst, cublasOperation_t opSecond, const void* sums,
-                       cudaDataType_t sumsType) {
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof(opFirst)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof(opSecond)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &sums, sizeof(sums)));
-  CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &sumsType, sizeof(sumsType)));
-}
-}  // namespace
-
-bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
-                        const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums) {
-  const auto [M, N, K] = check_product("cudnn::gemm_with_row_sums: ", transA, transB, A, B, C);
+bool lt_gemm(int64_t M, int64_t N, int64_t K, bool transA, bool transB, const tensor::Tensor& A,
+             const tensor::Tensor& B, const tensor::Tensor& C, double alpha, double beta, cublasLtEpilogue_t epilogue,
+             const void* vector) {
   const DType t = A.dtype();
-  const int64_t most = std::numeric_limits<int>::max();
-  if ((t != DType::Float16 && t != DType::BFloat16) || M == 0 || N == 0 || K == 0 || M > most || N > most || K > most) {
-    return false;
-  }
   const int device = A.device().index;
   tensor::cuda::DeviceGuard guard(device);
   cublasLtHandle_t lt = blas_lt_handle();
   // Column-major, as gemm(): D^T [N x M] = op(B)^T [N x K] * op(A)^T [K x M], so C's rows are
-  // D^T's columns and their sums come from the second operand: the B-side bias gradient.
+  // D^T's columns: their sums are the B-side bias gradient, and a bias over C's columns is
+  // D^T's per-row bias.
   const cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N, opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cudaDataType_t type = cuda_type(t);
   // the stored (column-major) shapes: B is [N x K], or [K x N] read transposed; A likewise
@@ -182,31 +170,32 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&first.d, type, transB ? K : N, transB ? N : K, B.size(1)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&second.d, type, transA ? M : K, transA ? K : M, A.size(1)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&out.d, type, N, M, N));
-  const RowSumsKey key{device,
-                       static_cast<int32_t>(t),
-                       transA,
-                       transB,
-                       M,
-                       N,
-                       K,
-                       alignment_of(A.raw_data()),
-                       alignment_of(B.raw_data()),
-                       alignment_of(C.raw_data()),
-                       0};
-  if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != t || rowSums.device() != A.device() ||
-      !rowSums.is_contiguous()) {
-    rowSums = tensor::empty({M}, t, A.device());
-  }
+  const LtKey key{device,
+                  static_cast<int32_t>(t),
+                  transA,
+                  transB,
+                  M,
+                  N,
+                  K,
+                  alignment_of(A.raw_data()),
+                  alignment_of(B.raw_data()),
+                  alignment_of(C.raw_data()),
+                  static_cast<uint32_t>(epilogue)};
   LtDesc desc;
-  describe_row_sums(desc, opFirst, opSecond, rowSums.raw_data(), type);
-  RowSumsChoice choice;
-  const std::optional<RowSumsChoice> known = row_sums_choices().find(key);
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof(opFirst)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof(opSecond)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof(vector)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
+  LtChoice choice;
+  const std::optional<LtChoice> known = lt_choices().find(key);
   if (known) {
     choice = *known;
   } else {
     LtPreference pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
-    const size_t limit = kRowSumsWorkspaceLimit;
+    const size_t limit = kLtWorkspaceLimit;
     const uint32_t alignFirst = key.alignB, alignSecond = key.alignA, alignOut = key.alignC;
     CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
@@ -232,7 +221,7 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
       choice = {true, result.algo, result.workspaceSize};
     }
-    row_sums_choices().put(key, choice);
+    lt_choices().put(key, choice);
   }
   if (!choice.found) return false;
   const Workspace work(choice.workspace);
@@ -240,6 +229,51 @@ bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const
   CUBLAS_CHECK(cublasLtMatmul(lt, desc.d, &a, B.raw_data(), first.d, A.raw_data(), second.d, &b, C.raw_data(), out.d,
                               C.raw_data(), out.d, &choice.algo, work.data(), work.size(), stream()));
   return true;
+}
+
+bool lt_sizes_fit(DType t, int64_t M, int64_t N, int64_t K) {
+  const int64_t most = std::numeric_limits<int>::max();
+  return (t == DType::Float16 || t == DType::BFloat16) && M > 0 && N > 0 && K > 0 && M <= most && N <= most &&
+         K <= most;
+}
+}  // namespace
+
+bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
+                        const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums) {
+  const auto [M, N, K] = check_product("cudnn::gemm_with_row_sums: ", transA, transB, A, B, C);
+  const DType t = A.dtype();
+  if (!lt_sizes_fit(t, M, N, K)) return false;
+  if (!rowSums.defined() || rowSums.numel() != M || rowSums.dtype() != t || rowSums.device() != A.device() ||
+      !rowSums.is_contiguous()) {
+    rowSums = tensor::empty({M}, t, A.device());
+  }
+  return lt_gemm(M, N, K, transA, transB, A, B, C, alpha, beta, CUBLASLT_EPILOGUE_BGRADB, rowSums.raw_data());
+}
+
+bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
+                    const tensor::Tensor& bias, const tensor::Tensor& C) {
+  const auto [M, N, K] = check_product("cudnn::gemm_with_bias: ", transA, transB, A, B, C);
+  if (bias.dim() != 1 || bias.numel() != N || bias.dtype() != C.dtype() || bias.device() != C.device() ||
+      !bias.is_contiguous()) {
+    throw tensor::Error("cudnn::gemm_with_bias: expected a contiguous bias of " + std::to_string(N) + " " +
+                        tensor::name(C.dtype()) + " elements on " + C.device().str() + ", got " + bias.description());
+  }
+  if (!lt_sizes_fit(A.dtype(), M, N, K) || alignment_of(bias.raw_data()) < 16) return false;
+  return lt_gemm(M, N, K, transA, transB, A, B, C, 1.0, 0.0, CUBLASLT_EPILOGUE_BIAS, bias.raw_data());
+}
+
+// Note [The bias in the product's epilogue]
+// y = x W^T + b was a pass that broadcast b into y and a product with beta 1 that read y back:
+// for GPT-2's fused qkv projection at 16K rows, 75 MB written at a third of the copy rate, then
+// read again (docs/performance.md, the ncu trace of the training step). In float16 and bfloat16
+// cuBLASLt adds b in the product's epilogue instead, to the same float32 accumulator before the
+// same one rounding, so the result is what the two passes gave. Other dtypes, and shapes the
+// epilogue has no algorithm for, keep the two passes.
+void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
+                    const tensor::Tensor& out) {
+  if (bias.defined() && gemm_with_bias(false, true, x, weight, bias, out)) return;
+  if (bias.defined()) tensor::Tensor(out).copy_(bias);  // broadcast over the rows; the GEMM adds onto it
+  gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
 }
 
 void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,

@@ -22,6 +22,21 @@ void gemm(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tenso
 bool gemm_with_row_sums(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
                         const tensor::Tensor& C, double alpha, double beta, tensor::Tensor& rowSums);
 
+// C = op(A) * op(B) + bias on float16 or bfloat16 tensors, bias [N] of C's dtype added to every
+// row of C in the float32 accumulator before the one rounding: what gemm() with beta 1 over C
+// filled with the bias computes, without the pass that fills C and the product's read of it
+// (cuBLASLt's bias epilogue, Note [The bias in the product's epilogue] in blas.cpp).
+// Returns false, having enqueued nothing, where cuBLASLt offers no algorithm for these shapes and
+// pointers, or for any other dtype.
+bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const tensor::Tensor& B,
+                    const tensor::Tensor& bias, const tensor::Tensor& C);
+
+// out [rows x N] = x [rows x K] * weight [N x K]^T (+ bias [N] when defined): a Linear's forward,
+// the bias in the product's epilogue where gemm_with_bias() takes it, else broadcast into out
+// and added by gemm() with beta 1.
+void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
+                    const tensor::Tensor& out);
+
 // One matrix of a batch: a device pointer, its dtype, its row length (leading dimension, in
 // elements) and the distance between consecutive matrices of the batch (elements).
 struct BatchedMatrix {

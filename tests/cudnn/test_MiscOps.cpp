@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "cudnn/core/Config.h"
@@ -72,7 +73,10 @@ TEST_CASE("batch norm train/test/grad follow Theano's definitions") {
     const Tensor xhat = x.sub(mean.view(bshape)).mul(var.add(eps).rsqrt().view(bshape));
     CHECK(max_abs_diff(r.out, xhat.mul(gamma.view(bshape)).add(beta.view(bshape))) < 1e-10);
     const Tensor yt = cudnn::batch_norm_test(x.to(gpu), gamma.to(gpu), beta.to(gpu), rm, rv, mode, eps);
-    const Tensor want_t = x.sub(rm.cpu().view(bshape)).div(rv.cpu().add(eps).sqrt().view(bshape)).mul(gamma.view(bshape)).add(beta.view(bshape));
+    const Tensor want_t = x.sub(rm.cpu().view(bshape))
+                              .div(rv.cpu().add(eps).sqrt().view(bshape))
+                              .mul(gamma.view(bshape))
+                              .add(beta.view(bshape));
     CHECK(max_abs_diff(yt, want_t) < 1e-10);
     // gradient: dbeta = sum dy, dgamma = sum dy * xhat, dx = gamma*invstd/m * (m dy - dbeta - xhat dgamma)
     const Tensor dy = uniform(x.sizes(), -1, 1, gen, DType::Float64);
@@ -83,7 +87,9 @@ TEST_CASE("batch norm train/test/grad follow Theano's definitions") {
     const Tensor dbeta = reduce(dy), dgamma = reduce(dy.mul(xhat));
     CHECK(max_abs_diff(g.dbeta, dbeta) < 1e-10);
     CHECK(max_abs_diff(g.dgamma, dgamma) < 1e-10);
-    const Tensor dx = dy.mul(static_cast<double>(m)).sub(dbeta.view(bshape)).sub(xhat.mul(dgamma.view(bshape)))
+    const Tensor dx = dy.mul(static_cast<double>(m))
+                          .sub(dbeta.view(bshape))
+                          .sub(xhat.mul(dgamma.view(bshape)))
                           .mul(gamma.view(bshape).mul(var.add(eps).rsqrt().view(bshape)).div(static_cast<double>(m)));
     CHECK(max_abs_diff(g.dx, dx) < 1e-10);
   }
@@ -107,10 +113,15 @@ TEST_CASE("activations forward and backward") {
     double (*df)(double, double);
   };
   const std::vector<Act> acts = {
-      {nn::Activation::ReLU, 0, [](double v, double) { return v > 0 ? v : 0.0; }, [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
+      {nn::Activation::ReLU, 0, [](double v, double) { return v > 0 ? v : 0.0; },
+       [](double v, double) { return v > 0 ? 1.0 : 0.0; }},
       {nn::Activation::Sigmoid, 0, [](double v, double) { return 1 / (1 + std::exp(-v)); },
-       [](double v, double) { const double s = 1 / (1 + std::exp(-v)); return s * (1 - s); }},
-      {nn::Activation::Tanh, 0, [](double v, double) { return std::tanh(v); }, [](double v, double) { return 1 - std::tanh(v) * std::tanh(v); }},
+       [](double v, double) {
+         const double s = 1 / (1 + std::exp(-v));
+         return s * (1 - s);
+       }},
+      {nn::Activation::Tanh, 0, [](double v, double) { return std::tanh(v); },
+       [](double v, double) { return 1 - std::tanh(v) * std::tanh(v); }},
       {nn::Activation::ClippedReLU, 1.5, [](double v, double c) { return std::min(std::max(v, 0.0), c); },
        [](double v, double c) { return v > 0 && v < c ? 1.0 : 0.0; }},
       {nn::Activation::ELU, 0.7, [](double v, double a) { return v > 0 ? v : a * (std::exp(v) - 1); },
@@ -292,6 +303,59 @@ TEST_CASE("cuBLASLt's product with the row sums of op(A): gemm's values and floa
                        doctest::Contains("shapes do not multiply"), Error);
   Tensor c32 = c.to(DType::Float32);
   CHECK_FALSE(cudnn::gemm_with_row_sums(true, false, a.to(DType::Float32), b.to(DType::Float32), c32, 1, 0, sums));
+}
+
+TEST_CASE("cuBLASLt's product with the bias in its epilogue: x W^T + b as the two passes give it, NaN and Inf kept") {
+  Generator gen(62);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    INFO(name(dt));
+    // a GPT-2 projection's shape in small, and an odd one the epilogue may refuse
+    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{64, 48, 40}, {7, 5, 3}}) {
+      INFO(M, " x ", N, " x ", K);
+      const Tensor x = uniform({M, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+      const Tensor w = uniform({N, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+      const Tensor b = uniform({N}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+      const Tensor want = x.matmul(w.t().contiguous()).add(b.view({1, N}).expand({M, N}));
+      Tensor two = empty({M, N}, dt, gpu);  // the two passes: b broadcast, then beta 1
+      two.copy_(b.to(gpu, dt).view({1, N}).expand({M, N}));
+      cudnn::gemm(false, true, x.to(gpu, dt), w.to(gpu, dt), two, 1, 1);
+      Tensor c = full({M, N}, 7.0, dt, gpu);
+      if (!cudnn::gemm_with_bias(false, true, x.to(gpu, dt), w.to(gpu, dt), b.to(gpu, dt), c)) {
+        CHECK(M % 8 != 0);  // only odd sizes may be refused, leaving C as it was
+        CHECK(max_abs_diff(c.cpu().to(DType::Float64), full({M, N}, 7.0, DType::Float64)) == 0);
+        continue;
+      }
+      CHECK(rel_norm_error(c.to(DType::Float64), want) < (dt == DType::Float16 ? 2e-3 : 2e-2));
+      // one rounding of the same float32 sum: at most one unit in the last place from the two passes
+      const double ulp = dt == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+      const Tensor d = c.to(DType::Float64).cpu(), t = two.to(DType::Float64).cpu();
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          CHECK(std::abs(d.get({i, j}) - t.get({i, j})) <= ulp * std::max(1.0, std::abs(t.get({i, j}))));
+      // gemm_plus_bias takes the epilogue here and gives the same
+      Tensor viaLinear = empty({M, N}, dt, gpu);
+      cudnn::gemm_plus_bias(x.to(gpu, dt), w.to(gpu, dt), b.to(gpu, dt), viaLinear);
+      CHECK(max_abs_diff(viaLinear.cpu().to(DType::Float64), d) == 0);
+    }
+  }
+  // a NaN or an Inf in the bias reaches its column only
+  Tensor x = ones({64, 16}, DType::BFloat16, gpu), w = ones({32, 16}, DType::BFloat16, gpu);
+  Tensor bh = zeros({32}, DType::Float64);
+  bh.set({3}, std::numeric_limits<double>::quiet_NaN());
+  bh.set({5}, std::numeric_limits<double>::infinity());
+  Tensor c = empty({64, 32}, DType::BFloat16, gpu);
+  REQUIRE(cudnn::gemm_with_bias(false, true, x, w, bh.to(gpu, DType::BFloat16), c));
+  const Tensor got = c.cpu().to(DType::Float64);
+  for (int64_t j = 0; j < 32; ++j) {
+    CHECK(std::isnan(got.get({9, j})) == (j == 3));
+    CHECK(std::isinf(got.get({9, j})) == (j == 5));
+    if (j != 3 && j != 5) CHECK(got.get({9, j}) == 16);
+  }
+  CHECK_THROWS_WITH_AS(cudnn::gemm_with_bias(false, true, x, w, zeros({31}, DType::BFloat16, gpu), c),
+                       doctest::Contains("expected a contiguous bias of 32 bfloat16"), Error);
+  Tensor c32 = c.to(DType::Float32);
+  CHECK_FALSE(cudnn::gemm_with_bias(false, true, x.to(DType::Float32), w.to(DType::Float32),
+                                    zeros({32}, DType::Float32, gpu), c32));
 }
 
 TEST_CASE("NLL kernels: weighted sums, ignored class, gradient, bad targets") {
