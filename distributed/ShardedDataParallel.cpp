@@ -38,6 +38,22 @@
 // per parameter so that no two look tied (Note [Tied parameters] in nn/Module.cpp). It holds
 // no memory to speak of and, not being contiguous, fails loudly where a kernel would take it
 // for the real tensor.
+// Note [Tied parameters when sharding]
+// A tensor held by several modules (the same view: Note [Tied parameters] in nn/Module.cpp) is
+// one parameter, as parameters() lists it: it lives in a unit of the first block that uses it
+// in module order (its owner), under its first path, and every field holding it (`ties`) is
+// rebound together, to the unit's views or to the parameter's one placeholder (so the modules
+// still look tied). Each block knows the units it uses (`uses`: its own and the tied ones of
+// earlier blocks), and a unit the range of blocks using it [firstUser, lastUser]. Stage 3
+// gathers every unit a block uses before its forward and backward; a tied unit stays gathered
+// until the last user of the pass is done (lastUser in a forward, firstUser in a pass in reverse
+// block order: updateGradInput, backward), so one pass gathers it once. Its gradient buffer,
+// bound at the first use in backward, collects every use's contribution (the modules add into
+// the one gradient, as without sharding) and is reduce-scattered at firstUser's end of
+// backward, the owner's: backward runs in reverse block order, so the owner comes last. Should
+// a container run its blocks in another order, the end of backward reduce-scatters what a tied
+// unit still holds. Checkpoints keep one entry per tensor (and the manifest its other paths);
+// fullStateDict and readFullCheckpoint give every path, as stateDict() does.
 // Note [Sharded model agreement]
 // Every rank must cut the same units: at construction the ranks all-gather the world size, the
 // stage and the parameter count, then a signature (name, dtype, shape) and the size of every
@@ -54,6 +70,7 @@
 #include <set>
 
 #include "distributed/Dist.h"
+#include "nn/DecoderLM.h"
 #include "tensor/Cuda.h"
 #include "tensor/FileIO.h"
 #include "tensor/Json.h"
@@ -113,10 +130,10 @@ class BlockWrapper final : public nn::Module {
     try {
       gradInput = inner_->updateGradInput(input, gradOutput);
     } catch (...) {
-      owner_.afterForward(block_);
+      owner_.afterForward(block_, true);
       throw;
     }
-    owner_.afterForward(block_);
+    owner_.afterForward(block_, true);  // in reverse block order
     return gradInput;
   }
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) override {
@@ -201,9 +218,11 @@ ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std
     throw tensor::Error(where("ShardedDataParallel") + "expected a backend for the network's device " + device_.str() +
                         " (NCCL for CUDA, MPI for the CPU), got the group's " + group_->backends());
   }
-  if (!module().tiedParameters().empty()) {
-    throw tensor::Error(where("ShardedDataParallel") + "expected no tied parameters, got '" +
-                        module().tiedParameters().front().front() + "' tied (not supported when sharding)");
+  // Its accessors cast its children to their types, which the wrappers are not (Note [Block wrappers])
+  if (options_.stage > 1 && dynamic_cast<const nn::DecoderLM*>(&module())) {
+    throw tensor::Error(where("ShardedDataParallel") + "expected a network whose children may be wrapped at stage " +
+                        std::to_string(options_.stage) + ", got " + module().type_name() +
+                        ", which reaches its children by type (shard it at stage 1)");
   }
   collect();
   checkAgreement();
@@ -222,49 +241,74 @@ ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std
   peak_ = memory().total();
 }
 
-// Blocks: the network's children that own parameters (or the network itself, without
-// children); each parameter with a pointer to the module's own field.
+// Blocks: the network's children that use parameters (or the network itself, without
+// children); each parameter once, with pointers to the module's own fields (every field of a
+// tied one: Note [Tied parameters when sharding]).
 void ShardedDataParallel::collect() {
+  struct Key {
+    const void* storage;
+    int64_t offset;
+    tensor::Shape sizes, strides;
+    auto operator<=>(const Key&) const = default;
+  };
   struct Collect : nn::StateVisitor {
-    std::vector<Param>* out;
+    std::vector<Param>* out = nullptr;
+    std::vector<size_t>* used = nullptr;
+    std::map<Key, size_t> seen;
     void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+      if (v.defined()) {
+        const Key key{v.storage().get(), v.storage_offset(), v.sizes(), v.strides()};
+        auto [it, fresh] = seen.emplace(key, out->size());
+        if (!fresh) {
+          Param& p = (*out)[it->second];
+          p.ties.emplace_back(&v, &g);
+          p.tiedNames.push_back(n);
+          if (std::find(used->begin(), used->end(), it->second) == used->end()) used->push_back(it->second);
+          return;
+        }
+      }
       Param p;
       p.name = n;
       p.value = &v;
       p.grad = &g;
+      used->push_back(out->size());
       out->push_back(std::move(p));
     }
     void buffer(const std::string&, Tensor&) override {}
   };
   nn::Module& net = module();
-  std::vector<Param> own;
-  Collect c;
-  c.out = &own;
-  TreeAccess::own(net, c);
   auto* kids = net.children();
+  Collect c;
+  c.out = &params_;
   if (kids && !kids->empty()) {
+    std::vector<Param> own;
+    std::vector<size_t> ownUsed;
+    Collect o;
+    o.out = &own;
+    o.used = &ownUsed;
+    TreeAccess::own(net, o);
     if (!own.empty()) {
       throw tensor::Error(where("ShardedDataParallel") + "expected the network's parameters in its children, got '" +
                           own.front().name + "' of the " + net.type_name() + " itself");
     }
     for (size_t i = 0; i < kids->size(); ++i) {
       nn::Module& child = nn::child_at(net, *kids, i, "ShardedDataParallel");
-      std::vector<Param> mine;
-      c.out = &mine;
-      TreeAccess::tree(child, c, net.childName(i) + ".");
-      if (mine.empty()) continue;
       Block b;
       b.module = &child;
-      blocks_.push_back(b);
-      for (Param& p : mine) params_.push_back(std::move(p));
-      blocks_.back().units.push_back(params_.size());  // the end of its parameters (units: makeUnits)
+      b.begin = params_.size();
+      c.used = &b.params;
+      TreeAccess::tree(child, c, net.childName(i) + ".");
+      if (b.params.empty()) continue;
+      b.end = params_.size();
+      blocks_.push_back(std::move(b));
     }
-  } else if (!own.empty()) {
+  } else {
     Block b;
     b.module = &net;
-    blocks_.push_back(b);
-    params_ = std::move(own);
-    blocks_.back().units.push_back(params_.size());
+    c.used = &b.params;
+    TreeAccess::own(net, c);
+    b.end = params_.size();
+    if (!b.params.empty()) blocks_.push_back(std::move(b));
   }
   for (Param& p : params_) {
     const Tensor& v = *p.value;
@@ -275,6 +319,14 @@ void ShardedDataParallel::collect() {
                           "' and its gradient row-major on " + device_.str() + ", of one shape and dtype, got " +
                           (v.defined() ? v.description() : std::string("undefined")) + " with gradient " +
                           (g.defined() ? g.description() : std::string("undefined")));
+    }
+    for (size_t t = 0; t < p.ties.size(); ++t) {
+      if (!p.ties[t].second->is_same_view(g)) {
+        throw tensor::Error(where("ShardedDataParallel") + "expected tied parameter '" + p.tiedNames[t] +
+                            "' to share the gradient of '" + p.name + "' too (as tieParameters ties both), got " +
+                            (p.ties[t].second->defined() ? p.ties[t].second->description() : std::string("undefined")) +
+                            " and " + g.description());
+      }
     }
     p.shape = v.sizes();
     p.numel = v.numel();
@@ -342,10 +394,8 @@ void ShardedDataParallel::checkAgreement() {
 
 void ShardedDataParallel::makeUnits() {
   const int n = group_->worldSize(), r = group_->rank();
-  size_t begin = 0;
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    const size_t end = blocks_[b].units.front();
-    blocks_[b].units.clear();
+    const size_t begin = blocks_[b].begin, end = blocks_[b].end;
     size_t bytes = 0;
     for (size_t i = begin; i < end; ++i) {
       const Param& p = params_[i];
@@ -371,7 +421,17 @@ void ShardedDataParallel::makeUnits() {
       u.params.push_back(i);
       bytes += pb;
     }
-    begin = end;
+  }
+  for (Unit& u : units_) u.firstUser = u.lastUser = u.block;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    Block& k = blocks_[b];
+    for (size_t i : k.params) {
+      const size_t unit = params_[i].unit;
+      if (std::find(k.uses.begin(), k.uses.end(), unit) == k.uses.end()) k.uses.push_back(unit);
+      units_[unit].firstUser = std::min(units_[unit].firstUser, b);
+      units_[unit].lastUser = std::max(units_[unit].lastUser, b);
+    }
+    std::sort(k.uses.begin(), k.uses.end());
   }
   for (Unit& u : units_) {
     u.shard = (u.numel + n - 1) / n;
@@ -391,8 +451,8 @@ void ShardedDataParallel::makeUnits() {
     u.grad = tensor::zeros({u.shard}, u.masterDtype, device_);
     for (size_t i : u.params) {
       Param& p = params_[i];
-      *p.value = u.flat.narrow(0, p.offset, p.numel).view(p.shape);
-      *p.grad = p.gradHolder;
+      bindValue(p, u.flat.narrow(0, p.offset, p.numel).view(p.shape));
+      bindGrad(p, p.gradHolder);
     }
     if (options_.stage == 1) bindGrads(u);
     if (options_.stage == 3) release(u);
@@ -426,7 +486,7 @@ ShardedDataParallel::~ShardedDataParallel() {
     }
     // The modules get gradients of their own again (stage 3 leaves their parameters empty).
     for (Param& p : params_) {
-      if (p.grad->is_same_view(p.gradHolder)) *p.grad = tensor::zeros(p.shape, p.value->dtype(), device_);
+      if (p.grad->is_same_view(p.gradHolder)) bindGrad(p, tensor::zeros(p.shape, p.value->dtype(), device_));
     }
   } catch (...) {
   }
@@ -442,13 +502,23 @@ void ShardedDataParallel::gather(Unit& u) {
   if (device_.is_cpu()) group_->wait(device_, "the parameters' all-gather");  // CUDA: in the stream's order
   for (size_t i : u.params) {
     Param& p = params_[i];
-    *p.value = u.flat.narrow(0, p.offset, p.numel).view(p.shape);
+    bindValue(p, u.flat.narrow(0, p.offset, p.numel).view(p.shape));
   }
 }
 
 void ShardedDataParallel::release(Unit& u) {
-  for (size_t i : u.params) *params_[i].value = params_[i].valueHolder;
+  for (size_t i : u.params) bindValue(params_[i], params_[i].valueHolder);
   u.flat = Tensor();
+}
+
+void ShardedDataParallel::bindValue(Param& p, const Tensor& t) {
+  *p.value = t;
+  for (auto& [v, g] : p.ties) *v = t;
+}
+
+void ShardedDataParallel::bindGrad(Param& p, const Tensor& t) {
+  *p.grad = t;
+  for (auto& [v, g] : p.ties) *g = t;
 }
 
 void ShardedDataParallel::bindGrads(Unit& u) {
@@ -456,7 +526,7 @@ void ShardedDataParallel::bindGrads(Unit& u) {
   u.flatGrad = tensor::zeros({u.padded}, u.dtype, device_);
   for (size_t i : u.params) {
     Param& p = params_[i];
-    *p.grad = u.flatGrad.narrow(0, p.offset, p.numel).view(p.shape);
+    bindGrad(p, u.flatGrad.narrow(0, p.offset, p.numel).view(p.shape));
   }
 }
 
@@ -475,7 +545,7 @@ void ShardedDataParallel::reduceGrads(Unit& u) {
     u.flatGrad.zero_();
     return;
   }
-  for (size_t i : u.params) *params_[i].grad = params_[i].gradHolder;
+  for (size_t i : u.params) bindGrad(params_[i], params_[i].gradHolder);
   u.flatGrad = Tensor();
 }
 
@@ -488,19 +558,22 @@ void ShardedDataParallel::watchDevice(const char* what) {
 
 void ShardedDataParallel::notePeak() { peak_ = std::max(peak_, memory().total()); }
 
+// A tied unit stays gathered for the pass's later users (Note [Tied parameters when sharding]).
 void ShardedDataParallel::beforeForward(size_t block) {
   if (options_.stage != 3) return;
-  for (size_t u : blocks_[block].units) gather(units_[u]);
+  for (size_t u : blocks_[block].uses) gather(units_[u]);
   notePeak();
 }
 
-void ShardedDataParallel::afterForward(size_t block) {
+void ShardedDataParallel::afterForward(size_t block, bool reversed) {
   if (options_.stage != 3) return;
-  for (size_t u : blocks_[block].units) release(units_[u]);
+  for (size_t u : blocks_[block].uses) {
+    if (block == (reversed ? units_[u].firstUser : units_[u].lastUser)) release(units_[u]);
+  }
 }
 
 void ShardedDataParallel::beforeBackward(size_t block) {
-  for (size_t u : blocks_[block].units) {
+  for (size_t u : blocks_[block].uses) {
     if (options_.stage == 3) gather(units_[u]);
     bindGrads(units_[u]);
   }
@@ -509,7 +582,8 @@ void ShardedDataParallel::beforeBackward(size_t block) {
 
 void ShardedDataParallel::blockDone(size_t block) {
   if (!inBackward_ || options_.stage == 1) return;
-  for (size_t u : blocks_[block].units) {
+  for (size_t u : blocks_[block].uses) {
+    if (block != units_[u].firstUser) continue;  // a tied unit: an earlier block's backward is to come
     if (noSync_) {
       units_[u].pending = units_[u].flatGrad.defined();
     } else {
@@ -520,7 +594,9 @@ void ShardedDataParallel::blockDone(size_t block) {
 
 void ShardedDataParallel::afterBackward(size_t block) {
   if (options_.stage != 3) return;
-  for (size_t u : blocks_[block].units) release(units_[u]);
+  for (size_t u : blocks_[block].uses) {
+    if (block == units_[u].firstUser) release(units_[u]);
+  }
 }
 
 const Tensor& ShardedDataParallel::updateOutput(const Tensor& input) {
@@ -581,7 +657,8 @@ void ShardedDataParallel::backwardImpl(const Tensor& input, const Tensor& gradOu
 void ShardedDataParallel::finishBackward() {
   inBackward_ = false;
   for (Unit& u : units_) {
-    if (options_.stage == 1) {
+    // stages 2, 3: a tied unit whose owner ran before another user (Note [Tied parameters when sharding])
+    if (options_.stage == 1 || (u.tied() && u.flatGrad.defined() && !u.pending)) {
       if (noSync_)
         u.pending = true;
       else
@@ -599,7 +676,7 @@ void ShardedDataParallel::zeroGradParameters() {
     if (options_.stage == 1) {
       u.flatGrad.zero_();
     } else if (u.flatGrad.defined()) {
-      for (size_t i : u.params) *params_[i].grad = params_[i].gradHolder;
+      for (size_t i : u.params) bindGrad(params_[i], params_[i].gradHolder);
       u.flatGrad = Tensor();
     }
   }
@@ -749,6 +826,7 @@ std::map<std::string, Tensor> ShardedDataParallel::fullStateDict() {
     for (size_t i : u.params) {
       const Param& p = params_[i];
       out[p.name] = u.flat.narrow(0, p.offset, p.numel).view(p.shape).clone();
+      for (const auto& name : p.tiedNames) out[name] = out[p.name];  // one tensor, as stateDict()
     }
     if (!gathered) release(u);
   }
@@ -797,9 +875,11 @@ void ShardedDataParallel::countOptimizerState() {
 
 size_t ShardedDataParallel::largestBlockBytes() const {
   size_t most = 0;
-  for (const Block& b : blocks_) {
-    size_t bytes = 0;
-    for (size_t u : b.units) bytes += 2 * static_cast<size_t>(units_[u].padded) * tensor::itemsize(units_[u].dtype);
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    size_t bytes = 0;  // the units in use while it runs: its own, and tied ones (Note [Tied parameters when sharding])
+    for (const Unit& u : units_) {
+      if (u.firstUser <= b && b <= u.lastUser) bytes += 2 * static_cast<size_t>(u.padded) * tensor::itemsize(u.dtype);
+    }
     most = std::max(most, bytes);
   }
   return most;
@@ -971,6 +1051,11 @@ void ShardedDataParallel::saveCheckpoint(const std::string& dir) {
       j.set("shape", std::move(shape));
       j.set("unit", static_cast<int64_t>(p.unit));
       j.set("offset", p.offset);
+      if (!p.tiedNames.empty()) {  // its other paths (Note [Tied parameters when sharding])
+        tensor::Json tied = tensor::Json::Array{};
+        for (const auto& name : p.tiedNames) tied.push(name);
+        j.set("tied", std::move(tied));
+      }
       params.push(std::move(j));
     }
     tensor::Json buffers = tensor::Json::Array{};
@@ -1126,7 +1211,11 @@ ShardedDataParallel::FullCheckpoint ShardedDataParallel::readFullCheckpoint(cons
     const size_t unit = static_cast<size_t>(j.at("unit").as_int());
     const int64_t offset = j.at("offset").as_int();
     const tensor::DType dt = tensor::dtype_from_name(j.at("dtype").as_string());
-    out.model[j.at("name").as_string()] = masters.at(unit).narrow(0, offset, numel).to(dt).view(shape).clone();
+    const Tensor value = masters.at(unit).narrow(0, offset, numel).to(dt).view(shape).clone();
+    out.model[j.at("name").as_string()] = value;
+    if (const tensor::Json* tied = j.find("tied")) {
+      for (const auto& name : tied->as_array()) out.model[name.as_string()] = value;  // one tensor, as stateDict()
+    }
     for (const auto& name : names) {
       out.optimizer[std::to_string(k) + "." + name] = states[name][unit].narrow(0, offset, numel).view(shape).clone();
     }

@@ -23,9 +23,13 @@
 // size (saveCheckpoint / loadCheckpoint / readFullCheckpoint) complete it. On the GPU (NCCL)
 // every collective runs in the compute stream's order, followed by the group's watchdog; the
 // host waits only where it reads a value (the clipping norm, the overflow verdict).
-// Not supported: tied parameters (refused), blocks that take tables, Module::to() after
-// wrapping (build the wrapper after moving the network), and parameters that are not
-// row-major.
+// Tied parameters (one tensor in several modules, as GPT-2's head and embedding) are one
+// parameter, in a unit of the first block that uses it, gathered for every block that uses it
+// and reduce-scattered once every use has added its gradient (Note [Tied parameters when
+// sharding] in the .cpp). Not supported: blocks that take tables, Module::to() after wrapping
+// (build the wrapper after moving the network), parameters that are not row-major, and
+// containers that reach their children by type (nn::DecoderLM: stage 1 only; stages 2 and 3,
+// which wrap the children, refuse it).
 // A container of the one network; in stage 2 and 3 the network's top-level children are held
 // through thin wrappers while this lives (Note [Block wrappers] in the .cpp), and between steps
 // the modules' own gradients are placeholders (stage 3: their parameters too; Note [Freed
@@ -116,7 +120,8 @@ class ShardedDataParallel : public nn::Container {
   // Bytes this rank holds for parameters, gradients and optimizer state (distinct storages of
   // the tensors it owns: full buffers where resident, shards, optimizer state), now and at the
   // most since construction (or resetPeak()); `largestBlock` a block's padded parameters and
-  // gradients in full, what stage 3 holds beyond its shards at a time.
+  // gradients in full (with the tied units gathered across it), what stage 3 holds beyond its
+  // shards at a time.
   struct Memory {
     size_t parameters = 0, gradients = 0, optimizer = 0;
     size_t total() const { return parameters + gradients + optimizer; }
@@ -150,7 +155,7 @@ class ShardedDataParallel : public nn::Container {
 
   // ---- used by the block wrappers (Note [Block wrappers]) ----
   void beforeForward(size_t block);
-  void afterForward(size_t block);
+  void afterForward(size_t block, bool reversed = false);  // reversed: a pass in reverse block order
   void beforeBackward(size_t block);
   void blockDone(size_t block);
   void afterBackward(size_t block);
@@ -163,6 +168,9 @@ class ShardedDataParallel : public nn::Container {
     std::string name;
     tensor::Tensor* value = nullptr;  // the module's own fields (rebound to views of the unit's buffers)
     tensor::Tensor* grad = nullptr;
+    // The other fields holding the same tensors (Note [Tied parameters when sharding]), by path
+    std::vector<std::pair<tensor::Tensor*, tensor::Tensor*>> ties;
+    std::vector<std::string> tiedNames;
     // What the fields hold while the full tensors are freed (Note [Freed parameters] in the .cpp)
     tensor::Tensor valueHolder, gradHolder;
     tensor::Shape shape;
@@ -181,6 +189,9 @@ class ShardedDataParallel : public nn::Container {
     tensor::Tensor master;  // [shard] (stages 1, 2 with masterDtype == dtype: flat's own chunk)
     tensor::Tensor grad;    // [shard] averaged gradient, accumulated until zeroGradParameters()
     bool pending = false;   // flatGrad holds gradients not yet reduce-scattered (noSync)
+    // The blocks using it, [firstUser, lastUser]: `block` alone but for tied parameters
+    size_t firstUser = 0, lastUser = 0;
+    bool tied() const { return firstUser != lastUser; }
   };
   struct Piece {  // one optimizer parameter: a part of parameter `param` in this rank's shard of `unit`
     size_t unit = 0, param = 0;
@@ -188,7 +199,10 @@ class ShardedDataParallel : public nn::Container {
   };
   struct Block {
     nn::Module* module = nullptr;
-    std::vector<size_t> units;
+    size_t begin = 0, end = 0;   // its own parameters (first used here) in params_
+    std::vector<size_t> params;  // every parameter it uses: its own and tied ones of earlier blocks
+    std::vector<size_t> units;   // its own units
+    std::vector<size_t> uses;    // the units of `params`, in order
     bool wrapped = false;
   };
 
@@ -199,6 +213,8 @@ class ShardedDataParallel : public nn::Container {
   void gather(Unit& u);
   void release(Unit& u);
   void bindGrads(Unit& u);
+  static void bindValue(Param& p, const tensor::Tensor& t);  // into every field of the parameter
+  static void bindGrad(Param& p, const tensor::Tensor& t);
   void reduceGrads(Unit& u);
   void finishBackward();
   void checkReduced(const char* method) const;  // no gradient left under noSync

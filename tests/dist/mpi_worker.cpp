@@ -18,7 +18,8 @@
 //   sharded      ShardedDataParallel, stages 1, 2 and 3, with AdamW and gradient clipping, and
 //                with SGD (momentum, weight decay), both with gradient accumulation (noSync), and
 //                with a GradScaler whose overflow on one rank skips the step on all, and a
-//                float32 network with float64 master shards against nn::MasterWeights:
+//                float32 network with float64 master shards against nn::MasterWeights, and
+//                a network whose two layers hold one weight (tied, in the first block's unit):
 //                every rank starts from other weights; after K steps the parameters equal bit
 //                for bit those of one process on the whole global batch (Note [Exact sharded
 //                runs] below); then the per-rank memory of parameters, gradients and optimizer
@@ -298,6 +299,15 @@ std::shared_ptr<nn::Sequential> sharded_network(uint64_t seed, int64_t hidden = 
   return net;
 }
 
+// 3 -> 3 -> 3 with both weights one tensor (Module::tieParameters): block 0 owns it, block 1
+// (the last) uses it too, so its gradient is the sum of both uses (Note [Tied parameters when
+// sharding] in distributed/ShardedDataParallel.cpp). Two layers, as above: the sums stay exact.
+std::shared_ptr<nn::Sequential> tied_sharded_network(uint64_t seed) {
+  auto net = sharded_network(seed, 3);
+  net->tieParameters("2.weight", "0.weight");
+  return net;
+}
+
 // Micro-batch m of step s: inputs [8 x 3] and output gradients [8 x 3] on a grid of 1/4.
 std::pair<tensor::Tensor, tensor::Tensor> sharded_batch(int s, int m) {
   tensor::Generator gen(700 + 10 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
@@ -310,7 +320,8 @@ std::pair<tensor::Tensor, tensor::Tensor> sharded_batch(int s, int m) {
 
 struct ShardedConfig {
   int stage;
-  bool adam;  // AdamW with clipping, else SGD (momentum, weight decay) without
+  bool adam;          // AdamW with clipping, else SGD (momentum, weight decay) without
+  bool tied = false;  // tied_sharded_network
 };
 
 std::unique_ptr<nn::Optimizer> make_optimizer(bool adam, std::vector<tensor::Tensor> p, std::vector<tensor::Tensor> g) {
@@ -389,20 +400,25 @@ std::string compare_state(const std::map<std::string, tensor::Tensor>& got,
   return "";
 }
 
-std::unique_ptr<dist::ShardedDataParallel> sharded_model(int stage, bool adam, uint64_t seed) {
+std::unique_ptr<dist::ShardedDataParallel> sharded_model(int stage, bool adam, uint64_t seed, bool tied = false) {
   dist::ShardedDataParallel::Options options;
   options.stage = stage;
   if (stage != 2) options.bucketBytes = 64;  // a unit per parameter; stage 2: one per block
-  auto model = std::make_unique<dist::ShardedDataParallel>(sharded_network(seed), options);
+  auto model =
+      std::make_unique<dist::ShardedDataParallel>(tied ? tied_sharded_network(seed) : sharded_network(seed), options);
   model->setOptimizer([adam](auto p, auto gr) { return make_optimizer(adam, std::move(p), std::move(gr)); });
   return model;
 }
 
 std::string sharded_case(dist::ProcessGroup& g, const ShardedConfig& c) {
-  const std::string what = tensor::detail::concat("stage ", c.stage, c.adam ? " AdamW+clip" : " SGD");
-  auto alone = sharded_network(100);
+  const std::string what =
+      tensor::detail::concat("stage ", c.stage, c.adam ? " AdamW+clip" : " SGD", c.tied ? " tied" : "");
+  auto alone = c.tied ? tied_sharded_network(100) : sharded_network(100);
+  if (c.tied && alone->parameters().size() != 3) return "error: " + what + ": expected the tied weight listed once";
   auto opt = make_optimizer(c.adam, alone->parameters(), alone->gradParameters());
-  auto model = sharded_model(c.stage, c.adam, 100 + static_cast<uint64_t>(g.rank()));  // other weights on every rank
+  // other weights on every rank
+  auto model = sharded_model(c.stage, c.adam, 100 + static_cast<uint64_t>(g.rank()), c.tied);
+  if (c.tied && model->module().tiedParameters().size() != 1) return "error: " + what + ": the tie was lost";
   const std::vector<double> want = train_alone(*alone, *opt, c.adam, 0, kShardedSteps);
   const std::vector<double> got = train_sharded(*model, c.adam, 0, kShardedSteps);
   if (got != want) return "error: " + what + ": the clipping norms differ from one process's";
@@ -572,8 +588,10 @@ std::string sharded_memory(dist::ProcessGroup& g, int stage) {
 std::string sharded(dist::ProcessGroup& g) {
   for (int stage = 1; stage <= 3; ++stage) {
     for (bool adam : {true, false}) {
-      const std::string e = sharded_case(g, {stage, adam});
-      if (!e.empty()) return e;
+      for (bool tied : {false, true}) {
+        const std::string e = sharded_case(g, {stage, adam, tied});
+        if (!e.empty()) return e;
+      }
     }
   }
   for (int stage : {3, 1}) {
@@ -587,8 +605,9 @@ std::string sharded(dist::ProcessGroup& g) {
     if (line.rfind("error", 0) == 0) return line;
     mem += "; " + line;
   }
-  return tensor::detail::concat("sharded stages 1-3 bit-identical to one process after ", kShardedSteps,
-                                " steps (AdamW + clipping, SGD, accumulation, GradScaler, float64 masters)", mem);
+  return tensor::detail::concat(
+      "sharded stages 1-3 bit-identical to one process after ", kShardedSteps,
+      " steps (AdamW + clipping, SGD, accumulation, GradScaler, float64 masters, a tied weight)", mem);
 }
 
 std::string sharded_mismatch(dist::ProcessGroup& g) {

@@ -1,7 +1,8 @@
 // ShardedDataParallel at world size 1 (the one-process backend, no MPI): every stage trains
-// exactly as the network alone (AdamW with clipping and accumulation, SGD, GradScaler), stage 3
-// holds the parameters only while a block runs, the checkpoint round trip (into a sharded model
-// and into one process), and the errors. The self backend's equal-chunk collectives. The
+// exactly as the network alone (AdamW with clipping and accumulation, SGD, GradScaler; a weight
+// tied across blocks; GPT-2's tied head at stage 1), stage 3 holds the parameters only while a
+// block runs, the checkpoint round trip (into a sharded model and into one process, tied too),
+// and the errors. The self backend's equal-chunk collectives. The
 // multi-process paths (world sizes 2 and 4, resharding) are tests/dist/test_Mpi.sh's.
 #include <doctest/doctest.h>
 
@@ -16,6 +17,7 @@
 #include "nn/AdamW.h"
 #include "nn/ClipGrad.h"
 #include "nn/DecoderBlock.h"
+#include "nn/DecoderLM.h"
 #include "nn/GELU.h"
 #include "nn/GradScaler.h"
 #include "nn/LayerNorm.h"
@@ -57,6 +59,21 @@ std::unique_ptr<nn::Optimizer> adamw(std::vector<Tensor> p, std::vector<Tensor> 
 std::pair<Tensor, Tensor> batch(int s, int m) {
   tensor::Generator gen(40 + 7 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
   return {tensor::normal({3, 5}, 0, 1, gen), tensor::normal({3, 4}, 0, 1, gen)};
+}
+
+// 5 -> 5 -> 5 -> 5 -> 4 with the three 5 x 5 weights one tensor (Note [Tied parameters] in
+// nn/Module.cpp): blocks 0, 2 and 4 use it, block 0 owns it, block 6 has none of it.
+std::shared_ptr<nn::Sequential> tied_network(uint64_t seed) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  for (int i = 0; i < 3; ++i) {
+    net->add(std::make_shared<nn::Linear>(5, 5));
+    net->add(std::make_shared<nn::ReLU>());
+  }
+  net->add(std::make_shared<nn::Linear>(5, 4));
+  net->tieParameters("2.weight", "0.weight");
+  net->tieParameters("4.weight", "0.weight");
+  return net;
 }
 
 constexpr double kMaxNorm = 0.05;  // small enough to clip every step
@@ -128,6 +145,127 @@ TEST_CASE("ShardedDataParallel at world size 1: stages 1-3 train exactly as the 
       CHECK(has(model.str(), "dist.ShardedDataParallel (stage " + std::to_string(stage)));
     }
   }
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: a weight tied across blocks trains exactly as the network alone") {
+  auto g = single_group();
+  const std::vector<std::vector<std::string>> ties = {{"0.weight", "2.weight", "4.weight"}};
+  for (int stage = 1; stage <= 3; ++stage) {
+    for (size_t bucket : {size_t{1}, size_t{25} << 20}) {
+      CAPTURE(stage);
+      CAPTURE(bucket);
+      auto alone = tied_network(5);
+      REQUIRE(alone->tiedParameters() == ties);
+      REQUIRE(alone->parameters().size() == 6);  // the tied weight once
+      auto opt = adamw(alone->parameters(), alone->gradParameters());
+      ShardedDataParallel::Options o;
+      o.stage = stage;
+      o.bucketBytes = bucket;
+      auto net = tied_network(5);
+      ShardedDataParallel model(net, o, g);
+      model.setOptimizer(adamw);
+      CHECK(model.units() == (bucket == 1 ? 6u : 4u));  // blocks 2 and 4: their biases alone
+      CHECK(net->tiedParameters() == ties);             // the fields still hold one tensor
+      train_alone(*alone, *opt, 0, 3);
+      train_sharded(model, 0, 3);
+      const auto full = model.fullStateDict();
+      CHECK(full.size() == 8);  // every path, as stateDict()
+      CHECK(same_bits(full, alone->stateDict()));
+      CHECK(net->tiedParameters() == ties);
+      // a block in full counts the tied unit: child 2's bias and the weight, or its unit and child 0's
+      CHECK(model.largestBlockBytes() == 2 * 4 * static_cast<size_t>(bucket == 1 ? 25 + 5 : 30 + 5));
+    }
+  }
+  auto net = tied_network(5);
+  { ShardedDataParallel model(net, ShardedDataParallel::Options{}, g); }
+  CHECK(net->tiedParameters() == ties);  // given back tied, with gradients of their own again
+  CHECK(net->get(0)->gradParameters().at(0).is_same_view(net->get(2)->gradParameters().at(0)));
+}
+
+TEST_CASE(
+    "ShardedDataParallel at world size 1: GPT-2 with its head tied to its embedding, at stage 1; 2 and 3 refused") {
+  auto g = single_group();
+  nn::DecoderLMConfig c;
+  c.vocabSize = 13;
+  c.nPositions = 16;
+  c.nEmbd = 8;
+  c.nLayer = 2;
+  c.nHead = 2;
+  auto make = [&] {
+    tensor::manual_seed(21);
+    return nn::make_gpt2(c);
+  };
+  auto step_batch = [](int s) {
+    tensor::Generator gen(90 + static_cast<uint64_t>(s));
+    Tensor tokens = tensor::empty({2, 5}, tensor::DType::Int64, tensor::Device::cpu());
+    for (int64_t i = 0; i < 10; ++i) tokens.data<int64_t>()[i] = (7 * i + 3 * s) % 13;
+    return std::make_pair(tokens, tensor::normal({2, 5, 13}, 0, 1, gen));
+  };
+  auto alone = make();
+  REQUIRE(alone->tiedParameters() == std::vector<std::vector<std::string>>{{"wte.weight", "lm_head.weight"}});
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  for (int s = 0; s < 3; ++s) {
+    auto [x, go] = step_batch(s);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, go);
+    opt->step();
+  }
+  ShardedDataParallel::Options first;
+  first.stage = 1;
+  ShardedDataParallel model(make(), first, g);
+  model.setOptimizer(adamw);
+  for (int s = 0; s < 3; ++s) {
+    auto [x, go] = step_batch(s);
+    model.zeroGradParameters();
+    model.forward(x);
+    model.backward(x, go);
+    model.step();
+  }
+  const auto full = model.fullStateDict();
+  CHECK(full.count("lm_head.weight") == 1);
+  CHECK(same_bits(full, alone->stateDict()));
+  // stages 2 and 3 wrap the children, which DecoderLM's accessors cast to their types
+  for (int stage : {2, 3}) {
+    ShardedDataParallel::Options o;
+    o.stage = stage;
+    CHECK(has(error_of([&] { ShardedDataParallel m(make(), o, g); }),
+              "expected a network whose children may be wrapped at stage " + std::to_string(stage) +
+                  ", got nn.DecoderLM, which reaches its children by type (shard it at stage 1)"));
+  }
+}
+
+TEST_CASE("ShardedDataParallel: a checkpoint of a tied network holds the tensor once and loads into one process") {
+  auto g = single_group();
+  testing::TempDir tmp("cudnn_nn_sharded_tied_ckpt");
+  auto alone = tied_network(6);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 4);
+  ShardedDataParallel::Options o;
+  o.bucketBytes = 1;
+  ShardedDataParallel model(tied_network(6), o, g);
+  model.setOptimizer(adamw);
+  train_sharded(model, 0, 2);
+  model.saveCheckpoint(tmp / "ck");
+  for (int stage : {1, 2, 3}) {
+    CAPTURE(stage);
+    ShardedDataParallel::Options other;
+    other.stage = stage;
+    ShardedDataParallel resumed(tied_network(77), other, g);
+    resumed.setOptimizer(adamw);
+    resumed.loadCheckpoint(tmp / "ck");
+    train_sharded(resumed, 2, 4);
+    CHECK(same_bits(resumed.fullStateDict(), alone->stateDict()));
+  }
+  const auto full = ShardedDataParallel::readFullCheckpoint(tmp / "ck");
+  CHECK(full.model.size() == 8);
+  CHECK(full.model.at("2.weight").is_same_view(full.model.at("0.weight")));
+  auto plain = tied_network(77);
+  plain->loadStateDict(full.model);  // strict: every path
+  auto plainOpt = adamw(plain->parameters(), plain->gradParameters());
+  plainOpt->loadStateDict(full.optimizer);
+  train_alone(*plain, *plainOpt, 2, 4);
+  CHECK(same_bits(plain->stateDict(), alone->stateDict()));
 }
 
 TEST_CASE("ShardedDataParallel at world size 1: SGD, and a network without children (one block)") {
