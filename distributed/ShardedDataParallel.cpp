@@ -12,11 +12,28 @@
 // Note [Block wrappers]
 // Stages 2 and 3 must act just before a block's backward (bind fresh gradient buffers; stage 3:
 // gather the parameters) and stage 3 just before and after its forward, and nn::Module has only
-// a backward hook. So while the wrapper lives, each top-level child that owns parameters sits in
-// its parent's slot inside a thin private module that calls back here around the child's
-// forward and backward and otherwise passes everything through (its state is the child's, under
-// the same paths); the child's backward hook starts the block's reduce-scatter. The destructor
-// puts the children back. A network without children is one block, handled here directly.
+// a backward hook. So while the wrapper lives, each block (Note [Wrap policy]) sits in its
+// parent's slot, whatever the parent container, inside a thin private module that calls back
+// here around the child's forward and backward and otherwise passes everything through (its
+// state is the child's, under the same paths); the child's backward hook starts the block's
+// reduce-scatter. The destructor puts the blocks back in their slots. The wrapper is an
+// nn::ModuleWrapper, so containers that reach their children by type and cast
+// nn::unwrapped(child) (nn::DecoderLM, nn::DecoderBlock) still find them; those that cast the
+// slot itself (nn::TransformerEncoderLayer, nn::TransformerDecoderLayer, the fused pairs) would
+// break, and a block in their slots is refused at stages 2 and 3. The root block (the
+// parameters outside every block: a network without children is all root) has no wrapper: it
+// is handled here directly, around the network's whole forward and backward.
+// Note [Wrap policy]
+// Which modules are blocks decides what stage 3 holds at a time: a block's parameters in full
+// (and the tied units it uses). Options::isBlock(path, module) is asked from the network's
+// children down, depth first in module order (the order of parameters()), and not below a
+// module it selects, so blocks never nest; a module it does not select gives its own
+// parameters to the root block and its children are asked. Without one: the top-level
+// children, and for an nn::DecoderLM, whose top level is wte, [wpe], h, ln_f, lm_head, every
+// top-level child but h and every child of h (its DecoderBlocks), so a transformer block is the
+// unit of gathering, not the whole stack. The root is gathered for the whole pass, a block for
+// its own part of it, so a tensor tied between the root and a block would be released while
+// still in use: refused (choose blocks that hold every use of it).
 // Note [Sharded checkpoints]
 // A unit's cut does not depend on the world size (only its padding does), so a checkpoint is
 // per unit and element: shard file R of N holds, for every unit i, "u<i>.master" (elements
@@ -71,6 +88,11 @@
 
 #include "distributed/Dist.h"
 #include "nn/DecoderLM.h"
+#include "nn/FusedBatchNormalization.h"
+#include "nn/FusedConvolution.h"
+#include "nn/ModuleWrapper.h"
+#include "nn/TransformerDecoderLayer.h"
+#include "nn/TransformerEncoderLayer.h"
 #include "tensor/Cuda.h"
 #include "tensor/FileIO.h"
 #include "tensor/Json.h"
@@ -106,13 +128,14 @@ int64_t fnv1a(const std::string& s) {
 bool is_16bit_float(tensor::DType t) { return t == tensor::DType::Float16 || t == tensor::DType::BFloat16; }
 
 // See Note [Block wrappers]
-class BlockWrapper final : public nn::Module {
+class BlockWrapper final : public nn::Module, public nn::ModuleWrapper {
  public:
   BlockWrapper(nn::ModulePtr inner, ShardedDataParallel& owner, size_t block)
       : inner_(std::move(inner)), owner_(owner), block_(block) {
     training_ = inner_->isTraining();
   }
   nn::ModulePtr inner() const { return inner_; }
+  nn::Module& wrapped() const override { return *inner_; }
 
   const Tensor& updateOutput(const Tensor& input) override {
     owner_.beforeForward(block_);
@@ -218,12 +241,6 @@ ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std
     throw tensor::Error(where("ShardedDataParallel") + "expected a backend for the network's device " + device_.str() +
                         " (NCCL for CUDA, MPI for the CPU), got the group's " + group_->backends());
   }
-  // Its accessors cast its children to their types, which the wrappers are not (Note [Block wrappers])
-  if (options_.stage > 1 && dynamic_cast<const nn::DecoderLM*>(&module())) {
-    throw tensor::Error(where("ShardedDataParallel") + "expected a network whose children may be wrapped at stage " +
-                        std::to_string(options_.stage) + ", got " + module().type_name() +
-                        ", which reaches its children by type (shard it at stage 1)");
-  }
   collect();
   checkAgreement();
   makeUnits();
@@ -241,9 +258,10 @@ ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std
   peak_ = memory().total();
 }
 
-// Blocks: the network's children that use parameters (or the network itself, without
-// children); each parameter once, with pointers to the module's own fields (every field of a
-// tied one: Note [Tied parameters when sharding]).
+// Blocks: the modules the wrap policy selects that use parameters, and the root block: the
+// parameters outside them (the network itself, without children); each parameter once, with
+// pointers to the module's own fields (every field of a tied one: Note [Tied parameters when
+// sharding]). See Note [Wrap policy]
 void ShardedDataParallel::collect() {
   struct Key {
     const void* storage;
@@ -254,8 +272,11 @@ void ShardedDataParallel::collect() {
   struct Collect : nn::StateVisitor {
     std::vector<Param>* out = nullptr;
     std::vector<size_t>* used = nullptr;
+    std::vector<size_t>* own = nullptr;
+    std::string prefix;
     std::map<Key, size_t> seen;
-    void parameter(const std::string& n, Tensor& v, Tensor& g) override {
+    void parameter(const std::string& name, Tensor& v, Tensor& g) override {
+      const std::string n = prefix + name;
       if (v.defined()) {
         const Key key{v.storage().get(), v.storage_offset(), v.sizes(), v.strides()};
         auto [it, fresh] = seen.emplace(key, out->size());
@@ -272,43 +293,83 @@ void ShardedDataParallel::collect() {
       p.value = &v;
       p.grad = &g;
       used->push_back(out->size());
+      own->push_back(out->size());
       out->push_back(std::move(p));
     }
     void buffer(const std::string&, Tensor&) override {}
   };
   nn::Module& net = module();
-  auto* kids = net.children();
+  std::function<bool(const std::string&, const nn::Module&)> isBlock = options_.isBlock;
+  if (!isBlock) {
+    if (auto* lm = dynamic_cast<nn::DecoderLM*>(&net)) {
+      // its embeddings, ln_f and lm_head (the top level but h), and each block of h
+      const nn::Module* h = &lm->blocks();
+      isBlock = [h](const std::string& path, const nn::Module& m) {
+        const size_t dot = path.find('.');
+        return dot == std::string::npos ? &m != h : dot == path.rfind('.');  // h's children alone are asked
+      };
+    } else {
+      isBlock = [](const std::string& path, const nn::Module&) { return path.find('.') == std::string::npos; };
+    }
+  }
   Collect c;
   c.out = &params_;
-  if (kids && !kids->empty()) {
-    std::vector<Param> own;
-    std::vector<size_t> ownUsed;
-    Collect o;
-    o.out = &own;
-    o.used = &ownUsed;
-    TreeAccess::own(net, o);
-    if (!own.empty()) {
-      throw tensor::Error(where("ShardedDataParallel") + "expected the network's parameters in its children, got '" +
-                          own.front().name + "' of the " + net.type_name() + " itself");
-    }
+  blocks_.emplace_back();  // the root, blocks_[0] while it uses parameters
+  blocks_[0].module = &net;
+  auto ownState = [&](nn::Module& m, const std::string& prefix) {
+    c.used = &blocks_[0].params;
+    c.own = &blocks_[0].own;
+    c.prefix = prefix;
+    TreeAccess::own(m, c);
+    c.prefix.clear();
+  };
+  ownState(net, "");
+  std::function<void(nn::Module&, const std::string&)> walk = [&](nn::Module& parent, const std::string& prefix) {
+    auto* kids = parent.children();
+    if (!kids) return;
     for (size_t i = 0; i < kids->size(); ++i) {
-      nn::Module& child = nn::child_at(net, *kids, i, "ShardedDataParallel");
+      nn::Module& child = nn::child_at(parent, *kids, i, "ShardedDataParallel");
+      const std::string path = prefix + parent.childName(i);
+      if (!isBlock(path, child)) {
+        ownState(child, path + ".");
+        walk(child, path + ".");
+        continue;
+      }
       Block b;
       b.module = &child;
-      b.begin = params_.size();
+      b.parent = &parent;
+      b.slot = i;
       c.used = &b.params;
-      TreeAccess::tree(child, c, net.childName(i) + ".");
+      c.own = &b.own;
+      TreeAccess::tree(child, c, path + ".");
       if (b.params.empty()) continue;
-      b.end = params_.size();
+      // Their accessors cast the slots to their types, which a wrapper is not (Note [Block wrappers])
+      if (options_.stage > 1 &&
+          (dynamic_cast<nn::TransformerEncoderLayer*>(&parent) || dynamic_cast<nn::TransformerDecoderLayer*>(&parent) ||
+           dynamic_cast<nn::FusedConvolution*>(&parent) || dynamic_cast<nn::FusedBatchNormalization*>(&parent))) {
+        throw tensor::Error(where("ShardedDataParallel") +
+                            "expected blocks whose parents may hold them wrapped at stage " +
+                            std::to_string(options_.stage) + ", got block '" + path + "' in a " + parent.type_name() +
+                            ", which reaches its children by type (choose blocks above it, or shard at stage 1)");
+      }
       blocks_.push_back(std::move(b));
     }
-  } else {
-    Block b;
-    b.module = &net;
-    c.used = &b.params;
-    TreeAccess::own(net, c);
-    b.end = params_.size();
-    if (!b.params.empty()) blocks_.push_back(std::move(b));
+  };
+  walk(net, "");
+  if (blocks_[0].params.empty()) {
+    blocks_.erase(blocks_.begin());
+  } else if (blocks_.size() > 1) {
+    // The root is gathered around the whole pass, a block around its own: one unit cannot be both
+    for (size_t b = 1; b < blocks_.size(); ++b) {
+      for (size_t i : blocks_[b].params) {
+        const auto& root = blocks_[0].params;  // its own and those it uses
+        if (std::find(root.begin(), root.end(), i) != root.end()) {
+          throw tensor::Error(where("ShardedDataParallel") + "expected no parameter tied between a block and the " +
+                              "parameters outside every block, got '" + params_[i].name + "' (choose blocks that " +
+                              "hold every use of it)");
+        }
+      }
+    }
   }
   for (Param& p : params_) {
     const Tensor& v = *p.value;
@@ -395,13 +456,13 @@ void ShardedDataParallel::checkAgreement() {
 void ShardedDataParallel::makeUnits() {
   const int n = group_->worldSize(), r = group_->rank();
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    const size_t begin = blocks_[b].begin, end = blocks_[b].end;
+    const std::vector<size_t>& own = blocks_[b].own;
     size_t bytes = 0;
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i : own) {
       const Param& p = params_[i];
       const size_t pb = static_cast<size_t>(p.numel) * tensor::itemsize(p.value->dtype());
-      const bool fresh =
-          i == begin || p.value->dtype() != units_.back().dtype || (bytes > 0 && bytes + pb > options_.bucketBytes);
+      const bool fresh = i == own.front() || p.value->dtype() != units_.back().dtype ||
+                         (bytes > 0 && bytes + pb > options_.bucketBytes);
       if (fresh) {
         Unit u;
         u.block = b;
@@ -461,28 +522,24 @@ void ShardedDataParallel::makeUnits() {
 
 void ShardedDataParallel::wrapBlocks() {
   if (options_.stage == 1) return;
-  nn::Module& net = module();
-  auto* kids = net.children();
   for (size_t b = 0; b < blocks_.size(); ++b) {
-    nn::Module* m = blocks_[b].module;
-    m->setBackwardHook([this, b](nn::Module&) { blockDone(b); });
-    if (m == &net || !kids) continue;
-    for (auto& slot : *kids) {
-      if (slot.get() != m) continue;
-      slot = std::make_shared<BlockWrapper>(slot, *this, b);
-      blocks_[b].wrapped = true;
-      break;
-    }
+    Block& k = blocks_[b];
+    k.module->setBackwardHook([this, b](nn::Module&) { blockDone(b); });
+    if (!k.parent) continue;  // the root: handled here directly
+    nn::ModulePtr& slot = k.parent->children()->at(k.slot);
+    if (slot.get() != k.module) continue;
+    slot = std::make_shared<BlockWrapper>(slot, *this, b);
+    k.wrapped = true;
   }
 }
 
 ShardedDataParallel::~ShardedDataParallel() {
   try {
     for (Block& b : blocks_) b.module->setBackwardHook({});
-    if (auto* kids = module().children()) {
-      for (auto& slot : *kids) {
-        if (auto* w = dynamic_cast<BlockWrapper*>(slot.get())) slot = w->inner();
-      }
+    for (Block& b : blocks_) {
+      if (!b.wrapped) continue;
+      nn::ModulePtr& slot = b.parent->children()->at(b.slot);
+      if (auto* w = dynamic_cast<BlockWrapper*>(slot.get())) slot = w->inner();
     }
     // The modules get gradients of their own again (stage 3 leaves their parameters empty).
     for (Param& p : params_) {
@@ -874,11 +931,13 @@ void ShardedDataParallel::countOptimizerState() {
 }
 
 size_t ShardedDataParallel::largestBlockBytes() const {
+  const bool root = !blocks_.empty() && blocks_[0].module == &module();  // in use through every block's run
   size_t most = 0;
   for (size_t b = 0; b < blocks_.size(); ++b) {
     size_t bytes = 0;  // the units in use while it runs: its own, and tied ones (Note [Tied parameters when sharding])
     for (const Unit& u : units_) {
-      if (u.firstUser <= b && b <= u.lastUser) bytes += 2 * static_cast<size_t>(u.padded) * tensor::itemsize(u.dtype);
+      if ((u.firstUser <= b && b <= u.lastUser) || (root && u.block == 0))
+        bytes += 2 * static_cast<size_t>(u.padded) * tensor::itemsize(u.dtype);
     }
     most = std::max(most, bytes);
   }

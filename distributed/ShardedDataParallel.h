@@ -2,7 +2,7 @@
 // FSDP): one process per GPU (NCCL) or per CPU rank under mpirun (MPI), as DistributedDataParallel,
 // but the optimizer state (stage 1), the gradients (stage 2) and the parameters (stage 3) are
 // divided among the ranks instead of repeated on each. The network's parameters are flattened,
-// per unit (consecutive parameters of one top-level child, "block", and one dtype, up to
+// per unit (consecutive parameters of one block, by default a top-level child, and one dtype, up to
 // bucketBytes), into flat buffers padded to a multiple of the world size and cut into equal
 // shards; rank r owns shard r of every unit: its master weights (float32 for 16-bit parameters,
 // else the parameters' dtype), its averaged gradient, and the optimizer state for them alone.
@@ -26,11 +26,14 @@
 // Tied parameters (one tensor in several modules, as GPT-2's head and embedding) are one
 // parameter, in a unit of the first block that uses it, gathered for every block that uses it
 // and reduce-scattered once every use has added its gradient (Note [Tied parameters when
-// sharding] in the .cpp). Not supported: blocks that take tables, Module::to() after wrapping
-// (build the wrapper after moving the network), parameters that are not row-major, and
-// containers that reach their children by type (nn::DecoderLM: stage 1 only; stages 2 and 3,
-// which wrap the children, refuse it).
-// A container of the one network; in stage 2 and 3 the network's top-level children are held
+// sharding] in the .cpp). The blocks are chosen by a wrap policy (Options::isBlock; an
+// nn::DecoderLM's are its transformer blocks, embeddings, final norm and head, so stage 3 holds
+// one transformer block in full at a time). Not supported: blocks that take tables,
+// Module::to() after wrapping (build the wrapper after moving the network), parameters that
+// are not row-major, a parameter tied between a block and the root (refused), and at stages 2
+// and 3 blocks in the slots of containers that cast their children without nn::unwrapped
+// (nn::TransformerEncoderLayer, nn::TransformerDecoderLayer, the fused pairs: refused).
+// A container of the one network; in stage 2 and 3 the blocks are held in their parents' slots
 // through thin wrappers while this lives (Note [Block wrappers] in the .cpp), and between steps
 // the modules' own gradients are placeholders (stage 3: their parameters too; Note [Freed
 // parameters] in the .cpp): use fullStateDict(), masterShards() and gradientShards().
@@ -60,6 +63,12 @@ struct ShardedDataParallelOptions {
   // float32 for float16 / bfloat16 parameters by default, as nn::MasterWeights; float64 gives
   // a float32 network float64 masters (what the CPU tests of mixed precision use).
   std::optional<tensor::DType> masterDtype;
+  // The wrap policy (FSDP's auto-wrap policy): which modules are blocks, by path ("h.0") and
+  // module, asked top-down from the network's children and not below a module it selects (so
+  // blocks never nest). Empty: the network's top-level children, and for an nn::DecoderLM its
+  // embeddings, each nn::DecoderBlock of h, ln_f and lm_head. Parameters outside every block
+  // form the root block, kept gathered through the whole forward and backward at stage 3.
+  std::function<bool(const std::string& path, const nn::Module& module)> isBlock;
 };
 
 class ShardedDataParallel : public nn::Container {
@@ -120,8 +129,8 @@ class ShardedDataParallel : public nn::Container {
   // Bytes this rank holds for parameters, gradients and optimizer state (distinct storages of
   // the tensors it owns: full buffers where resident, shards, optimizer state), now and at the
   // most since construction (or resetPeak()); `largestBlock` a block's padded parameters and
-  // gradients in full (with the tied units gathered across it), what stage 3 holds beyond its
-  // shards at a time.
+  // gradients in full (with the tied units gathered across it, and the root block's), what
+  // stage 3 holds beyond its shards at a time.
   struct Memory {
     size_t parameters = 0, gradients = 0, optimizer = 0;
     size_t total() const { return parameters + gradients + optimizer; }
@@ -198,8 +207,10 @@ class ShardedDataParallel : public nn::Container {
     int64_t begin = 0, length = 0;  // elements into the shard
   };
   struct Block {
-    nn::Module* module = nullptr;
-    size_t begin = 0, end = 0;   // its own parameters (first used here) in params_
+    nn::Module* module = nullptr;  // the network itself for the root block
+    nn::Module* parent = nullptr;  // whose slot `slot` holds it (nullptr: the root)
+    size_t slot = 0;
+    std::vector<size_t> own;     // its own parameters (first used here) in params_
     std::vector<size_t> params;  // every parameter it uses: its own and tied ones of earlier blocks
     std::vector<size_t> units;   // its own units
     std::vector<size_t> uses;    // the units of `params`, in order

@@ -4,6 +4,7 @@
 #include "nn/Buffers.h"
 #include "nn/KVCache.h"
 #include "nn/ModuleConfig.h"
+#include "nn/ModuleWrapper.h"
 #include "nn/MultiheadAttention.h"
 #include "tensor/Cuda.h"
 
@@ -21,7 +22,7 @@ DecoderBlock::DecoderBlock(ModulePtr ln1, ModulePtr attn, ModulePtr ln2, ModuleP
 std::string DecoderBlock::childName(size_t i) const { return i < kSlots ? kChildNames[i] : std::to_string(i); }
 
 MultiheadAttention& DecoderBlock::attn() const {
-  auto* m = dynamic_cast<MultiheadAttention*>(&child_at(*this, modules, Attn, "attn"));
+  auto* m = dynamic_cast<MultiheadAttention*>(&unwrapped(child_at(*this, modules, Attn, "attn")));
   if (!m) {
     throw Error(type_name() + "::attn: expected an nn.MultiheadAttention, got " + modules[Attn]->type_name());
   }

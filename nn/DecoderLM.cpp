@@ -14,6 +14,7 @@
 #include "nn/LayerNorm.h"
 #include "nn/Linear.h"
 #include "nn/ModuleConfig.h"
+#include "nn/ModuleWrapper.h"
 #include "nn/MultiheadAttention.h"
 #include "nn/RMSNorm.h"
 #include "nn/Rotary.h"
@@ -155,7 +156,7 @@ ModulePtr make_block(const DecoderLMConfig& c) {
 template <class M>
 M& child_as(const DecoderLM& lm, const std::vector<ModulePtr>& kids, size_t i, const std::string& name,
             const char* what) {
-  auto* m = dynamic_cast<M*>(&child_at(lm, kids, i, "child"));
+  auto* m = dynamic_cast<M*>(&unwrapped(child_at(lm, kids, i, "child")));  // through a wrapper in the slot
   if (!m) throw Error(lm.type_name() + "::" + name + ": expected " + what + ", got " + kids[i]->type_name());
   return *m;
 }

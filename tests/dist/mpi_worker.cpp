@@ -27,6 +27,10 @@
 //   sharded-save DIR / sharded-resume DIR  a sharded checkpoint saved (stage 3, AdamW) and loaded
 //                at another world size, into stages 3, 2, 1 and into one process: training
 //                goes on bit-identical to an unbroken run
+//   sharded-lm   a tiny GPT-2 (head tied to the embedding) at stages 1-3 with the default wrap
+//                policy (a unit per transformer block, embedding, norm): every rank starts from
+//                other weights and takes the same batch; after 3 AdamW steps the parameters
+//                equal bit for bit those of one process
 //   sharded-mismatch  rank 1 builds another model (a wider layer; an extra layer): every rank
 //                refuses it, naming the parameter (or the counts) and the ranks
 //   killed       the last rank kills itself (SIGKILL) in the second step: the others fail
@@ -51,6 +55,7 @@
 #include "distributed/ShardedDataParallel.h"
 #include "nn/AdamW.h"
 #include "nn/ClipGrad.h"
+#include "nn/DecoderLM.h"
 #include "nn/GradScaler.h"
 #include "nn/Linear.h"
 #include "nn/MSECriterion.h"
@@ -610,6 +615,63 @@ std::string sharded(dist::ProcessGroup& g) {
       " steps (AdamW + clipping, SGD, accumulation, GradScaler, float64 masters, a tied weight)", mem);
 }
 
+// A tiny GPT-2 (its head tied to its embedding) sharded block by block (the default wrap
+// policy: a unit per transformer block, wte, wpe, ln_f; the head's weight is wte's): every rank
+// starts from other weights and takes the same batch, so the average of the ranks' gradients
+// is each one's exactly, and after 3 AdamW steps at stages 1-3 the parameters equal bit for bit
+// those of one process.
+std::string sharded_lm(dist::ProcessGroup& g) {
+  nn::DecoderLMConfig c;
+  c.vocabSize = 13;
+  c.nPositions = 16;
+  c.nEmbd = 8;
+  c.nLayer = 3;
+  c.nHead = 2;
+  auto make = [&](uint64_t seed) {
+    tensor::manual_seed(seed);
+    return nn::make_gpt2(c);
+  };
+  auto step_batch = [](int s) {
+    tensor::Generator gen(90 + static_cast<uint64_t>(s));
+    tensor::Tensor tokens = tensor::empty({2, 5}, tensor::DType::Int64, tensor::Device::cpu());
+    for (int64_t i = 0; i < 10; ++i) tokens.data<int64_t>()[i] = (7 * i + 3 * s) % 13;
+    return std::make_pair(tokens, tensor::normal({2, 5, 13}, 0, 1, gen));
+  };
+  auto adamw = [](std::vector<tensor::Tensor> p, std::vector<tensor::Tensor> gr) -> std::unique_ptr<nn::Optimizer> {
+    nn::AdamW::Options o;
+    o.lr = 0.01;
+    return std::make_unique<nn::AdamW>(std::move(p), std::move(gr), o);
+  };
+  auto alone = make(21);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  for (int s = 0; s < 3; ++s) {
+    auto [x, go] = step_batch(s);
+    opt->zeroGrad();
+    alone->forward(x);
+    alone->backward(x, go);
+    opt->step();
+  }
+  for (int stage : {1, 2, 3}) {
+    const std::string what = tensor::detail::concat("GPT-2 stage ", stage);
+    dist::ShardedDataParallel::Options options;
+    options.stage = stage;
+    dist::ShardedDataParallel model(make(21 + static_cast<uint64_t>(g.rank())), options);
+    if (model.units() != static_cast<size_t>(c.nLayer) + 3)
+      return tensor::detail::concat("error: ", what, ": expected ", c.nLayer + 3, " units, got ", model.units());
+    model.setOptimizer(adamw);
+    for (int s = 0; s < 3; ++s) {
+      auto [x, go] = step_batch(s);
+      model.zeroGradParameters();
+      model.forward(x);
+      model.backward(x, go);
+      model.step();
+    }
+    const std::string diff = compare_state(model.fullStateDict(), alone->stateDict(), what);
+    if (!diff.empty()) return diff;
+  }
+  return "sharded GPT-2 stages 1-3 block by block bit-identical to one process";
+}
+
 std::string sharded_mismatch(dist::ProcessGroup& g) {
   const int r = g.rank();
   std::string seen;
@@ -697,6 +759,8 @@ int main(int argc, char** argv) {
       result = layouts_differ(*g);
     else if (which == "sharded")
       result = sharded(*g);
+    else if (which == "sharded-lm")
+      result = sharded_lm(*g);
     else if (which == "sharded-mismatch")
       result = sharded_mismatch(*g);
     else if (which == "sharded-save" && argc > 2)

@@ -1,6 +1,7 @@
 // ShardedDataParallel at world size 1 (the one-process backend, no MPI): every stage trains
 // exactly as the network alone (AdamW with clipping and accumulation, SGD, GradScaler; a weight
-// tied across blocks; GPT-2's tied head at stage 1), stage 3 holds the parameters only while a
+// tied across blocks; GPT-2 with its tied head and Llama, block by block, with generation through
+// the wrappers; a wrap policy below the top level with a root block), stage 3 holds the parameters only while a
 // block runs, the checkpoint round trip (into a sharded model and into one process, tied too),
 // and the errors. The self backend's equal-chunk collectives. The
 // multi-process paths (world sizes 2 and 4, resharding) are tests/dist/test_Mpi.sh's.
@@ -19,14 +20,17 @@
 #include "nn/DecoderBlock.h"
 #include "nn/DecoderLM.h"
 #include "nn/GELU.h"
+#include "nn/Generation.h"
 #include "nn/GradScaler.h"
 #include "nn/LayerNorm.h"
 #include "nn/Linear.h"
 #include "nn/MixedPrecision.h"
+#include "nn/ModuleWrapper.h"
 #include "nn/MultiheadAttention.h"
 #include "nn/ReLU.h"
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
+#include "nn/TransformerEncoderLayer.h"
 #include "tests/dist/SameBits.h"
 #include "tests/support/ErrorText.h"
 #include "tests/support/TempDir.h"
@@ -182,18 +186,28 @@ TEST_CASE("ShardedDataParallel at world size 1: a weight tied across blocks trai
   CHECK(net->get(0)->gradParameters().at(0).is_same_view(net->get(2)->gradParameters().at(0)));
 }
 
-TEST_CASE(
-    "ShardedDataParallel at world size 1: GPT-2 with its head tied to its embedding, at stage 1; 2 and 3 refused") {
+namespace {
+
+// A tiny decoder LM (GPT-2 with its head tied to its embedding, or an untied Llama) trained 3
+// AdamW steps on token ids, alone and sharded at `stage` (the default wrap policy: one block per
+// transformer block, the embeddings, the final norm and the head); the sharded model's state.
+struct LmRun {
+  std::map<std::string, Tensor> alone, sharded;
+  size_t units = 0, largestBlock = 0, parameterBytes = 0;
+};
+
+LmRun train_lm(bool gpt2, int stage) {
   auto g = single_group();
   nn::DecoderLMConfig c;
   c.vocabSize = 13;
   c.nPositions = 16;
   c.nEmbd = 8;
-  c.nLayer = 2;
+  c.nLayer = 4;
   c.nHead = 2;
+  c.tied = gpt2;
   auto make = [&] {
     tensor::manual_seed(21);
-    return nn::make_gpt2(c);
+    return gpt2 ? nn::make_gpt2(c) : nn::make_llama(c);
   };
   auto step_batch = [](int s) {
     tensor::Generator gen(90 + static_cast<uint64_t>(s));
@@ -201,8 +215,8 @@ TEST_CASE(
     for (int64_t i = 0; i < 10; ++i) tokens.data<int64_t>()[i] = (7 * i + 3 * s) % 13;
     return std::make_pair(tokens, tensor::normal({2, 5, 13}, 0, 1, gen));
   };
+  LmRun run;
   auto alone = make();
-  REQUIRE(alone->tiedParameters() == std::vector<std::vector<std::string>>{{"wte.weight", "lm_head.weight"}});
   auto opt = adamw(alone->parameters(), alone->gradParameters());
   for (int s = 0; s < 3; ++s) {
     auto [x, go] = step_batch(s);
@@ -211,9 +225,12 @@ TEST_CASE(
     alone->backward(x, go);
     opt->step();
   }
-  ShardedDataParallel::Options first;
-  first.stage = 1;
-  ShardedDataParallel model(make(), first, g);
+  run.alone = alone->stateDict();
+  for (const Tensor& p : alone->parameters()) run.parameterBytes += static_cast<size_t>(p.numel()) * 4;
+  ShardedDataParallel::Options o;
+  o.stage = stage;
+  auto net = make();
+  ShardedDataParallel model(net, o, g);
   model.setOptimizer(adamw);
   for (int s = 0; s < 3; ++s) {
     auto [x, go] = step_batch(s);
@@ -222,17 +239,106 @@ TEST_CASE(
     model.backward(x, go);
     model.step();
   }
-  const auto full = model.fullStateDict();
-  CHECK(full.count("lm_head.weight") == 1);
-  CHECK(same_bits(full, alone->stateDict()));
-  // stages 2 and 3 wrap the children, which DecoderLM's accessors cast to their types
-  for (int stage : {2, 3}) {
+  run.sharded = model.fullStateDict();
+  run.units = model.units();
+  run.largestBlock = model.largestBlockBytes();
+  // the typed accessors see through the wrappers
+  CHECK(net->block(0).attn().embedDim == 8);
+  CHECK(net->lmHead().outputSize == 13);
+  net->setActivationCheckpointing(true);
+  CHECK(net->activationCheckpointing() == std::vector<bool>(4, true));
+  net->setActivationCheckpointing(false);
+  // generation (a KV cache on every block's attention, forwardRows) through the wrappers
+  nn::GenerationOptions gen;
+  gen.maxNewTokens = 3;
+  CHECK(nn::generate(*net, {{1, 2, 3}, {4}}, gen) == nn::generate(*alone, {{1, 2, 3}, {4}}, gen));
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("ShardedDataParallel at world size 1: GPT-2 (tied head) and Llama, stages 1-3, one unit per block") {
+  for (bool gpt2 : {true, false}) {
+    for (int stage : {1, 2, 3}) {
+      CAPTURE(gpt2);
+      CAPTURE(stage);
+      const LmRun run = train_lm(gpt2, stage);
+      CHECK(run.sharded.count("lm_head.weight") == 1);
+      CHECK(same_bits(run.sharded, run.alone));
+      // nLayer blocks, wte, ln_f, and GPT-2's wpe or Llama's own lm_head (GPT-2's is wte's)
+      CHECK(run.units == 4 + 3);
+      // a transformer block (and the tied embedding) at a time, not the model: well below its
+      // parameters and gradients in full, and below its parameters alone
+      CHECK(run.largestBlock < run.parameterBytes);
+      CHECK(3 * run.largestBlock < 2 * run.parameterBytes);
+    }
+  }
+}
+
+TEST_CASE("ShardedDataParallel: a wrap policy below the top level, the rest a root block; refusals") {
+  auto g = single_group();
+  // 5 -> (Sequential: 5 -> 6 -> 6) -> 4: the inner Linears are blocks, the last Linear the root's
+  auto nested = [](uint64_t seed) {
+    tensor::manual_seed(seed);
+    auto inner = std::make_shared<nn::Sequential>();
+    inner->add(std::make_shared<nn::Linear>(5, 6));
+    inner->add(std::make_shared<nn::ReLU>());
+    inner->add(std::make_shared<nn::Linear>(6, 6));
+    auto net = std::make_shared<nn::Sequential>();
+    net->add(inner);
+    net->add(std::make_shared<nn::Linear>(6, 4));
+    return net;
+  };
+  auto policy = [](const std::string& path, const nn::Module&) { return path == "0.0" || path == "0.2"; };
+  auto alone = nested(3);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 3);
+  for (int stage : {1, 2, 3}) {
+    CAPTURE(stage);
     ShardedDataParallel::Options o;
     o.stage = stage;
-    CHECK(has(error_of([&] { ShardedDataParallel m(make(), o, g); }),
-              "expected a network whose children may be wrapped at stage " + std::to_string(stage) +
-                  ", got nn.DecoderLM, which reaches its children by type (shard it at stage 1)"));
+    o.isBlock = policy;
+    auto net = nested(3);
+    ShardedDataParallel model(net, o, g);
+    model.setOptimizer(adamw);
+    train_sharded(model, 0, 3);
+    CHECK(model.units() == 3);
+    CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+    auto inner = std::dynamic_pointer_cast<nn::Sequential>(net->get(0));
+    REQUIRE(inner);
+    if (stage > 1) CHECK(dynamic_cast<nn::Linear*>(inner->get(0).get()) == nullptr);  // wrapped in its slot
+    CHECK(dynamic_cast<nn::Linear*>(&nn::unwrapped(*inner->get(0))) != nullptr);
   }
+  {  // given back in their slots
+    auto net = nested(3);
+    ShardedDataParallel::Options o;
+    o.isBlock = policy;
+    { ShardedDataParallel model(net, o, g); }
+    auto inner = std::dynamic_pointer_cast<nn::Sequential>(net->get(0));
+    CHECK(dynamic_cast<nn::Linear*>(inner->get(0).get()) != nullptr);
+    CHECK(dynamic_cast<nn::Linear*>(inner->get(2).get()) != nullptr);
+  }
+  // a tensor used by a block and by the root cannot be gathered for one and the whole pass at once
+  auto inner = std::make_shared<nn::Sequential>();
+  inner->add(std::make_shared<nn::Linear>(4, 4));
+  auto tied = std::make_shared<nn::Sequential>();
+  tied->add(inner);
+  tied->add(std::make_shared<nn::Linear>(4, 4));
+  tied->tieParameters("1.weight", "0.0.weight");
+  ShardedDataParallel::Options o;
+  o.isBlock = [](const std::string& path, const nn::Module&) { return path == "0.0"; };
+  CHECK(has(error_of([&] { ShardedDataParallel m(tied, o, g); }),
+            "expected no parameter tied between a block and the parameters outside every block, got '0.0.weight'"));
+  // a container that casts its slots to their types cannot hold wrapped blocks
+  auto encoder = std::make_shared<nn::Sequential>();
+  encoder->add(std::make_shared<nn::TransformerEncoderLayer>(8, 2, 16, 0.0));
+  ShardedDataParallel::Options deep;
+  deep.stage = 3;
+  deep.isBlock = [](const std::string& path, const nn::Module&) { return path.find('.') != std::string::npos; };
+  const std::string refused = error_of([&] { ShardedDataParallel m(encoder, deep, g); });
+  CHECK(has(refused,
+            "expected blocks whose parents may hold them wrapped at stage 3, got block '0.self_attn' in a "
+            "nn.TransformerEncoderLayer, which reaches its children by type"));
 }
 
 TEST_CASE("ShardedDataParallel: a checkpoint of a tied network holds the tensor once and loads into one process") {
