@@ -320,14 +320,15 @@ void DecoderLM::releaseActivations() {
   positions_ = x_ = hidden_ = normed_ = rowsOutput_ = Tensor();
 }
 
+const Tensor& DecoderLM::forwardChild(size_t i, const Tensor& in) {
+  return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
+}
+
 const Tensor& DecoderLM::forwardBlocks(const Tensor& input, const char* method) {
   checkModules(method);
   checkTokens(input, method);
   const int64_t B = input.size(0), S = input.size(1);
-  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
-    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
-  };
-  const Tensor& e = fwd(0, input);
+  const Tensor& e = forwardChild(0, input);
   if (learnedPositions()) {
     // position ids on the tokens' device: s, or lengths[b] + s behind a cache
     if (!steps_.defined() || steps_.device() != input.device() || steps_.numel() < S) {
@@ -336,13 +337,12 @@ const Tensor& DecoderLM::forwardBlocks(const Tensor& input, const char* method) 
     const Tensor steps = steps_.narrow(0, 0, S).view({1, S});
     positions_ = cache_ ? steps.add(cache_->lengths().to(input.device()).view({B, 1})).contiguous()
                         : steps.expand({B, S}).contiguous();
-    const Tensor& p = fwd(1, positions_);
+    const Tensor& p = forwardChild(1, positions_);
     tensor::add_out(ensure(x_, e.sizes(), e), e, p);
   } else {
     x_ = e;
   }
-  const size_t h = slot("h"), lnf = slot("ln_f");
-  hidden_ = fwd(h, x_);
+  hidden_ = forwardChild(slot("h"), x_);
   if (cache_) cache_->advance(S);  // every block has written its S tokens
   return hidden_;
 }
@@ -350,11 +350,8 @@ const Tensor& DecoderLM::forwardBlocks(const Tensor& input, const char* method) 
 const Tensor& DecoderLM::updateOutput(const Tensor& input) {
   forwardBlocks(input, "updateOutput");
   const size_t lnf = slot("ln_f");
-  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
-    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
-  };
-  normed_ = fwd(lnf, hidden_);
-  output = fwd(lnf + 1, normed_);
+  normed_ = forwardChild(lnf, hidden_);
+  output = forwardChild(lnf + 1, normed_);
   return output;
 }
 
@@ -380,11 +377,8 @@ const Tensor& DecoderLM::forwardRows(const Tensor& tokens, const Tensor& rows) {
   }
   const Tensor& hidden = forwardBlocks(tokens, "forwardRows");
   const size_t lnf = slot("ln_f");
-  auto fwd = [&](size_t i, const Tensor& in) -> const Tensor& {
-    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forward(in); });
-  };
   const Tensor picked = tensor::index_select(hidden.reshape({flat, config_.nEmbd}), 0, rows);
-  rowsOutput_ = fwd(lnf + 1, fwd(lnf, picked));
+  rowsOutput_ = forwardChild(lnf + 1, forwardChild(lnf, picked));
   normed_ = Tensor();  // ln_f and the head hold the picked rows' state: no backward from here
   return rowsOutput_;
 }

@@ -118,13 +118,14 @@ class DecoderLM : public Container {
   void backwardPass(const Tensor& input, const Tensor& gradOutput, double scale);
   // forward through the embeddings and the blocks (advancing a cache): hidden_
   const Tensor& forwardBlocks(const Tensor& input, const char* method);
+  const Tensor& forwardChild(size_t i, const Tensor& in);  // modules[i]'s forward, its errors naming it
 
   DecoderLMConfig config_;
   std::shared_ptr<KVCache> cache_;
   // forward: the position ids, the embeddings' sum, the children's outputs as handed back
   Tensor positions_, x_, hidden_, normed_;
   Tensor rowsOutput_;  // forwardRows' logits
-  Tensor steps_;  // 0, 1, ... on the tokens' device, made once (a host copy cannot be captured in a CUDA graph)
+  Tensor steps_;       // 0, 1, ... on the tokens' device, made once (a host copy cannot be captured in a CUDA graph)
 };
 
 std::shared_ptr<DecoderLM> make_gpt2(DecoderLMConfig config);   // config.kind set to GPT2

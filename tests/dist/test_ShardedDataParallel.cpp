@@ -543,6 +543,31 @@ TEST_CASE("ShardedDataParallel: stage 3 holds a block's parameters only while it
   CHECK(dynamic_cast<nn::Linear*>(net->get(0).get()) != nullptr);  // the child is given back
 }
 
+TEST_CASE("ShardedDataParallel: a checkpoint that fails to load halfway changes neither the model nor the optimizer") {
+  auto g = single_group();
+  testing::TempDir tmp("cudnn_nn_sharded_bad_ckpt");
+  {
+    ShardedDataParallel saved(network(9), ShardedDataParallel::Options{}, g);
+    saved.setOptimizer(adamw);
+    train_sharded(saved, 0, 2);
+    saved.saveCheckpoint(tmp / "ck");
+  }
+  // the shard cut short: the manifest and the header still read, the tensors do not
+  const auto shard = tmp / "ck/shard-0-of-1.safetensors";
+  std::filesystem::resize_file(shard, std::filesystem::file_size(shard) - 16);
+  ShardedDataParallel tried(network(4), ShardedDataParallel::Options{}, g), untouched(network(4), {}, g);
+  tried.setOptimizer(adamw);
+  untouched.setOptimizer(adamw);
+  train_sharded(tried, 0, 1);
+  train_sharded(untouched, 0, 1);
+  CHECK_THROWS_AS(tried.loadCheckpoint(tmp / "ck"), tensor::Error);
+  CHECK(same_bits(tried.fullStateDict(), untouched.fullStateDict()));
+  // the optimizer's state too: the next steps are the same
+  train_sharded(tried, 1, 3);
+  train_sharded(untouched, 1, 3);
+  CHECK(same_bits(tried.fullStateDict(), untouched.fullStateDict()));
+}
+
 TEST_CASE("ShardedDataParallel: a checkpoint round trip, into a sharded model and into one process") {
   auto g = single_group();
   testing::TempDir tmp("cudnn_nn_sharded_ckpt");
