@@ -18,7 +18,7 @@
 // dist::DistributedDataParallel; images/s over all GPUs and the scaling efficiency
 // (run_data_parallel below; scripts/bench_torch.py --data-parallel is its PyTorch DDP twin).
 //             [--step [--graph]] [--eval] [--input-grad] [--channels-last | --autotune]
-//             [--amp float16|bfloat16]
+//             [--amp float16|bfloat16] [--peak-tflops X] [--peak-gbps X]
 // --amp (cudnn, with --step): the network computes in float16 / bfloat16 (batch norm keeps
 // float32) and the step is mixed-precision training as a PyTorch user's autocast + GradScaler
 // step: float32 master weights (nn::MasterWeights) updated by SGD, float16 loss scaling
@@ -32,6 +32,12 @@
 // filters are laid out channels-last too (Module::to(MemoryFormat)), as PyTorch's side does.
 // --autotune (cudnn): cudnn::autotune on the row-major input instead, which fuses and keeps
 // channels-last where its own timed pass finds it faster (cudnn/Autotune.h).
+// Roofline: every row also prints, per pass (forward, fwd+bwd, step), its counted FLOPs and
+// minimum bytes (samples::count_work on the network benchmarked, Note [Counted work] in
+// samples/CountedWork.cpp) as achieved TFLOP/s and GB/s, and on a GPU their share of the
+// machine's peaks (Note [Roofline peaks] below): --peak-tflops (default 790 for float16 and
+// bfloat16, an H200's measured dense 16-bit rate; float32 495 with TF32 math, cudnn's default,
+// 67 with allow_tf32=false) and --peak-gbps (default 4300, an H200's measured copy bandwidth).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -51,6 +57,7 @@
 #include "nn/RNNBase.h"
 #include "nn/SGD.h"
 #include "samples/Args.h"
+#include "samples/CountedWork.h"
 #include "samples/Networks.h"
 #include "tensor/Blas.h"
 #include "tensor/Cuda.h"
@@ -95,6 +102,8 @@ struct Options {
   bool rnn_persist = false;       // cudnn: recurrent modules ask for cuDNN's persistent kernels
   bool eval = false;              // also time the forward in evaluation mode (an inference user's)
   bool autotune = false;          // cudnn::autotune: fusion, and the layout chosen by timing it
+  double peak_tflops = 0;         // 0: the dtype's default on a GPU (Note [Roofline peaks]), none on the CPU
+  double peak_gbps = 0;           // 0: 4300 on a GPU, none on the CPU
 };
 
 const char* kOptions =
@@ -134,7 +143,13 @@ const char* kOptions =
     "                    network wrapped so that it takes and gives row-major tensors); the choice\n"
     "                    and both times are printed (cudnn/Autotune.h). Replaces --fuse and --channels-last\n"
     "  --rnn-persist     (cudnn) recurrent modules run cuDNN's persistent kernels where cuDNN takes the\n"
-    "                    shape (nn::RNNBase::setPersist; the lstm row)\n";
+    "                    shape (nn::RNNBase::setPersist; the lstm row)\n"
+    "  --peak-tflops X   the roofline's compute peak (default on a GPU: 790 for float16 and bfloat16,\n"
+    "                    an H200's measured dense rate; float32 495 with TF32 math, the default, 67\n"
+    "                    with --flags allow_tf32=false; the CPU has none unless given)\n"
+    "  --peak-gbps X     the roofline's memory peak (default on a GPU: 4300, an H200's measured copy\n"
+    "                    bandwidth; the CPU has none unless given). Each row prints its counted\n"
+    "                    FLOPs and minimum bytes (samples/CountedWork.h) as TFLOP/s and GB/s\n";
 
 std::string usage() {
   std::string nets;
@@ -188,6 +203,8 @@ Options parse(int argc, char** argv) {
       .set("--rnn-persist", o.rnn_persist)
       .set("--autotune", o.autotune)
       .choice("--amp", o.amp, {"float16", "bfloat16"})
+      .number("--peak-tflops", o.peak_tflops, 0.001, 1e6)
+      .number("--peak-gbps", o.peak_gbps, 0.001, 1e6)
       .parse(args);
   // No --backend: cudnn where a GPU is visible, else nn (said, and a cudnn-only flag is refused
   // naming the missing GPU rather than a --backend the user never passed).
@@ -249,6 +266,11 @@ struct Result {
   };
   std::vector<Layer> layers;  // with --per-layer, for a network with children
   std::string autotune;       // with --autotune: what it did (AutotuneReport::str)
+  // the work the passes must do (samples::count_work), unless counting failed (`uncountable` says why)
+  bool counted = false;
+  samples::CountedWork work;
+  samples::Work step_work;  // with step_ms
+  std::string uncountable;
 };
 
 // forward, cross-entropy loss, backward, optimizer update: the whole training step, as a
@@ -422,6 +444,13 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
 #endif
   const Tensor y = net->forward(x);
   const Tensor g = grad_like(y, gen, dtype, device);
+  Result r;
+  try {  // from the shapes this forward left in every module
+    r.work = samples::count_work(*net, x.sizes(), dtype, o.input_grad);
+    r.counted = true;
+  } catch (const tensor::Error& e) {
+    r.uncountable = e.what();
+  }
   auto sync = [&] {
     if (device.is_cuda()) tensor::cuda::synchronize();
   };
@@ -449,7 +478,6 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
     }
     return median(ms);
   };
-  Result r;
   r.name = name;
   r.autotune = tuned;
   r.input = b.input;
@@ -468,6 +496,10 @@ Result run_one(const std::string& name, const Options& o, Device device, DType d
   if (o.step && (y.dim() == 2 || name == "lstm")) {
     r.step_ms =
         time_step(*net, x, y, name == "fashion", o.graph && device.is_cuda(), !o.amp.empty(), o.warmup, time_ms);
+    // the optimizer's states: Adam's two moments (fashion), SGD's momentum; --amp: float32
+    // masters and loss (time_amp_step)
+    const size_t master = o.amp.empty() ? tensor::itemsize(dtype) : tensor::itemsize(DType::Float32);
+    r.step_work = r.work.step(name == "fashion" ? 2 : 1, master, master);
   }
   r.peak_bytes = mem.peak_bytes;
   r.peak_reserved = mem.peak_reserved;
@@ -544,8 +576,53 @@ int run_data_parallel(const Options& o, const std::string& name) {
 }
 #endif
 
-// A row of the table (the memory columns on a GPU only), and its modules' rows with --per-layer.
-void print_row(const Result& r, Device device) {
+// Note [Roofline peaks]
+// A row's counted work over its time, against what the machine can do at best: the dense
+// tensor-core rate of the run's dtype and the copy bandwidth, as measured on an H200 (the lead's
+// machine; the data-sheet figures are 989 TFLOP/s and 4.8 TB/s): bfloat16 and float16 790
+// TFLOP/s; float32 runs cuDNN's convolutions and cuBLAS's products on TF32 tensor cores unless
+// --flags allow_tf32=false (cudnn::Config::allow_tf32, true by default as in PyTorch), so its
+// peak is TF32's dense 495 TFLOP/s, and the FP32 FMA rate, 67, where TF32 is off; memory 4300
+// GB/s. --peak-tflops and --peak-gbps replace them (another GPU, or the CPU, which has no
+// default: its rows print the rates alone).
+struct Peaks {
+  double tflops = 0, gbps = 0;  // 0: none (the rates printed alone)
+  std::string math;             // the dtype and, for float32 on a GPU, whether TF32 ("float32, TF32")
+};
+
+Peaks roofline_peaks(const Options& o, DType dtype, Device device) {
+  Peaks p{o.peak_tflops, o.peak_gbps, tensor::name(dtype)};
+  if (!device.is_cuda()) return p;
+  bool tf32 = true;
+#ifdef CUDNN_NN_HAVE_CUDA
+  tf32 = cudnn::config().allow_tf32;
+#endif
+  if (dtype == DType::Float32) p.math += tf32 ? ", TF32" : ", FP32 (allow_tf32=false)";
+  if (p.gbps == 0) p.gbps = 4300;
+  if (p.tflops == 0) p.tflops = dtype == DType::Float32 ? (tf32 ? 495 : 67) : 790;
+  return p;
+}
+
+// "12.3 TFLOP/s (1.6% of 790)": a rate, and its share of the peak where there is one.
+std::string rate(double value, double peak, const char* unit) {
+  char s[96];
+  if (peak > 0) {
+    std::snprintf(s, sizeof s, "%.3g %s (%.1f%% of %g)", value, unit, 100 * value / peak, peak);
+  } else {
+    std::snprintf(s, sizeof s, "%.3g %s", value, unit);
+  }
+  return s;
+}
+
+// One pass's roofline line: the counted work, and what it makes of `ms`.
+void print_roofline(const char* pass, const samples::Work& w, double ms, const Peaks& p) {
+  std::printf("  roofline %-8s %9.3f GFLOP %9.4f GB: %s, %s\n", pass, w.flops / 1e9, w.bytes / 1e9,
+              rate(w.tflops(ms), p.tflops, "TFLOP/s").c_str(), rate(w.gbps(ms), p.gbps, "GB/s").c_str());
+}
+
+// A row of the table (the memory columns on a GPU only), its roofline lines, and its modules'
+// rows with --per-layer (their TFLOP/s and GB/s forward and forward+backward after the times).
+void print_row(const Result& r, Device device, const Peaks& peaks) {
   char step[16] = "-", steady[32] = "-", peak[32] = "-";
   if (r.step_ms > 0) std::snprintf(step, sizeof step, "%.3f", r.step_ms);
   if (device.is_cuda()) {
@@ -555,13 +632,41 @@ void print_row(const Result& r, Device device) {
   std::printf("%-9s %-22s %12.3f %14.3f %12.0f %10s %13s %13s\n", r.name.c_str(), tensor::shape_str(r.input).c_str(),
               r.forward_ms, r.train_ms, r.batch / (r.train_ms / 1000), step, steady, peak);
   if (r.eval_forward_ms > 0) std::printf("  forward in evaluation mode (--eval): %.3f ms\n", r.eval_forward_ms);
+  if (r.counted) {
+    print_roofline("forward", r.work.forward, r.forward_ms, peaks);
+    if (r.eval_forward_ms > 0) print_roofline("eval", r.work.forward, r.eval_forward_ms, peaks);
+    print_roofline("fwd+bwd", r.work.forwardBackward(), r.train_ms, peaks);
+    if (r.step_ms > 0) print_roofline("step", r.step_work, r.step_ms, peaks);
+    if (!r.work.uncounted.empty()) {
+      std::string names;
+      for (const auto& t : r.work.uncounted) names += (names.empty() ? "" : ", ") + t;
+      std::printf("  (counted as no work: %s)\n", names.c_str());
+    }
+  } else {
+    std::printf("  roofline: not counted (%s)\n", r.uncountable.c_str());
+  }
+  const bool layerWork = r.counted && r.work.layers.size() == r.layers.size();
   for (size_t i = 0; i < r.layers.size(); ++i) {
-    char index[24];
+    char index[24], work[96] = "";
     std::snprintf(index, sizeof index, "(%zu)", i + 1);
-    std::printf("  %-5s %-44s %10.3f %14.3f\n", index, r.layers[i].module.substr(0, 44).c_str(), r.layers[i].forward_ms,
-                r.layers[i].train_ms);
+    if (layerWork) {
+      const samples::CountedWork& w = r.work.layers[i];
+      std::snprintf(work, sizeof work, "  %8.3g %8.3g TFLOP/s %8.3g %8.3g GB/s",
+                    w.forward.tflops(r.layers[i].forward_ms), w.forwardBackward().tflops(r.layers[i].train_ms),
+                    w.forward.gbps(r.layers[i].forward_ms), w.forwardBackward().gbps(r.layers[i].train_ms));
+    }
+    std::printf("  %-5s %-44s %10.3f %14.3f%s\n", index, r.layers[i].module.substr(0, 44).c_str(),
+                r.layers[i].forward_ms, r.layers[i].train_ms, work);
   }
   std::fflush(stdout);
+}
+
+// The counted work of a pass and its rates, as "<pass>_flops", "_bytes", "_tflops", "_gbps".
+void set_work(tensor::Json& j, const std::string& pass, const samples::Work& w, double ms) {
+  j.set(pass + "_flops", w.flops);
+  j.set(pass + "_bytes", w.bytes);
+  j.set(pass + "_tflops", w.tflops(ms));
+  j.set(pass + "_gbps", w.gbps(ms));
 }
 
 // A row of the --json results.
@@ -576,11 +681,26 @@ tensor::Json row_json(const Result& r) {
   j.set("steady_device_bytes", static_cast<int64_t>(r.steady_bytes));
   j.set("peak_reserved_bytes", static_cast<int64_t>(r.peak_reserved));
   j.set("steady_reserved_bytes", static_cast<int64_t>(r.steady_reserved));
+  if (r.counted) {  // Note [Counted work] in samples/CountedWork.cpp
+    set_work(j, "forward", r.work.forward, r.forward_ms);
+    set_work(j, "forward_backward", r.work.forwardBackward(), r.train_ms);
+    if (r.eval_forward_ms > 0) set_work(j, "eval_forward", r.work.forward, r.eval_forward_ms);
+    if (r.step_ms > 0) set_work(j, "step", r.step_work, r.step_ms);
+    tensor::Json::Array uncounted(r.work.uncounted.begin(), r.work.uncounted.end());
+    j.set("uncounted_modules", uncounted);
+  }
+  const bool layerWork = r.counted && r.work.layers.size() == r.layers.size();
   if (!r.layers.empty()) {
     tensor::Json::Array layers;
-    for (const auto& l : r.layers) {
-      layers.push_back(tensor::Json::Object{
-          {"module", l.module}, {"forward_ms", l.forward_ms}, {"forward_backward_ms", l.train_ms}});
+    for (size_t i = 0; i < r.layers.size(); ++i) {
+      const auto& l = r.layers[i];
+      tensor::Json layer =
+          tensor::Json::Object{{"module", l.module}, {"forward_ms", l.forward_ms}, {"forward_backward_ms", l.train_ms}};
+      if (layerWork) {
+        set_work(layer, "forward", r.work.layers[i].forward, l.forward_ms);
+        set_work(layer, "forward_backward", r.work.layers[i].forwardBackward(), l.train_ms);
+      }
+      layers.push_back(layer);
     }
     j.set("layers", layers);
   }
@@ -613,13 +733,18 @@ int run(const Options& o) {
     std::printf("--amp %s: %s compute; step ms: mixed precision, float32 master weights, SGD%s, %s\n", o.amp.c_str(),
                 o.amp.c_str(), o.amp == "float16" ? ", GradScaler" : "", o.graph ? "CUDA graph" : "eager");
   }
+  const Peaks peaks = roofline_peaks(o, dtype, device);
+  if (peaks.tflops > 0 || peaks.gbps > 0) {
+    std::printf("roofline peaks: %g TFLOP/s (%s), %g GB/s%s\n", peaks.tflops, peaks.math.c_str(), peaks.gbps,
+                o.peak_tflops > 0 || o.peak_gbps > 0 ? " (given)" : " (an H200's, measured)");
+  }
   // memory: MiB allocated / reserved, over the timed iterations ("steady") and the whole row ("peak")
   std::printf("%-9s %-22s %12s %14s %12s %10s %13s %13s\n", "network", "input", "forward ms", "fwd+bwd ms",
               "img/s (train)", "step ms", "steady MiB", "peak MiB");
   tensor::Json results(tensor::Json::Array{});
   for (const auto& name : o.nets) {
     const Result r = run_one(name, o, device, dtype);
-    print_row(r, device);
+    print_row(r, device, peaks);
     results.push(row_json(r));
   }
   if (!o.json.empty()) {
@@ -631,7 +756,9 @@ int run(const Options& o) {
                                             {"input_grad", o.input_grad},
                                             {"channels_last", o.channels_last},
                                             {"rnn_persist", o.rnn_persist},
-                                            {"graph", o.graph}};
+                                            {"graph", o.graph},
+                                            {"peak_tflops", peaks.tflops},
+                                            {"peak_gbps", peaks.gbps}};
 #ifdef CUDNN_NN_HAVE_CUDA
     if (device.is_cuda()) doc.set("flags", cudnn::config().str());
 #endif

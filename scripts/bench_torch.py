@@ -12,7 +12,7 @@ peak allocated <= 1.5).
 
     python3 scripts/bench_torch.py --ours ours.json [--iterations 20] [--warmup 5]
         [--dtype float32] [--benchmark] [--allow-tf32 | --no-tf32] [--json torch.json] [--per-layer]
-        [--channels-last]
+        [--channels-last] [--peak-tflops X] [--peak-gbps X]
 
 --channels-last runs the forward and fwd+bwd rows channels-last too (model and 4-D input in
 torch.channels_last), as convnet_benchmark --channels-last does; it is set by itself when
@@ -62,6 +62,14 @@ Fashion-MNIST images in DIR (the idx .gz files), ours `fashion_mnist --data DIR 
 the anchor script writes it (shuffled batches of 128, Adam 2e-3, cross-entropy), training only.
 The step rows above use random inputs on both sides, and PyTorch's CPU step is slower on
 them than on the real images (about 10-25 %; ours is not), so the epoch is the fair figure.
+
+Roofline: where ours' JSON has the counted work of a row (convnet_benchmark's FLOPs and
+minimum bytes per pass, samples::count_work, Note [Counted work] in samples/CountedWork.cpp),
+each pass (forward, fwd+bwd, step; the CPU tables' rows too) gets a line of achieved TFLOP/s
+and GB/s for both sides' times over that same work, with their share of the peaks ours
+recorded (--peak-tflops and --peak-gbps there: an H200's measured 790 TFLOP/s for 16-bit,
+495 for float32 on TF32, 67 without, and 4300 GB/s; none on the CPU), or of --peak-tflops and
+--peak-gbps given here. The torch JSON gets the rates as "<pass>_tflops" and "<pass>_gbps".
 
 PyTorch is a reference to compare against; cudnn-nn does not depend on it.
 """
@@ -342,7 +350,8 @@ def amp_train_step_ms(make, shape, amp, dev, classes, args):
 
 def per_layer(model, x, args, ours_layers):
     """Times each child of a Sequential alone: forward under no_grad, and forward + backward
-    with the child's input requiring a gradient (the first child's only with --input-grad, as ours)."""
+    with the child's input requiring a gradient (the first child's only with --input-grad, as ours);
+    where ours counted each child's work, both sides' TFLOP/s over it."""
     rows = []
     for i, m in enumerate(model):
         # an in-place ReLU cannot write into a leaf that requires grad; out of place costs the same
@@ -366,6 +375,11 @@ def per_layer(model, x, args, ours_layers):
             o = ours_layers[i]
             line += f" {o['forward_ms']:9.3f} {fwd / o['forward_ms']:6.2f}   {train:11.3f} " \
                     f"{o['forward_backward_ms']:10.3f} {train / o['forward_backward_ms']:6.2f}  {o['module'][:30]}"
+            set_rates(rows[-1], 'forward', fwd, o)
+            set_rates(rows[-1], 'forward_backward', train, o)
+            if 'forward_tflops' in rows[-1]:  # TFLOP/s over our counted work, torch / ours
+                line += f"  TFLOP/s fwd {rows[-1]['forward_tflops']:.3g}/{o['forward_tflops']:.3g}, " \
+                        f"fwd+bwd {rows[-1]['forward_backward_tflops']:.3g}/{o['forward_backward_tflops']:.3g}"
         print(line, flush=True)
         x = y
     return rows
@@ -487,9 +501,15 @@ def cpu_main(args):
     step, how, _ = train_step_ms(make, shape, torch.float32, dev, 10, True, args)
     loop = loop_ms(make, shape)
     print(f"{'fashion':9} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}")
-    for what, t, o in [('forward', fwd, ours['forward_ms']), ('fwd+bwd', train, ours['forward_backward_ms']),
-                       ('step', step, ours['step_ms'])]:
+    peaks = (args.peak_tflops or 0, args.peak_gbps or 0)  # the CPU has none unless given
+    roofs = []
+    for what, key, t, o in [('forward', 'forward', fwd, ours['forward_ms']),
+                            ('fwd+bwd', 'forward_backward', train, ours['forward_backward_ms']),
+                            ('step', 'step', step, ours['step_ms'])]:
         print(f'{what:9} {t:9.3f} {o:9.3f} {t / o:6.2f}')
+        roofs.append(roofline_line(what, key, t, ours, peaks))
+    for roof in filter(None, roofs):
+        print(roof)
     print(f"step = zero_grad + forward + cross-entropy + backward + Adam ({how}); "
           f"images/s: torch {shape[0] / step * 1000:.0f}, ours {shape[0] / ours['step_ms'] * 1000:.0f}; "
           f"torch as a training script (shuffled batches, one timing): {loop:.3f} ms, "
@@ -573,12 +593,62 @@ def cpu_resnet50_b1(args):
     ours_tr = statistics.median([r['ours']['forward_ms'] for r in rounds])
     print(f"{'resnet50 b1':15} {'torch ms':>9} {'ours ms':>9} {'ratio':>6}" +
           (f'   (medians of {len(rounds)} alternating rounds)' if len(rounds) > 1 else ''))
-    for what, t, o in [('forward (eval)', ev, ours_ev), ('forward (train)', tr, ours_tr)]:
+    peaks = (args.peak_tflops or 0, args.peak_gbps or 0)
+    roofs = []
+    for what, key, t, o in [('forward (eval)', 'eval_forward', ev, ours_ev),
+                            ('forward (train)', 'forward', tr, ours_tr)]:
         print(f'{what:15} {t:9.3f} {o:9.3f} {t / o:6.2f}')
+        roofs.append(roofline_line(key.replace('_forward', ''), key, t, rounds[-1]['ours'], peaks, ours_ms=o))
+    for roof in filter(None, roofs):
+        print(roof)
     print('eval: batch norm on running statistics, PyTorch under no_grad (an inference user\'s forward); '
           'train: batch statistics (ours computes no gradient in either)')
     return {'torch_eval_forward_ms': ev, 'torch_train_forward_ms': tr, 'ours_eval_forward_ms': ours_ev,
             'ours_forward_ms': ours_tr, 'rounds': rounds, 'ours': rounds[-1]['ours']}
+
+
+def rates(o, key, ms):
+    """(TFLOP/s, GB/s) of a pass of `ms` milliseconds doing our counted work for pass `key`
+    ('forward', 'forward_backward', 'step', 'eval_forward') of our JSON row `o`; None where
+    that row has no count (an older JSON) or there is no time."""
+    if not o or f'{key}_flops' not in o or not ms:
+        return None
+    return o[f'{key}_flops'] / ms / 1e9, o[f'{key}_bytes'] / ms / 1e6
+
+
+def share(value, peak):
+    return f' ({100 * value / peak:.1f}%)' if peak else ''
+
+
+def rate_text(r, peaks):
+    return f'{r[0]:.3g} TFLOP/s{share(r[0], peaks[0])}, {r[1]:.3g} GB/s{share(r[1], peaks[1])}'
+
+
+def roofline_line(what, key, torch_ms, o, peaks, ours_ms=None):
+    """A pass's roofline line: our counted work, and the rates it makes of torch's time and ours
+    (ours_ms, else the row's own '<key>_ms'); None where ours counted nothing."""
+    t = rates(o, key, torch_ms)
+    if t is None:
+        return None
+    u = rates(o, key, ours_ms if ours_ms is not None else o.get(f'{key}_ms'))
+    line = f"  roofline {what:8} {o[f'{key}_flops'] / 1e9:9.3f} GFLOP {o[f'{key}_bytes'] / 1e9:8.4f} GB: " \
+           f"torch {rate_text(t, peaks)}"
+    if u is not None:
+        line += f'; ours {rate_text(u, peaks)}'
+    return line
+
+
+def set_rates(r, key, ms, o):
+    """The torch row's rates over our counted work (its JSON)."""
+    t = rates(o, key, ms)
+    if t is not None:
+        r[f'{key}_tflops'], r[f'{key}_gbps'] = t
+
+
+def roofline_peaks(args, doc):
+    """(TFLOP/s, GB/s) to share against: --peak-tflops / --peak-gbps, else those ours recorded
+    (0: none, the rates printed alone)."""
+    return (args.peak_tflops or doc.get('peak_tflops') or 0, args.peak_gbps or doc.get('peak_gbps') or 0)
 
 
 def mib(nbytes):
@@ -630,6 +700,10 @@ def main():
                     help='--cpu: alternate the ResNet-50 batch-1 row this many times, medians reported')
     ap.add_argument('--cpu-nets', default='fashion,resnet50',
                     help='--cpu: fashion (always) and resnet50 (the batch-1 eval forward row)')
+    ap.add_argument('--peak-tflops', type=float, default=0,
+                    help='the roofline\'s compute peak (default: the one in --ours\' JSON; none on the CPU)')
+    ap.add_argument('--peak-gbps', type=float, default=0,
+                    help='the roofline\'s memory peak (default: the one in --ours\' JSON; none on the CPU)')
     ap.add_argument('--fashion-data', metavar='DIR',
                     help='--cpu: also one epoch of training on these Fashion-MNIST files, ours against PyTorch')
     args = ap.parse_args()
@@ -643,7 +717,7 @@ def main():
     torch.backends.cudnn.benchmark = args.benchmark
     torch.backends.cudnn.allow_tf32 = not args.no_tf32
     torch.backends.cuda.matmul.allow_tf32 = not args.no_tf32
-    ours, input_grad, ours_mode = {}, args.input_grad, 'eager'
+    ours, input_grad, ours_mode, doc = {}, args.input_grad, 'eager', {}
     if args.ours:
         with open(args.ours) as f:
             doc = json.load(f)
@@ -661,6 +735,10 @@ def main():
     print(f'torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}, '
           f'{args.dtype}, cudnn.benchmark={args.benchmark}, tf32={not args.no_tf32}, input grad={input_grad}, '
           f'channels-last={args.channels_last}' + (f', amp step={args.amp}' if args.amp else ''))
+    peaks = roofline_peaks(args, doc)
+    if any('forward_flops' in o for o in ours.values()):
+        print('roofline: our counted work (samples/CountedWork.h) over each side\'s time' +
+              (f'; % of {peaks[0]:g} TFLOP/s and {peaks[1]:g} GB/s' if peaks[0] and peaks[1] else ''))
     print(f"{'network':9} {'torch fwd':>10} {'ours fwd':>9} {'ratio':>6}   {'torch train':>11} {'ours train':>10} "
           f"{'ratio':>6}   {'torch MiB':>9} {'ours MiB':>8}")
     results = []
@@ -712,6 +790,12 @@ def main():
             line += f" {'':9} {'':6}   {train:11.3f} {'':10} {'':6}   {mib(r['steady_device_bytes']):>9}"
         print(line, flush=True)
         print(memory_line(r, ours.get(name)), flush=True)
+        for what, key, ms in [('forward', 'forward', fwd), ('fwd+bwd', 'forward_backward', train),
+                              ('step', 'step', r.get('step_ms'))]:
+            set_rates(r, key, ms, ours.get(name))
+            roof = roofline_line(what, key, ms, ours.get(name), peaks) if what != 'step' else None
+            if roof:
+                print(roof, flush=True)
         if want_step:
             line = f"  step: torch {r['step_ms']:.3f} ms ({r['step_how']}; " + \
                 ', '.join(f'{k} {v:.3f}' for k, v in r['step_variants_ms'].items()) + ')'
@@ -719,6 +803,9 @@ def main():
                 line += (f", ours {ours[name]['step_ms']:.3f} ms ({ours_mode}), "
                          f"ratio {r['step_ms'] / ours[name]['step_ms']:.2f}")
             print(line, flush=True)
+            roof = roofline_line('step', 'step', r['step_ms'], ours.get(name), peaks)
+            if roof:
+                print(roof, flush=True)
         if args.per_layer:
             torch.manual_seed(1)
             model = make().to(dev, dtype).train()
