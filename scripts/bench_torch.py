@@ -203,6 +203,8 @@ NETS = {
     'alexnet': (alexnet, [128, 3, 224, 224]),
     'vgg11': (vgg11, [64, 3, 224, 224]),
     'resnet50': (resnet50, [32, 3, 224, 224]),
+    # ours: the same ResNet-50 wired as an nn::Graph (samples/Networks.cpp); PyTorch has one model
+    'resnet50-graph': (resnet50, [32, 3, 224, 224]),
     'lstm': (LSTMNet, [50, 64, 512]),  # 2 layers, hidden 512, sequence 50, batch 64
     'fashion': (fashion, [128, 1, 28, 28]),
 }
