@@ -6,6 +6,7 @@
 #include <new>
 
 #include "tensor/Cuda.h"
+#include "tensor/HostMemory.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -15,7 +16,13 @@ namespace tensor {
 
 namespace {
 constexpr size_t kCpuAlignment = 64;  // a cache line, and what AVX-512 loads like
+
+// A CPU block's size: whole cache lines, one for an empty storage (what host_memory_stats counts)
+size_t cpu_block_bytes(size_t nbytes) {
+  const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  return rounded == 0 ? kCpuAlignment : rounded;
 }
+}  // namespace
 
 namespace {
 thread_local AllocationLimit* current_limit = nullptr;
@@ -32,8 +39,9 @@ void AllocationLimit::charge(size_t nbytes, Device device) {
   AllocationLimit* l = current_limit;
   if (!l) return;
   if (nbytes > l->limit_ - l->used_) {
-    throw AllocationLimitExceeded(detail::concat("tensor::Storage: allocating ", nbytes, " bytes on ", device.str(), " would exceed ",
-                               l->limit_, " bytes (", l->used_, " used): ", l->why_));
+    throw AllocationLimitExceeded(detail::concat("tensor::Storage: allocating ", nbytes, " bytes on ", device.str(),
+                                                 " would exceed ", l->limit_, " bytes (", l->used_,
+                                                 " used): ", l->why_));
   }
   l->used_ += nbytes;
 }
@@ -87,13 +95,14 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     return;
   }
   // whole cache lines (and the alignment slack of cpu_allocate); rounding up must not wrap around
-  TENSOR_CHECK(nbytes <= static_cast<size_t>(PTRDIFF_MAX) - kCpuAlignment, "tensor::Storage: cannot allocate ",
-               nbytes, " bytes on cpu: more than the address space holds");
-  const size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-  data_ = cpu_allocate(rounded == 0 ? kCpuAlignment : rounded);
+  TENSOR_CHECK(nbytes <= static_cast<size_t>(PTRDIFF_MAX) - kCpuAlignment, "tensor::Storage: cannot allocate ", nbytes,
+               " bytes on cpu: more than the address space holds");
+  const size_t block = cpu_block_bytes(nbytes);
+  data_ = cpu_allocate(block);
   if (!data_) {
     throw Error("tensor::Storage: cannot allocate " + std::to_string(nbytes) + " bytes on cpu");
   }
+  detail::count_host_allocation(block);
 }
 
 Storage::~Storage() {
@@ -101,6 +110,7 @@ Storage::~Storage() {
     cuda::deallocate(data_, device_.index);  // never throws
   } else {
     cpu_free(data_);
+    detail::count_host_free(cpu_block_bytes(nbytes_));
   }
 }
 
