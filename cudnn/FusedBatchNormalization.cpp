@@ -7,7 +7,8 @@
 // activation gradients] in cudnn/PointwiseBase.h), and takes the batch norm's gradients in the
 // same call. A backward after a forward in turn, or with children changed since, is the
 // Sequential's: the ReLU's gradient from its output, then the batch norm's (which, finding no
-// fused forward of its own, runs the plain call).
+// fused forward of its own, runs the plain call). A wrapper in a slot: the pair in turn
+// (Note [Fused pairs with wrapped children] in cudnn/FusedConvolution.cpp).
 #include "cudnn/FusedBatchNormalization.h"
 
 #include "cudnn/BatchNormalization.h"

@@ -8,6 +8,15 @@
 // activations fused, take their gradient from the output alone (Note [In-place activation
 // gradients] in cudnn/PointwiseBase.h). Backward is then the Sequential's: the activation's
 // gradient, then the convolution's passes.
+//
+// Note [Fused pairs with wrapped children]
+// A slot may hold a wrapper standing for the child (nn/ModuleWrapper.h: a sharded block of
+// dist::ShardedDataParallel, which gathers the child's parameters in its forward and backward).
+// The fused passes reach the children's kernels directly, past the wrapper, so they look at the
+// slots themselves, not through unwrapped(): a wrapper is not a convolution, batch norm or
+// residual twin, and the pair (FusedConvolution, FusedBatchNormalization, FusedResidual, and a
+// FusedResidual's batch norm) then computes in turn, each child through its slot, as nn does.
+// The nn side's typed accessors (nn/FusedPair.h) do see through it.
 #include "cudnn/FusedConvolution.h"
 
 #include "cudnn/ConvolutionBase.h"

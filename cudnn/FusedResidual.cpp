@@ -13,7 +13,8 @@
 // the block's first convolution adds its own onto the shortcut's in its product where it can
 // (Note [An input gradient onto an addend] in ConvolutionBase.cpp). A whole backward after
 // this forward, should the children change, still works: the block's records include the batch
-// norm's input.
+// norm's input. A wrapper in the Residual's slot or the batch norm's: in turn (Note [Fused pairs
+// with wrapped children] in cudnn/FusedConvolution.cpp).
 #include "cudnn/FusedResidual.h"
 
 #include "cudnn/BatchNormalization.h"

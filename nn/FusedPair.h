@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nn/ModuleConfig.h"
+#include "nn/ModuleWrapper.h"
 #include "nn/PointwiseBase.h"
 #include "nn/Sequential.h"
 
@@ -50,20 +51,22 @@ class FusedPair : public Sequential {
     return type_name() + "(" + modules[0]->str() + " + " + modules[1]->str() + ")";
   }
 
-  // The two children, checked ("expected a convolution and an activation, got ...").
+  // The two children, checked ("expected a convolution and an activation, got ..."), seen
+  // through a wrapper in the slot (nn/ModuleWrapper.h).
   First& first(const char* method) const {
     checkModules(method);
-    return dynamic_cast<First&>(*modules[0]);
+    return dynamic_cast<First&>(unwrapped(*modules[0]));
   }
   PointwiseBase& activation(const char* method = "activation") const {
     checkModules(method);
-    return dynamic_cast<PointwiseBase&>(*modules[1]);
+    return dynamic_cast<PointwiseBase&>(unwrapped(*modules[1]));
   }
 
  protected:
   void checkModules(const char* method) const {
-    const bool ok = modules.size() == 2 && dynamic_cast<const First*>(modules[0].get()) &&
-                    dynamic_cast<const PointwiseBase*>(modules[1].get());
+    const bool ok = modules.size() == 2 && modules[0] && modules[1] &&
+                    dynamic_cast<const First*>(&unwrapped(*modules[0])) &&
+                    dynamic_cast<const PointwiseBase*>(&unwrapped(*modules[1]));
     if (!ok) {
       throw Error(where(method) + "expected " + Self::kChildren + " (" + Self::kChildTypes + "), got " +
                   detail::describe_children(modules));

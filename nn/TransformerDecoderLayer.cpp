@@ -11,6 +11,7 @@
 #include "nn/LayerNorm.h"
 #include "nn/Linear.h"
 #include "nn/ModuleConfig.h"
+#include "nn/ModuleWrapper.h"
 #include "nn/MultiheadAttention.h"
 #include "nn/ReLU.h"
 
@@ -19,7 +20,7 @@ namespace nn {
 namespace {
 template <class M>
 M& slot_as(const TransformerDecoderLayer& layer, const std::vector<ModulePtr>& kids, size_t i, const char* what) {
-  auto* m = dynamic_cast<M*>(&child_at(layer, kids, i, "child"));
+  auto* m = dynamic_cast<M*>(&unwrapped(child_at(layer, kids, i, "child")));  // through a wrapper in the slot
   if (!m) {
     throw Error(layer.type_name() + "::" + TransformerDecoderLayer::kChildNames[i] + ": expected " + what + ", got " +
                 kids[i]->type_name());
