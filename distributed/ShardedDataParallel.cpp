@@ -17,10 +17,13 @@
 // here around the child's forward and backward and otherwise passes everything through (its
 // state is the child's, under the same paths); the child's backward hook starts the block's
 // reduce-scatter. The destructor puts the blocks back in their slots. The wrapper is an
-// nn::ModuleWrapper, so containers that reach their children by type and cast
-// nn::unwrapped(child) (nn::DecoderLM, nn::DecoderBlock) still find them; those that cast the
-// slot itself (nn::TransformerEncoderLayer, nn::TransformerDecoderLayer, the fused pairs) would
-// break, and a block in their slots is refused at stages 2 and 3. The root block (the
+// nn::ModuleWrapper, and the containers that reach their children by type cast
+// nn::unwrapped(child) (nn::DecoderLM, nn::DecoderBlock, nn::TransformerEncoderLayer,
+// nn::TransformerDecoderLayer, the fused pairs), so they still find them, while running each
+// child through its slot, the wrapper's calls included; a cudnn fused twin with a wrapper in a
+// slot computes the pair in turn (Note [Fused pairs with wrapped children] in
+// cudnn/FusedConvolution.cpp). A container that ran a child other than through its slot
+// would skip the wrapper (stage 3: with the parameters not gathered). The root block (the
 // parameters outside every block: a network without children is all root) has no wrapper: it
 // is handled here directly, around the network's whole forward and backward.
 // Note [Wrap policy]
@@ -71,6 +74,33 @@
 // a container run its blocks in another order, the end of backward reduce-scatters what a tied
 // unit still holds. Checkpoints keep one entry per tensor (and the manifest its other paths);
 // fullStateDict and readFullCheckpoint give every path, as stateDict() does.
+// Note [Overlapped collectives]
+// On the GPU at stages 2 and 3 (Options::overlap), the collectives run on the group's
+// communication stream instead of the compute stream, ordered by events, so that they overlap
+// the compute, as FSDP's:
+//   - a block's reduce-scatter is launched from its backward hook and finished (the compute
+//     stream waits for it and adds the result into the gradient shard) at the next block's hook,
+//     so it runs beside that block's backward; the end of backward finishes the rest;
+//   - stage 3 gathers the units the next block uses as soon as this block starts, so that
+//     all-gather runs beside this block's forward or backward; the compute stream waits only
+//     for the units it is about to use. Which block is next is what the last pass of the same
+//     kind (forward, backward, updateGradInput) ran next, as FSDP records its execution order:
+//     containers need not run their blocks in module order, nor backward in reverse (DecoderLM's
+//     backward runs wte before wpe), and a first pass, or one that leaves the last one's order,
+//     gathers on demand. Only passes through this wrapper are recorded and prefetched (a
+//     block's forward called on the inner network, as generate() does, gathers on demand). Two
+//     blocks are then in full at a time (largestBlockBytes counts one). A prefetched unit the
+//     pass then never uses is released at the pass's end.
+// The caching allocator assumes one stream per device (Note [Side streams and the caching
+// allocator] in tensor/CudaAsync.h), and both rules of that Note hold here: before the group's
+// stream first touches a new buffer (the gathered parameters, the reduce-scatter's result) it
+// waits for the compute stream's work so far (the block's previous owner may still be read
+// there, and the own shard's copy or the gradients must be complete), and no buffer it touched
+// is freed before the compute stream has waited for it (release() and finishReduce() wait
+// first, and settle() waits for everything before the state is read, zeroed or saved). The
+// arithmetic is the same as in the compute stream's order, so the results are bit for bit
+// those of Options::overlap off. The group's watchdog follows the group's stream after each
+// block's collectives (watchComm), so a lost rank still stops the job within the timeout.
 // Note [Sharded model agreement]
 // Every rank must cut the same units: at construction the ranks all-gather the world size, the
 // stage and the parameter count, then a signature (name, dtype, shape) and the size of every
@@ -88,12 +118,10 @@
 
 #include "distributed/Dist.h"
 #include "nn/DecoderLM.h"
-#include "nn/FusedBatchNormalization.h"
-#include "nn/FusedConvolution.h"
 #include "nn/ModuleWrapper.h"
-#include "nn/TransformerDecoderLayer.h"
-#include "nn/TransformerEncoderLayer.h"
+#include "nn/Sequential.h"
 #include "tensor/Cuda.h"
+#include "tensor/CudaAsync.h"
 #include "tensor/FileIO.h"
 #include "tensor/Json.h"
 #include "tensor/Safetensors.h"
@@ -254,6 +282,11 @@ ShardedDataParallel::ShardedDataParallel(nn::ModulePtr net, Options options, std
     }
     if (device_.is_cpu()) group_->wait(device_, "the broadcast of rank 0's buffers");
   }
+  overlap_ = options_.overlap && device_.is_cuda() && options_.stage > 1;
+  if (overlap_) {
+    commStream_ = group_->commStream();
+    computeReady_ = std::make_shared<tensor::cuda::Event>(device_.index);
+  }
   wrapBlocks();  // last: nothing after it throws
   peak_ = memory().total();
 }
@@ -343,15 +376,6 @@ void ShardedDataParallel::collect() {
       c.own = &b.own;
       TreeAccess::tree(child, c, path + ".");
       if (b.params.empty()) continue;
-      // Their accessors cast the slots to their types, which a wrapper is not (Note [Block wrappers])
-      if (options_.stage > 1 &&
-          (dynamic_cast<nn::TransformerEncoderLayer*>(&parent) || dynamic_cast<nn::TransformerDecoderLayer*>(&parent) ||
-           dynamic_cast<nn::FusedConvolution*>(&parent) || dynamic_cast<nn::FusedBatchNormalization*>(&parent))) {
-        throw tensor::Error(where("ShardedDataParallel") +
-                            "expected blocks whose parents may hold them wrapped at stage " +
-                            std::to_string(options_.stage) + ", got block '" + path + "' in a " + parent.type_name() +
-                            ", which reaches its children by type (choose blocks above it, or shard at stage 1)");
-      }
       blocks_.push_back(std::move(b));
     }
   };
@@ -371,15 +395,26 @@ void ShardedDataParallel::collect() {
       }
     }
   }
+  // a description that shows what fails "row-major": the strides where they are not
+  auto layout = [](const Tensor& t) {
+    if (!t.defined()) return std::string("undefined");
+    return t.is_contiguous() ? t.description() : t.description() + " of strides " + shape_str(t.strides());
+  };
   for (Param& p : params_) {
     const Tensor& v = *p.value;
     const Tensor& g = *p.grad;
     if (!v.defined() || !v.is_contiguous() || v.device() != device_ || !g.defined() || g.sizes() != v.sizes() ||
         g.dtype() != v.dtype() || g.device() != v.device()) {
-      throw tensor::Error(where("ShardedDataParallel") + "expected parameter '" + p.name +
-                          "' and its gradient row-major on " + device_.str() + ", of one shape and dtype, got " +
-                          (v.defined() ? v.description() : std::string("undefined")) + " with gradient " +
-                          (g.defined() ? g.description() : std::string("undefined")));
+      // Note [Freed parameters]: what a stage-3 wrapper leaves in the fields when it goes
+      const tensor::Shape& st = v.defined() ? v.strides() : tensor::Shape{};
+      const bool placeholder =
+          v.defined() && v.numel() > 1 && std::all_of(st.begin(), st.end(), [](int64_t s) { return s == 0; });
+      throw tensor::Error(
+          where("ShardedDataParallel") + "expected parameter '" + p.name + "' and its gradient row-major on " +
+          device_.str() + ", of one shape and dtype, got " + layout(v) + " with gradient " + layout(g) +
+          (placeholder ? " (a placeholder left by a stage-3 ShardedDataParallel, whose shards held the parameters: "
+                         "build the network afresh, or load into it the fullStateDict() taken while that one lived)"
+                       : ""));
     }
     for (size_t t = 0; t < p.ties.size(); ++t) {
       if (!p.ties[t].second->is_same_view(g)) {
@@ -535,6 +570,10 @@ void ShardedDataParallel::wrapBlocks() {
 
 ShardedDataParallel::~ShardedDataParallel() {
   try {
+    settle();
+  } catch (...) {
+  }
+  try {
     for (Block& b : blocks_) b.module->setBackwardHook({});
     for (Block& b : blocks_) {
       if (!b.wrapped) continue;
@@ -555,17 +594,80 @@ void ShardedDataParallel::gather(Unit& u) {
   u.flat = tensor::empty({u.padded}, u.dtype, device_);
   Tensor own = u.flat.narrow(0, r * u.shard, u.shard);
   own.copy_(u.master);
-  group_->allGather(own, u.flat);
-  if (device_.is_cpu()) group_->wait(device_, "the parameters' all-gather");  // CUDA: in the stream's order
+  ++traffic_.allGathers;
+  if (overlap_) {  // Note [Overlapped collectives]
+    markCommReady();
+    group_->allGather(own, u.flat, commStream_);
+    if (!u.gathered) u.gathered = std::make_shared<tensor::cuda::Event>(device_.index);
+    u.gathered->record(commStream_);
+    u.inFlight = true;
+    ++traffic_.overlapped;
+  } else {
+    group_->allGather(own, u.flat);
+    if (device_.is_cpu()) group_->wait(device_, "the parameters' all-gather");  // CUDA: in the stream's order
+  }
   for (size_t i : u.params) {
     Param& p = params_[i];
     bindValue(p, u.flat.narrow(0, p.offset, p.numel).view(p.shape));
   }
 }
 
+void ShardedDataParallel::awaitGathered(Unit& u) {
+  if (!u.inFlight) return;
+  u.gathered->block(tensor::cuda::stream(device_.index));
+  u.inFlight = false;
+}
+
+void ShardedDataParallel::prefetch(size_t block) {
+  for (size_t i : blocks_[block].uses) {
+    Unit& u = units_[i];
+    if (u.flat.defined()) continue;
+    gather(u);
+    u.prefetched = true;
+    ++traffic_.prefetched;
+  }
+}
+
+// The block the last pass of this kind ran after `block` at this point, gathered now (Note
+// [Overlapped collectives]); the order of this pass recorded for the next.
+void ShardedDataParallel::prefetchAfter(size_t block) {
+  if (pass_ < 0) return;
+  std::vector<size_t>& now = passOrder_[pass_];
+  const std::vector<size_t>& last = lastPassOrder_[pass_];
+  const size_t at = now.size();
+  now.push_back(block);
+  if (at + 1 < last.size() && last[at] == block) prefetch(last[at + 1]);
+}
+
+void ShardedDataParallel::beginPass(int kind) {
+  pass_ = kind;
+  passOrder_[kind].clear();
+}
+
+void ShardedDataParallel::endPass(bool completed) {
+  if (pass_ < 0) return;
+  if (completed) lastPassOrder_[pass_] = passOrder_[pass_];
+  pass_ = -1;
+  releasePrefetched();
+}
+
 void ShardedDataParallel::release(Unit& u) {
+  awaitGathered(u);  // the allocator's next user runs on the compute stream
   for (size_t i : u.params) bindValue(params_[i], params_[i].valueHolder);
   u.flat = Tensor();
+  u.prefetched = false;
+}
+
+void ShardedDataParallel::markCommReady() {
+  computeReady_->record(tensor::cuda::stream(device_.index));
+  computeReady_->block(commStream_);
+  commIssued_ = true;
+}
+
+void ShardedDataParallel::watchComm(const char* what) {
+  if (!commIssued_) return;
+  group_->watch(commStream_, what);
+  commIssued_ = false;
 }
 
 void ShardedDataParallel::bindValue(Param& p, const Tensor& t) {
@@ -594,6 +696,21 @@ void ShardedDataParallel::reduceGrads(Unit& u) {
   const bool widen = device_.is_cpu() && is_16bit_float(u.dtype);
   const Tensor whole = widen ? u.flatGrad.to(tensor::DType::Float32) : u.flatGrad;  // alive until the wait
   Tensor part = tensor::empty({u.shard}, whole.dtype(), device_);
+  ++traffic_.reduceScatters;
+  if (overlap_) {     // finished by finishReduce (Note [Overlapped collectives])
+    finishReduce(u);  // one in flight per unit
+    markCommReady();
+    group_->reduceScatter(whole, part, ReduceOp::Avg, commStream_);
+    if (!u.reduced) u.reduced = std::make_shared<tensor::cuda::Event>(device_.index);
+    u.reduced->record(commStream_);
+    ++traffic_.overlapped;
+    u.reduceInput = whole;
+    u.reduceOutput = part;
+    u.pending = false;
+    for (size_t i : u.params) bindGrad(params_[i], params_[i].gradHolder);
+    u.flatGrad = Tensor();
+    return;
+  }
   group_->reduceScatter(whole, part, ReduceOp::Avg);
   if (device_.is_cpu()) group_->wait(device_, "the gradients' reduce-scatter");
   u.grad.add_(part.dtype() == u.masterDtype ? part : part.to(u.masterDtype));
@@ -604,6 +721,25 @@ void ShardedDataParallel::reduceGrads(Unit& u) {
   }
   for (size_t i : u.params) bindGrad(params_[i], params_[i].gradHolder);
   u.flatGrad = Tensor();
+}
+
+void ShardedDataParallel::finishReduce(Unit& u) {
+  if (!u.reduceOutput.defined()) return;
+  u.reduced->block(tensor::cuda::stream(device_.index));
+  const Tensor& part = u.reduceOutput;
+  u.grad.add_(part.dtype() == u.masterDtype ? part : part.to(u.masterDtype));
+  u.reduceInput = Tensor();  // freed after the compute stream's wait: its next user is ordered after
+  u.reduceOutput = Tensor();
+}
+
+void ShardedDataParallel::finishReductions() {
+  for (Unit& u : units_) finishReduce(u);
+}
+
+void ShardedDataParallel::settle() {
+  if (!overlap_) return;
+  finishReductions();
+  for (Unit& u : units_) awaitGathered(u);
 }
 
 // NCCL: the collectives run in the compute stream's order and the host does not wait for them;
@@ -618,7 +754,16 @@ void ShardedDataParallel::notePeak() { peak_ = std::max(peak_, memory().total())
 // A tied unit stays gathered for the pass's later users (Note [Tied parameters when sharding]).
 void ShardedDataParallel::beforeForward(size_t block) {
   if (options_.stage != 3) return;
-  for (size_t u : blocks_[block].uses) gather(units_[u]);
+  const Block& k = blocks_[block];
+  for (size_t u : k.uses) {
+    gather(units_[u]);
+    units_[u].prefetched = false;
+  }
+  if (overlap_) {  // the next block's all-gather beside this one's run (Note [Overlapped collectives])
+    prefetchAfter(block);
+    for (size_t u : k.uses) awaitGathered(units_[u]);
+    watchComm("the parameters' all-gather");
+  }
   notePeak();
 }
 
@@ -630,15 +775,27 @@ void ShardedDataParallel::afterForward(size_t block, bool reversed) {
 }
 
 void ShardedDataParallel::beforeBackward(size_t block) {
-  for (size_t u : blocks_[block].uses) {
-    if (options_.stage == 3) gather(units_[u]);
+  const Block& k = blocks_[block];
+  for (size_t u : k.uses) {
+    if (options_.stage == 3) {
+      gather(units_[u]);
+      units_[u].prefetched = false;
+    }
     bindGrads(units_[u]);
+  }
+  if (overlap_ && options_.stage == 3) {
+    prefetchAfter(block);
+    for (size_t u : k.uses) awaitGathered(units_[u]);
+    watchComm("the parameters' all-gather");
   }
   notePeak();
 }
 
 void ShardedDataParallel::blockDone(size_t block) {
   if (!inBackward_ || options_.stage == 1) return;
+  // The earlier blocks' reduce-scatters ran beside this block's backward, which the compute
+  // stream has already been given (Note [Overlapped collectives])
+  if (overlap_) finishReductions();
   for (size_t u : blocks_[block].uses) {
     if (block != units_[u].firstUser) continue;  // a tied unit: an earlier block's backward is to come
     if (noSync_) {
@@ -646,6 +803,10 @@ void ShardedDataParallel::blockDone(size_t block) {
     } else {
       reduceGrads(units_[u]);
     }
+  }
+  if (overlap_) {
+    watchComm("the gradients' reduce-scatter");
+    notePeak();
   }
 }
 
@@ -659,22 +820,41 @@ void ShardedDataParallel::afterBackward(size_t block) {
 const Tensor& ShardedDataParallel::updateOutput(const Tensor& input) {
   group_->check("ShardedDataParallel::forward");
   const bool direct = !blocks_.empty() && blocks_[0].module == &module();
-  if (direct) beforeForward(0);
+  beginPass(kForwardPass);
   try {
+    if (direct) beforeForward(0);
     output = module().forward(input);
   } catch (...) {
     if (direct) afterForward(0);
+    endPass(false);
     throw;
   }
   if (direct) afterForward(0);
+  endPass(true);
   return output;
+}
+
+// Units gathered ahead for a block the pass then did not run (a network that runs its blocks
+// out of module order): not kept beyond the pass (Note [Overlapped collectives]).
+void ShardedDataParallel::releasePrefetched() {
+  for (Unit& u : units_) {
+    if (u.prefetched) release(u);
+  }
 }
 
 const Tensor& ShardedDataParallel::updateGradInput(const Tensor& input, const Tensor& gradOutput) {
   const bool direct = !blocks_.empty() && blocks_[0].module == &module();
-  if (direct) beforeForward(0);
-  gradInput = module().updateGradInput(input, gradOutput);
-  if (direct) afterForward(0);
+  beginPass(kGradInputPass);
+  try {
+    if (direct) beforeForward(0);
+    gradInput = module().updateGradInput(input, gradOutput);
+  } catch (...) {
+    if (direct) afterForward(0, true);
+    endPass(false);
+    throw;
+  }
+  if (direct) afterForward(0, true);
+  endPass(true);
   return gradInput;
 }
 
@@ -682,6 +862,7 @@ void ShardedDataParallel::accGradParameters(const Tensor& input, const Tensor& g
   group_->check("ShardedDataParallel::backward");
   const bool direct = !blocks_.empty() && blocks_[0].module == &module();
   inBackward_ = true;
+  beginPass(kBackwardPass);
   try {
     if (direct) beforeBackward(0);
     module().accGradParameters(input, gradOutput, scale);
@@ -691,8 +872,10 @@ void ShardedDataParallel::accGradParameters(const Tensor& input, const Tensor& g
     }
   } catch (...) {
     inBackward_ = false;
+    endPass(false);
     throw;
   }
+  endPass(true);
   finishBackward();
 }
 
@@ -700,14 +883,17 @@ void ShardedDataParallel::backwardImpl(const Tensor& input, const Tensor& gradOu
   group_->check("ShardedDataParallel::backward");
   const bool direct = !blocks_.empty() && blocks_[0].module == &module();
   inBackward_ = true;
+  beginPass(kBackwardPass);
   try {
     if (direct) beforeBackward(0);
     gradInput = module().backward(input, gradOutput, scale);  // direct: its hook runs blockDone(0)
     if (direct) afterBackward(0);
   } catch (...) {
     inBackward_ = false;
+    endPass(false);
     throw;
   }
+  endPass(true);
   finishBackward();
 }
 
@@ -722,11 +908,16 @@ void ShardedDataParallel::finishBackward() {
         reduceGrads(u);
     }
   }
-  watchDevice("the gradients' reduce-scatter");
   notePeak();
+  if (overlap_) {
+    watchComm("the gradients' reduce-scatter");
+    settle();
+  }
+  watchDevice("the gradients' reduce-scatter");
 }
 
 void ShardedDataParallel::zeroGradParameters() {
+  settle();
   for (Unit& u : units_) {
     u.grad.zero_();
     u.pending = false;
@@ -770,6 +961,7 @@ double ShardedDataParallel::clipGradNorm(double maxNorm, double normType) {
   if (normType != 2 && !inf) {
     throw tensor::Error(where("clipGradNorm") + "expected normType 2 or inf, got " + std::to_string(normType));
   }
+  settle();
   // As nn::clipGradNorm: the sum of squares (or the largest |g|) in float64, here over this
   // rank's shards (the padding is zero), then over the ranks.
   double acc = 0;
@@ -806,6 +998,7 @@ void ShardedDataParallel::checkReduced(const char* method) const {
 
 void ShardedDataParallel::step() {
   checkReduced("step");
+  settle();
   if (optimizer_) optimizer_->step();
   unscaled_ = false;
   countOptimizerState();
@@ -822,6 +1015,7 @@ void ShardedDataParallel::step() {
 // never used: the next zeroGradParameters() clears it) and every scale backs off alike.
 void ShardedDataParallel::unscale(nn::GradScaler& scaler) {
   checkReduced("unscale");
+  settle();
   if (unscaled_) throw tensor::Error(where("unscale") + "expected one unscale() per step, got a second");
   if (scaler.enabled()) {
     double local = 0;
@@ -852,6 +1046,7 @@ void ShardedDataParallel::unscale(nn::GradScaler& scaler) {
 
 bool ShardedDataParallel::step(nn::GradScaler& scaler) {
   checkReduced("step");
+  settle();
   if (!unscaled_ && scaler.enabled()) unscale(scaler);
   unscaled_ = false;
   // The scaler steps the optimizer (and counts a skipped step); a rank without a piece has no
@@ -870,6 +1065,7 @@ void ShardedDataParallel::syncParameters() {
     Tensor own = u.flat.narrow(0, r * u.shard, u.shard);
     if (!own.is_same_view(u.master)) own.copy_(u.master);
     group_->allGather(own, u.flat);
+    ++traffic_.allGathers;
   }
   if (device_.is_cpu() && !units_.empty()) group_->wait(device_, "the parameters' all-gather");
   watchDevice("the parameters' all-gather");
@@ -880,6 +1076,7 @@ std::map<std::string, Tensor> ShardedDataParallel::fullStateDict() {
   for (Unit& u : units_) {
     const bool gathered = u.flat.defined();
     gather(u);
+    awaitGathered(u);
     for (size_t i : u.params) {
       const Param& p = params_[i];
       out[p.name] = u.flat.narrow(0, p.offset, p.numel).view(p.shape).clone();
@@ -913,6 +1110,8 @@ ShardedDataParallel::Memory ShardedDataParallel::memory() const {
     count(u.flat, m.parameters);
     count(u.master, m.parameters);
     count(u.flatGrad, m.gradients);
+    count(u.reduceInput, m.gradients);  // in flight (Note [Overlapped collectives])
+    count(u.reduceOutput, m.gradients);
     count(u.grad, m.gradients);
   }
   m.optimizer = optimizerBytes_;
@@ -1043,6 +1242,7 @@ struct CheckpointReader {
 
 void ShardedDataParallel::saveCheckpoint(const std::string& dir) {
   group_->check("ShardedDataParallel::saveCheckpoint");
+  settle();
   const int r = group_->rank(), n = group_->worldSize();
   // rank 0's nonce names the save in every file (Note [Sharded checkpoints])
   Tensor nonce = tensor::empty({1}, tensor::DType::Int64, tensor::Device::cpu());
@@ -1136,6 +1336,7 @@ void ShardedDataParallel::saveCheckpoint(const std::string& dir) {
 
 void ShardedDataParallel::loadCheckpoint(const std::string& dir) {
   group_->check("ShardedDataParallel::loadCheckpoint");
+  settle();
   const std::string who = where("loadCheckpoint");
   CheckpointReader ck(dir, who);
   const auto& units = ck.manifest.at("units").as_array();

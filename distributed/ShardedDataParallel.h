@@ -21,22 +21,26 @@
 // (setNoSync), loss scaling (unscale / step(GradScaler&), one verdict for every rank), master
 // shards of another dtype (mixed precision), and sharded checkpoints that load at any world
 // size (saveCheckpoint / loadCheckpoint / readFullCheckpoint) complete it. On the GPU (NCCL)
-// every collective runs in the compute stream's order, followed by the group's watchdog; the
-// host waits only where it reads a value (the clipping norm, the overflow verdict).
+// stage 2 and 3's collectives run on the group's communication stream, overlapped with the
+// compute stream's work (Options::overlap; Note [Overlapped collectives] in the .cpp): each
+// block's reduce-scatter, launched from its backward hook, beside the next block's backward,
+// and at stage 3 the next block's all-gather (prefetched) beside this block's forward or
+// backward; the group's watchdog follows them, and the host waits only where it reads a value
+// (the clipping norm, the overflow verdict).
 // Tied parameters (one tensor in several modules, as GPT-2's head and embedding) are one
 // parameter, in a unit of the first block that uses it, gathered for every block that uses it
 // and reduce-scattered once every use has added its gradient (Note [Tied parameters when
 // sharding] in the .cpp). The blocks are chosen by a wrap policy (Options::isBlock; an
 // nn::DecoderLM's are its transformer blocks, embeddings, final norm and head, so stage 3 holds
-// one transformer block in full at a time). Not supported: blocks that take tables,
-// Module::to() after wrapping (build the wrapper after moving the network), parameters that
-// are not row-major, a parameter tied between a block and the root (refused), and at stages 2
-// and 3 blocks in the slots of containers that cast their children without nn::unwrapped
-// (nn::TransformerEncoderLayer, nn::TransformerDecoderLayer, the fused pairs: refused).
-// A container of the one network; in stage 2 and 3 the blocks are held in their parents' slots
-// through thin wrappers while this lives (Note [Block wrappers] in the .cpp), and between steps
-// the modules' own gradients are placeholders (stage 3: their parameters too; Note [Freed
-// parameters] in the .cpp): use fullStateDict(), masterShards() and gradientShards().
+// one transformer block in full at a time, and the next, prefetched, on the GPU). Not supported: blocks that take
+// tables, Module::to() after wrapping (build the wrapper after moving the network), parameters that are not row-major
+// (refused; so is a network a stage-3 wrapper held before, whose fields it left as placeholders), a parameter tied
+// between a block and the root (refused), and at stages 2 and 3 blocks in the slots of containers that cast their
+// children without nn::unwrapped or run them other than through their slots (the library's all see through the
+// wrappers: nn::DecoderLM, nn::DecoderBlock, the transformer layers, the fused pairs). A container of the one network;
+// in stage 2 and 3 the blocks are held in their parents' slots through thin wrappers while this lives (Note [Block
+// wrappers] in the .cpp), and between steps the modules' own gradients are placeholders (stage 3: their parameters too;
+// Note [Freed parameters] in the .cpp): use fullStateDict(), masterShards() and gradientShards().
 #pragma once
 
 #include <cstddef>
@@ -52,6 +56,10 @@
 #include "nn/Container.h"
 #include "nn/GradScaler.h"
 #include "nn/Optimizer.h"
+
+namespace tensor::cuda {
+class Event;  // tensor/CudaAsync.h
+}
 
 namespace dist {
 
@@ -69,6 +77,11 @@ struct ShardedDataParallelOptions {
   // embeddings, each nn::DecoderBlock of h, ln_f and lm_head. Parameters outside every block
   // form the root block, kept gathered through the whole forward and backward at stage 3.
   std::function<bool(const std::string& path, const nn::Module& module)> isBlock;
+  // CUDA: stage 2 and 3's collectives on the group's stream beside the compute (a block's
+  // reduce-scatter during the next block's backward; stage 3: the next block's all-gather during
+  // this block's run, so stage 3 holds up to two blocks in full at a time). Off: every collective
+  // in the compute stream's order, one block at a time (the CPU's way, whatever this says).
+  bool overlap = true;
 };
 
 class ShardedDataParallel : public nn::Container {
@@ -140,6 +153,14 @@ class ShardedDataParallel : public nn::Container {
   void resetPeak() { peak_ = memory().total(); }
   size_t largestBlockBytes() const;
   size_t units() const { return units_.size(); }
+  // The collectives this wrapper issued since construction: all-gathers of a unit's parameters
+  // (stage 3's before use, and after each step at stages 1 and 2), how many of those were
+  // prefetched for the next block, reduce-scatters of a unit's gradients, and how many of all of
+  // them ran on the group's stream beside the compute (Options::overlap).
+  struct Traffic {
+    uint64_t allGathers = 0, prefetched = 0, reduceScatters = 0, overlapped = 0;
+  };
+  Traffic traffic() const { return traffic_; }
 
   // ---- sharded checkpoints (Note [Sharded checkpoints] in the .cpp) ----
   // Every rank writes its shard (master weights, optimizer state) to `dir`/shard-R-of-N.safetensors,
@@ -198,6 +219,13 @@ class ShardedDataParallel : public nn::Container {
     tensor::Tensor master;  // [shard] (stages 1, 2 with masterDtype == dtype: flat's own chunk)
     tensor::Tensor grad;    // [shard] averaged gradient, accumulated until zeroGradParameters()
     bool pending = false;   // flatGrad holds gradients not yet reduce-scattered (noSync)
+    // Note [Overlapped collectives]: `flat` written on the group's stream, which the compute
+    // stream has not yet waited for (`gathered` marks the end); gathered ahead of its block
+    // (`prefetched`, until a block uses it); a reduce-scatter in flight on the group's stream
+    // from `reduceInput` (the full gradients) into `reduceOutput`, ended by `reduced`.
+    std::shared_ptr<tensor::cuda::Event> gathered, reduced;
+    bool inFlight = false, prefetched = false;
+    tensor::Tensor reduceInput, reduceOutput;
     // The blocks using it, [firstUser, lastUser]: `block` alone but for tied parameters
     size_t firstUser = 0, lastUser = 0;
     bool tied() const { return firstUser != lastUser; }
@@ -221,12 +249,23 @@ class ShardedDataParallel : public nn::Container {
   void checkAgreement();
   void makeUnits();
   void wrapBlocks();
-  void gather(Unit& u);
+  void gather(Unit& u);              // issues the all-gather (the group's stream when overlapping)
+  void awaitGathered(Unit& u);       // the compute stream waits for it
+  void prefetch(size_t block);       // gathers the units `block` uses ahead of its run
+  void prefetchAfter(size_t block);  // what followed `block` in the last pass of this kind
+  void beginPass(int kind);
+  void endPass(bool completed);
   void release(Unit& u);
   void bindGrads(Unit& u);
   static void bindValue(Param& p, const tensor::Tensor& t);  // into every field of the parameter
   static void bindGrad(Param& p, const tensor::Tensor& t);
   void reduceGrads(Unit& u);
+  void finishReduce(Unit& u);  // the compute stream waits for an overlapped reduce-scatter and adds it in
+  void finishReductions();
+  void releasePrefetched();          // units gathered ahead that the pass did not use
+  void settle();                     // every collective in flight awaited by the compute stream
+  void markCommReady();              // the group's stream waits for the compute stream's work so far
+  void watchComm(const char* what);  // the watchdog follows what the group's stream was given
   void finishBackward();
   void checkReduced(const char* method) const;  // no gradient left under noSync
   void notePeak();
@@ -245,6 +284,15 @@ class ShardedDataParallel : public nn::Container {
   bool noSync_ = false;
   bool unscaled_ = false;  // unscale() ran since the last step
   bool inBackward_ = false;
+  bool overlap_ = false;  // options_.overlap on a CUDA device, stages 2 and 3
+  bool commIssued_ = false;
+  void* commStream_ = nullptr;
+  std::shared_ptr<tensor::cuda::Event> computeReady_;
+  // The blocks in the order this pass and the last completed one of each kind ran them
+  static constexpr int kForwardPass = 0, kBackwardPass = 1, kGradInputPass = 2;
+  int pass_ = -1;  // a pass through this wrapper under way: its kind
+  std::vector<size_t> passOrder_[3], lastPassOrder_[3];
+  Traffic traffic_;
   size_t peak_ = 0;
   size_t optimizerBytes_ = 0;
 };

@@ -8,6 +8,9 @@
 //     --graph the whole step is captured once in a CUDA graph and its replays are timed
 //     (capturable AdamW, Note [Capturable Adam] in nn/Adam.h; the loss left on the device); with
 //     --checkpoint-activations every block recomputes its forward in backward
+//     --sharded S the model in dist::ShardedDataParallel at stage S (1-3) at world size 1 (NCCL),
+//     its collectives overlapped with the compute unless --no-overlap (what sharding costs
+//     on one GPU: the gathers, the reduce-scatters and the copies of the flat buffers)
 //     (DecoderLM::setActivationCheckpointing);
 //   - decoding: a prompt of --prompt tokens (512; the prefill) then --new-tokens greedy tokens
 //     (128) one step at a time through the KV cache (nn::generate, the step captured in a CUDA
@@ -23,6 +26,7 @@
 //                      [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N] [--no-train]
 //                      [--decode-batches B,B,...|none] [--eager-decode] [--graph]
 //                      [--checkpoint-activations] [--peak-tflops X] [--peak-gbps X]
+//                      [--sharded 1|2|3] [--no-overlap]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +47,10 @@
 #include "nn/MixedPrecision.h"
 #include "samples/Args.h"
 #include "tensor/Cuda.h"
+#ifdef CUDNN_NN_LLM_BENCHMARK_DIST
+#include "distributed/Dist.h"
+#include "distributed/ShardedDataParallel.h"
+#endif
 
 namespace {
 
@@ -52,6 +60,7 @@ const char* kUsage =
     "                     [--flags KEY=VALUE,...] [--prompt N] [--new-tokens N] [--no-train]\n"
     "                     [--decode-batches B,B,...|none] [--eager-decode] [--graph]\n"
     "                     [--checkpoint-activations] [--peak-tflops X] [--peak-gbps X]\n"
+    "                     [--sharded 1|2|3] [--no-overlap]\n"
     "Times a GPT-2-small-shaped and a Llama training step (--batch 8 x --seq 512, AdamW over float32\n"
     "master weights) and greedy decoding through the KV cache (prompt 512, 128 new tokens, batches 1\n"
     "and 16; the decode step captured in a CUDA graph unless --eager-decode)\n"
@@ -80,6 +89,8 @@ struct Options {
   bool graph = false;        // the train step captured once as a CUDA graph, then replayed
   // the train step's blocks recompute their forward in backward (DecoderLM::setActivationCheckpointing)
   bool checkpointActivations = false;
+  int sharded = 0;      // the train step in dist::ShardedDataParallel at this stage (0: not)
+  bool overlap = true;  // its collectives on the group's stream (ShardedDataParallel::Options::overlap)
 };
 
 Options parse(int argc, char** argv) {
@@ -129,7 +140,10 @@ Options parse(int argc, char** argv) {
       .set("--eager-decode", o.eagerDecode)
       .set("--graph", o.graph)
       .set("--checkpoint-activations", o.checkpointActivations)
+      .integer("--sharded", o.sharded, 1, 3)
+      .on("--no-overlap", [&o](samples::Args&, const std::string&) { o.overlap = false; })
       .parse(args);
+  if (o.sharded && o.graph) args.fail("--sharded steps eagerly: leave out --graph");
   return o;
 }
 
@@ -206,6 +220,80 @@ std::shared_ptr<nn::DecoderLM> gpu_model(const nn::DecoderLMConfig& c, DType dt)
   return model;
 }
 
+tensor::Json train_row(const Options& o, nn::DecoderKind kind, const nn::DecoderLMConfig& c, double ms, double peak) {
+  const int64_t batch = o.batch, seq = o.seq;
+  const std::string name = nn::decoder_kind_name(kind);
+  const double flops = train_flops(c, batch, seq), tflops = flops / (ms / 1000) / 1e12;
+  const std::string sharding =
+      o.sharded ? ", sharded stage " + std::to_string(o.sharded) + (o.overlap ? " overlapped" : " in order") : "";
+  std::printf(
+      "%s train step (%lld layers, batch %lld, seq %lld, %s%s%s%s): %.3f ms, %.0f tokens/s, %.0f TFLOP/s = %.0f%% "
+      "of %.0f (peak %.0f MiB)\n",
+      name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch), static_cast<long long>(seq),
+      o.dtype_name.c_str(), o.graph ? ", graphed" : ", eager",
+      o.checkpointActivations ? ", activations checkpointed" : "", sharding.c_str(), ms,
+      static_cast<double>(batch * seq) / (ms / 1000), tflops, 100 * tflops / o.peakTflops, o.peakTflops, peak);
+  return tensor::Json::Object{{"model", name},
+                              {"layers", o.layers},
+                              {"batch", batch},
+                              {"seq", seq},
+                              {"ms", ms},
+                              {"graphed", o.graph},
+                              {"peak_mib", peak},
+                              {"checkpoint_activations", o.checkpointActivations},
+                              {"sharded_stage", o.sharded},
+                              {"overlap", o.sharded ? o.overlap : false},
+                              {"flops", flops},
+                              {"tflops", tflops},
+                              {"peak_tflops", o.peakTflops}};
+}
+
+Tensor random_tokens(const nn::DecoderLMConfig& c, int64_t batch, int64_t seq) {
+  return tensor::uniform({batch, seq}, 0, static_cast<double>(c.vocabSize), tensor::default_generator(), DType::Float64)
+      .floor()
+      .to(tensor::Device::cuda(0), DType::Int64);
+}
+
+// --sharded: the same step through dist::ShardedDataParallel at world size 1 (its float32
+// master shards stand for nn::MasterWeights)
+tensor::Json bench_sharded_step(const Options& o, nn::DecoderKind kind, DType dt, const nn::DecoderLMConfig& c,
+                                std::shared_ptr<nn::DecoderLM> net, const nn::AdamW::Options& adam) {
+#ifdef CUDNN_NN_LLM_BENCHMARK_DIST
+  (void)dt;
+  const int64_t batch = o.batch, seq = o.seq;
+  auto group = dist::init(dist::WorldInfo{}, 300);
+  double ms = 0, peak = 0;
+  {
+    dist::ShardedDataParallel::Options so;
+    so.stage = o.sharded;
+    so.overlap = o.overlap;
+    dist::ShardedDataParallel model(net, so, group);
+    model.setOptimizer([&adam](std::vector<Tensor> p, std::vector<Tensor> g) {
+      return std::make_unique<nn::AdamW>(std::move(p), std::move(g), adam);
+    });
+    nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
+    const Tensor tokens = random_tokens(c, batch, seq);
+    const Tensor targets = tokens.view({batch * seq});
+    auto step = [&] {
+      model.zeroGradParameters();
+      const Tensor& logits = model.forward(tokens);
+      const Tensor scores = logits.view({batch * seq, c.vocabSize});
+      criterion->forward(scores, targets);
+      const Tensor& gy = criterion->backward(scores, targets);
+      model.backward(tokens, gy.view(logits.sizes()));
+      model.step();
+    };
+    ms = timed(step, o.iterations, o.warmup, peak);
+  }
+  group.reset();
+  dist::destroy();
+  return train_row(o, kind, c, ms, peak);
+#else
+  (void)o, (void)kind, (void)dt, (void)c, (void)net, (void)adam;
+  throw tensor::Error("llm_benchmark: --sharded needs the distributed layer (built without NCCL or MPI)");
+#endif
+}
+
 tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) {
   const int64_t batch = o.batch, seq = o.seq;
   const nn::DecoderLMConfig c = model_config(kind, o.layers);
@@ -216,18 +304,15 @@ tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) 
   auto model = gpu_model(c, dt);
   model->setFreeIntermediateGradients(true);
   model->setActivationCheckpointing(o.checkpointActivations);
+  const nn::AdamW::Options adam{.lr = 1e-4, .beta2 = 0.95, .weightDecay = 0.1, .capturable = o.graph};
+  if (o.sharded) return bench_sharded_step(o, kind, dt, c, model, adam);
   nn::MasterWeights master(*model);
-  nn::AdamW optimizer(master.groups(),
-                      nn::AdamW::Options{.lr = 1e-4, .beta2 = 0.95, .weightDecay = 0.1, .capturable = o.graph});
+  nn::AdamW optimizer(master.groups(), adam);
   nn::CriterionPtr criterion = nn::convert(std::make_shared<nn::CrossEntropyCriterion>(), cudnn::backend);
   // --graph: the loss stays on the device (a host read cannot be captured)
   auto* deviceLoss = o.graph ? dynamic_cast<cudnn::CrossEntropyCriterion*>(criterion.get()) : nullptr;
   if (o.graph && !deviceLoss) throw tensor::Error("llm_benchmark: --graph expects cudnn's CrossEntropyCriterion");
-  const tensor::Device gpu = tensor::Device::cuda(0);
-  const Tensor tokens =
-      tensor::uniform({batch, seq}, 0, static_cast<double>(c.vocabSize), tensor::default_generator(), DType::Float64)
-          .floor()
-          .to(gpu, DType::Int64);
+  const Tensor tokens = random_tokens(c, batch, seq);
   const Tensor targets = tokens.view({batch * seq});
   auto step = [&] {
     model->zeroGradParameters();
@@ -253,26 +338,7 @@ tensor::Json bench_train_step(const Options& o, nn::DecoderKind kind, DType dt) 
   }
   double peak = 0;
   const double ms = timed(timedStep, o.iterations, o.warmup, peak);
-  const std::string name = nn::decoder_kind_name(kind);
-  const double flops = train_flops(c, batch, seq), tflops = flops / (ms / 1000) / 1e12;
-  std::printf(
-      "%s train step (%lld layers, batch %lld, seq %lld, %s%s%s): %.3f ms, %.0f tokens/s, %.0f TFLOP/s = %.0f%% "
-      "of %.0f (peak %.0f MiB)\n",
-      name.c_str(), static_cast<long long>(o.layers), static_cast<long long>(batch), static_cast<long long>(seq),
-      o.dtype_name.c_str(), o.graph ? ", graphed" : ", eager",
-      o.checkpointActivations ? ", activations checkpointed" : "", ms, static_cast<double>(batch * seq) / (ms / 1000),
-      tflops, 100 * tflops / o.peakTflops, o.peakTflops, peak);
-  return tensor::Json::Object{{"model", name},
-                              {"layers", o.layers},
-                              {"batch", batch},
-                              {"seq", seq},
-                              {"ms", ms},
-                              {"graphed", o.graph},
-                              {"peak_mib", peak},
-                              {"checkpoint_activations", o.checkpointActivations},
-                              {"flops", flops},
-                              {"tflops", tflops},
-                              {"peak_tflops", o.peakTflops}};
+  return train_row(o, kind, c, ms, peak);
 }
 
 tensor::Json bench_decode(const Options& o, nn::DecoderKind kind, DType dt, int64_t batch) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -19,6 +20,8 @@
 #include "nn/ClipGrad.h"
 #include "nn/DecoderBlock.h"
 #include "nn/DecoderLM.h"
+#include "nn/FusedBatchNormalization.h"
+#include "nn/FusedConvolution.h"
 #include "nn/GELU.h"
 #include "nn/Generation.h"
 #include "nn/GradScaler.h"
@@ -30,6 +33,9 @@
 #include "nn/ReLU.h"
 #include "nn/SGD.h"
 #include "nn/Sequential.h"
+#include "nn/SpatialBatchNormalization.h"
+#include "nn/SpatialConvolution.h"
+#include "nn/TransformerDecoderLayer.h"
 #include "nn/TransformerEncoderLayer.h"
 #include "tests/dist/SameBits.h"
 #include "tests/support/ErrorText.h"
@@ -65,6 +71,9 @@ std::pair<Tensor, Tensor> batch(int s, int m) {
   return {tensor::normal({3, 5}, 0, 1, gen), tensor::normal({3, 4}, 0, 1, gen)};
 }
 
+// Micro-batch m of step s: the input and the output's gradient.
+using BatchFn = std::function<std::pair<Tensor, Tensor>(int s, int m)>;
+
 // 5 -> 5 -> 5 -> 5 -> 4 with the three 5 x 5 weights one tensor (Note [Tied parameters] in
 // nn/Module.cpp): blocks 0, 2 and 4 use it, block 0 owns it, block 6 has none of it.
 std::shared_ptr<nn::Sequential> tied_network(uint64_t seed) {
@@ -83,11 +92,11 @@ std::shared_ptr<nn::Sequential> tied_network(uint64_t seed) {
 constexpr double kMaxNorm = 0.05;  // small enough to clip every step
 
 // Two micro-batches per step, clipping, AdamW: alone, and through `model` (noSync on the first).
-void train_alone(nn::Module& net, nn::Optimizer& opt, int from, int to) {
+void train_alone(nn::Module& net, nn::Optimizer& opt, int from, int to, const BatchFn& data = batch) {
   for (int s = from; s < to; ++s) {
     opt.zeroGrad();
     for (int m = 0; m < 2; ++m) {
-      auto [x, g] = batch(s, m);
+      auto [x, g] = data(s, m);
       net.forward(x);
       net.backward(x, g);
     }
@@ -96,11 +105,11 @@ void train_alone(nn::Module& net, nn::Optimizer& opt, int from, int to) {
   }
 }
 
-void train_sharded(ShardedDataParallel& model, int from, int to) {
+void train_sharded(ShardedDataParallel& model, int from, int to, const BatchFn& data = batch) {
   for (int s = from; s < to; ++s) {
     model.zeroGradParameters();
     for (int m = 0; m < 2; ++m) {
-      auto [x, g] = batch(s, m);
+      auto [x, g] = data(s, m);
       model.setNoSync(m == 0);
       model.forward(x);
       model.backward(x, g);
@@ -196,8 +205,8 @@ struct LmRun {
   size_t units = 0, largestBlock = 0, parameterBytes = 0;
 };
 
-LmRun train_lm(bool gpt2, int stage) {
-  auto g = single_group();
+// 13 tokens, 4 blocks 8 wide of 2 heads; GPT-2's head tied to its embedding
+std::shared_ptr<nn::DecoderLM> tiny_lm(bool gpt2, uint64_t seed) {
   nn::DecoderLMConfig c;
   c.vocabSize = 13;
   c.nPositions = 16;
@@ -205,16 +214,22 @@ LmRun train_lm(bool gpt2, int stage) {
   c.nLayer = 4;
   c.nHead = 2;
   c.tied = gpt2;
-  auto make = [&] {
-    tensor::manual_seed(21);
-    return gpt2 ? nn::make_gpt2(c) : nn::make_llama(c);
-  };
-  auto step_batch = [](int s) {
-    tensor::Generator gen(90 + static_cast<uint64_t>(s));
-    Tensor tokens = tensor::empty({2, 5}, tensor::DType::Int64, tensor::Device::cpu());
-    for (int64_t i = 0; i < 10; ++i) tokens.data<int64_t>()[i] = (7 * i + 3 * s) % 13;
-    return std::make_pair(tokens, tensor::normal({2, 5, 13}, 0, 1, gen));
-  };
+  tensor::manual_seed(seed);
+  return gpt2 ? nn::make_gpt2(c) : nn::make_llama(c);
+}
+
+// Micro-batch m of step s: token ids [2 x 5] and the logits' gradient [2 x 5 x 13].
+std::pair<Tensor, Tensor> lm_batch(int s, int m) {
+  tensor::Generator gen(90 + static_cast<uint64_t>(s) + 50 * static_cast<uint64_t>(m));
+  Tensor tokens = tensor::empty({2, 5}, tensor::DType::Int64, tensor::Device::cpu());
+  for (int64_t i = 0; i < 10; ++i) tokens.data<int64_t>()[i] = (7 * i + 3 * s + 5 * m) % 13;
+  return std::make_pair(tokens, tensor::normal({2, 5, 13}, 0, 1, gen));
+}
+
+LmRun train_lm(bool gpt2, int stage) {
+  auto g = single_group();
+  auto make = [&] { return tiny_lm(gpt2, 21); };
+  auto step_batch = [](int s) { return lm_batch(s, 0); };
   LmRun run;
   auto alone = make();
   auto opt = adamw(alone->parameters(), alone->gradParameters());
@@ -275,6 +290,45 @@ TEST_CASE("ShardedDataParallel at world size 1: GPT-2 (tied head) and Llama, sta
   }
 }
 
+TEST_CASE(
+    "ShardedDataParallel: a GPT-2 checkpoint saved at stage 2 or 3 resumes at stages 2 and 3 and in one process") {
+  auto g = single_group();
+  testing::TempDir tmp("cudnn_nn_sharded_lm_ckpt");
+  auto alone = tiny_lm(true, 21);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 4, lm_batch);  // two micro-batches a step, clipping
+  for (int saved : {2, 3}) {
+    CAPTURE(saved);
+    const std::filesystem::path dir = tmp / ("ck" + std::to_string(saved));
+    {
+      ShardedDataParallel::Options o;
+      o.stage = saved;
+      ShardedDataParallel model(tiny_lm(true, 21), o, g);
+      model.setOptimizer(adamw);
+      train_sharded(model, 0, 2, lm_batch);
+      model.saveCheckpoint(dir);
+    }
+    for (int stage : {2, 3}) {
+      CAPTURE(stage);
+      ShardedDataParallel::Options o;
+      o.stage = stage;
+      ShardedDataParallel resumed(tiny_lm(true, 77), o, g);  // other weights, replaced by the load
+      resumed.setOptimizer(adamw);
+      resumed.loadCheckpoint(dir);
+      train_sharded(resumed, 2, 4, lm_batch);
+      CHECK(same_bits(resumed.fullStateDict(), alone->stateDict()));
+    }
+    const auto full = ShardedDataParallel::readFullCheckpoint(dir);
+    CHECK(full.model.at("lm_head.weight").is_same_view(full.model.at("wte.weight")));  // once, under both paths
+    auto plain = tiny_lm(true, 77);
+    plain->loadStateDict(full.model);
+    auto plainOpt = adamw(plain->parameters(), plain->gradParameters());
+    plainOpt->loadStateDict(full.optimizer);
+    train_alone(*plain, *plainOpt, 2, 4, lm_batch);
+    CHECK(same_bits(plain->stateDict(), alone->stateDict()));
+  }
+}
+
 TEST_CASE("ShardedDataParallel: a wrap policy below the top level, the rest a root block; refusals") {
   auto g = single_group();
   // 5 -> (Sequential: 5 -> 6 -> 6) -> 4: the inner Linears are blocks, the last Linear the root's
@@ -329,16 +383,168 @@ TEST_CASE("ShardedDataParallel: a wrap policy below the top level, the rest a ro
   o.isBlock = [](const std::string& path, const nn::Module&) { return path == "0.0"; };
   CHECK(has(error_of([&] { ShardedDataParallel m(tied, o, g); }),
             "expected no parameter tied between a block and the parameters outside every block, got '0.0.weight'"));
-  // a container that casts its slots to their types cannot hold wrapped blocks
-  auto encoder = std::make_shared<nn::Sequential>();
-  encoder->add(std::make_shared<nn::TransformerEncoderLayer>(8, 2, 16, 0.0));
-  ShardedDataParallel::Options deep;
-  deep.stage = 3;
-  deep.isBlock = [](const std::string& path, const nn::Module&) { return path.find('.') != std::string::npos; };
-  const std::string refused = error_of([&] { ShardedDataParallel m(encoder, deep, g); });
-  CHECK(has(refused,
-            "expected blocks whose parents may hold them wrapped at stage 3, got block '0.self_attn' in a "
-            "nn.TransformerEncoderLayer, which reaches its children by type"));
+}
+
+namespace {
+
+// A post-norm or pre-norm TransformerEncoderLayer (8 wide, 2 heads, no dropout) and a Linear
+// head, on [S x B x E] = [5 x 2 x 8] inputs.
+std::shared_ptr<nn::Sequential> encoder_network(uint64_t seed, bool normFirst) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::TransformerEncoderLayer>(8, 2, 16, 0.0, "gelu", false, normFirst));
+  net->add(std::make_shared<nn::Linear>(8, 3));
+  return net;
+}
+
+std::pair<Tensor, Tensor> encoder_batch(int s, int m) {
+  tensor::Generator gen(70 + 7 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
+  return {tensor::normal({5, 2, 8}, 0, 1, gen), tensor::normal({5, 2, 3}, 0, 1, gen)};
+}
+
+// A FusedConvolution and a FusedBatchNormalization (each a Sequential's pair, as cudnn::fuse
+// leaves it) and a convolution, on [2 x 2 x 5 x 5] images.
+std::shared_ptr<nn::Sequential> fused_network(uint64_t seed) {
+  tensor::manual_seed(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::FusedConvolution>(std::make_shared<nn::SpatialConvolution>(2, 3, 3, 3, 1, 1, 1, 1),
+                                                  std::make_shared<nn::ReLU>()));
+  net->add(std::make_shared<nn::FusedBatchNormalization>(std::make_shared<nn::SpatialBatchNormalization>(3),
+                                                         std::make_shared<nn::ReLU>()));
+  net->add(std::make_shared<nn::SpatialConvolution>(3, 2, 1, 1));
+  return net;
+}
+
+std::pair<Tensor, Tensor> image_batch(int s, int m) {
+  tensor::Generator gen(80 + 7 * static_cast<uint64_t>(s) + static_cast<uint64_t>(m));
+  return {tensor::normal({2, 2, 5, 5}, 0, 1, gen), tensor::normal({2, 2, 5, 5}, 0, 1, gen)};
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("ShardedDataParallel at world size 1: blocks inside a TransformerEncoderLayer, stages 1-3") {
+  auto g = single_group();
+  for (bool normFirst : {false, true}) {
+    auto alone = encoder_network(12, normFirst);
+    auto opt = adamw(alone->parameters(), alone->gradParameters());
+    train_alone(*alone, *opt, 0, 3, encoder_batch);
+    for (int stage : {1, 2, 3}) {
+      CAPTURE(normFirst);
+      CAPTURE(stage);
+      ShardedDataParallel::Options o;
+      o.stage = stage;
+      // self_attn, linear1, linear2, norm1, norm2 (the children with parameters) and the head
+      o.isBlock = [](const std::string& path, const nn::Module&) { return path == "1" || starts_with(path, "0."); };
+      auto net = encoder_network(12, normFirst);
+      ShardedDataParallel model(net, o, g);
+      model.setOptimizer(adamw);
+      CHECK(model.units() == 6);
+      auto layer = std::dynamic_pointer_cast<nn::TransformerEncoderLayer>(net->get(0));
+      REQUIRE(layer);
+      if (stage > 1) CHECK(dynamic_cast<nn::MultiheadAttention*>(layer->get(0).get()) == nullptr);  // wrapped
+      // the typed accessors see through the wrappers
+      CHECK(layer->selfAttn().embedDim == 8);
+      CHECK(layer->linear1().outputSize == 16);
+      CHECK(!layer->causal());
+      train_sharded(model, 0, 3, encoder_batch);
+      CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+      // a block holds one child: the largest is self_attn's parameters and gradients in full
+      CHECK(model.largestBlockBytes() == 2 * 4 * static_cast<size_t>(3 * 8 * 8 + 3 * 8 + 8 * 8 + 8));
+    }
+  }
+}
+
+// A decoder layer takes tables, which the wrapper does not (so no training here), but its
+// children can be blocks, and its typed accessors see through their wrappers.
+TEST_CASE("ShardedDataParallel: a TransformerDecoderLayer's children as blocks, seen through by its accessors") {
+  auto g = single_group();
+  auto net = std::make_shared<nn::Sequential>();
+  auto layer = std::make_shared<nn::TransformerDecoderLayer>(8, 2, 16, 0.0);
+  net->add(layer);
+  ShardedDataParallel::Options o;
+  o.isBlock = [](const std::string& path, const nn::Module&) { return starts_with(path, "0."); };
+  ShardedDataParallel model(net, o, g);  // stage 3
+  CHECK(model.units() == 7);             // self_attn, multihead_attn, linear1, linear2, norm1-3
+  CHECK(dynamic_cast<nn::MultiheadAttention*>(layer->get(1).get()) == nullptr);  // wrapped
+  CHECK(layer->multiheadAttn().embedDim == 8);
+  layer->setTgtIsCausal(true);
+  CHECK(layer->selfAttn().causal);
+  CHECK(layer->norm3().normalizedShape == tensor::Shape{8});
+}
+
+// The attention's in_proj_weight (three projections in one [3E x E] tensor) is one parameter of
+// the layer's block like any other.
+TEST_CASE("ShardedDataParallel at world size 1: a whole TransformerEncoderLayer as one block, stages 1-3") {
+  auto g = single_group();
+  auto alone = encoder_network(13, false);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 3, encoder_batch);
+  for (int stage : {1, 2, 3}) {
+    for (size_t bucket : {size_t{1}, size_t{25} << 20}) {  // a unit per parameter, or one per block
+      CAPTURE(stage);
+      CAPTURE(bucket);
+      ShardedDataParallel::Options o;
+      o.stage = stage;
+      o.bucketBytes = bucket;
+      auto net = encoder_network(13, false);
+      ShardedDataParallel model(net, o, g);  // the default policy: the layer and the head
+      model.setOptimizer(adamw);
+      CHECK(model.units() == (bucket == 1 ? 12u + 2u : 2u));
+      train_sharded(model, 0, 3, encoder_batch);
+      CHECK(same_bits(model.fullStateDict(), alone->stateDict()));
+    }
+  }
+  // What was reported as in_proj_weight failing the row-major check: it is the network's first
+  // parameter, and a stage-3 wrapper leaves placeholders (all strides 0) in the fields when it
+  // goes, so wrapping the same network again is refused there. Stages 1 and 2 leave it whole.
+  for (int stage : {1, 2, 3}) {
+    CAPTURE(stage);
+    auto net = encoder_network(13, false);
+    ShardedDataParallel::Options o;
+    o.stage = stage;
+    { ShardedDataParallel first(net, o, g); }
+    const std::string e = error_of([&] { ShardedDataParallel again(net, o, g); });
+    if (stage < 3) {
+      CHECK(e == "(no error)");
+    } else {
+      CHECK(has(e,
+                "expected parameter '0.self_attn.in_proj_weight' and its gradient row-major on cpu, of one shape "
+                "and dtype, got float32 [24 x 8] on cpu of strides [0 x 0] with gradient float32 [24 x 8] on cpu "
+                "(a placeholder left by a stage-3 ShardedDataParallel"));
+    }
+  }
+}
+
+TEST_CASE("ShardedDataParallel at world size 1: blocks inside a FusedConvolution and a FusedBatchNormalization") {
+  auto g = single_group();
+  auto alone = fused_network(14);
+  auto opt = adamw(alone->parameters(), alone->gradParameters());
+  train_alone(*alone, *opt, 0, 3, image_batch);
+  for (int stage : {1, 2, 3}) {
+    CAPTURE(stage);
+    ShardedDataParallel::Options o;
+    o.stage = stage;
+    // the convolution and the batch norm in their pairs' slots (the ReLUs hold no parameter)
+    o.isBlock = [](const std::string& path, const nn::Module&) {
+      return path == "2" || starts_with(path, "0.") || starts_with(path, "1.");
+    };
+    auto net = fused_network(14);
+    ShardedDataParallel model(net, o, g);
+    model.setOptimizer(adamw);
+    CHECK(model.units() == 3);
+    auto conv = std::dynamic_pointer_cast<nn::FusedConvolution>(net->get(0));
+    auto bn = std::dynamic_pointer_cast<nn::FusedBatchNormalization>(net->get(1));
+    REQUIRE(conv);
+    REQUIRE(bn);
+    if (stage > 1) CHECK(dynamic_cast<nn::SpatialConvolution*>(conv->get(0).get()) == nullptr);  // wrapped
+    CHECK(conv->convolution().nOutputPlane == 3);                                                // through the wrapper
+    CHECK(bn->batchNorm().nOutput == 3);
+    CHECK(has(conv->str(), "nn.FusedConvolution(nn.SpatialConvolution"));
+    train_sharded(model, 0, 3, image_batch);
+    CHECK(same_bits(model.fullStateDict(), alone->stateDict()));  // the running statistics too
+  }
 }
 
 TEST_CASE("ShardedDataParallel: a checkpoint of a tied network holds the tensor once and loads into one process") {
