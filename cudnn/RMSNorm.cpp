@@ -59,7 +59,12 @@ const tensor::Tensor& RMSNorm::updateOutput(const tensor::Tensor& input) {
   const double e = epsFor(x.dtype());
   std::string path = "kernel";
   if (rms_norm_engine() == RMSNormEngine::Cudnn) {
-    std::string why = rms_norm_graph_refusal(x, weight.defined());
+    // Note [Decoding's norms]: a decode step's norms are one row per sequence, in evaluation mode;
+    // there cuDNN's graph (and the float32 copy of the weight it takes) costs about 12 us a call
+    // against our kernel's few, so a 16-bit forward outside training runs the kernel. In training
+    // the forward stays paired with cuDNN's backward (which reads either engine's saveRstd).
+    std::string why = !training_ && stats_dtype(x) != x.dtype() ? "evaluation mode in 16 bits (Note [Decoding's norms])"
+                                                                : rms_norm_graph_refusal(x, weight.defined());
     if (why.empty()) {
       if (rms_norm_forward_graph(x, rows, cols, float32Weight(cols), e, output, saveRstd, why)) {
         record(false, why);

@@ -91,6 +91,16 @@ TEST_CASE("cudnn.RMSNorm under rmsnorm.engine=cudnn runs cuDNN's RMS norm where 
     CHECK(cudnn::rms_norm_last_path().rfind("cudnn engine", 0) == 0);
     CHECK(cudnn::rms_norm_last_path(true).rfind("cudnn engine", 0) == 0);
   }
+  // a 16-bit forward in evaluation mode (decoding's norms) takes our kernel; float32 stays on cuDNN's
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    cudnn::RMSNorm twin({768}, 1e-6);
+    twin.to(gpu);
+    twin.to(dt);
+    twin.evaluate();
+    twin.forward(uniform({2, 768}, -2, 2, gen, dt, gpu));
+    INFO(name(dt), ": ", cudnn::rms_norm_last_path());
+    CHECK(cudnn::rms_norm_last_path().rfind(dt == DType::Float32 ? "cudnn engine" : "kernel: evaluation mode", 0) == 0);
+  }
   // float64, no weight, empty: our kernel, saying why
   cudnn::RMSNorm f64({5}, 1e-5);
   f64.to(gpu);
