@@ -18,12 +18,22 @@ check() {  # name, condition
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 # CI runs as root on 2 cores: allow both. --enable-recovery keeps the job running when a rank
 # dies, so the others report it themselves (else mpirun kills them first).
+# The free port port() finds can be taken before rank 0 listens on it (an ephemeral port of a
+# test running beside this one): the rendezvous then says "Address already in use", and the job
+# is run again on another port, up to three times.
 run() {  # np, case, timeout seconds for the job, the case's arguments
-  local np="$1" case="$2" seconds="$3"
+  local np="$1" case="$2" seconds="$3" out st try
   shift 3
-  CUDNN_NN_DIST_NCCL=0 timeout "$seconds" "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
-    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none -np "$np" -x MASTER_PORT="$(port)" -x CUDNN_NN_DIST_TIMEOUT -x CUDNN_NN_DIST_NCCL \
-    "$worker" "$case" "$@" 2>&1
+  for try in 1 2 3; do
+    out=$(CUDNN_NN_DIST_NCCL=0 timeout "$seconds" "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
+      --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none -np "$np" -x MASTER_PORT="$(port)" -x CUDNN_NN_DIST_TIMEOUT -x CUDNN_NN_DIST_NCCL \
+      "$worker" "$case" "$@" 2>&1)
+    st=$?
+    grep -q "Address already in use" <<<"$out" || break
+    echo "(port taken before the rendezvous listened: again on another port)"
+  done
+  printf '%s\n' "$out"
+  return $st
 }
 
 # One process without mpirun: no MPI at all (a trivial CPU backend), the same results.
