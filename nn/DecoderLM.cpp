@@ -342,6 +342,7 @@ const Tensor& DecoderLM::forwardBlocks(const Tensor& input, const char* method) 
   } else {
     x_ = e;
   }
+  if (cache_) cache_->beginStep(S);  // the keys' lengths, once for every block
   hidden_ = forwardChild(slot("h"), x_);
   if (cache_) cache_->advance(S);  // every block has written its S tokens
   return hidden_;

@@ -74,6 +74,17 @@ void KVCache::advance(int64_t tokens) {
   if (tokens == 0) return;
   lengths_.add_(static_cast<double>(tokens));
   for (int64_t& l : hostLengths_) l += tokens;
+  stepTokens_ = -1;
+}
+
+void KVCache::beginStep(int64_t tokens) {
+  if (tokens < 0) {
+    throw Error(std::string(kTypeName) + "::beginStep: expected tokens >= 0, got " + std::to_string(tokens));
+  }
+  if (!stepLengths_.defined()) stepLengths_ = tensor::empty({batch_}, tensor::DType::Int64, device_);
+  stepLengths_.copy_(lengths_);
+  stepLengths_.add_(static_cast<double>(tokens));
+  stepTokens_ = tokens;
 }
 
 void KVCache::setLengths(const std::vector<int64_t>& lengths) {
@@ -85,11 +96,13 @@ void KVCache::setLengths(const std::vector<int64_t>& lengths) {
   }
   if (batch_ > 0) lengths_.copy_(tensor::from_vector<int64_t>(lengths, {batch_}));  // in place: see KVCache.h
   hostLengths_ = lengths;
+  stepTokens_ = -1;
 }
 
 void KVCache::reset() {
   lengths_.zero_();
   std::fill(hostLengths_.begin(), hostLengths_.end(), 0);
+  stepTokens_ = -1;
 }
 
 std::string KVCache::str() const {

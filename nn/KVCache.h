@@ -13,6 +13,10 @@
 //   over a view up to max(hostLengths()) + S, less work on short sequences.
 // The lengths change in place (advance, setLengths, reset), so their device storage stays where
 // a captured graph read it.
+// - beginStep(S) (nn::DecoderLM calls it before its first block) makes lengths + S once for
+//   every layer of the step (keyLengths(S), the keys each attends over), instead of one add a
+//   layer; it is valid until the lengths move, and in place, so a captured step's graph makes
+//   it again on every replay.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +50,11 @@ class KVCache {
   // right-padded prefill).
   void setLengths(const std::vector<int64_t>& lengths);
   void reset();  // every length 0 (the keys and values stay: they are masked)
+  // lengths() + tokens into keyLengths's buffer (two device ops, once a step); tokens >= 0.
+  void beginStep(int64_t tokens);
+  // The buffer beginStep(tokens) filled, while the lengths have not moved since; else undefined
+  // (a layer run outside such a step adds the tokens itself).
+  tensor::Tensor keyLengths(int64_t tokens) const { return tokens == stepTokens_ ? stepLengths_ : tensor::Tensor(); }
 
   int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
   int64_t batch() const { return batch_; }
@@ -69,6 +78,8 @@ class KVCache {
   std::vector<tensor::Tensor> keys_, values_;
   tensor::Tensor lengths_;
   std::vector<int64_t> hostLengths_;
+  tensor::Tensor stepLengths_;  // lengths_ + stepTokens_ (beginStep), the same storage every step
+  int64_t stepTokens_ = -1;     // -1: not made since the lengths last moved
 };
 
 }  // namespace nn

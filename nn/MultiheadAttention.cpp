@@ -338,7 +338,8 @@ const Tensor& MultiheadAttention::cachedForward(const Tensor& input, int64_t S, 
   Tensor q, k, v;
   qkvViews(S, B, q, k, v);
   SdpaOptions o;
-  o.keyLengths = c.lengths().add(static_cast<double>(S));
+  const Tensor shared = c.keyLengths(S);  // made once for every layer of the step (KVCache::beginStep)
+  o.keyLengths = shared.defined() ? shared : c.lengths().add(static_cast<double>(S));
   if (causal && S > 1) {
     const bool prefill = std::all_of(c.hostLengths().begin(), c.hostLengths().end(), [](int64_t l) { return l == 0; });
     if (prefill) {

@@ -52,6 +52,28 @@ TEST_CASE("KVCache: shapes, lengths, errors") {
                        doctest::Contains("nn.KVCache: expected layers, kv_heads, max_length and head_dim >= 1"), Error);
 }
 
+TEST_CASE("KVCache::beginStep: the keys' lengths once for every layer, until the lengths move") {
+  nn::KVCache c(2, 3, 2, 8, 4, DType::Float32, Device::cpu());
+  c.setLengths({1, 5, 2});
+  CHECK(!c.keyLengths(1).defined());  // no step begun
+  c.beginStep(2);
+  const Tensor k = c.keyLengths(2);
+  REQUIRE(k.defined());
+  CHECK(k.to_vector<int64_t>() == std::vector<int64_t>{3, 7, 4});
+  CHECK(!c.keyLengths(1).defined());  // made for 2 new tokens, not 1
+  c.advance(1);
+  CHECK(!c.keyLengths(2).defined());  // the lengths moved
+  c.beginStep(1);
+  CHECK(c.keyLengths(1).to_vector<int64_t>() == std::vector<int64_t>{3, 7, 4});
+  CHECK(c.keyLengths(1).is_same_view(k));  // in place: where a captured step reads it
+  c.setLengths({0, 0, 0});
+  CHECK(!c.keyLengths(1).defined());
+  c.beginStep(1);
+  c.reset();
+  CHECK(!c.keyLengths(1).defined());
+  CHECK_THROWS_WITH_AS(c.beginStep(-1), "nn.KVCache::beginStep: expected tokens >= 0, got -1", Error);
+}
+
 TEST_CASE(
     "MultiheadAttention's cached decoding equals recomputing the whole sequence (GQA, RoPE, rows of different "
     "lengths)") {
