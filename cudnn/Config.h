@@ -42,6 +42,10 @@
 //   rmsnorm.engine     kernel | cudnn (default: its forward+backward measured faster at 13 of 15
 //                      shapes on an H200, docs/performance.md): cudnn::RMSNorm runs our kernels, or
 //                      cuDNN's RMS norm engines where they take the problem (cudnn/ops/rms_norm.h)
+//   linear.engine      auto (default) | cublas: a Linear's forward product (cudnn::Linear, the
+//                      attention's projections, SwiGLU's) of 1 to 4 rows in float16 or bfloat16 runs
+//                      our kernel, a decode step's (Note [A few rows' product] in
+//                      cudnn/kernels/FewRowsLinear.cu); cublas: cuBLAS at every size
 #pragma once
 
 #include <cstddef>
@@ -61,6 +65,7 @@ enum class LayerNormEngine { Ours, Cudnn };
 enum class PoolBackward { Auto, Ours, Cudnn };
 enum class GroupNormEngine { Kernel, Cudnn };
 enum class RMSNormEngine { Kernel, Cudnn };  // rmsnorm.engine
+enum class LinearEngine { Auto, Cublas };    // linear.engine
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
@@ -127,6 +132,8 @@ struct Config {
   GroupNormEngine groupnorm_engine = GroupNormEngine::Cudnn;
   // kernel until measured against cuDNN's (samples/norm_benchmark's RMSNorm rows)
   RMSNormEngine rmsnorm_engine = RMSNormEngine::Cudnn;
+  // auto: a decode step's products on our kernel (docs/performance.md, "A few rows' product")
+  LinearEngine linear_engine = LinearEngine::Auto;
 
   const AlgoSetting& algo(ConvPass pass) const;
   // The current flags, in CUDNN_NN_FLAGS syntax (all but layernorm.engine, pool.backward and
@@ -146,6 +153,7 @@ const char* layer_norm_engine_name(LayerNormEngine engine);
 const char* pool_backward_name(PoolBackward choice);
 const char* group_norm_engine_name(GroupNormEngine engine);
 const char* rms_norm_engine_name(RMSNormEngine engine);  // "kernel", "cudnn"
+const char* linear_engine_name(LinearEngine engine);     // "auto", "cublas"
 
 // Sets the flags for a scope and restores all of config() on exit (tests, benchmarks).
 class ScopedConfig {

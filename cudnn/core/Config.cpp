@@ -65,6 +65,7 @@ constexpr const char* kLayerNormEngineNames[] = {"ours", "cudnn"};
 constexpr const char* kPoolBackwardNames[] = {"auto", "ours", "cudnn"};
 constexpr const char* kGroupNormEngineNames[] = {"kernel", "cudnn"};
 constexpr const char* kRMSNormEngineNames[] = {"kernel", "cudnn"};  // rmsnorm.engine
+constexpr const char* kLinearEngineNames[] = {"auto", "cublas"};    // linear.engine
 
 // The enumerator of E named `v` in `names`; throws naming the key and the accepted values.
 template <class E, size_t N>
@@ -207,6 +208,8 @@ const char* group_norm_engine_name(GroupNormEngine engine) { return kGroupNormEn
 
 const char* rms_norm_engine_name(RMSNormEngine engine) { return kRMSNormEngineNames[static_cast<int>(engine)]; }
 
+const char* linear_engine_name(LinearEngine engine) { return kLinearEngineNames[static_cast<int>(engine)]; }
+
 const AlgoSetting& Config::algo(ConvPass pass) const {
   switch (pass) {
     case ConvPass::Forward: return algo_fwd;
@@ -302,6 +305,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.groupnorm_engine = parse_choice<GroupNormEngine>(key, value, kGroupNormEngineNames);
     } else if (key == "rmsnorm.engine") {
       next.rmsnorm_engine = parse_choice<RMSNormEngine>(key, value, kRMSNormEngineNames);
+    } else if (key == "linear.engine") {
+      next.linear_engine = parse_choice<LinearEngine>(key, value, kLinearEngineNames);
     } else if (key == "conv.precision") {
       const char* names[] = {"as_input", "as_input_f32", "float16", "float32", "float64"};
       bool found = false;
@@ -320,7 +325,8 @@ void apply_flags(Config& next, const std::string& flags) {
                           "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
                           "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
                           "conv.graph, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
-                          "attention.fused, layernorm.engine, pool.backward, rmsnorm.engine, groupnorm.engine)");
+                          "attention.fused, layernorm.engine, pool.backward, rmsnorm.engine, groupnorm.engine, "
+                          "linear.engine)");
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "cudnn/core/Check.h"
 #include "cudnn/core/Config.h"
 #include "cudnn/core/Handle.h"
+#include "cudnn/kernels/FewRowsLinear.h"
 #include "cudnn/ops/graph_plan.h"
 #include "tensor/Cuda.h"
 #include "tensor/EnumTable.h"
@@ -271,6 +272,8 @@ bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const ten
 // epilogue has no algorithm for, keep the two passes.
 void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
                     const tensor::Tensor& out) {
+  // Note [A few rows' product] (kernels/FewRowsLinear.cu)
+  if (config().linear_engine == LinearEngine::Auto && kernels::few_rows_linear(x, weight, bias, out)) return;
   if (bias.defined() && gemm_with_bias(false, true, x, weight, bias, out)) return;
   if (bias.defined()) tensor::Tensor(out).copy_(bias);  // broadcast over the rows; the GEMM adds onto it
   gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);

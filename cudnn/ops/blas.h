@@ -32,8 +32,9 @@ bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const ten
                     const tensor::Tensor& bias, const tensor::Tensor& C);
 
 // out [rows x N] = x [rows x K] * weight [N x K]^T (+ bias [N] when defined): a Linear's forward,
-// the bias in the product's epilogue where gemm_with_bias() takes it, else broadcast into out
-// and added by gemm() with beta 1.
+// a few rows' float16 or bfloat16 product on kernels::few_rows_linear (a decode step's tokens),
+// else the bias in the product's epilogue where gemm_with_bias() takes it, else broadcast into
+// out and added by gemm() with beta 1.
 void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
                     const tensor::Tensor& out);
 

@@ -258,7 +258,7 @@ TEST_CASE("groupnorm.engine: a field of config(), cudnn by default, parsed, refu
                        "cudnn flags: groupnorm.engine expects kernel or cudnn, got 'ours'", tensor::Error);
   CHECK_THROWS_AS(set_flags("groupnorm.engine=cudnn,benchmark=maybe"), tensor::Error);
   CHECK(config().groupnorm_engine == before.groupnorm_engine);
-  CHECK_THROWS_WITH_AS(set_flags("group_norm.engine=cudnn"), doctest::Contains("groupnorm.engine)"), tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("group_norm.engine=cudnn"), doctest::Contains("groupnorm.engine, linear.engine)"), tensor::Error);
   {
     const ScopedSetting<&Config::groupnorm_engine> kernel(GroupNormEngine::Kernel);
     CHECK(config().groupnorm_engine == GroupNormEngine::Kernel);
@@ -281,4 +281,20 @@ TEST_CASE("ScopedSetting restores one flag of config() and leaves the others") {
   }
   CHECK(config().pool_backward == PoolBackward::Auto);
   CHECK(config().layernorm_engine == LayerNormEngine::Ours);
+}
+
+TEST_CASE("linear.engine: a field of config(), auto by default, parsed, refused by name, restored") {
+  CHECK(config().linear_engine == LinearEngine::Auto);
+  {
+    ScopedConfig scoped("linear.engine=cublas");
+    CHECK(config().linear_engine == LinearEngine::Cublas);
+    CHECK(std::string(linear_engine_name(config().linear_engine)) == "cublas");
+    set_flags("linear.engine=auto");
+    CHECK(config().linear_engine == LinearEngine::Auto);
+    set_flags("linear.engine=cublas");
+  }
+  CHECK(config().linear_engine == LinearEngine::Auto);
+  CHECK_THROWS_WITH_AS(set_flags("linear.engine=kernel"), "cudnn flags: linear.engine expects auto or cublas, got 'kernel'",
+                       tensor::Error);
+  CHECK(config().linear_engine == LinearEngine::Auto);
 }

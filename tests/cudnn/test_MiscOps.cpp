@@ -9,6 +9,7 @@
 
 #include "cudnn/core/Config.h"
 #include "cudnn/kernels/ClassNLL.h"
+#include "cudnn/kernels/FewRowsLinear.h"
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/batch_norm.h"
 #include "cudnn/ops/blas.h"
@@ -356,6 +357,105 @@ TEST_CASE("cuBLASLt's product with the bias in its epilogue: x W^T + b as the tw
   Tensor c32 = c.to(DType::Float32);
   CHECK_FALSE(cudnn::gemm_with_bias(false, true, x.to(DType::Float32), w.to(DType::Float32),
                                     zeros({32}, DType::Float32, gpu), c32));
+}
+
+TEST_CASE("A few rows' product (a decode step's Linear): the float32 sum rounded once, NaN and Inf kept") {
+  Generator gen(63);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    // GPT-2's qkv, MLP and projection shapes at batch 1 to 4 (one, four and two warps a column), a
+    // ragged K over four warps, and small ones with fewer columns than a block
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{2304, 768}, {768, 3072}, {768, 768}, {100, 4104}, {5, 8}, {37, 264}}) {
+      for (int64_t M = 1; M <= cudnn::kernels::kFewRowsMax; ++M) {
+        for (bool withBias : {true, false}) {
+          INFO(name(dt), " ", M, " x ", N, " x ", K, withBias ? " with bias" : " without bias");
+          const Tensor x = uniform({M, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          const Tensor w = uniform({N, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          const Tensor b = withBias ? uniform({N}, -1, 1, gen, DType::Float64).to(dt) : Tensor();
+          const Tensor xg = x.to(gpu, dt), wg = w.to(gpu, dt), bg = withBias ? b.to(gpu) : Tensor();
+          Tensor ours = full({M, N}, 7.0, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_linear(xg, wg, bg, ours));
+          // the float32 sum rounded once: within one unit in the last place of the float64 product
+          const Tensor want = x.matmul(w.t().contiguous());
+          const double ulp = dt == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+          const Tensor o = ours.cpu().to(DType::Float64), b64 = withBias ? b.to(DType::Float64) : Tensor();
+          double worst = 0;
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              const double ref = want.get({i, j}) + (withBias ? b64.get({j}) : 0.0);
+              worst = std::max(worst, std::abs(o.get({i, j}) - ref) / (ulp * std::max(1.0, std::abs(ref))));
+            }
+          CHECK(worst <= 1.0);
+          // and cuBLAS's product (the bias broadcast first, then beta 1) to its own precision
+          Tensor lib = empty({M, N}, dt, gpu);
+          if (withBias) {
+            lib.copy_(bg.view({1, N}).expand({M, N}));
+          } else {
+            lib.fill_(0.0);
+          }
+          cudnn::gemm(false, true, xg, wg, lib, 1, 1);
+          CHECK(rel_norm_error(ours.to(DType::Float64), lib.to(DType::Float64)) < (dt == DType::Float16 ? 2e-3 : 2e-2));
+          // the same bits again (a fixed order of additions), and gemm_plus_bias takes this path
+          Tensor again = empty({M, N}, dt, gpu);
+          cudnn::gemm_plus_bias(xg, wg, bg, again);
+          CHECK(max_abs_diff(again.cpu().to(DType::Float64), o) == 0);
+        }
+      }
+    }
+  }
+  // a NaN in x's row 1 makes that row NaN alone; an Inf in W's row 5 makes column 5 Inf; a NaN in
+  // the bias reaches its column only
+  Tensor xh = ones({3, 16}, DType::Float64), wh = ones({8, 16}, DType::Float64), bh = zeros({8}, DType::Float64);
+  xh.set({1, 4}, std::numeric_limits<double>::quiet_NaN());
+  wh.set({5, 9}, std::numeric_limits<double>::infinity());
+  bh.set({2}, std::numeric_limits<double>::quiet_NaN());
+  Tensor y = empty({3, 8}, DType::BFloat16, gpu);
+  REQUIRE(cudnn::kernels::few_rows_linear(xh.to(gpu, DType::BFloat16), wh.to(gpu, DType::BFloat16),
+                                          bh.to(gpu, DType::BFloat16), y));
+  const Tensor got = y.cpu().to(DType::Float64);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 8; ++j) {
+      INFO(i, ", ", j);
+      if (i == 1 || j == 2) {
+        CHECK(std::isnan(got.get({i, j})));
+      } else if (j == 5) {
+        CHECK(got.get({i, j}) == std::numeric_limits<double>::infinity());
+      } else {
+        CHECK(got.get({i, j}) == 16);
+      }
+    }
+  // what it does not take: more rows, K not a multiple of 8, float32, a bias of another length
+  const Tensor x5 = ones({5, 16}, DType::Float16, gpu), w16 = ones({8, 16}, DType::Float16, gpu);
+  Tensor y5 = empty({5, 8}, DType::Float16, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(x5, w16, Tensor(), y5));
+  Tensor y1 = empty({1, 8}, DType::Float16, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(ones({1, 12}, DType::Float16, gpu), ones({8, 12}, DType::Float16, gpu),
+                                              Tensor(), y1));
+  Tensor y32 = empty({1, 8}, DType::Float32, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(ones({1, 16}, DType::Float32, gpu), ones({8, 16}, DType::Float32, gpu),
+                                              Tensor(), y32));
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(x5.narrow(0, 0, 1), w16, ones({7}, DType::Float16, gpu), y1));
+}
+
+TEST_CASE("linear.engine: auto by default, cublas keeps a few rows on cuBLAS, refused by name, restored") {
+  CHECK(cudnn::config().linear_engine == cudnn::LinearEngine::Auto);
+  CHECK(std::string(cudnn::linear_engine_name(cudnn::LinearEngine::Cublas)) == "cublas");
+  Generator gen(64);
+  const Tensor x = uniform({1, 768}, -1, 1, gen, DType::Float64).to(gpu, DType::BFloat16);
+  const Tensor w = uniform({256, 768}, -1, 1, gen, DType::Float64).to(gpu, DType::BFloat16);
+  Tensor ours = empty({1, 256}, DType::BFloat16, gpu), lib = empty({1, 256}, DType::BFloat16, gpu);
+  Tensor want = empty({1, 256}, DType::BFloat16, gpu);
+  cudnn::gemm_plus_bias(x, w, Tensor(), ours);
+  REQUIRE(cudnn::kernels::few_rows_linear(x, w, Tensor(), want));
+  CHECK(max_abs_diff(ours.cpu().to(DType::Float64), want.cpu().to(DType::Float64)) == 0);
+  {
+    cudnn::ScopedConfig scoped("linear.engine=cublas");
+    CHECK(cudnn::config().linear_engine == cudnn::LinearEngine::Cublas);
+    cudnn::gemm_plus_bias(x, w, Tensor(), lib);
+    cudnn::gemm(false, true, x, w, want);
+    CHECK(max_abs_diff(lib.cpu().to(DType::Float64), want.cpu().to(DType::Float64)) == 0);
+    CHECK_THROWS_WITH_AS(cudnn::set_flags("linear.engine=gemv"), doctest::Contains("linear.engine expects auto or cublas"), Error);
+  }
+  CHECK(cudnn::config().linear_engine == cudnn::LinearEngine::Auto);
 }
 
 TEST_CASE("NLL kernels: weighted sums, ignored class, gradient, bad targets") {
