@@ -76,7 +76,9 @@ TEST_CASE("Hugging Face GPT-2 and Llama checkpoints give transformers' logits an
     const auto want = expected(name);
     const Tensor logits = model->forward(want.at("ids"));
     REQUIRE(logits.sizes() == want.at("logits").sizes());
-    CHECK(max_abs_diff(logits, want.at("logits")) < 1e-5);
+    // float32 as transformers computes it, the products' sums in the BLAS's order (1.3e-5 apart
+    // with OpenBLAS's Zen kernels, less with its Intel ones)
+    CHECK(max_abs_diff(logits, want.at("logits")) < 3e-5);
     // both prompts in one batch (5 and 3 tokens), right-padded into one prefill
     nn::GenerationOptions o;
     o.maxNewTokens = 8;

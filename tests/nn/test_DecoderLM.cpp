@@ -165,9 +165,12 @@ TEST_CASE("forwardRows: the picked positions' logits of the full forward, bad ro
     const Tensor rows = from_vector(picks, {5});
     const Tensor got = m->forwardRows(t, rows).clone();
     REQUIRE(got.sizes() == Shape{5, 13});
+    // the same computation on fewer rows: bit for bit where the BLAS computes a row alike at any
+    // number of rows (OpenBLAS's Haswell and SkylakeX kernels), within float32 rounding where it
+    // does not (its Zen kernels: 1-3e-8 here)
     for (int64_t i = 0; i < 5; ++i) {
       INFO("row ", picks[i]);
-      CHECK(max_abs_diff(got.select(0, i), full.select(0, picks[i])) == 0);
+      CHECK(max_abs_diff(got.select(0, i), full.select(0, picks[i])) < 1e-6);
     }
     // no backward from a forwardRows
     CHECK_THROWS(m->backward(t, zeros({2, 5, 13})));
@@ -175,8 +178,10 @@ TEST_CASE("forwardRows: the picked positions' logits of the full forward, bad ro
     m->setCache(cache);
     CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<int64_t>({10}, {1})),
                          doctest::Contains("row 10 is outside the 10 positions"), std::exception);
-    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<int64_t>({-1}, {1})), doctest::Contains("row -1"), std::exception);
-    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<double>({1}, {1})), doctest::Contains("int64 [N]"), std::exception);
+    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<int64_t>({-1}, {1})), doctest::Contains("row -1"),
+                         std::exception);
+    CHECK_THROWS_WITH_AS(m->forwardRows(t, from_vector<double>({1}, {1})), doctest::Contains("int64 [N]"),
+                         std::exception);
     CHECK(cache->hostLengths() == std::vector<int64_t>{0, 0});  // nothing written
     m->forwardRows(t, rows);
     CHECK(cache->hostLengths() == std::vector<int64_t>{5, 5});
