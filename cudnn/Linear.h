@@ -18,6 +18,12 @@ class Linear : public Twin<nn::Linear> {
   using Twin::Twin;
 
   const tensor::Tensor& updateOutput(const tensor::Tensor& input) override;
+  // the addend in the product's epilogue for a few 16-bit rows (Note [Sums in the product's
+  // epilogue] in nn/Module.cpp), else a pass after it
+  const tensor::Tensor& updateOutputAdding(const tensor::Tensor& input, const tensor::Tensor& addend) override;
+  // a cudnn GELU after a few 16-bit rows: both outputs from one launch (Note [Activations in the
+  // epilogue] in nn/Sequential.cpp)
+  bool forwardThrough(const tensor::Tensor& input, nn::Module& next) override;
   const tensor::Tensor& updateGradInput(const tensor::Tensor& input, const tensor::Tensor& gradOutput) override;
   void accGradParameters(const tensor::Tensor& input, const tensor::Tensor& gradOutput, double scale = 1.0) override;
 
@@ -26,6 +32,8 @@ class Linear : public Twin<nn::Linear> {
   tensor::Tensor checked(const tensor::Tensor& input, const char* method) const;
   // gradOutput as a contiguous [rows x outputSize] matrix, after its checks.
   tensor::Tensor checkedGrad(const tensor::Tensor& input, const tensor::Tensor& gradOutput, const char* method) const;
+  // updateOutput's product, + addend where defined (already checked)
+  const tensor::Tensor& forwardInto(const tensor::Tensor& input, const tensor::Tensor& addend, const char* method);
 
   tensor::Tensor ones_;  // [batch x 1] of ones, for the bias gradient
 };

@@ -2,11 +2,13 @@
 #include "cudnn/MultiheadAttention.h"
 
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/kernels/Attention.h"
 #include "cudnn/kernels/KVCache.h"
 #include "cudnn/ops/attention.h"
 #include "cudnn/ops/blas.h"
 #include "cudnn/ops/rotary.h"
 #include "nn/Buffers.h"
+#include "nn/KVCache.h"
 
 namespace cudnn {
 
@@ -21,6 +23,12 @@ void MultiheadAttention::checkInputType(const std::string& where, const Tensor& 
 void MultiheadAttention::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   nn::ensure(out, {x.size(0), weight.size(0)}, x);
   gemm_plus_bias(x, weight, bias, out);  // Note [The bias in the product's epilogue] (ops/blas.cpp)
+}
+
+void MultiheadAttention::linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                                      Tensor& out) {
+  nn::ensure(out, {x.size(0), weight.size(0)}, x);
+  gemm_plus_bias(x, weight, bias, out, addend);  // Note [Sums in the product's epilogue] (nn/Module.cpp)
 }
 
 void MultiheadAttention::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX) {
@@ -41,6 +49,27 @@ void MultiheadAttention::linearGradParameters(const Tensor& x, const Tensor& gy,
 
 void MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options,
                                    nn::SdpaSaved& saved, Tensor out) {
+  // A decode step's layers attend with the KV cache's one keyLengths buffer (KVCache::beginStep):
+  // the first converts it to the int32 cuDNN reads, into the cache's step words, the others read
+  // those (Note [Sequence lengths] in ops/attention.cpp); in a captured step the conversion is
+  // the first layer's node, replayed with it.
+  const std::shared_ptr<nn::KVCache>& c = cache();
+  if (c && options.keyLengths.defined() && options.keyLengths.is_cuda()) {
+    const Tensor shared = c->keyLengths(q.size(2));
+    nn::KVCache::StepWords& words = c->stepWords();
+    if (shared.defined() && shared.raw_data() == options.keyLengths.raw_data() && words.words.defined() &&
+        words.words.numel() == shared.numel()) {
+      if (words.step != c->stepCount()) {
+        kernels::lengths_to_int32(shared.data<int64_t>(), static_cast<int32_t*>(words.words.raw_data()), shared.numel(),
+                                  shared.device().index);
+        words.step = c->stepCount();
+      }
+      nn::SdpaOptions o = options;
+      o.keyLengthsInt32 = words.words;
+      cudnn::sdpa(q, k, v, o, &saved, out);
+      return;
+    }
+  }
   cudnn::sdpa(q, k, v, options, &saved, out);
 }
 

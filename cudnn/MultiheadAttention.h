@@ -22,6 +22,8 @@ class MultiheadAttention : public Twin<nn::MultiheadAttention> {
   void checkInputType(const std::string& where, const tensor::Tensor& input) const override;
   void linear(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
               tensor::Tensor& out) override;
+  void linearAdding(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
+                    const tensor::Tensor& addend, tensor::Tensor& out) override;
   void linearGradInput(const tensor::Tensor& gy, const tensor::Tensor& weight, tensor::Tensor& gradX) override;
   void linearGradParameters(const tensor::Tensor& x, const tensor::Tensor& gy, tensor::Tensor& gradWeight,
                             tensor::Tensor& gradBias, double scale) override;

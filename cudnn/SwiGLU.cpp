@@ -1,7 +1,9 @@
 // SwiGLU.cpp: the primitives of nn::SwiGLU on cuBLAS and the fused gate kernel.
 #include "cudnn/SwiGLU.h"
 
+#include "cudnn/core/Config.h"
 #include "cudnn/core/Descriptors.h"
+#include "cudnn/kernels/FewRowsLinear.h"
 #include "cudnn/kernels/SwiGLU.h"
 #include "cudnn/ops/blas.h"
 #include "nn/Buffers.h"
@@ -19,6 +21,23 @@ void SwiGLU::checkInputType(const std::string& where, const Tensor& input) const
 void SwiGLU::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   nn::ensure(out, {x.size(0), weight.size(0)}, x);
   gemm_plus_bias(x, weight, bias, out);  // Note [The bias in the product's epilogue] (ops/blas.cpp)
+}
+
+void SwiGLU::linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                          Tensor& out) {
+  nn::ensure(out, {x.size(0), weight.size(0)}, x);
+  gemm_plus_bias(x, weight, bias, out, addend);  // Note [Sums in the product's epilogue] (nn/Module.cpp)
+}
+
+void SwiGLU::projectAndGate(const Tensor& x) {
+  if (cudnn::config().linear_engine == LinearEngine::Auto && x.size(0) <= kernels::kFewRowsMax) {
+    nn::ensure(gate_, {x.size(0), hidden}, x);
+    nn::ensure(up_, {x.size(0), hidden}, x);
+    nn::ensure(h_, {x.size(0), hidden}, x);
+    // Note [A gated pair] (kernels/FewRowsLinear.cu): the values the three launches give
+    if (kernels::few_rows_gated(x, gateWeight, gateBias, upWeight, upBias, gate_, up_, h_)) return;
+  }
+  nn::SwiGLU::projectAndGate(x);
 }
 
 void SwiGLU::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX, bool accumulate) {

@@ -18,11 +18,15 @@ class SwiGLU : public Twin<nn::SwiGLU> {
   void checkInputType(const std::string& where, const tensor::Tensor& input) const override;
   void linear(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
               tensor::Tensor& out) override;
+  void linearAdding(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
+                    const tensor::Tensor& addend, tensor::Tensor& out) override;
   void linearGradInput(const tensor::Tensor& gy, const tensor::Tensor& weight, tensor::Tensor& gradX,
                        bool accumulate) override;
   void linearGradParameters(const tensor::Tensor& x, const tensor::Tensor& gy, tensor::Tensor& gradWeight,
                             tensor::Tensor& gradBias, double scale) override;
   void gate(const tensor::Tensor& a, const tensor::Tensor& b, tensor::Tensor& h) override;
+  // a few 16-bit rows: the products and the gate in one launch (kernels::few_rows_gated)
+  void projectAndGate(const tensor::Tensor& x) override;
   void gateBackward(const tensor::Tensor& a, const tensor::Tensor& b, const tensor::Tensor& gradH,
                     tensor::Tensor& gradA, tensor::Tensor& gradB) override;
 

@@ -147,14 +147,32 @@ void DecoderBlock::forwardPass(const Tensor& input, bool writeOutput) {
   };
   // each child's output as forward() handed it back: on the input's device where the child
   // bridged it (Note [Device bridging] in nn/Module.cpp), so its backward gets the same
+  // the sums by the branch's last product where the child takes them (Note [Sums in the
+  // product's epilogue] in nn/Module.cpp): h_ and the output are then the children's outputs
+  auto fwdAdding = [&](size_t i, const Tensor& in, const Tensor& addend) -> const Tensor& {
+    return rethrowErrors(i, [&]() -> const Tensor& { return modules[i]->forwardAdding(in, addend); });
+  };
+  auto takes = [&](size_t i, const Tensor& in, const Tensor& addend) {
+    return addend.is_contiguous() && child_at(*this, modules, i, "updateOutput").takesAddend(in);
+  };
   n1_ = fwd(Ln1, input);
-  a_ = fwd(Attn, n1_);
-  if (a_.sizes() != input.sizes()) {
-    throw Error(where("updateOutput") + "expected an attention output of the input's shape " +
-                tensor::shape_str(input.sizes()) + ", got " + tensor::shape_str(a_.sizes()));
+  if (takes(Attn, n1_, input)) {
+    a_ = Tensor();
+    h_ = fwdAdding(Attn, n1_, input);
+  } else {
+    a_ = fwd(Attn, n1_);
+    if (a_.sizes() != input.sizes()) {
+      throw Error(where("updateOutput") + "expected an attention output of the input's shape " +
+                  tensor::shape_str(input.sizes()) + ", got " + tensor::shape_str(a_.sizes()));
+    }
+    tensor::add_out(ensure(h_, input.sizes(), input), input, a_);  // h_ may be a_'s storage: add_out allows it
   }
-  tensor::add_out(ensure(h_, input.sizes(), input), input, a_);
   n2_ = fwd(Ln2, h_);
+  // a recompute leaves the output, the next block's input, as it is: the mlp's own buffer
+  if (writeOutput && takes(Mlp, n2_, h_)) {
+    output = fwdAdding(Mlp, n2_, h_);
+    return;
+  }
   const Tensor& m = fwd(Mlp, n2_);
   if (m.sizes() != input.sizes()) {
     throw Error(where("updateOutput") + "expected an mlp output of the input's shape " +

@@ -35,6 +35,8 @@ class FusedPair : public Sequential {
     return Sequential::updateOutput(input);
   }
   std::string type_name() const override { return std::string(Self::kTypeName); }
+  // the twins compute the pair as one operation: no addend (Note [Sums in the product's epilogue])
+  bool addsInForward() const override { return false; }
   // children: the first module and the activation (model files store them apart)
   static ModulePtr fromConfig(const tensor::Json& config, std::vector<ModulePtr> children) {
     ConfigReader(config, Self::kTypeName).finish();

@@ -81,10 +81,14 @@ void KVCache::beginStep(int64_t tokens) {
   if (tokens < 0) {
     throw Error(std::string(kTypeName) + "::beginStep: expected tokens >= 0, got " + std::to_string(tokens));
   }
-  if (!stepLengths_.defined()) stepLengths_ = tensor::empty({batch_}, tensor::DType::Int64, device_);
+  if (!stepLengths_.defined()) {
+    stepLengths_ = tensor::empty({batch_}, tensor::DType::Int64, device_);
+    stepWords_.words = tensor::empty({batch_}, tensor::DType::Float32, device_);
+  }
   stepLengths_.copy_(lengths_);
   stepLengths_.add_(static_cast<double>(tokens));
   stepTokens_ = tokens;
+  ++stepCount_;
 }
 
 void KVCache::setLengths(const std::vector<int64_t>& lengths) {

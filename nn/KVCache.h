@@ -55,6 +55,17 @@ class KVCache {
   // The buffer beginStep(tokens) filled, while the lengths have not moved since; else undefined
   // (a layer run outside such a step adds the tokens itself).
   tensor::Tensor keyLengths(int64_t tokens) const { return tokens == stepTokens_ ? stepLengths_ : tensor::Tensor(); }
+  // A backend's own copy of keyLengths(tokens), made once a step by the first layer that needs
+  // it (cudnn: the int32 lengths cuDNN's attention reads, See Note [Sequence lengths] in
+  // cudnn/ops/attention.cpp): `words` is [batch] of 4-byte elements (float32 storage), allocated
+  // with keyLengths' buffer so that a captured step writes the same storage on every replay;
+  // `step` is the beginStep it was made in (stepCount() then), -1 before.
+  struct StepWords {
+    tensor::Tensor words;
+    int64_t step = -1;
+  };
+  StepWords& stepWords() { return stepWords_; }
+  int64_t stepCount() const { return stepCount_; }  // beginStep calls so far
 
   int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
   int64_t batch() const { return batch_; }
@@ -80,6 +91,8 @@ class KVCache {
   std::vector<int64_t> hostLengths_;
   tensor::Tensor stepLengths_;  // lengths_ + stepTokens_ (beginStep), the same storage every step
   int64_t stepTokens_ = -1;     // -1: not made since the lengths last moved
+  int64_t stepCount_ = 0;
+  StepWords stepWords_;
 };
 
 }  // namespace nn

@@ -90,6 +90,13 @@ void Linear::checkGradOutputShape(const Tensor& input, const Tensor& gradOutput,
   }
 }
 
+const Tensor& Linear::updateOutputAdding(const Tensor& input, const Tensor& addend) {
+  asBatch(input, "forwardAdding");  // the shapes, before the addend's shape is taken from them
+  check_addend(where("forwardAdding"), addend, outputShape(input), weight);
+  updateOutput(input);
+  return output.add_(addend);
+}
+
 const Tensor& Linear::updateOutput(const Tensor& input) {
   const Tensor x = batched(input, "updateOutput").contiguous();
   const int64_t batch = x.size(0);

@@ -16,6 +16,9 @@ class Linear : public Module {
   const Tensor& updateOutput(const Tensor& input) override;
   const Tensor& updateGradInput(const Tensor& input, const Tensor& gradOutput) override;
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  // x W^T + b + addend (Note [Sums in the product's epilogue] in nn/Module.cpp)
+  bool addsInForward() const override { return true; }
+  const Tensor& updateOutputAdding(const Tensor& input, const Tensor& addend) override;
   void reset(double stdv = -1);  // stdv < 0: Torch's default 1/sqrt(inputSize)
   static constexpr std::string_view kTypeName = "nn.Linear";
   std::string type_name() const override { return std::string(kTypeName); }

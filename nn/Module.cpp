@@ -23,6 +23,47 @@ const Tensor& Module::forward(const Tensor& input) {
   return updateOutput(input);
 }
 
+// Note [Sums in the product's epilogue]
+// A pre-norm block's residual sums (DecoderBlock: h = x + attn(ln_1(x)), y = h + mlp(ln_2(h)))
+// were a pass each after the product that ends each branch. In a batch-1 decode step that pass
+// is a launch over 768 numbers, about 2 us of the GPU's time twice a block (docs/performance.md,
+// the decode trace), as long as the product's own arithmetic. forwardAdding hands the addend to
+// the module that computes the branch, which adds it after its last product: nn after the
+// product, exactly the sum the container took (a + x, the same IEEE addition); the cudnn twins in
+// the few rows' kernel's epilogue (cudnn/kernels/FewRowsLinear.cu), before the one rounding to
+// the 16-bit type, else as a pass after cuBLAS's product as before. The module's output is then
+// the sum; no module that takes an addend reads its output in backward, so its gradients are
+// those of the plain forward.
+bool Module::takesAddend(const Tensor& input) const {
+  return addsInForward() && input.defined() && !(input.is_cuda() && !computesOn(input.device()));
+}
+
+const Tensor& Module::forwardAdding(const Tensor& input, const Tensor& addend) {
+  if (!input.defined()) throw Error(where("forwardAdding") + "input is undefined");
+  if (!takesAddend(input)) {
+    throw Error(where("forwardAdding") + "expected a module that adds in its forward on the input's device (" +
+                input.device().str() + "; takesAddend), got " + type_name() +
+                (addsInForward() ? ", which would bridge the input to its own device" : ", which has no such form"));
+  }
+  return updateOutputAdding(input, addend);
+}
+
+const Tensor& Module::updateOutputAdding(const Tensor& input, const Tensor& addend) {
+  (void)input, (void)addend;
+  throw Error(where("updateOutputAdding") + "expected a module that adds in its forward (addsInForward), got " +
+              type_name());
+}
+
+void check_addend(const std::string& where, const Tensor& addend, const Shape& shape, const Tensor& like) {
+  if (!addend.defined() || addend.sizes() != shape || addend.dtype() != like.dtype() ||
+      addend.device() != like.device() || !addend.is_contiguous()) {
+    throw Error(where + "expected a contiguous addend " + tensor::shape_str(shape) + " of " +
+                tensor::name(like.dtype()) + " on " + like.device().str() + ", got " +
+                (addend.defined() ? addend.description() + (addend.is_contiguous() ? "" : " (not contiguous)")
+                                  : std::string("an undefined tensor")));
+  }
+}
+
 // The table interface (Note [Tables] in nn/Value.cpp): a tensor goes through the tensor
 // interface (bridging, hooks and the gradInput switch included) unless the module uses tables.
 const Value& Module::forward(const Value& input) {

@@ -56,6 +56,34 @@ class Module {
   virtual void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0);
   virtual void zeroGradParameters();
 
+  // ---- a sum after the forward (Note [Sums in the product's epilogue] in Module.cpp) ----
+  // forwardAdding(input, addend): output = forward(input) + addend, a container's residual sum
+  // taken by the module itself, where takesAddend(input) says it can: a module whose forward ends
+  // in a product (Linear, MultiheadAttention's output projection, SwiGLU's down projection, a
+  // Sequential whose last child is one) adds the addend after it, and the cudnn twins in that
+  // product's epilogue for a decode step's few rows, one pass fewer. The addend has the output's
+  // shape, dtype and device, is contiguous and overlaps no tensor the forward reads or writes;
+  // output is then the sum (backward does not read it). takesAddend is false where forward would
+  // bridge devices or the module has no such form (addsInForward()): the caller runs forward()
+  // and adds; forwardAdding throws there.
+  bool takesAddend(const Tensor& input) const;
+  const Tensor& forwardAdding(const Tensor& input, const Tensor& addend);
+  virtual bool addsInForward() const { return false; }
+  // forwardAdding's computation where addsInForward(); the base throws.
+  virtual const Tensor& updateOutputAdding(const Tensor& input, const Tensor& addend);
+
+  // ---- an activation in the product's epilogue (Note [Activations in the epilogue] in Sequential.cpp) ----
+  // A Sequential offers each child the child after it. A module whose forward ends in a product
+  // that can apply `next` (a pointwise activation) in its epilogue computes both here, its own
+  // output and next's exactly as forward(input) then next.forward(output) leave them (the same
+  // values and state, so both backwards run as after those calls), and returns true: the cudnn
+  // Linear twin, a few 16-bit rows followed by a cudnn GELU. Otherwise (the default) it returns
+  // false having computed nothing: the container runs the two forwards.
+  virtual bool forwardThrough(const Tensor& input, Module& next) {
+    (void)input, (void)next;
+    return false;
+  }
+
   // ---- tables (Note [Tables] in nn/Value.cpp) ----
   // forward and backward of a Value: a tensor or a table of values, for modules with several
   // inputs or outputs (ConcatTable, CAddTable, JoinTable, nn::Graph, ...). A module of one tensor
@@ -235,6 +263,10 @@ Module& child_at(const Module& parent, const std::vector<ModulePtr>& kids, size_
 // The check of a module whose output has a known shape: throws "<where>expected gradOutput of the
 // output's shape [2 x 3], got [2 x 4]" (or "got an undefined tensor").
 void check_grad_output_shape(const std::string& where, const Shape& expected, const Tensor& gradOutput);
+
+// forwardAdding's check of its addend: defined, `shape`, like's dtype and device, contiguous;
+// throws "<where>expected a contiguous addend [2 x 3] of float32 on cpu, got ...".
+void check_addend(const std::string& where, const Tensor& addend, const Shape& shape, const Tensor& like);
 
 // Torch's printing helpers: containers indent their children's lines.
 std::string indent_lines(const std::string& text, const std::string& pad);

@@ -249,6 +249,47 @@ void MultiheadAttention::qkvViews(int64_t S, int64_t B, Tensor& q, Tensor& k, Te
   }
 }
 
+// RoPE on q and k. In self-attention they are heads [0, H) and [H, H + Hkv) of the same token
+// rows (`tokens`: qkv_, or gradQkv_ in backward), so one call rotates their joint view, one
+// launch fewer on the twin; each element's rotation is the same. Cross-attention's k (tokens
+// undefined) is the memory's: one call each.
+void MultiheadAttention::rotateQk(const Tensor& tokens, int64_t S, int64_t B, Tensor& q, Tensor& k,
+                                  const Tensor& offsets, bool inverse) {
+  if (tokens.defined()) {
+    Tensor qk = heads(tokens, S, B, 0, numHeads + kvHeads());
+    rotary(qk, offsets, *rotaryOptions, inverse);
+    return;
+  }
+  rotary(q, offsets, *rotaryOptions, inverse);
+  rotary(k, offsets, *rotaryOptions, inverse);
+}
+
+void MultiheadAttention::linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                                      Tensor& out) {
+  linear(x, weight, bias, out);
+  out.add_(addend);
+}
+
+void MultiheadAttention::outputProjection(const Tensor& input) {
+  if (addend_.defined()) {
+    linearAdding(attnTokens_, outProjWeight, outProjBias, addend_.view({attnTokens_.size(0), embedDim}), output);
+  } else {
+    linear(attnTokens_, outProjWeight, outProjBias, output);
+  }
+  output = output.view(input.sizes());
+}
+
+const Tensor& MultiheadAttention::updateOutputAdding(const Tensor& input, const Tensor& addend) {
+  checkInput(input, "forwardAdding");
+  check_addend(where("forwardAdding"), addend, input.sizes(), input);
+  struct Clear {
+    Tensor& addend;
+    ~Clear() { addend = Tensor(); }
+  } clear{addend_};
+  addend_ = addend;
+  return updateOutput(input);
+}
+
 const Tensor& MultiheadAttention::updateOutput(const Tensor& input) {
   const auto [S, B] = checkInput(input, "updateOutput");
   const int64_t E = embedDim, HD = numHeads * headDim(), KD = kvHeads() * headDim();
@@ -272,16 +313,14 @@ const Tensor& MultiheadAttention::updateOutput(const Tensor& input) {
   check_sdpa_arguments(where("updateOutput"), q, k, v, savedOptions_);
   if (rotaryOptions) {
     check_rotary_arguments(where("updateOutput"), q, Tensor(), *rotaryOptions);
-    rotary(q, Tensor(), *rotaryOptions, false);
-    rotary(k, Tensor(), *rotaryOptions, false);
+    rotateQk(memory_.defined() ? Tensor() : qkv_, S, B, q, k, Tensor(), false);
   }
   // the attention writes its heads straight into token rows, [S x B x H x D] (or
   // [B x S x H x D]) being [tokens x E]
   ensure(attnTokens_, {S * B, E}, x);
   attn_ = heads(attnTokens_, S, B, 0, numHeads);
   attention(q, k, v, savedOptions_, saved_, attn_);
-  linear(attnTokens_, outProjWeight, outProjBias, output);
-  output = output.view(input.sizes());
+  outputProjection(input);
   return output;
 }
 
@@ -358,16 +397,14 @@ const Tensor& MultiheadAttention::cachedForward(const Tensor& input, int64_t S, 
   check_sdpa_arguments(w, q, keys, values, checked);
   if (rotaryOptions) check_rotary_arguments(w, q, c.lengths(), *rotaryOptions);
   if (rotaryOptions) {
-    rotary(q, c.lengths(), *rotaryOptions, false);
-    rotary(k, c.lengths(), *rotaryOptions, false);
+    rotateQk(qkv_, S, B, q, k, c.lengths(), false);
   }
   cacheWrite(k, v, cacheK, cacheV, c.lengths(), c.hostLengths());
   ensure(attnTokens_, {S * B, E}, x);
   attn_ = heads(attnTokens_, S, B, 0, numHeads);
   savedOptions_ = o;
   attention(q, keys, values, o, saved_, attn_);
-  linear(attnTokens_, outProjWeight, outProjBias, output);
-  output = output.view(input.sizes());
+  outputProjection(input);
   cachedForward_ = true;
   return output;
 }
@@ -429,8 +466,7 @@ const Tensor& MultiheadAttention::updateGradInput(const Tensor& input, const Ten
   }
   attentionBackward(q, k, v, attn_, gAttn, savedOptions_, saved_, {gq, gk, gv});
   if (rotaryOptions) {  // the rotation's backward: the inverse rotation, in place
-    rotary(gq, Tensor(), *rotaryOptions, true);
-    rotary(gk, Tensor(), *rotaryOptions, true);
+    rotateQk(memory_.defined() ? Tensor() : gradQkv_, S, B, gq, gk, Tensor(), true);
   }
   if (memory_.defined()) {
     linearGradInput(gradKv_, inProjWeight.narrow(0, H * D, 2 * Hkv * D), gradMemory);

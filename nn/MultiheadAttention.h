@@ -63,6 +63,10 @@ class MultiheadAttention : public Module {
   // Needs updateGradInput's pass first (backward() runs both): the projections' gradients
   // come out of the attention's backward.
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  // The attention + addend, the addend added after the output projection (Note [Sums in the
+  // product's epilogue] in nn/Module.cpp); addend of the input's shape.
+  bool addsInForward() const override { return true; }
+  const Tensor& updateOutputAdding(const Tensor& input, const Tensor& addend) override;
   // PyTorch's initialisation: in_proj_weight Xavier-uniform, out_proj.weight U(+-1/sqrt(E)),
   // biases zero.
   void reset();
@@ -114,6 +118,10 @@ class MultiheadAttention : public Module {
   // out = x weight^T + bias (bias may be undefined): x [n x in], weight [out x in] (a row block
   // of in_proj_weight is a contiguous view), out [n x out], allocated by the hook (nn::ensure).
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+  // out = x weight^T + bias + addend (addend [n x out], not overlapping out): linear, then the sum
+  // here; the twin adds it in the product's epilogue where it can.
+  virtual void linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                            Tensor& out);
   // gradX = gy weight (written), gy [n x out]
   virtual void linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX);
   // gradWeight += scale gy^T x, gradBias += scale sum_rows gy (gradBias may be undefined)
@@ -177,6 +185,11 @@ class MultiheadAttention : public Module {
   void qkvViews(int64_t S, int64_t B, Tensor& q, Tensor& k, Tensor& v) const;
   void checkHeads(const char* method) const;
   const Tensor& cachedForward(const Tensor& input, int64_t S, int64_t B);
+  // RoPE on q and k, one call on their joint heads of `tokens` where defined (rotateQk's note).
+  void rotateQk(const Tensor& tokens, int64_t S, int64_t B, Tensor& q, Tensor& k, const Tensor& offsets, bool inverse);
+  // The output projection of attnTokens_ into output (+ addend_ where defined), viewed as input.
+  void outputProjection(const Tensor& input);
+  Tensor addend_;  // forwardAdding's addend, during its forward alone
 };
 
 }  // namespace nn

@@ -18,6 +18,25 @@ const Tensor& Sequential::updateOutput(const Tensor& input) {
   return output;
 }
 
+bool Sequential::addsInForward() const {
+  return !modules.empty() && modules.back() && modules.back()->addsInForward() && !usesTables();
+}
+
+const Tensor& Sequential::updateOutputAdding(const Tensor& input, const Tensor& addend) {
+  if (!addsInForward()) return Module::updateOutputAdding(input, addend);  // throws
+  const size_t last = modules.size() - 1;
+  const Tensor current = forwardFirst(input, last);
+  output = rethrowErrors(last, [&]() -> Tensor {
+    Module& m = child_at(*this, modules, last, "forwardAdding");
+    if (m.takesAddend(current)) return m.forwardAdding(current, addend);
+    // the last child bridges devices (nn on a CUDA input): its output, then the sum, apart from it
+    const Tensor& y = m.forward(current);
+    check_addend(where("forwardAdding"), addend, y.sizes(), y);
+    return y.add(addend);
+  });
+  return output;
+}
+
 bool Sequential::usesTables() const {
   for (const auto& m : modules) {
     if (m && m->usesTables()) return true;
@@ -92,14 +111,28 @@ void Sequential::checkFirst(size_t n, const char* method) const {
   }
 }
 
+// Note [Activations in the epilogue]
+// In a decode step a Linear's product over its few rows and the activation after it (GPT-2's
+// mlp: Linear, GELU, Linear) are two launches of a few microseconds each, for work one launch's
+// epilogue does. forwardFirst offers each child the next one (Module::forwardThrough); a child
+// that takes it writes its own output and the next child's, as their two forwards would have, so
+// inputs_ and both modules' state are what backward expects. Only the tensor path does this, in
+// order, and the children stay what they are: str(), state and model files see no difference.
 Tensor Sequential::forwardFirst(const Tensor& input, size_t n) {
   checkFirst(n, "forwardFirst");
   inputs_.resize(modules.size());
   Tensor current = input;
   for (size_t i = 0; i < n; ++i) {
     inputs_[i] = current;
-    current =
-        rethrowErrors(i, [&]() -> const Tensor& { return child_at(*this, modules, i, "forward").forward(current); });
+    Module& child = child_at(*this, modules, i, "forward");
+    // Note [Activations in the epilogue]
+    if (i + 1 < n && modules[i + 1] &&
+        rethrowErrors(i, [&] { return child.forwardThrough(current, *modules[i + 1]); })) {
+      inputs_[i + 1] = child.output;
+      current = modules[++i]->output;
+      continue;
+    }
+    current = rethrowErrors(i, [&]() -> const Tensor& { return child.forward(current); });
   }
   if (n < modules.size()) inputs_[n] = current;
   return current;

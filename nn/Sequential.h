@@ -26,6 +26,10 @@ class Sequential : public Container {
   const Value& updateGradInputValue(const Value& input, const Value& gradOutput) override;
   void accGradParametersValue(const Value& input, const Value& gradOutput, double scale = 1.0) override;
   bool usesTables() const override;
+  // The last child takes the addend (Note [Sums in the product's epilogue] in nn/Module.cpp):
+  // GPT-2's mlp, Sequential(Linear, GELU, Linear), adds a residual in its down projection.
+  bool addsInForward() const override;
+  const Tensor& updateOutputAdding(const Tensor& input, const Tensor& addend) override;
   // The children's forward state and the inputs recorded for them: backward asks for a forward first.
   void releaseActivations() override;
   bool writesGradOutput() const override {

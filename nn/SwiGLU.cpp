@@ -95,16 +95,38 @@ int64_t SwiGLU::checkInput(const Tensor& input, const char* method) const {
   return input.numel() / dim;
 }
 
-const Tensor& SwiGLU::updateOutput(const Tensor& input) {
-  const int64_t rows = checkInput(input, "updateOutput");
-  gradsValid_ = false;
-  const Tensor x = input.reshape({rows, dim}).contiguous();  // Note [Linear over leading dims]
+void SwiGLU::linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                          Tensor& out) {
+  linear(x, weight, bias, out);
+  out.add_(addend);
+}
+
+void SwiGLU::projectAndGate(const Tensor& x) {
   linear(x, gateWeight, gateBias, gate_);
   linear(x, upWeight, upBias, up_);
   gate(gate_, up_, h_);
-  linear(h_, downWeight, downBias, output);
+}
+
+const Tensor& SwiGLU::forwardInto(const Tensor& input, const Tensor& addend, const char* method) {
+  const int64_t rows = checkInput(input, method);
+  if (addend.defined()) check_addend(where(method), addend, input.sizes(), input);
+  gradsValid_ = false;
+  const Tensor x = input.reshape({rows, dim}).contiguous();  // Note [Linear over leading dims]
+  projectAndGate(x);
+  if (addend.defined()) {
+    linearAdding(h_, downWeight, downBias, addend.view({rows, dim}), output);
+  } else {
+    linear(h_, downWeight, downBias, output);
+  }
   output = output.view(input.sizes());
   return output;
+}
+
+const Tensor& SwiGLU::updateOutput(const Tensor& input) { return forwardInto(input, Tensor(), "updateOutput"); }
+
+const Tensor& SwiGLU::updateOutputAdding(const Tensor& input, const Tensor& addend) {
+  if (!addend.defined()) check_addend(where("forwardAdding"), addend, input.sizes(), input);
+  return forwardInto(input, addend, "forwardAdding");
 }
 
 const Tensor& SwiGLU::updateGradInput(const Tensor& input, const Tensor& gradOutput) {

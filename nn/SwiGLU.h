@@ -25,6 +25,10 @@ class SwiGLU : public Module {
   // Needs updateGradInput's pass first (backward() runs both): the projections' gradients
   // come out of the gate's backward.
   void accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale = 1.0) override;
+  // The block + addend, added after the down projection (Note [Sums in the product's epilogue] in
+  // nn/Module.cpp); addend of the input's shape.
+  bool addsInForward() const override { return true; }
+  const Tensor& updateOutputAdding(const Tensor& input, const Tensor& addend) override;
   void reset();  // nn.Linear's initialisation of each projection
   // The projections, the gate's output and backward's intermediates (Module::releaseActivations).
   void releaseActivations() override;
@@ -49,6 +53,10 @@ class SwiGLU : public Module {
   // out = x weight^T + bias (bias may be undefined): x [n x in], weight [out x in], out [n x out],
   // allocated by the hook (nn::ensure).
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+  // out = x weight^T + bias + addend (addend [n x out], not overlapping out): linear, then the sum
+  // here; the twin adds it in the product's epilogue where it can.
+  virtual void linearAdding(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& addend,
+                            Tensor& out);
   // gradX = gy weight, or gradX += gy weight with `accumulate` (gradX then is [n x in] already).
   virtual void linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gradX, bool accumulate);
   // gradWeight += scale gy^T x, gradBias += scale sum_rows gy (gradBias may be undefined)
@@ -56,6 +64,9 @@ class SwiGLU : public Module {
                                     double scale);
   // h = silu(gate) * up (nn/kernels/SwiGLU.h), all [n x hidden]; h allocated by the hook.
   virtual void gate(const Tensor& gate, const Tensor& up, Tensor& h);
+  // The forward's first half, x [n x dim] into gate_, up_ and h_: the two projections, then the
+  // gate, through the hooks above; the twin runs a few 16-bit rows as one launch.
+  virtual void projectAndGate(const Tensor& x);
   // The gate's gradients from gradH, [n x hidden] each, allocated by the hook.
   virtual void gateBackward(const Tensor& gate, const Tensor& up, const Tensor& gradH, Tensor& gradGate,
                             Tensor& gradUp);
@@ -69,6 +80,8 @@ class SwiGLU : public Module {
   // The rows of an input [* x dim] (numel / dim), after every check of the input.
   int64_t checkInput(const Tensor& input, const char* method) const;
 
+  // updateOutput's computation, + addend (checked) where defined.
+  const Tensor& forwardInto(const Tensor& input, const Tensor& addend, const char* method);
   // What forward keeps for backward: the projections [rows x hidden] and the gate's output.
   Tensor gate_, up_, h_;
   // backward's intermediates, for accGradParameters

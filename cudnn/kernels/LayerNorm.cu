@@ -111,11 +111,15 @@ __global__ void forward_warp_kernel(const T* x, int64_t rows, int64_t cols, cons
     const Pack<T>* xr = reinterpret_cast<const Pack<T>*>(x + r * cols);
     A v[kPacks][V];
     A s = 0;
+    // the weight and bias are loaded with the row, not after its two reductions: a decode step's
+    // single row otherwise waits for a second round trip to memory (Note [Warp-per-row layer norm])
+    Pack<T> wp[kPacks], bp[kPacks];
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int64_t p = j * 32 + lane;
       if (p >= packs) continue;
       const Pack<T> q = xr[p];
+      if (w) wp[j] = reinterpret_cast<const Pack<T>*>(w)[p], bp[j] = reinterpret_cast<const Pack<T>*>(b)[p];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         v[j][e] = static_cast<A>(q.v[e]);
@@ -142,10 +146,9 @@ __global__ void forward_warp_kernel(const T* x, int64_t rows, int64_t cols, cons
       if (p >= packs) continue;
       Pack<T> o;
       if (w) {
-        const Pack<T> wp = reinterpret_cast<const Pack<T>*>(w)[p], bp = reinterpret_cast<const Pack<T>*>(b)[p];
 #pragma unroll
         for (int e = 0; e < V; ++e)
-          o.v[e] = T((v[j][e] - m) * rs * static_cast<A>(wp.v[e]) + static_cast<A>(bp.v[e]));
+          o.v[e] = T((v[j][e] - m) * rs * static_cast<A>(wp[j].v[e]) + static_cast<A>(bp[j].v[e]));
       } else {
 #pragma unroll
         for (int e = 0; e < V; ++e) o.v[e] = T((v[j][e] - m) * rs);

@@ -179,7 +179,9 @@ cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HA
 // they are made once per (device, b, length) and kept, outside a CUDA graph capture (a
 // buffer first filled inside one would hold its value only once the graph replays; there
 // they are made per call, as the capture's warm-up should have made them already). Only the
-// caller's keyLengths are converted per call: one kernel, one buffer.
+// caller's keyLengths are converted per call: one kernel, one buffer; or the caller hands them
+// converted already (keyLengthsInt32: a decode step's layers share the KV cache's one copy, made
+// by the first layer, cudnn::MultiheadAttention::attention).
 struct LengthsKey {
   int64_t device, b, length;
 };
@@ -220,9 +222,24 @@ void release_attention_caches() {
   c.lru.clear();
 }
 
-// int32 [b] buffers: seq_q (all sq) and seq_kv (the key lengths, or all sk).
-std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Problem& p) {
+// int32 [b] buffers: seq_q (all sq) and seq_kv (the caller's int32 key lengths, the key lengths
+// converted, or all sk).
+std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Tensor& lengths32, const Problem& p) {
+  if (lengths.defined() && lengths32.defined()) return {constant_lengths(p, p.sq), lengths32};
   return {constant_lengths(p, p.sq), lengths.defined() ? lengths_int32(lengths, p) : constant_lengths(p, p.sk)};
+}
+
+// options.keyLengthsInt32 where it is usable as seq_kv: [b] 4-byte elements on the problem's
+// device, contiguous (else undefined: the lengths are converted).
+Tensor int32_lengths_on(const nn::SdpaOptions& o, const Problem& p) {
+  const Tensor& t = o.keyLengthsInt32;
+  if (!t.defined() || !o.keyLengths.defined()) return Tensor();
+  if (t.dim() != 1 || t.numel() != p.b || tensor::itemsize(t.dtype()) != 4 || t.device() != p.device ||
+      !t.is_contiguous()) {
+    throw tensor::Error("cudnn::sdpa: expected keyLengthsInt32 of " + std::to_string(p.b) + " 4-byte elements on " +
+                        p.device.str() + " (keyLengths as int32), got " + t.description());
+  }
+  return t;
 }
 
 // Runs the plan; false (with `why`) where the workspace cannot be had or cuDNN refuses to run.
@@ -250,8 +267,8 @@ bool run_plan(const graph::SdpaPlan& plan, std::vector<std::pair<int64_t, void*>
 }
 
 bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                   const Tensor& mask, const Bias& bias, const Tensor& out, const Tensor& lse, bool causal,
-                   std::string& why) {
+                   const Tensor& lengths32, const Tensor& mask, const Bias& bias, const Tensor& out, const Tensor& lse,
+                   bool causal, std::string& why) {
   const Tensor qv = engine_view(q), kv = engine_view(k), vv = engine_view(v);
   graph::SdpaGraphSpec s;
   s.data = cudnn_type(p.dtype);
@@ -274,7 +291,7 @@ bool fused_forward(const Problem& p, const Tensor& q, const Tensor& k, const Ten
                                                  {graph::kStats, lse.raw_data()}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
-    seq = sequence_lengths(lengths, p);  // See Note [Sequence lengths]
+    seq = sequence_lengths(lengths, lengths32, p);  // See Note [Sequence lengths]
     ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
     ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
   }
@@ -338,7 +355,7 @@ bool fused_backward(const Problem& p, const Tensor& q, const Tensor& k, const Te
                                                  {graph::kDQAccum, dq_accum.raw_data()}};
   std::pair<Tensor, Tensor> seq;
   if (s.padding) {
-    seq = sequence_lengths(lengths, p);
+    seq = sequence_lengths(lengths, Tensor(), p);
     ptrs.emplace_back(graph::kSeqQ, seq.first.raw_data());
     ptrs.emplace_back(graph::kSeqKv, seq.second.raw_data());
   }
@@ -422,7 +439,8 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOpt
   bool done = false;
   if (why.empty()) {
     const Tensor w = writable(out, true);
-    done = fused_forward(p, q, k, v, lengths, mask, bias_of(options, p, p.dtype), w, lse, options.causal, why);
+    done = fused_forward(p, q, k, v, lengths, int32_lengths_on(options, p), mask, bias_of(options, p, p.dtype), w, lse,
+                         options.causal, why);
     if (done) finish_into(out, w);
   }
   if (!done) {

@@ -271,12 +271,14 @@ bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const ten
 // same one rounding, so the result is what the two passes gave. Other dtypes, and shapes the
 // epilogue has no algorithm for, keep the two passes.
 void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
-                    const tensor::Tensor& out) {
+                    const tensor::Tensor& out, const tensor::Tensor& addend) {
   // Note [A few rows' product] (kernels/FewRowsLinear.cu)
-  if (config().linear_engine == LinearEngine::Auto && kernels::few_rows_linear(x, weight, bias, out)) return;
-  if (bias.defined() && gemm_with_bias(false, true, x, weight, bias, out)) return;
-  if (bias.defined()) tensor::Tensor(out).copy_(bias);  // broadcast over the rows; the GEMM adds onto it
-  gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
+  if (config().linear_engine == LinearEngine::Auto && kernels::few_rows_linear(x, weight, bias, out, addend)) return;
+  if (!bias.defined() || !gemm_with_bias(false, true, x, weight, bias, out)) {
+    if (bias.defined()) tensor::Tensor(out).copy_(bias);  // broadcast over the rows; the GEMM adds onto it
+    gemm(false, true, x, weight, out, 1.0, bias.defined() ? 1.0 : 0.0);
+  }
+  if (addend.defined()) tensor::Tensor(out).add_(addend);  // the sum nn takes after its product
 }
 
 void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,

@@ -34,9 +34,11 @@ bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const ten
 // out [rows x N] = x [rows x K] * weight [N x K]^T (+ bias [N] when defined): a Linear's forward,
 // a few rows' float16 or bfloat16 product on kernels::few_rows_linear (a decode step's tokens),
 // else the bias in the product's epilogue where gemm_with_bias() takes it, else broadcast into
-// out and added by gemm() with beta 1.
+// out and added by gemm() with beta 1. With `addend` ([rows x N], out's dtype and device, not
+// overlapping out): out = that + addend, the addend in the few rows' kernel's epilogue, else one
+// more pass after the product (Note [Sums in the product's epilogue] in nn/Module.cpp).
 void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
-                    const tensor::Tensor& out);
+                    const tensor::Tensor& out, const tensor::Tensor& addend = tensor::Tensor());
 
 // One matrix of a batch: a device pointer, its dtype, its row length (leading dimension, in
 // elements) and the distance between consecutive matrices of the batch (elements).

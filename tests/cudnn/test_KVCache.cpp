@@ -101,6 +101,78 @@ TEST_CASE("cudnn.MultiheadAttention: a decode step captured in a CUDA graph repl
   }
 }
 
+TEST_CASE(
+    "cudnn.MultiheadAttention: a step's calls share the cache's int32 key lengths (beginStep), eager and captured") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(4803);
+  nn::MultiheadAttention ref(decoder_options(2, true));
+  cudnn::MultiheadAttention twin(decoder_options(2, true));
+  twin.loadStateDict(ref.stateDict());
+  ref.to(DType::Float64);
+  ref.evaluate();
+  twin.to(gpu);
+  twin.evaluate();
+  const int64_t B = 2, T = 12;
+  const Tensor X = uniform({B, T, 64}, -1, 1, gen, DType::Float64);
+  const Tensor full = ref.forward(X).clone();
+  auto cache = std::make_shared<nn::KVCache>(1, B, 2, T, 16, DType::Float32, gpu, nn::KVCacheOptions{true});
+  twin.setCache(cache, 0);
+  twin.forward(X.narrow(1, 0, 5).to(gpu, DType::Float32));
+  const std::vector<int64_t> prompts{3, 5};
+  cache->setLengths(prompts);
+  std::vector<int64_t> at = prompts;
+  // the words cuDNN reads: each row's length + 1 as int32, made in this step
+  auto expect_words = [&](const char* when) {
+    const nn::KVCache::StepWords& w = cache->stepWords();
+    REQUIRE(w.words.defined());
+    CHECK(w.step == cache->stepCount());
+    const Tensor host = w.words.cpu();
+    const auto* v = static_cast<const int32_t*>(host.raw_data());
+    for (int64_t b = 0; b < B; ++b) {
+      INFO(when, " row ", b);
+      CHECK(v[b] == at[static_cast<size_t>(b)] + 1);
+    }
+  };
+  auto expect_step = [&](const Tensor& y, const char* when) {
+    const Tensor got = y.cpu();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t pos = at[static_cast<size_t>(b)];
+      INFO(when, " row ", b, " position ", pos);
+      expect_matches("decode", got.select(0, b), full.select(0, b).narrow(0, pos, 1), 1e-4);
+    }
+  };
+  Tensor step = decoding_step(X, at, 1).to(gpu, DType::Float32);  // static input, refreshed in place
+  for (int s = 0; s < 2; ++s) {                                   // eager steps
+    step.copy_(decoding_step(X, at, 1).to(gpu, DType::Float32));
+    cache->beginStep(1);
+    const int64_t before = cache->stepWords().step;
+    const Tensor y = twin.forward(step).clone();
+    CHECK(cache->stepWords().step != before);  // made by the step's first call
+    expect_words("eager");
+    // a second call in the step (another layer's, in a model) reads them as they are
+    CHECK(max_abs_diff(twin.forward(step).cpu(), y.cpu()) == 0);
+    expect_words("eager, second call");
+    expect_step(y, "eager");
+    cache->advance(1);
+    for (auto& a : at) ++a;
+  }
+  cache->beginStep(1);
+  twin.forward(step);  // warm-up: plans and buffers
+  Tensor y;
+  const cuda::Graph graph = cuda::Graph::capture([&] {
+    cache->beginStep(1);
+    y = twin.forward(step);
+  });
+  for (int s = 0; s < 3; ++s) {
+    step.copy_(decoding_step(X, at, 1).to(gpu, DType::Float32));
+    graph.replay();
+    expect_words("replay");
+    expect_step(y, "replay");
+    cache->advance(1);
+    for (auto& a : at) ++a;
+  }
+}
+
 TEST_CASE("cudnn.MultiheadAttention's cached forward refuses a cache on another device and backward") {
   Generator gen(4803);
   cudnn::MultiheadAttention twin(decoder_options(2, true));

@@ -7,10 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "cudnn/GELU.h"
 #include "cudnn/Linear.h"
+#include "cudnn/ReLU.h"
 #include "cudnn/core/Config.h"
+#include "nn/GELU.h"
 #include "nn/Linear.h"
+#include "nn/ReLU.h"
+#include "nn/Sequential.h"
 #include "tensor/Cuda.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/TwinCheck.h"
 
 using namespace tensor;
@@ -220,4 +226,69 @@ TEST_CASE("cudnn.Linear printing and errors") {
                        doctest::Contains("expected gradOutput of the output's shape [2 x 3]"), Error);
   CHECK_THROWS_WITH_AS(twin.backward(x, zeros({2, 3})),
                        doctest::Contains("cudnn.Linear::updateGradInput: expected gradOutput on a CUDA device"), Error);
+}
+
+TEST_CASE(
+    "cudnn.Linear forwardAdding matches nn's (the few rows' epilogue and cuBLAS then a sum), in a Sequential too") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(3107);
+  for (DType dt : kDtypes) {
+    // one to four rows of 16-bit data take the addend in the few rows' kernel; five and more, and
+    // the other dtypes, a pass after cuBLAS
+    for (const Shape& s : {Shape{1, 64}, Shape{3, 64}, Shape{1, 2, 64}, Shape{64}, Shape{5, 64}, Shape{2, 3, 64}}) {
+      for (bool bias : {true, false}) {
+        INFO(name(dt), " input ", shape_str(s), bias ? "" : " without bias");
+        nn::Linear ref(64, 48, bias);
+        cudnn::Linear twin(64, 48, bias);
+        expect_twin_adding_matches(ref, twin, uniform(s, -1, 1, gen, DType::Float64), dt,
+                                   TwinTolerance::for_dtype(dt).forward);
+      }
+    }
+    INFO(name(dt), " Sequential(Linear, ReLU, Linear)");
+    nn::Sequential ref{std::make_shared<nn::Linear>(64, 96), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(96, 64)};
+    nn::Sequential twin{std::make_shared<cudnn::Linear>(64, 96), std::make_shared<cudnn::ReLU>(),
+                        std::make_shared<cudnn::Linear>(96, 64)};
+    expect_twin_adding_matches(ref, twin, uniform({2, 64}, -1, 1, gen, DType::Float64), dt,
+                               TwinTolerance::for_dtype(dt).forward);
+  }
+  // the addend is checked before the product: a wrong one changes nothing
+  cudnn::Linear m(64, 48);
+  m.to(gpu);
+  const Tensor x = uniform({2, 64}, -1, 1, gen).to(gpu);
+  const Tensor before = m.forward(x).cpu();
+  CHECK_THROWS_WITH_AS(m.forwardAdding(x, zeros({2, 47}, DType::Float32, gpu)),
+                       "cudnn.Linear::forwardAdding: expected a contiguous addend [2 x 48] of float32 on cuda:0, got "
+                       "float32 [2 x 47] on cuda:0",
+                       Error);
+  CHECK(max_abs_diff(m.output.cpu(), before) == 0);
+}
+
+TEST_CASE("cudnn Sequential(Linear, GELU, Linear): a few rows' product takes the GELU in its epilogue, as the chain") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(3109);
+  for (DType dt : kDtypes) {
+    for (const char* approximate : {"tanh", "none"}) {
+      for (const Shape& s : {Shape{1, 1, 64}, Shape{3, 64}, Shape{7, 64}}) {
+        INFO(name(dt), " GELU ", approximate, " input ", shape_str(s));
+        // against nn in float64: outputs and every gradient (the backward after the fused forward)
+        nn::Sequential ref{std::make_shared<nn::Linear>(64, 96), std::make_shared<nn::GELU>(approximate),
+                           std::make_shared<nn::Linear>(96, 64)};
+        auto l1 = std::make_shared<cudnn::Linear>(64, 96);
+        auto g = std::make_shared<cudnn::GELU>(approximate);
+        auto l2 = std::make_shared<cudnn::Linear>(96, 64);
+        nn::Sequential twin{l1, g, l2};
+        const Tensor x64 = uniform(s, -1, 1, gen, DType::Float64);
+        expect_twin_matches(ref, twin, x64, dt, TwinTolerance::for_dtype(dt));
+        // and the chain's own bits: each child's forward in turn
+        const Tensor x = x64.to(gpu, dt);
+        const Tensor y = twin.forward(x).cpu();
+        const Tensor hidden = g->output.cpu(), pre = l1->output.cpu();
+        const Tensor want = l2->forward(g->forward(l1->forward(x))).cpu();
+        CHECK(max_abs_diff(y.to(DType::Float64), want.to(DType::Float64)) == 0);
+        CHECK(max_abs_diff(hidden.to(DType::Float64), g->output.cpu().to(DType::Float64)) == 0);
+        CHECK(max_abs_diff(pre.to(DType::Float64), l1->output.cpu().to(DType::Float64)) == 0);
+      }
+    }
+  }
 }

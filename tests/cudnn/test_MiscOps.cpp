@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "cudnn/core/Config.h"
+#include "cudnn/kernels/Activation.h"
 #include "cudnn/kernels/ClassNLL.h"
 #include "cudnn/kernels/FewRowsLinear.h"
+#include "cudnn/kernels/SwiGLU.h"
 #include "cudnn/ops/activation.h"
 #include "cudnn/ops/batch_norm.h"
 #include "cudnn/ops/blas.h"
@@ -364,7 +366,8 @@ TEST_CASE("A few rows' product (a decode step's Linear): the float32 sum rounded
   for (DType dt : {DType::Float16, DType::BFloat16}) {
     // GPT-2's qkv, MLP and projection shapes at batch 1 to 4 (one, four and two warps a column), a
     // ragged K over four warps, and small ones with fewer columns than a block
-    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{2304, 768}, {768, 3072}, {768, 768}, {100, 4104}, {5, 8}, {37, 264}}) {
+    for (const auto& [N, K] :
+         {std::pair<int64_t, int64_t>{2304, 768}, {768, 3072}, {768, 768}, {100, 4104}, {5, 8}, {37, 264}}) {
       for (int64_t M = 1; M <= cudnn::kernels::kFewRowsMax; ++M) {
         for (bool withBias : {true, false}) {
           INFO(name(dt), " ", M, " x ", N, " x ", K, withBias ? " with bias" : " without bias");
@@ -436,6 +439,170 @@ TEST_CASE("A few rows' product (a decode step's Linear): the float32 sum rounded
   CHECK_FALSE(cudnn::kernels::few_rows_linear(x5.narrow(0, 0, 1), w16, ones({7}, DType::Float16, gpu), y1));
 }
 
+TEST_CASE(
+    "A few rows' product with an addend (a residual in its epilogue): rounded once, NaN kept, else a pass after") {
+  Generator gen(65);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{768, 768}, {768, 3072}, {37, 264}}) {
+      for (int64_t M = 1; M <= cudnn::kernels::kFewRowsMax; ++M) {
+        for (bool withBias : {true, false}) {
+          INFO(name(dt), " ", M, " x ", N, " x ", K, withBias ? " with bias" : " without bias");
+          const Tensor x = uniform({M, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          const Tensor w = uniform({N, K}, -1, 1, gen, DType::Float64).to(dt).to(DType::Float64);
+          const Tensor b = withBias ? uniform({N}, -1, 1, gen, DType::Float64).to(dt) : Tensor();
+          const Tensor r = uniform({M, N}, -4, 4, gen, DType::Float64).to(dt);
+          const Tensor xg = x.to(gpu, dt), wg = w.to(gpu, dt), bg = withBias ? b.to(gpu) : Tensor(), rg = r.to(gpu);
+          Tensor ours = full({M, N}, 7.0, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_linear(xg, wg, bg, ours, rg));
+          // product + bias + addend in float32, rounded once: within one ulp of the float64 sum
+          const Tensor want = x.matmul(w.t().contiguous()).add(r.to(DType::Float64));
+          const double ulp = dt == DType::Float16 ? 1.0 / 1024 : 1.0 / 128;
+          const Tensor o = ours.cpu().to(DType::Float64), b64 = withBias ? b.to(DType::Float64) : Tensor();
+          double worst = 0;
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              const double ref = want.get({i, j}) + (withBias ? b64.get({j}) : 0.0);
+              worst = std::max(worst, std::abs(o.get({i, j}) - ref) / (ulp * std::max(1.0, std::abs(ref))));
+            }
+          CHECK(worst <= 1.0);
+          // gemm_plus_bias takes this path with the addend; with linear.engine=cublas it is the
+          // product, rounded, then the sum: bit for bit the two passes
+          Tensor again = empty({M, N}, dt, gpu);
+          cudnn::gemm_plus_bias(xg, wg, bg, again, rg);
+          CHECK(max_abs_diff(again.cpu().to(DType::Float64), o) == 0);
+          cudnn::ScopedConfig scoped("linear.engine=cublas");
+          Tensor lib = empty({M, N}, dt, gpu), twoPasses = empty({M, N}, dt, gpu);
+          cudnn::gemm_plus_bias(xg, wg, bg, lib, rg);
+          cudnn::gemm_plus_bias(xg, wg, bg, twoPasses);
+          twoPasses.add_(rg);
+          CHECK(max_abs_diff(lib.cpu().to(DType::Float64), twoPasses.cpu().to(DType::Float64)) == 0);
+        }
+      }
+    }
+  }
+  // a NaN in the addend reaches its element alone; an Inf addend gives Inf
+  Tensor r = zeros({2, 8}, DType::Float64);
+  r.set({1, 3}, std::numeric_limits<double>::quiet_NaN());
+  r.set({0, 6}, -std::numeric_limits<double>::infinity());
+  Tensor y = empty({2, 8}, DType::BFloat16, gpu);
+  REQUIRE(cudnn::kernels::few_rows_linear(ones({2, 16}, DType::BFloat16, gpu), ones({8, 16}, DType::BFloat16, gpu),
+                                          Tensor(), y, r.to(gpu, DType::BFloat16)));
+  const Tensor got = y.cpu().to(DType::Float64);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 8; ++j) {
+      INFO(i, ", ", j);
+      if (i == 1 && j == 3) {
+        CHECK(std::isnan(got.get({i, j})));
+      } else if (i == 0 && j == 6) {
+        CHECK(got.get({i, j}) == -std::numeric_limits<double>::infinity());
+      } else {
+        CHECK(got.get({i, j}) == 16);
+      }
+    }
+  // an addend of another shape or dtype is not taken; five rows go through cuBLAS and a sum
+  Tensor y1 = empty({1, 8}, DType::Float16, gpu);
+  const Tensor x1 = ones({1, 16}, DType::Float16, gpu), w16 = ones({8, 16}, DType::Float16, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(x1, w16, Tensor(), y1, ones({1, 7}, DType::Float16, gpu)));
+  CHECK_FALSE(cudnn::kernels::few_rows_linear(x1, w16, Tensor(), y1, ones({1, 8}, DType::BFloat16, gpu)));
+  Tensor y5 = empty({5, 8}, DType::Float16, gpu);
+  cudnn::gemm_plus_bias(ones({5, 16}, DType::Float16, gpu), w16, Tensor(), y5, full({5, 8}, 0.5, DType::Float16, gpu));
+  CHECK(y5.cpu().to(DType::Float64).min().item() == 16.5);
+  CHECK(y5.cpu().to(DType::Float64).max().item() == 16.5);
+}
+
+TEST_CASE("A few rows' product with GELU in its epilogue: the product's and the activation kernel's bits") {
+  Generator gen(67);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    for (nn::Activation mode : {nn::Activation::GELUTanh, nn::Activation::GELU}) {
+      for (const auto& [N, K] : {std::pair<int64_t, int64_t>{3072, 768}, {40, 64}}) {
+        for (int64_t M = 1; M <= cudnn::kernels::kFewRowsMax; ++M) {
+          INFO(name(dt), " ", M, " x ", N, " x ", K, mode == nn::Activation::GELU ? " gelu" : " gelu tanh");
+          const Tensor x = uniform({M, K}, -1, 1, gen).to(gpu, dt), w = uniform({N, K}, -0.3, 0.3, gen).to(gpu, dt);
+          const Tensor b = uniform({N}, -1, 1, gen).to(gpu, dt);
+          Tensor y = empty({M, N}, dt, gpu), act = empty({M, N}, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_linear_activated(x, w, b, y, mode, act));
+          Tensor y1 = empty({M, N}, dt, gpu), act1 = empty({M, N}, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_linear(x, w, b, y1));
+          cudnn::kernels::activation_forward(mode, 0, y1, act1);
+          CHECK(max_abs_diff(y.cpu().to(DType::Float64), y1.cpu().to(DType::Float64)) == 0);
+          CHECK(max_abs_diff(act.cpu().to(DType::Float64), act1.cpu().to(DType::Float64)) == 0);
+        }
+      }
+    }
+  }
+  // NaN in x's row reaches both outputs' row; another activation or five rows are not taken
+  Tensor xh = ones({2, 16}, DType::Float64);
+  xh.set({0, 5}, std::numeric_limits<double>::quiet_NaN());
+  const Tensor w = full({8, 16}, 0.0625, DType::BFloat16, gpu);
+  Tensor y = empty({2, 8}, DType::BFloat16, gpu), act = empty({2, 8}, DType::BFloat16, gpu);
+  REQUIRE(cudnn::kernels::few_rows_linear_activated(xh.to(gpu, DType::BFloat16), w, Tensor(), y,
+                                                    nn::Activation::GELUTanh, act));
+  const Tensor a = act.cpu().to(DType::Float64);
+  for (int64_t j = 0; j < 8; ++j) {
+    CHECK(std::isnan(a.get({0, j})));
+    CHECK(std::abs(a.get({1, j}) - 0.8412) < 1e-2);  // GELU(1)
+  }
+  CHECK_FALSE(cudnn::kernels::few_rows_linear_activated(xh.to(gpu, DType::BFloat16), w, Tensor(), y,
+                                                        nn::Activation::SiLU, act));
+  Tensor y5 = empty({5, 8}, DType::BFloat16, gpu), act5 = empty({5, 8}, DType::BFloat16, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_linear_activated(ones({5, 16}, DType::BFloat16, gpu), w, Tensor(), y5,
+                                                        nn::Activation::GELU, act5));
+}
+
+TEST_CASE("A gated pair's few rows (SwiGLU's products and gate in one launch): the three launches' bits") {
+  Generator gen(66);
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{2048, 768}, {176, 64}, {8, 4104}}) {
+      for (int64_t M = 1; M <= cudnn::kernels::kFewRowsMax; ++M) {
+        for (bool withBias : {false, true}) {
+          INFO(name(dt), " ", M, " x ", N, " x ", K, withBias ? " with bias" : " without bias");
+          const Tensor x = uniform({M, K}, -1, 1, gen).to(gpu, dt);
+          const Tensor wg = uniform({N, K}, -0.2, 0.2, gen).to(gpu, dt),
+                       wu = uniform({N, K}, -0.2, 0.2, gen).to(gpu, dt);
+          const Tensor bg = withBias ? uniform({N}, -1, 1, gen).to(gpu, dt) : Tensor();
+          const Tensor bu = withBias ? uniform({N}, -1, 1, gen).to(gpu, dt) : Tensor();
+          Tensor gate = empty({M, N}, dt, gpu), up = empty({M, N}, dt, gpu), h = empty({M, N}, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_gated(x, wg, bg, wu, bu, gate, up, h));
+          Tensor gate1 = empty({M, N}, dt, gpu), up1 = empty({M, N}, dt, gpu), h1 = empty({M, N}, dt, gpu);
+          REQUIRE(cudnn::kernels::few_rows_linear(x, wg, bg, gate1));
+          REQUIRE(cudnn::kernels::few_rows_linear(x, wu, bu, up1));
+          cudnn::kernels::swiglu_gate_forward(gate1, up1, h1);
+          CHECK(max_abs_diff(gate.cpu().to(DType::Float64), gate1.cpu().to(DType::Float64)) == 0);
+          CHECK(max_abs_diff(up.cpu().to(DType::Float64), up1.cpu().to(DType::Float64)) == 0);
+          CHECK(max_abs_diff(h.cpu().to(DType::Float64), h1.cpu().to(DType::Float64)) == 0);
+        }
+      }
+    }
+  }
+  // NaN in a row of x reaches that row of all three; weights of two shapes, one bias alone, five
+  // rows and float32 are not taken
+  Tensor xh = ones({2, 16}, DType::Float64);
+  xh.set({1, 2}, std::numeric_limits<double>::quiet_NaN());
+  const Tensor w = full({8, 16}, 0.125, DType::Float16, gpu);
+  Tensor g = empty({2, 8}, DType::Float16, gpu), u = empty({2, 8}, DType::Float16, gpu),
+         h = empty({2, 8}, DType::Float16, gpu);
+  REQUIRE(cudnn::kernels::few_rows_gated(xh.to(gpu, DType::Float16), w, Tensor(), w, Tensor(), g, u, h));
+  const Tensor hh = h.cpu().to(DType::Float64);
+  for (int64_t j = 0; j < 8; ++j) {
+    CHECK(std::isnan(hh.get({1, j})));
+    CHECK(std::abs(hh.get({0, j}) - 2.0 / (1 + std::exp(-2.0)) * 2.0) < 1e-2);
+  }
+  const Tensor x1 = ones({1, 16}, DType::Float16, gpu);
+  Tensor g1 = empty({1, 8}, DType::Float16, gpu), u1 = empty({1, 8}, DType::Float16, gpu),
+         h1 = empty({1, 8}, DType::Float16, gpu);
+  CHECK_FALSE(
+      cudnn::kernels::few_rows_gated(x1, w, Tensor(), ones({8, 24}, DType::Float16, gpu), Tensor(), g1, u1, h1));
+  CHECK_FALSE(cudnn::kernels::few_rows_gated(x1, w, ones({8}, DType::Float16, gpu), w, Tensor(), g1, u1, h1));
+  Tensor g5 = empty({5, 8}, DType::Float16, gpu), u5 = empty({5, 8}, DType::Float16, gpu),
+         h5 = empty({5, 8}, DType::Float16, gpu);
+  CHECK_FALSE(cudnn::kernels::few_rows_gated(ones({5, 16}, DType::Float16, gpu), w, Tensor(), w, Tensor(), g5, u5, h5));
+  const Tensor w32 = ones({8, 16}, DType::Float32, gpu);
+  Tensor g32 = empty({1, 8}, DType::Float32, gpu), u32 = empty({1, 8}, DType::Float32, gpu),
+         h32 = empty({1, 8}, DType::Float32, gpu);
+  CHECK_FALSE(
+      cudnn::kernels::few_rows_gated(ones({1, 16}, DType::Float32, gpu), w32, Tensor(), w32, Tensor(), g32, u32, h32));
+}
+
 TEST_CASE("linear.engine: auto by default, cublas keeps a few rows on cuBLAS, refused by name, restored") {
   CHECK(cudnn::config().linear_engine == cudnn::LinearEngine::Auto);
   CHECK(std::string(cudnn::linear_engine_name(cudnn::LinearEngine::Cublas)) == "cublas");
@@ -453,7 +620,8 @@ TEST_CASE("linear.engine: auto by default, cublas keeps a few rows on cuBLAS, re
     cudnn::gemm_plus_bias(x, w, Tensor(), lib);
     cudnn::gemm(false, true, x, w, want);
     CHECK(max_abs_diff(lib.cpu().to(DType::Float64), want.cpu().to(DType::Float64)) == 0);
-    CHECK_THROWS_WITH_AS(cudnn::set_flags("linear.engine=gemv"), doctest::Contains("linear.engine expects auto or cublas"), Error);
+    CHECK_THROWS_WITH_AS(cudnn::set_flags("linear.engine=gemv"),
+                         doctest::Contains("linear.engine expects auto or cublas"), Error);
   }
   CHECK(cudnn::config().linear_engine == cudnn::LinearEngine::Auto);
 }

@@ -11,6 +11,7 @@
 #include "nn/MultiheadAttention.h"
 #include "nn/TransformerEncoderLayer.h"
 #include "tensor/Cuda.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/TwinCheck.h"
 
 using namespace tensor;
@@ -177,6 +178,22 @@ TEST_CASE("cudnn.MultiheadAttention matches nn with grouped-query heads, RoPE, a
         twin.setKeyPaddingMask(kpm.to(gpu));
       }
       expect_twin_matches(ref, twin, uniform({B, S, E}, -1, 1, gen, DType::Float64), dt, attention_tolerance(dt));
+    }
+  }
+}
+
+TEST_CASE("cudnn.MultiheadAttention forwardAdding matches nn's: a few rows' output projection takes the addend") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(4903);
+  for (DType dt : kDtypes) {
+    for (const Shape& s : {Shape{1, 1, 64}, Shape{2, 1, 64}, Shape{3, 5, 64}}) {
+      INFO(name(dt), " input ", shape_str(s));
+      nn::MultiheadAttentionOptions o;
+      o.embedDim = 64, o.numHeads = 4, o.numKvHeads = 2, o.batchFirst = true, o.causal = true;
+      nn::MultiheadAttention ref(o);
+      cudnn::MultiheadAttention twin(o);
+      expect_twin_adding_matches(ref, twin, uniform(s, -1, 1, gen, DType::Float64), dt,
+                                 TwinTolerance::for_dtype(dt).forward);
     }
   }
 }

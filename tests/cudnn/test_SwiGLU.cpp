@@ -8,6 +8,7 @@
 #include "cudnn/SwiGLU.h"
 #include "cudnn/core/Config.h"
 #include "nn/SwiGLU.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/ErrorText.h"
 #include "tests/support/SteadyState.h"
 #include "tests/support/TwinCheck.h"
@@ -150,4 +151,18 @@ TEST_CASE("cudnn.SwiGLU: convert round trip, printing and errors") {
   CHECK(has(e, "cudnn.SwiGLU::updateGradInput: expected gradOutput of the output's shape [2 x 4]"));
   e = error_of([&] { twin.backward(zeros({3, 4}, DType::Float32, gpu), zeros({3, 4}, DType::Float32, gpu)); });
   CHECK(has(e, "cudnn.SwiGLU::updateGradInput: expected a forward() of input"));
+}
+
+TEST_CASE("cudnn.SwiGLU forwardAdding matches nn's: a few rows' down projection takes the addend") {
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  Generator gen(4817);
+  for (DType dt : kDtypes) {
+    for (const Shape& s : {Shape{1, 64}, Shape{2, 2, 64}, Shape{9, 64}}) {
+      INFO(name(dt), " input ", shape_str(s));
+      nn::SwiGLU ref(64, 176, false);
+      cudnn::SwiGLU twin(64, 176, false);
+      expect_twin_adding_matches(ref, twin, uniform(s, -1, 1, gen, DType::Float64), dt,
+                                 TwinTolerance::for_dtype(dt).forward);
+    }
+  }
 }

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "nn/Linear.h"
+#include "nn/ReLU.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/GradCheck.h"
 
 using namespace tensor;
@@ -153,5 +155,39 @@ TEST_CASE("Linear over leading dims: a zero-size leading dim is an empty batch; 
   CHECK_THROWS_WITH_AS(m.backward(x, zeros({6, 3})),
                        "nn.Linear::updateGradInput: expected gradOutput of the output's shape [2 x 3 x 3] (for input "
                        "[2 x 3 x 4]), got [6 x 3]",
+                       Error);
+}
+
+TEST_CASE("Linear forwardAdding: forward + addend bit for bit, the same gradients; the addend checked first") {
+  Generator gen(4);
+  nn::Linear m(4, 3);
+  for (const Shape& s : {Shape{2, 4}, Shape{4}, Shape{2, 5, 4}}) {
+    INFO(shape_str(s));
+    expect_adding_exact(m, uniform(s, -1, 1, gen));
+  }
+  m.to(DType::Float64);
+  expect_adding_exact(m, uniform({3, 4}, -1, 1, gen, DType::Float64));
+  m.to(DType::Float32);
+  // the addend's shape, dtype and layout are checked before anything is written
+  const Tensor x = uniform({2, 4}, -1, 1, gen);
+  const Tensor before = m.forward(x).clone();
+  CHECK_THROWS_WITH_AS(m.forwardAdding(x, zeros({2, 4})),
+                       "nn.Linear::forwardAdding: expected a contiguous addend [2 x 3] of float32 on cpu, got float32 "
+                       "[2 x 4] on cpu",
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forwardAdding(x, zeros({2, 3}, DType::Float64)), doctest::Contains("got float64 [2 x 3]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(m.forwardAdding(x, zeros({3, 2}).t()), doctest::Contains("(not contiguous)"), Error);
+  CHECK_THROWS_WITH_AS(m.forwardAdding(x, Tensor()), doctest::Contains("got an undefined tensor"), Error);
+  CHECK_THROWS_WITH_AS(m.forwardAdding(zeros({2, 5}), zeros({2, 3})),
+                       "nn.Linear::forwardAdding: expected input of [4] or [batch x 4], got [2 x 5]", Error);
+  CHECK(max_abs_diff(m.output, before) == 0);
+  // a module without the form says so; forwardAdding refuses it
+  nn::ReLU relu;
+  CHECK_FALSE(relu.addsInForward());
+  CHECK_FALSE(relu.takesAddend(x));
+  CHECK_THROWS_WITH_AS(relu.forwardAdding(x, x),
+                       "nn.ReLU::forwardAdding: expected a module that adds in its forward on the input's device (cpu; "
+                       "takesAddend), got nn.ReLU, which has no such form",
                        Error);
 }

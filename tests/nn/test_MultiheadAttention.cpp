@@ -3,6 +3,7 @@
 
 #include "nn/ModuleConfig.h"
 #include "nn/MultiheadAttention.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/GradCheck.h"
 #include "tests/support/TransformerReference.h"
 
@@ -492,4 +493,25 @@ TEST_CASE("MultiheadAttention decoder options: errors, printing, configuration, 
                        "nn.MultiheadAttention::updateGradInput: expected num_kv_heads 2 as in the forward, got 1 "
                        "(num_kv_heads changed between forward and backward)",
                        Error);
+}
+
+TEST_CASE("MultiheadAttention forwardAdding: the attention + addend bit for bit, the same gradients") {
+  Generator gen(31);
+  for (bool batchFirst : {false, true}) {
+    nn::MultiheadAttentionOptions o;
+    o.embedDim = 8, o.numHeads = 2, o.numKvHeads = 1, o.batchFirst = batchFirst, o.causal = true;
+    nn::MultiheadAttention m(o);
+    m.to(DType::Float64);
+    INFO((batchFirst ? "batch first" : "sequence first"));
+    expect_adding_exact(m, uniform({3, 2, 8}, -1, 1, gen, DType::Float64));
+    CHECK_THROWS_WITH_AS(m.forwardAdding(zeros({3, 2, 8}, DType::Float64), zeros({2, 3, 8}, DType::Float64)),
+                         "nn.MultiheadAttention::forwardAdding: expected a contiguous addend [3 x 2 x 8] of float64 on "
+                         "cpu, got float64 [2 x 3 x 8] on cpu",
+                         Error);
+    // the addend is the call's alone: a later plain forward adds nothing
+    const Tensor x = uniform({3, 2, 8}, -1, 1, gen, DType::Float64);
+    const Tensor plain = m.forward(x).clone();
+    m.forwardAdding(x, ones({3, 2, 8}, DType::Float64));
+    CHECK(max_abs_diff(m.forward(x), plain) == 0);
+  }
 }

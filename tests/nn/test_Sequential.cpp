@@ -3,7 +3,9 @@
 
 #include "nn/Identity.h"
 #include "nn/Linear.h"
+#include "nn/ReLU.h"
 #include "nn/Sequential.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/GradCheck.h"
 
 using namespace tensor;
@@ -100,4 +102,21 @@ TEST_CASE("Sequential's first-n passes equal the whole passes with the last chil
   CHECK(net.forwardFirst(x, 0).is_same_view(x));
   CHECK(max_abs_diff(net.backwardFirst(x, gx, 0, 1.0), gx) == 0);
   CHECK_THROWS_WITH_AS(net.forwardFirst(x, 4), doctest::Contains("expected at most 3 children, got 4"), tensor::Error);
+}
+
+TEST_CASE("Sequential forwardAdding: its last child adds (GPT-2's mlp), else it has no such form") {
+  Generator gen(9);
+  nn::Sequential mlp{std::make_shared<nn::Linear>(4, 6), std::make_shared<nn::ReLU>(),
+                     std::make_shared<nn::Linear>(6, 4)};
+  CHECK(mlp.addsInForward());
+  testing::expect_adding_exact(mlp, uniform({3, 4}, -1, 1, gen));
+  testing::expect_adding_exact(mlp, uniform({2, 3, 4}, -1, 1, gen));
+  nn::Sequential endsInReLU{std::make_shared<nn::Linear>(4, 6), std::make_shared<nn::ReLU>()};
+  CHECK_FALSE(endsInReLU.addsInForward());
+  CHECK_FALSE(nn::Sequential().addsInForward());
+  CHECK_THROWS_WITH_AS(endsInReLU.forwardAdding(zeros({1, 4}), zeros({1, 6})), doctest::Contains("has no such form"),
+                       Error);
+  // the last child's refusal of the addend names the path
+  CHECK_THROWS_WITH_AS(mlp.forwardAdding(zeros({1, 4}), zeros({1, 5})),
+                       doctest::Contains("nn.Linear::forwardAdding: expected a contiguous addend [1 x 4]"), Error);
 }

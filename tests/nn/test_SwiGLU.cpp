@@ -10,6 +10,7 @@
 #include "nn/Linear.h"
 #include "nn/SiLU.h"
 #include "nn/SwiGLU.h"
+#include "tests/support/AddingChecks.h"
 #include "tests/support/DecoderNormReference.h"
 #include "tests/support/GradCheck.h"
 #include "tests/support/TransformerReference.h"
@@ -170,4 +171,18 @@ TEST_CASE("SwiGLU: errors, printing, configuration, state and model-file round t
   CHECK(back->str() == orig->str());
   const Tensor xi = uniform({2, 3, 4}, -1, 1, gen);
   CHECK(max_abs_diff(back->forward(xi), orig->forward(xi)) == 0);
+}
+
+TEST_CASE("SwiGLU forwardAdding: forward + addend bit for bit, the same gradients, the addend checked") {
+  Generator gen(12);
+  for (bool bias : {false, true}) {
+    nn::SwiGLU m(6, 10, bias);
+    m.to(DType::Float64);
+    expect_adding_exact(m, uniform({3, 6}, -1, 1, gen, DType::Float64));
+    expect_adding_exact(m, uniform({2, 2, 6}, -1, 1, gen, DType::Float64));
+    CHECK_THROWS_WITH_AS(m.forwardAdding(zeros({3, 6}, DType::Float64), zeros({3, 5}, DType::Float64)),
+                         "nn.SwiGLU::forwardAdding: expected a contiguous addend [3 x 6] of float64 on cpu, got "
+                         "float64 [3 x 5] on cpu",
+                         Error);
+  }
 }
