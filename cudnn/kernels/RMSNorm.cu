@@ -74,11 +74,14 @@ __global__ void forward_cached_kernel(const T* x, int64_t rows, int64_t cols, co
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
     A v[kPer];
+    T wv[kPer];  // the weight, loaded with the row rather than after the reduction: a decode
+                 // step's one row otherwise waits for a second trip to memory
     A ss = 0;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
       v[i] = c < cols ? static_cast<A>(xr[c]) : A(0);
+      if (w && c < cols) wv[i] = w[c];
       ss += v[i] * v[i];
     }
     const A rs = rsqrt_of(warp_block_reduce(ss, Plus{}, A(0), shared) / static_cast<A>(cols) + eps);
@@ -88,7 +91,7 @@ __global__ void forward_cached_kernel(const T* x, int64_t rows, int64_t cols, co
       const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
       if (c < cols) {
         const A xhat = v[i] * rs;
-        yr[c] = T(w ? xhat * static_cast<A>(w[c]) : xhat);  // See Note [RMSNorm's rounding]
+        yr[c] = T(w ? xhat * static_cast<A>(wv[i]) : xhat);  // See Note [RMSNorm's rounding]
       }
     }
   }
