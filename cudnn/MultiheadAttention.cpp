@@ -64,9 +64,7 @@ void MultiheadAttention::attention(const Tensor& q, const Tensor& k, const Tenso
                                   shared.device().index);
         words.step = c->stepCount();
       }
-      nn::SdpaOptions o = options;
-      o.keyLengthsInt32 = words.words;
-      cudnn::sdpa(q, k, v, o, &saved, out);
+      sdpa_with_int32_lengths(q, k, v, options, &saved, out, words.words);
       return;
     }
   }

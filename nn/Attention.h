@@ -16,10 +16,6 @@ struct SdpaOptions {
   bool causal = false;  // PyTorch's is_causal (top-left aligned): key j masked for query i when j > i
   tensor::Tensor
       keyLengths;  // undefined, or int64 [batch] (any device): keys j >= keyLengths[b] masked; each in [1, Sk]
-  // Optional, with keyLengths: the same values as int32 in a [batch] tensor of 4-byte elements on
-  // the inputs' device, made once for many calls (a KV cache's step: nn::KVCache::stepWords); the
-  // cudnn backend reads it instead of converting keyLengths, nn ignores it.
-  tensor::Tensor keyLengthsInt32;
   double dropout = 0;   // probability of zeroing an attention probability, in [0, 1); 0 = none
   tensor::Tensor mask;  // undefined, or broadcastable to [B x H x Sq x Sk] as [Sq x Sk], [B x 1 x Sq x Sk],
                         // [B x H x Sq x Sk] (also [1 x 1 x Sq x Sk], [B x 1 x 1 x Sk]): uint8 = boolean,

@@ -56,10 +56,10 @@ class KVCache {
   // (a layer run outside such a step adds the tokens itself).
   tensor::Tensor keyLengths(int64_t tokens) const { return tokens == stepTokens_ ? stepLengths_ : tensor::Tensor(); }
   // A backend's own copy of keyLengths(tokens), made once a step by the first layer that needs
-  // it (cudnn: the int32 lengths cuDNN's attention reads, See Note [Sequence lengths] in
-  // cudnn/ops/attention.cpp): `words` is [batch] of 4-byte elements (float32 storage), allocated
-  // with keyLengths' buffer so that a captured step writes the same storage on every replay;
-  // `step` is the beginStep it was made in (stepCount() then), -1 before.
+  // it (cudnn: the int32 lengths cuDNN's attention reads, cudnn::sdpa_with_int32_lengths; Note
+  // [Sequence lengths] in cudnn/ops/attention.cpp): `words` is [batch] of 4-byte elements
+  // (float32 storage), allocated with keyLengths' buffer so that a captured step writes the same
+  // storage on every replay; `step` is the beginStep it was made in (stepCount() then), -1 before.
   struct StepWords {
     tensor::Tensor words;
     int64_t step = -1;

@@ -125,7 +125,8 @@ const Tensor& SwiGLU::forwardInto(const Tensor& input, const Tensor& addend, con
 const Tensor& SwiGLU::updateOutput(const Tensor& input) { return forwardInto(input, Tensor(), "updateOutput"); }
 
 const Tensor& SwiGLU::updateOutputAdding(const Tensor& input, const Tensor& addend) {
-  if (!addend.defined()) check_addend(where("forwardAdding"), addend, input.sizes(), input);
+  checkInput(input, "forwardAdding");
+  check_addend(where("forwardAdding"), addend, input.sizes(), input);  // an undefined one too
   return forwardInto(input, addend, "forwardAdding");
 }
 

@@ -180,8 +180,8 @@ cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HA
 // buffer first filled inside one would hold its value only once the graph replays; there
 // they are made per call, as the capture's warm-up should have made them already). Only the
 // caller's keyLengths are converted per call: one kernel, one buffer; or the caller hands them
-// converted already (keyLengthsInt32: a decode step's layers share the KV cache's one copy, made
-// by the first layer, cudnn::MultiheadAttention::attention).
+// converted already (sdpa_with_int32_lengths: a decode step's layers share the KV cache's one copy,
+// made by the first layer, cudnn::MultiheadAttention::attention).
 struct LengthsKey {
   int64_t device, b, length;
 };
@@ -229,14 +229,13 @@ std::pair<Tensor, Tensor> sequence_lengths(const Tensor& lengths, const Tensor& 
   return {constant_lengths(p, p.sq), lengths.defined() ? lengths_int32(lengths, p) : constant_lengths(p, p.sk)};
 }
 
-// options.keyLengthsInt32 where it is usable as seq_kv: [b] 4-byte elements on the problem's
-// device, contiguous (else undefined: the lengths are converted).
-Tensor int32_lengths_on(const nn::SdpaOptions& o, const Problem& p) {
-  const Tensor& t = o.keyLengthsInt32;
+// The caller's int32 key lengths where they are usable as seq_kv: [b] 4-byte elements on the
+// problem's device, contiguous (undefined: the lengths are converted).
+Tensor int32_lengths_on(const Tensor& t, const nn::SdpaOptions& o, const Problem& p) {
   if (!t.defined() || !o.keyLengths.defined()) return Tensor();
   if (t.dim() != 1 || t.numel() != p.b || tensor::itemsize(t.dtype()) != 4 || t.device() != p.device ||
       !t.is_contiguous()) {
-    throw tensor::Error("cudnn::sdpa: expected keyLengthsInt32 of " + std::to_string(p.b) + " 4-byte elements on " +
+    throw tensor::Error("cudnn::sdpa: expected int32 key lengths of " + std::to_string(p.b) + " 4-byte elements on " +
                         p.device.str() + " (keyLengths as int32), got " + t.description());
   }
   return t;
@@ -427,6 +426,11 @@ void fallback_backward(const Problem& p, const Tensor& q, const Tensor& k, const
 
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options, nn::SdpaSaved* saved,
             const Tensor& into) {
+  return sdpa_with_int32_lengths(q, k, v, options, saved, into, Tensor());
+}
+
+Tensor sdpa_with_int32_lengths(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOptions& options,
+                               nn::SdpaSaved* saved, const Tensor& into, const Tensor& keyLengths32) {
   const std::string where = "cudnn::sdpa: ";
   const Problem p = checked_problem(where, q, k, v, options);
   const Shape out_shape{p.b, p.h, p.sq, p.dv};
@@ -439,8 +443,8 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const nn::SdpaOpt
   bool done = false;
   if (why.empty()) {
     const Tensor w = writable(out, true);
-    done = fused_forward(p, q, k, v, lengths, int32_lengths_on(options, p), mask, bias_of(options, p, p.dtype), w, lse,
-                         options.causal, why);
+    done = fused_forward(p, q, k, v, lengths, int32_lengths_on(keyLengths32, options, p), mask,
+                         bias_of(options, p, p.dtype), w, lse, options.causal, why);
     if (done) finish_into(out, w);
   }
   if (!done) {

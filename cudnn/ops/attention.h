@@ -23,4 +23,13 @@ namespace cudnn {
 // The attention plans (and refusals) in the plan cache now (tests: bounded by conv.cache_limit).
 size_t sdpa_plans_cached();
 
+// cudnn::sdpa with the key lengths already in the int32 form cuDNN reads (`keyLengths32`: [b]
+// 4-byte elements on the inputs' device holding options.keyLengths' values), for the one caller
+// that makes them once for many calls: cudnn::MultiheadAttention's cached decode step, from the
+// KV cache's step words (nn::KVCache::stepWords). Internal, not in Functional.h: cuDNN reads these
+// lengths unchecked, so they come only from the cache's own conversion of checked lengths.
+tensor::Tensor sdpa_with_int32_lengths(const tensor::Tensor& q, const tensor::Tensor& k, const tensor::Tensor& v,
+                                       const nn::SdpaOptions& options, nn::SdpaSaved* saved, const tensor::Tensor& into,
+                                       const tensor::Tensor& keyLengths32);
+
 }  // namespace cudnn
