@@ -79,16 +79,9 @@ const Tensor& Linear::updateGradInput(const Tensor& input, const Tensor& gradOut
 
 void Linear::accGradParameters(const Tensor& input, const Tensor& gradOutput, double scale) {
   const Tensor x = checked(input, "accGradParameters").contiguous();
-  const int64_t batch = x.size(0);
   const Tensor gy = checkedGrad(input, gradOutput, "accGradParameters");
   checkParameters("accGradParameters", true);
-  gemm(true, false, gy, x, gradWeight, scale, 1.0);
-  if (bias.defined()) {
-    if (!ones_.defined() || ones_.size(0) != batch || ones_.dtype() != x.dtype() || ones_.device() != x.device()) {
-      nn::ensure(ones_, {batch, 1}, x).fill_(1.0);
-    }
-    gemm(true, false, gy, ones_, gradBias.view({outputSize, 1}), scale, 1.0);
-  }
+  linear_grad_parameters(x, gy, gradWeight, bias.defined() ? gradBias : Tensor(), scale, ones_);
 }
 
 }  // namespace cudnn

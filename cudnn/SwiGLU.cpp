@@ -47,13 +47,7 @@ void SwiGLU::linearGradInput(const Tensor& gy, const Tensor& weight, Tensor& gra
 
 void SwiGLU::linearGradParameters(const Tensor& x, const Tensor& gy, Tensor& gradWeight, Tensor& gradBias,
                                   double scale) {
-  gemm(true, false, gy, x, gradWeight, scale, 1.0);
-  if (!gradBias.defined()) return;
-  const int64_t rows = gy.size(0);
-  if (!ones_.defined() || ones_.size(0) != rows || ones_.dtype() != gy.dtype() || ones_.device() != gy.device()) {
-    nn::ensure(ones_, {rows, 1}, gy).fill_(1.0);
-  }
-  gemm(true, false, gy, ones_, gradBias.view({gy.size(1), 1}), scale, 1.0);
+  linear_grad_parameters(x, gy, gradWeight, gradBias, scale, ones_);
 }
 
 void SwiGLU::gate(const Tensor& a, const Tensor& b, Tensor& h) {

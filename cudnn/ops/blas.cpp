@@ -281,6 +281,19 @@ void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const
   if (addend.defined()) tensor::Tensor(out).add_(addend);  // the sum nn takes after its product
 }
 
+void linear_grad_parameters(const tensor::Tensor& x, const tensor::Tensor& gy, const tensor::Tensor& gradWeight,
+                            const tensor::Tensor& gradBias, double scale, tensor::Tensor& ones) {
+  gemm(true, false, gy, x, gradWeight, scale, 1.0);
+  if (!gradBias.defined()) return;
+  const int64_t rows = gy.size(0);
+  if (!ones.defined() || ones.dim() != 2 || ones.size(0) != rows || ones.dtype() != gy.dtype() ||
+      ones.device() != gy.device()) {
+    ones = tensor::empty({rows, 1}, gy.dtype(), gy.device());
+    ones.fill_(1.0);
+  }
+  gemm(true, false, gy, ones, gradBias.view({gy.size(1), 1}), scale, 1.0);
+}
+
 void gemm_strided_batched(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
                           const BatchedMatrix& A, const BatchedMatrix& B, double beta, const BatchedMatrix& C,
                           int64_t batch, int device) {

@@ -40,6 +40,13 @@ bool gemm_with_bias(bool transA, bool transB, const tensor::Tensor& A, const ten
 void gemm_plus_bias(const tensor::Tensor& x, const tensor::Tensor& weight, const tensor::Tensor& bias,
                     const tensor::Tensor& out, const tensor::Tensor& addend = tensor::Tensor());
 
+// A Linear's parameter gradients from its input x [rows x K] and output gradient gy [rows x N]:
+// gradWeight [N x K] += scale * gy^T x and, where gradBias is defined, gradBias [N] += scale *
+// gy's column sums, as a product with a column of ones kept in `ones` (made [rows x 1] of gy's
+// dtype and device when it is not). cudnn::Linear, the attention's projections and SwiGLU's.
+void linear_grad_parameters(const tensor::Tensor& x, const tensor::Tensor& gy, const tensor::Tensor& gradWeight,
+                            const tensor::Tensor& gradBias, double scale, tensor::Tensor& ones);
+
 // One matrix of a batch: a device pointer, its dtype, its row length (leading dimension, in
 // elements) and the distance between consecutive matrices of the batch (elements).
 struct BatchedMatrix {
