@@ -8,6 +8,7 @@
 
 #include "nn/Module.h"
 #include "tensor/Tensor.h"
+#include "testkit/Compare.h"
 #include "testkit/Inputs.h"
 
 namespace testing {
@@ -32,6 +33,17 @@ inline void expect_adding_exact(nn::Module& m, const tensor::Tensor& input) {
   const std::vector<Tensor> again = m.gradParameters();
   REQUIRE(again.size() == grads.size());
   for (size_t i = 0; i < grads.size(); ++i) CHECK(tensor::max_abs_diff(again[i], grads[i]) == 0);
+  // NaN, +Inf and -Inf in the addend, then in the input: the same kinds at the same places as
+  // forward + addend, the finite values bit for bit.
+  const Tensor badAddend = nn::testkit::with_nonfinite(addend);
+  const Tensor badInput = nn::testkit::with_nonfinite(input);
+  const auto exact = [&](const Tensor& x, const Tensor& a, const char* what) {
+    const Tensor want = m.forward(x).add(a).clone();
+    const nn::testkit::Report r = nn::testkit::compare_nonfinite(what, m.forwardAdding(x, a), want, 0);
+    CHECK_MESSAGE(r.ok(), r.str());
+  };
+  exact(input, badAddend, "forwardAdding, NaN and Inf in the addend");
+  exact(badInput, addend, "forwardAdding, NaN and Inf in the input");
 }
 
 // A twin on `device` in `dtype` with its nn reference's state (float64 on the CPU):
@@ -57,6 +69,17 @@ inline void expect_twin_adding_matches(nn::Module& reference, nn::Module& twin, 
   CHECK(tensor::rel_norm_error(got, want) < tol);
   const Tensor twinPlain = twin.forward(x).add(addend).to(tensor::Device::cpu(), DType::Float64);
   CHECK(tensor::rel_norm_error(got, twinPlain) < tol);
+  // NaN, +Inf and -Inf in the addend, then in the input: the twin's sum has them where nn's has
+  // (Both backends give the same answer, NaN and Inf included).
+  const auto same = [&](const Tensor& x64i, const Tensor& a64, const char* what) {
+    const Tensor want64 = reference.forwardAdding(x64i, a64).clone();
+    const Tensor got64 =
+        twin.forwardAdding(x64i.to(device, dtype), a64.to(device, dtype)).to(tensor::Device::cpu(), DType::Float64);
+    const nn::testkit::Report r = nn::testkit::compare_nonfinite(what, got64, want64, tol);
+    CHECK_MESSAGE(r.ok(), r.str());
+  };
+  same(x64, nn::testkit::with_nonfinite(addend64), "twin forwardAdding, NaN and Inf in the addend");
+  same(nn::testkit::with_nonfinite(x64), addend64, "twin forwardAdding, NaN and Inf in the input");
 }
 
 }  // namespace testing
