@@ -15,6 +15,10 @@
 //   conv.precision     as_input | as_input_f32 (default) | float16 | float32 | float64
 //   conv.graph         true (default) / false: convolutions also run cuDNN graph-API engines
 //                      (Note [Candidates] in cudnn/ops/conv_search.cpp); false: legacy algorithms only
+//   conv.heuristics    a (default) | b: the cuDNN heuristics mode that ranks a convolution's graph
+//                      engines (then the fallback list): mode A, cuDNN's instant one (PyTorch's), or
+//                      mode B, slower to ask (once a shape) and meant to rank more accurately
+//                      (Note [Heuristics modes] in cudnn/ops/conv_search.cpp)
 //   conv.cache_limit   the most entries (pass, shape, layout, dtype, flags) the process-wide
 //                      cache of algorithm choices and graph plans keeps, dropping the least
 //                      recently used first (default 10000, as PyTorch's plan cache; 0: no limit)
@@ -66,6 +70,7 @@ enum class PoolBackward { Auto, Ours, Cudnn };
 enum class GroupNormEngine { Kernel, Cudnn };
 enum class RMSNormEngine { Kernel, Cudnn };  // rmsnorm.engine
 enum class LinearEngine { Auto, Cublas };    // linear.engine
+enum class ConvHeuristics { A, B };          // conv.heuristics
 
 // Everything known about one legacy cuDNN convolution algorithm, one row per flag name
 // (an alias repeats its algorithm; names as Theano maps them, none=IMPLICIT_GEMM, small=
@@ -117,6 +122,7 @@ struct Config {
   AlgoSetting algo_fwd, algo_bwd_filter, algo_bwd_data;
   Precision precision = Precision::AsInputF32;
   bool conv_graph = true;
+  ConvHeuristics conv_heuristics = ConvHeuristics::A;
   size_t conv_cache_limit = 10000;
   // Note [Trial workspaces]: a multiple of the pass's tensor bytes, or kSearchWorkspaceAuto (the
   // default: 4 for float32/float64 data, 2 for 16-bit)
@@ -154,6 +160,7 @@ const char* pool_backward_name(PoolBackward choice);
 const char* group_norm_engine_name(GroupNormEngine engine);
 const char* rms_norm_engine_name(RMSNormEngine engine);  // "kernel", "cudnn"
 const char* linear_engine_name(LinearEngine engine);     // "auto", "cublas"
+const char* conv_heuristics_name(ConvHeuristics mode);   // "a", "b"
 
 // Sets the flags for a scope and restores all of config() on exit (tests, benchmarks).
 class ScopedConfig {

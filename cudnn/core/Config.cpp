@@ -66,6 +66,7 @@ constexpr const char* kPoolBackwardNames[] = {"auto", "ours", "cudnn"};
 constexpr const char* kGroupNormEngineNames[] = {"kernel", "cudnn"};
 constexpr const char* kRMSNormEngineNames[] = {"kernel", "cudnn"};  // rmsnorm.engine
 constexpr const char* kLinearEngineNames[] = {"auto", "cublas"};    // linear.engine
+constexpr const char* kConvHeuristicsNames[] = {"a", "b"};          // conv.heuristics
 
 // The enumerator of E named `v` in `names`; throws naming the key and the accepted values.
 template <class E, size_t N>
@@ -100,10 +101,14 @@ size_t parse_bytes(const std::string& key, const std::string& v) {
   const double n = leading_number(v, used);
   double scale = 1;
   const std::string suffix = v.substr(used);
-  if (suffix == "K" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) used = 0;
+  if (suffix == "K" || suffix == "k")
+    scale = 1024.0;
+  else if (suffix == "M" || suffix == "m")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    used = 0;
   if (used == 0 || n < 0) {
     throw tensor::Error("cudnn flags: " + key + " expects a byte count like 1073741824, 512M or 4G, got '" + v + "'");
   }
@@ -162,7 +167,8 @@ const ConvAlgorithm& last_resort(ConvPass pass, bool deterministic) {
 
 AlgoSetting AlgoSetting::parse(ConvPass pass, const std::string& name) {
   AlgoSetting s;
-  const Policy policies[] = {Policy::GuessOnce, Policy::GuessOnShapeChange, Policy::TimeOnce, Policy::TimeOnShapeChange};
+  const Policy policies[] = {Policy::GuessOnce, Policy::GuessOnShapeChange, Policy::TimeOnce,
+                             Policy::TimeOnShapeChange};
   for (int i = 0; i < 4; ++i) {
     if (name == policy_names[i]) {
       s.policy = policies[i];
@@ -193,9 +199,12 @@ const char* algo_name(ConvPass pass, int algo) {
 
 const char* pass_name(ConvPass pass) {
   switch (pass) {
-    case ConvPass::Forward: return "fwd";
-    case ConvPass::BackwardData: return "bwd_data";
-    case ConvPass::BackwardFilter: return "bwd_filter";
+    case ConvPass::Forward:
+      return "fwd";
+    case ConvPass::BackwardData:
+      return "bwd_data";
+    case ConvPass::BackwardFilter:
+      return "bwd_filter";
   }
   return "?";
 }
@@ -210,11 +219,16 @@ const char* rms_norm_engine_name(RMSNormEngine engine) { return kRMSNormEngineNa
 
 const char* linear_engine_name(LinearEngine engine) { return kLinearEngineNames[static_cast<int>(engine)]; }
 
+const char* conv_heuristics_name(ConvHeuristics mode) { return kConvHeuristicsNames[static_cast<int>(mode)]; }
+
 const AlgoSetting& Config::algo(ConvPass pass) const {
   switch (pass) {
-    case ConvPass::Forward: return algo_fwd;
-    case ConvPass::BackwardData: return algo_bwd_data;
-    case ConvPass::BackwardFilter: return algo_bwd_filter;
+    case ConvPass::Forward:
+      return algo_fwd;
+    case ConvPass::BackwardData:
+      return algo_bwd_data;
+    case ConvPass::BackwardFilter:
+      return algo_bwd_filter;
   }
   return algo_fwd;
 }
@@ -234,6 +248,7 @@ std::string Config::str() const {
          ",conv.algo_fwd=" + algo_fwd.name + ",conv.algo_bwd_filter=" + algo_bwd_filter.name +
          ",conv.algo_bwd_data=" + algo_bwd_data.name +
          ",conv.precision=" + precision_names[static_cast<int>(precision)] + ",conv.graph=" + b(conv_graph) +
+         ",conv.heuristics=" + conv_heuristics_name(conv_heuristics) +
          ",conv.cache_limit=" + std::to_string(conv_cache_limit) + ",conv.search_workspace=" +
          (conv_search_workspace == kSearchWorkspaceAuto ? std::string("auto") : number(conv_search_workspace)) +
          ",conv.search_tolerance=" + number(conv_search_tolerance) + ",channels_last=" + b(channels_last) +
@@ -274,11 +289,16 @@ void apply_flags(Config& next, const std::string& flags) {
     if (eq == std::string::npos) throw tensor::Error("cudnn flags: expected key=value, got '" + item + "'");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "enabled") {
-      if (value == "auto") next.enabled = Enabled::Auto;
-      else if (value == "true" || value == "True") next.enabled = Enabled::True;
-      else if (value == "false" || value == "False") next.enabled = Enabled::False;
-      else if (value == "no_check") next.enabled = Enabled::NoCheck;
-      else throw tensor::Error("cudnn flags: enabled expects auto, true, false or no_check, got '" + value + "'");
+      if (value == "auto")
+        next.enabled = Enabled::Auto;
+      else if (value == "true" || value == "True")
+        next.enabled = Enabled::True;
+      else if (value == "false" || value == "False")
+        next.enabled = Enabled::False;
+      else if (value == "no_check")
+        next.enabled = Enabled::NoCheck;
+      else
+        throw tensor::Error("cudnn flags: enabled expects auto, true, false or no_check, got '" + value + "'");
     } else if (bool Config::*flag = bool_flag(key)) {
       next.*flag = parse_bool(key, value);
     } else if (key == "workspace_limit") {
@@ -289,6 +309,8 @@ void apply_flags(Config& next, const std::string& flags) {
       next.algo_bwd_filter = AlgoSetting::parse(ConvPass::BackwardFilter, value);
     } else if (key == "conv.algo_bwd_data") {
       next.algo_bwd_data = AlgoSetting::parse(ConvPass::BackwardData, value);
+    } else if (key == "conv.heuristics") {
+      next.conv_heuristics = parse_choice<ConvHeuristics>(key, value, kConvHeuristicsNames);
     } else if (key == "conv.cache_limit") {
       next.conv_cache_limit = parse_count(key, value);
     } else if (key == "conv.search_workspace") {
@@ -317,16 +339,18 @@ void apply_flags(Config& next, const std::string& flags) {
         }
       }
       if (!found) {
-        throw tensor::Error("cudnn flags: conv.precision expects as_input, as_input_f32, float16, float32 or float64, got '" +
-                            value + "'");
+        throw tensor::Error(
+            "cudnn flags: conv.precision expects as_input, as_input_f32, float16, float32 or float64, got '" + value +
+            "'");
       }
     } else {
-      throw tensor::Error("cudnn flags: unknown key '" + key +
-                          "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
-                          "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
-                          "conv.graph, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
-                          "attention.fused, layernorm.engine, pool.backward, rmsnorm.engine, groupnorm.engine, "
-                          "linear.engine)");
+      throw tensor::Error(
+          "cudnn flags: unknown key '" + key +
+          "' (known: enabled, benchmark, fastest, verbose, deterministic, allow_tf32, "
+          "workspace_limit, conv.algo_fwd, conv.algo_bwd_filter, conv.algo_bwd_data, conv.precision, "
+          "conv.graph, conv.heuristics, conv.cache_limit, conv.search_workspace, conv.search_tolerance, channels_last, "
+          "attention.fused, layernorm.engine, pool.backward, rmsnorm.engine, groupnorm.engine, "
+          "linear.engine)");
     }
   }
 }

@@ -214,7 +214,7 @@ void add_fused_operations(const ConvGraphSpec& s, std::deque<BackendDescriptor>&
 }  // namespace
 
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cudnnHandle_t h, size_t max,
-                                                      int per_engine, std::string& why) {
+                                                      int per_engine, std::string& why, bool mode_b) {
   std::vector<std::shared_ptr<ConvEngine>> out;
   try {
     auto objects = std::make_shared<GraphObjects>();
@@ -236,7 +236,10 @@ std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& s, cu
 
     std::map<int64_t, int> seen;  // configurations taken per engine
     std::string heuristics_failed;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    // mode B's ranking first where asked, then A's for the engines B left out, then the fallback
+    std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    if (mode_b) modes.insert(modes.begin(), CUDNN_HEUR_MODE_B);
+    for (cudnnBackendHeurMode_t mode : modes) {
       HeuristicResults ranked = heuristic_configs(graph_raw, mode, heuristics_failed);
       std::vector<BackendDescriptor>& configs = ranked.configs;
       const int64_t got = static_cast<int64_t>(configs.size());

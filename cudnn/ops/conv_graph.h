@@ -80,12 +80,12 @@ class ConvEngine {
   size_t workspace_ = 0;
 };
 
-// The engine configurations cuDNN's heuristics rank for the pass (mode A, then the fallback
-// list), at most `max` of them and the best-ranked `per_engine` of each engine (an engine's
+// The engine configurations cuDNN's heuristics rank for the pass (mode A, or B then A where
+// `mode_b`, then the fallback list), at most `max` of them and the best-ranked `per_engine` of each engine (an engine's
 // configurations differ in knobs such as tile sizes: Note [Engine configurations] in
 // conv_search.cpp). Engines that convert inputs to a lower precision are left out. Empty, with
 // `why`, when cuDNN builds no graph.
 std::vector<std::shared_ptr<ConvEngine>> conv_engines(const ConvGraphSpec& spec, cudnnHandle_t h, size_t max,
-                                                      int per_engine, std::string& why);
+                                                      int per_engine, std::string& why, bool mode_b = false);
 
 }  // namespace cudnn::graph

@@ -76,7 +76,7 @@ struct ConvProblem {
   void* out = nullptr;
   const Tensor* out_tensor = nullptr;  // out again, for a graph engine's blend (Note [Candidates])
   size_t out_bytes = 0;
-  size_t tensor_bytes = 0;  // a, b and out: what a timed search's trial cap is relative to
+  size_t tensor_bytes = 0;   // a, b and out: what a timed search's trial cap is relative to
   bool sixteen_bit = false;  // float16 / bfloat16 data (the cap's default ratio)
   int device = 0;
   double alpha = 1, beta = 0;
@@ -91,7 +91,8 @@ struct ConvKey {
   int32_t pass, device, dtype, compute, tf32, deterministic, timed, nd, groups, cross, graph;
   int32_t fusion;  // Epilogue::key()
   int32_t x[5], w[5], y[5], pad[3], stride[3], dilation[3];
-  int32_t w_channels_last, unused;  // the filter's layout (Note [Channels-last filters]); 0
+  int32_t w_channels_last;  // the filter's layout (Note [Channels-last filters])
+  int32_t heuristics;       // conv.heuristics (ConvHeuristics), which ranks the graph engines
   int64_t x_stride[5], y_stride[5];
   uint64_t handle;  // handle_serial() with graph engines, else 0
 };

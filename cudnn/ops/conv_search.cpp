@@ -55,6 +55,15 @@ namespace cudnn {
 //     every shape, which a graph plan cannot be) stay legacy; conv.graph=false turns the graph engines off.
 //   - Buffers not 16-byte aligned, a filter that is not contiguous, or a strided output with
 //     factors to blend take the legacy path.
+//
+// Note [Heuristics modes]
+// cuDNN ranks a graph's engines by one of its heuristics modes: A, the instant one that
+// PyTorch's default path asks, or B, slower to ask and meant to be more accurate. A guess runs
+// the first engine of the list that works, so the mode decides the default path's kernel: with
+// conv.heuristics=b the list is mode B's ranking, then the engines only A names, then the
+// fallback list (a graph B cannot rank keeps A's). The choice is still a pure function of the
+// shapes and flags (no timing), so a run and its resumed copy compute the same bits. Both lists
+// are cached per key (ConvKey::heuristics); the question costs once per shape.
 
 namespace conv_detail {
 
@@ -381,7 +390,8 @@ std::vector<Candidate> graph_candidates(const ConvProblem& c, bool timed, Trace&
   if (!c.graph) return out;
   std::string why;
   const size_t max = timed ? kMaxTimedConfigs : kMaxGraphEngines;
-  for (auto& e : graph::conv_engines(*c.graph, c.handle, max, timed ? kTimedConfigsPerEngine : 1, why)) {
+  const bool mode_b = config().conv_heuristics == ConvHeuristics::B;  // Note [Heuristics modes]
+  for (auto& e : graph::conv_engines(*c.graph, c.handle, max, timed ? kTimedConfigsPerEngine : 1, why, mode_b)) {
     Candidate cand;
     cand.algo = kGraphEngine + static_cast<int>(e->global_index());
     cand.deterministic = !e->has_note(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
@@ -589,6 +599,7 @@ ConvKey ConvPlan::Impl::make_key(const PassTensors& t, const ConvSpec& g, cudnnD
     key.dilation[i] = static_cast<int32_t>(g.dilation[i]);
   }
   key.w_channels_last = filter_channels_last(filter_of<P>(t));
+  key.heuristics = static_cast<int32_t>(cfg.conv_heuristics);
   return key;
 }
 
@@ -1082,7 +1093,6 @@ template bool ConvPlan::Impl::execute<ConvPass::BackwardData>(const PassTensors&
                                                               const Epilogue&);
 template bool ConvPlan::Impl::execute<ConvPass::BackwardFilter>(const PassTensors&, const ConvSpec&, double, double,
                                                                 const Epilogue&);
-
 
 void clear_algorithm_cache() { release_algorithm_cache(); }
 

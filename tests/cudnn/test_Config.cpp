@@ -18,12 +18,15 @@ TEST_CASE("algorithm names map to cuDNN's enums as Theano maps them") {
   CHECK(AlgoSetting::parse(ConvPass::Forward, "fft").algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT);
   CHECK(AlgoSetting::parse(ConvPass::Forward, "fft_tiling").algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING);
   CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD);
-  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
-  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused").algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused").algo ==
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+  CHECK(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused").algo ==
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
   CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "none").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
   CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "deterministic").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
   CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "small").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
-  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "fft_tiling").algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING);
+  CHECK(AlgoSetting::parse(ConvPass::BackwardFilter, "fft_tiling").algo ==
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING);
   CHECK(AlgoSetting::parse(ConvPass::BackwardData, "deterministic").algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
   CHECK(AlgoSetting::parse(ConvPass::BackwardData, "winograd").algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD);
   CHECK_THROWS_WITH_AS(AlgoSetting::parse(ConvPass::BackwardFilter, "winograd"),
@@ -40,7 +43,8 @@ TEST_CASE("algorithm names map to cuDNN's enums as Theano maps them") {
   CHECK(AlgoSetting::parse(ConvPass::Forward, "small") == AlgoSetting::parse(ConvPass::Forward, std::string("small")));
   CHECK_FALSE(AlgoSetting::parse(ConvPass::Forward, "winograd_nonfused") ==
               AlgoSetting::parse(ConvPass::Forward, "winograd_non_fused"));
-  CHECK(std::string(algo_name(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) == "IMPLICIT_PRECOMP_GEMM");
+  CHECK(std::string(algo_name(ConvPass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)) ==
+        "IMPLICIT_PRECOMP_GEMM");
   CHECK(std::string(algo_name(ConvPass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD)) == "UNKNOWN");
 }
 
@@ -122,7 +126,8 @@ TEST_CASE("set_flags parses every key, rejects bad ones, and ScopedConfig restor
     CHECK(c.str().find("workspace_limit=536870912") != std::string::npos);
   }
   CHECK(config().str() == before.str());
-  CHECK_THROWS_WITH_AS(set_flags("benchmark=maybe"), "cudnn flags: benchmark expects true or false, got 'maybe'", tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("benchmark=maybe"), "cudnn flags: benchmark expects true or false, got 'maybe'",
+                       tensor::Error);
   CHECK_THROWS_WITH_AS(set_flags("workspace_limit=lots"), doctest::Contains("expects a byte count"), tensor::Error);
   CHECK_THROWS_WITH_AS(set_flags("colour=blue"), doctest::Contains("unknown key 'colour'"), tensor::Error);
   for (const char* bad :
@@ -258,7 +263,8 @@ TEST_CASE("groupnorm.engine: a field of config(), cudnn by default, parsed, refu
                        "cudnn flags: groupnorm.engine expects kernel or cudnn, got 'ours'", tensor::Error);
   CHECK_THROWS_AS(set_flags("groupnorm.engine=cudnn,benchmark=maybe"), tensor::Error);
   CHECK(config().groupnorm_engine == before.groupnorm_engine);
-  CHECK_THROWS_WITH_AS(set_flags("group_norm.engine=cudnn"), doctest::Contains("groupnorm.engine, linear.engine)"), tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("group_norm.engine=cudnn"), doctest::Contains("groupnorm.engine, linear.engine)"),
+                       tensor::Error);
   {
     const ScopedSetting<&Config::groupnorm_engine> kernel(GroupNormEngine::Kernel);
     CHECK(config().groupnorm_engine == GroupNormEngine::Kernel);
@@ -283,6 +289,21 @@ TEST_CASE("ScopedSetting restores one flag of config() and leaves the others") {
   CHECK(config().layernorm_engine == LayerNormEngine::Ours);
 }
 
+TEST_CASE("conv.heuristics: a field of config(), a by default, parsed, printed, refused by name, restored") {
+  CHECK(config().conv_heuristics == ConvHeuristics::A);
+  CHECK(config().str().find(",conv.heuristics=a,") != std::string::npos);
+  {
+    ScopedConfig scoped("conv.heuristics=b");
+    CHECK(config().conv_heuristics == ConvHeuristics::B);
+    CHECK(std::string(conv_heuristics_name(config().conv_heuristics)) == "b");
+    CHECK(config().str().find(",conv.heuristics=b,") != std::string::npos);
+  }
+  CHECK(config().conv_heuristics == ConvHeuristics::A);
+  CHECK_THROWS_WITH_AS(set_flags("conv.heuristics=c"), "cudnn flags: conv.heuristics expects a or b, got 'c'",
+                       tensor::Error);
+  CHECK(config().conv_heuristics == ConvHeuristics::A);
+}
+
 TEST_CASE("linear.engine: a field of config(), auto by default, parsed, refused by name, restored") {
   CHECK(config().linear_engine == LinearEngine::Auto);
   {
@@ -294,7 +315,7 @@ TEST_CASE("linear.engine: a field of config(), auto by default, parsed, refused 
     set_flags("linear.engine=cublas");
   }
   CHECK(config().linear_engine == LinearEngine::Auto);
-  CHECK_THROWS_WITH_AS(set_flags("linear.engine=kernel"), "cudnn flags: linear.engine expects auto or cublas, got 'kernel'",
-                       tensor::Error);
+  CHECK_THROWS_WITH_AS(set_flags("linear.engine=kernel"),
+                       "cudnn flags: linear.engine expects auto or cublas, got 'kernel'", tensor::Error);
   CHECK(config().linear_engine == LinearEngine::Auto);
 }

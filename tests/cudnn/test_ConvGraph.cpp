@@ -68,7 +68,7 @@ Adjoint adjoint(Generator& gen, const Shape& xs, const Shape& ws, const Geometry
 // so the timed runs are checked for their result only and say what won.
 TEST_CASE("every pass runs a graph engine by guess, whatever timing picks, and matches float64") {
   Generator gen(41);
-  for (const char* mode : {"benchmark=false", "benchmark=true"}) {
+  for (const char* mode : {"benchmark=false", "benchmark=false,conv.heuristics=b", "benchmark=true"}) {
     for (int stride : {1, 2}) {
       INFO(mode, " stride ", stride);
       const bool timed = std::string(mode) == "benchmark=true";
@@ -101,6 +101,51 @@ TEST_CASE("every pass runs a graph engine by guess, whatever timing picks, and m
       CHECK(plan.searches() == 3);
     }
   }
+}
+
+// Note [Heuristics modes]: conv.heuristics is part of the key, so a shape searched under mode A
+// is searched again under mode B (and each list cached apart), and both give the same answer.
+TEST_CASE("conv.heuristics: mode B ranks its own list, in its own cache entry, to the same result") {
+  Generator gen(42);
+  const Geometry geo{1};
+  const Adjoint a = adjoint(gen, {4, 16, 14, 14}, {32, 16, 3, 3}, geo);
+  const Tensor ref = reference::conv(a.x, a.w, geo.ref());
+  cudnn::ScopedConfig flags("allow_tf32=false");
+  cudnn::clear_algorithm_cache();
+  cudnn::ConvPlan plan;
+  Tensor y = empty(ref.sizes(), DType::Float32, gpu);
+  const Tensor x = a.x.to(gpu, DType::Float32), w = a.w.to(gpu, DType::Float32);
+  plan.forward(x, w, y, geo.plan());
+  CHECK(plan.searches() == 1);
+  const size_t entries = cudnn::algorithm_cache_size();
+  cudnn::set_flags("conv.heuristics=b");
+  plan.forward(x, w, y, geo.plan());
+  CHECK(plan.searches() == 2);
+  CHECK(cudnn::algorithm_cache_size() == entries + 1);
+  CHECK(is_graph(plan.algorithm(cudnn::ConvPass::Forward)));
+  CHECK(rel_norm_error(y, ref) < 1e-5);
+  plan.forward(x, w, y, geo.plan());
+  CHECK(plan.searches() == 2);  // remembered
+  // conv_engines itself: each engine once, at most `max`, mode B's order leading
+  cudnn::graph::ConvGraphSpec spec;
+  spec.pass = cudnn::ConvPass::Forward;
+  spec.data = CUDNN_DATA_FLOAT;
+  spec.compute = CUDNN_DATA_FLOAT;
+  spec.x_sizes = x.sizes();
+  spec.x_strides = x.strides();
+  spec.w_sizes = w.sizes();
+  spec.w_strides = w.strides();
+  spec.y_sizes = y.sizes();
+  spec.y_strides = y.strides();
+  spec.geometry = geo.plan();
+  spec.geometry.k = {1, 3, 3};
+  std::string why;
+  const auto ranked = cudnn::graph::conv_engines(spec, cudnn::handle(), 10, 1, why, true);
+  INFO(why);
+  REQUIRE(!ranked.empty());
+  CHECK(ranked.size() <= 10);
+  std::set<int64_t> distinct;
+  for (const auto& e : ranked) CHECK(distinct.insert(e->global_index()).second);
 }
 
 TEST_CASE("alpha and beta: out = alpha * op + beta * out, and beta 0 ignores NaN in out") {
