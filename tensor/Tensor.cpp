@@ -494,6 +494,33 @@ Tensor Tensor::clone() const {
 
 // ------------------------------------------------------------------------------ copies
 
+namespace {
+// The bytes a non-empty view's elements occupy in their storage, [first, last].
+std::pair<int64_t, int64_t> byte_span(const Tensor& t) {
+  int64_t lo = t.storage_offset(), hi = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t reach = (t.size(d) - 1) * t.stride(d);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const int64_t item = static_cast<int64_t>(itemsize(t.dtype()));
+  return {lo * item, hi * item + item - 1};
+}
+
+// Note [Copies between overlapping views]
+// dst.copy_(src) where src and dst share memory but are not the same view (t[0:8] from
+// t[1:9]) would read elements the copy has already written, and the kernels' memcpy of an
+// overlapping range is undefined behaviour (AddressSanitizer's memcpy-param-overlap). Such a
+// source is read through a copy of itself first, so the result is the source as it was before
+// the call, on every backend. Views whose spans do not intersect, and the same view (a no-op
+// copy), go straight through.
+bool overlaps_partly(const Tensor& dst, const Tensor& src) {
+  if (!dst.shares_storage(src) || dst.is_same_view(src) || dst.numel() == 0 || src.numel() == 0) return false;
+  const auto [a_lo, a_hi] = byte_span(dst);
+  const auto [b_lo, b_hi] = byte_span(src);
+  return a_lo <= b_hi && b_lo <= a_hi;
+}
+}  // namespace
+
 Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(*this, "Tensor::copy_");
   check_defined(src, "Tensor::copy_");
@@ -501,7 +528,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   TENSOR_CHECK(shape == sizes_, "Tensor::copy_: cannot copy ", src.description(), " into ",
                description());
   if (numel_ == 0) return *this;
-  const Tensor from = src.expand(sizes_);
+  // Note [Copies between overlapping views]
+  const Tensor from = overlaps_partly(*this, src) ? src.clone().expand(sizes_) : src.expand(sizes_);
   if (from.device() == device()) {
     kernels::backend_for(*this).copy(from, *this);
     return *this;

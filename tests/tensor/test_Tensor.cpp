@@ -85,7 +85,9 @@ TEST_CASE("views share storage and index correctly") {
     CHECK_THROWS_AS(iota({2, 4}).expand({3, 4}), Error);
   }
   SUBCASE("index errors name the operation and shape") {
-    CHECK(error_of([&] { (void)t.select(0, 2); }).find("Tensor::select: index 2 out of range for dimension 0 of [2 x 3 x 4]") == 0);
+    CHECK(error_of([&] {
+            (void)t.select(0, 2);
+          }).find("Tensor::select: index 2 out of range for dimension 0 of [2 x 3 x 4]") == 0);
     CHECK(error_of([&] { (void)t.narrow(2, 3, 2); }).find("[2 x 3 x 4]") != std::string::npos);
     CHECK(error_of([&] { (void)t.size(3); }).find("dimension 3 out of range") != std::string::npos);
     CHECK(error_of([&] { (void)t.view({5, -1}); }).find("cannot view [2 x 3 x 4]") != std::string::npos);
@@ -101,7 +103,7 @@ TEST_CASE("copies across dtypes, broadcasting into strided targets") {
   CHECK(max_abs_diff(f16, src.to(DType::Float16)) == 0);
   CHECK(max_abs_diff(f16.to(DType::Float64), src) == 0);  // halves of small ints are exact
   Tensor i64 = src.to(DType::Int64);
-  CHECK(i64.get({2, 3}) == 5);  // 5.5 truncates toward zero
+  CHECK(i64.get({2, 3}) == 5);                    // 5.5 truncates toward zero
   Tensor target = zeros({4, 3}).transpose(0, 1);  // strided destination
   target.copy_(src.to(DType::Float32));
   CHECK(target.get({2, 1}) == 4.5);
@@ -115,6 +117,29 @@ TEST_CASE("copies across dtypes, broadcasting into strided targets") {
   Tensor c = src.clone();
   CHECK_FALSE(c.shares_storage(src));
   CHECK(max_abs_diff(c, src) == 0);
+}
+
+// Note [Copies between overlapping views] in tensor/Tensor.cpp
+TEST_CASE("copy_ between overlapping views reads the source as it was before the copy") {
+  for (const DType dt : {DType::Float32, DType::Float64, DType::Int64}) {
+    INFO(name(dt));
+    const std::vector<double> want_down = {1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10};
+    Tensor t = arange(11.0, dt);
+    t.narrow(0, 0, 8).copy_(t.narrow(0, 1, 8));  // a copy that walks forward would still work
+    CHECK(t.to(DType::Float64).to_vector<double>() == want_down);
+    Tensor u = arange(11.0, dt);
+    u.narrow(0, 1, 8).copy_(u.narrow(0, 0, 8));  // one that walks forward would smear u[0]
+    CHECK(u.to(DType::Float64).to_vector<double>() == std::vector<double>{0, 0, 1, 2, 3, 4, 5, 6, 7, 9, 10});
+    // a transposed view of its own storage: the transpose as it was
+    Tensor m = arange(9.0, dt).view({3, 3});
+    m.copy_(m.transpose(0, 1));
+    CHECK(m.to(DType::Float64).to_vector<double>() == std::vector<double>{0, 3, 6, 1, 4, 7, 2, 5, 8});
+    // the same view, and views that share the storage without overlapping, copy as before
+    Tensor w = arange(10.0, dt);
+    w.copy_(w);
+    w.narrow(0, 0, 5).copy_(w.narrow(0, 5, 5));
+    CHECK(w.to(DType::Float64).to_vector<double>() == std::vector<double>{5, 6, 7, 8, 9, 5, 6, 7, 8, 9});
+  }
 }
 
 TEST_CASE("resize_ keeps storage when it is large enough") {
